@@ -1,0 +1,36 @@
+# bpconvert — the two set-up commands (README.md) and a few helpers.
+# `make demo` and `make test` install what is missing first.
+GO ?= go
+export PATH := /usr/local/go/bin:$(PATH)
+
+.PHONY: deps build demo test test-short fixtures-deps bench
+
+deps:
+	bash scripts/install-deps.sh
+
+build: deps
+	$(GO) build -o bin/bpconvert ./cmd/bpconvert
+
+demo: build
+	bash scripts/demo.sh
+
+# Node packages that write test fixtures with independent libraries.
+fixtures-deps: deps
+	@for d in fixtures/*/; do \
+	  if [ -f "$$d/package-lock.json" ]; then \
+	    if [ ! -d "$$d/node_modules" ] || [ "$$d/package-lock.json" -nt "$$d/node_modules" ]; then \
+	      echo "npm ci in $$d"; (cd "$$d" && npm ci --no-audit --no-fund --loglevel=error) && touch "$$d/node_modules"; \
+	    fi; \
+	  fi; \
+	done
+
+test: deps fixtures-deps
+	$(GO) vet ./...
+	$(GO) test -timeout 40m ./...
+
+# Quick loop for development: skips the multi-gigabyte zip64 test.
+test-short: fixtures-deps
+	$(GO) test -short ./...
+
+bench: build
+	bash bench/run.sh

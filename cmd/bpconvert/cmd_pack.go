@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// packFlags are the pack writer options every command that writes packs takes.
+type packFlags struct {
+	maxPackBytes byteSize
+	maxMembers   int
+	refBase      string
+	noManifest   bool
+}
+
+func (p *packFlags) register(fs *flag.FlagSet) {
+	p.maxPackBytes = packcore.DefaultMaxPackBytes
+	fs.Var(&p.maxPackBytes, "max-pack-bytes", "largest shard size on disk, e.g. 4GiB, 512MiB (default 4GiB)")
+	fs.IntVar(&p.maxMembers, "max-members", packcore.DefaultMaxMembers, "most members in one shard")
+	fs.StringVar(&p.refBase, "ref-base", "", "shard directory as references name it, relative to the dataset root (default: the pack directory's name)")
+	fs.BoolVar(&p.noManifest, "no-manifest", false, "do not write pack.manifest.json")
+}
+
+func (p *packFlags) options() packcore.WriterOptions {
+	return packcore.WriterOptions{
+		MaxPackBytes: int64(p.maxPackBytes),
+		MaxMembers:   p.maxMembers,
+		RefBase:      p.refBase,
+		NoManifest:   p.noManifest,
+	}
+}
+
+// packResult is the summary of pack.
+type packResult struct {
+	Src         string               `json:"src"`
+	Dst         string               `json:"dst"`
+	Members     int64                `json:"members"`
+	Bytes       int64                `json:"bytes"`
+	Shards      int                  `json:"shards"`
+	GroupsSplit int                  `json:"groups_split"`
+	ShardFiles  []packcore.ShardInfo `json:"shard_files"`
+}
+
+type fileEntry struct {
+	key, path string
+	size      int64
+}
+
+func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
+	fset := flag.NewFlagSet("pack", flag.ContinueOnError)
+	var pf packFlags
+	pf.register(fset)
+	e.commonFlags(fset)
+	pos, err := parseFlags(fset, args, 2, "SRC DST")
+	if err != nil {
+		if err == flag.ErrHelp {
+			flagHelp(e, fset, "SRC DST")
+		}
+		return nil, err
+	}
+	src, dst := pos[0], pos[1]
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return nil, usagef("pack: %s is not a directory", src)
+	}
+	files, total, err := listFiles(ctx, src)
+	if err != nil {
+		return nil, &inputError{err: err}
+	}
+	if len(files) == 0 {
+		return nil, usagef("pack: no files under %s", src)
+	}
+	absDst, _ := filepath.Abs(dst)
+	st, err := stage.Begin(absDst)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Abort()
+	opts := pf.options()
+	opts.NoLock = true // the staging directory is locked by st
+	if opts.RefBase == "" {
+		opts.RefBase = filepath.Base(absDst)
+	}
+	prog := e.newProgress("pack")
+	opts.OnShard = func(s packcore.ShardInfo) {
+		prog.Milestone(fmt.Sprintf("wrote %s (%s members, %s)", s.Name, thousands(int64(s.Members)), humanBytes(s.Bytes)))
+	}
+	w, err := packcore.Create(ctx, st.Dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Abort()
+	prog.SetTotal(int64(len(files)), total)
+	for _, f := range files {
+		if _, err := w.AddFile(f.key, f.path, ""); err != nil {
+			return nil, fmt.Errorf("pack: %s: %w", f.path, err)
+		}
+		prog.Add(1, f.size)
+	}
+	stats, err := w.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Commit(); err != nil {
+		return nil, err
+	}
+	absSrc, _ := filepath.Abs(src)
+	e.infof("packed %s blobs (%s bytes) into %d shards under %s", thousands(stats.Members), thousands(stats.Bytes), stats.Shards, dst)
+	return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
+		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
+}
+
+// listFiles returns every regular file under root (symlinked files
+// followed, symlinked directories not descended), sorted by key, with keys
+// validated up front so nothing is written for a tree that cannot be packed.
+func listFiles(ctx context.Context, root string) ([]fileEntry, int64, error) {
+	var out []fileEntry
+	var total int64
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := os.Stat(p) // follows symlinks
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if err := packcore.ValidateKey(key); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, fileEntry{key: key, path: p, size: info.Size()})
+		total += info.Size()
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out, total, err
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// Exit codes, a documented contract (see usage).
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitInvalid     = 3
+	exitInterrupted = 130 // SIGINT; SIGTERM gives 143
+)
+
+// interrupted is the cancellation cause set by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
+
+// usageError is a command line the program refuses: exit 2.
+type usageError struct {
+	msg  string
+	hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
+
+// inputError marks bad input data: exit 3.
+type inputError struct {
+	err  error
+	hint string
+}
+
+func (e *inputError) Error() string { return e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
+// hintError carries a hint for a failure that is not about input.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+// exitCode maps an error to the documented exit code. It is the only place
+// that does.
+func exitCode(ctx context.Context, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var intr interrupted
+	if errors.As(context.Cause(ctx), &intr) {
+		return 128 + int(intr.sig)
+	}
+	if errors.Is(err, context.Canceled) {
+		return exitInterrupted
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	var ie *inputError
+	if errors.As(err, &ie) {
+		return exitInvalid
+	}
+	for _, target := range []error{packcore.ErrInvalidKey, packcore.ErrDuplicateKey, packcore.ErrFormat, packcore.ErrNotRef, stage.ErrExists, packcore.ErrNotEmpty} {
+		if errors.Is(err, target) {
+			if target == stage.ErrExists || target == packcore.ErrNotEmpty {
+				return exitUsage
+			}
+			return exitInvalid
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return exitInvalid
+	}
+	return exitFailure
+}
+
+// hintFor returns the hint attached to err, if any.
+func hintFor(err error) string {
+	var ue *usageError
+	if errors.As(err, &ue) && ue.hint != "" {
+		return ue.hint
+	}
+	var ie *inputError
+	if errors.As(err, &ie) && ie.hint != "" {
+		return ie.hint
+	}
+	var he *hintError
+	if errors.As(err, &he) {
+		return he.hint
+	}
+	if errors.Is(err, stage.ErrExists) || errors.Is(err, packcore.ErrNotEmpty) {
+		return "packs are immutable: choose a new destination directory"
+	}
+	return ""
+}

@@ -1,0 +1,260 @@
+package packcore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+)
+
+// ErrFormat is wrapped by every error about malformed zip bytes.
+var ErrFormat = errors.New("malformed zip")
+
+// Entry is one member as the central directory records it.
+type Entry struct {
+	Name           string
+	Flags          uint16
+	Method         uint16
+	CRC32          uint32
+	CompressedSize int64
+	Size           int64
+	// HeaderOffset is the position of the member's local header in the file,
+	// corrected for any bytes prepended to the archive.
+	HeaderOffset int64
+}
+
+// Directory is a parsed central directory.
+type Directory struct {
+	Entries []Entry
+	// Start is where the central directory begins in the file; no member
+	// payload may extend past it.
+	Start int64
+	// Size is the central directory's length in bytes.
+	Size int64
+}
+
+// maxTail is how far from the end an end-of-central-directory record can sit:
+// the record itself plus the longest archive comment.
+const maxTail = endLen + max16
+
+// ReadDirectory parses the central directory of the zip archive r of the
+// given size. It makes one read for the tail of the file, one for a zip64
+// end record when there is one, and one for the directory.
+func ReadDirectory(r io.ReaderAt, size int64) (*Directory, error) {
+	if size < endLen {
+		return nil, fmt.Errorf("%w: %d bytes is too short for a zip archive", ErrFormat, size)
+	}
+	tailLen := min(size, maxTail+end64LocLen)
+	tail := make([]byte, tailLen)
+	if _, err := r.ReadAt(tail, size-tailLen); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("reading end of central directory: %w", err)
+	}
+	endPos := int64(-1)
+	for i := len(tail) - endLen; i >= 0; i-- {
+		if binary.LittleEndian.Uint32(tail[i:]) != sigEnd {
+			continue
+		}
+		commentLen := int(binary.LittleEndian.Uint16(tail[i+20:]))
+		if i+endLen+commentLen <= len(tail) {
+			endPos = int64(i)
+			break
+		}
+	}
+	if endPos < 0 {
+		return nil, fmt.Errorf("%w: no end of central directory record", ErrFormat)
+	}
+	rec := tail[endPos:]
+	endAbs := size - tailLen + endPos
+	count := int64(binary.LittleEndian.Uint16(rec[10:]))
+	cdSize := int64(binary.LittleEndian.Uint32(rec[12:]))
+	cdOffset := int64(binary.LittleEndian.Uint32(rec[16:]))
+	dirEnd := endAbs // where the directory must end (before any zip64 records)
+
+	if endPos >= end64LocLen && binary.LittleEndian.Uint32(tail[endPos-end64LocLen:]) == sigEnd64Loc {
+		loc := tail[endPos-end64LocLen:]
+		end64Off := int64(binary.LittleEndian.Uint64(loc[8:]))
+		locAbs := endAbs - end64LocLen
+		// Bytes prepended to the archive shift every recorded offset; the
+		// zip64 record sits right before its locator.
+		base := locAbs - end64Len - end64Off
+		if end64Off < 0 || base < 0 || locAbs-end64Len < 0 {
+			return nil, fmt.Errorf("%w: zip64 end record offset %d out of range", ErrFormat, end64Off)
+		}
+		var e64 [end64Len]byte
+		if _, err := r.ReadAt(e64[:], locAbs-end64Len); err != nil {
+			return nil, fmt.Errorf("reading zip64 end record: %w", err)
+		}
+		if binary.LittleEndian.Uint32(e64[:]) != sigEnd64 {
+			return nil, fmt.Errorf("%w: zip64 locator points at no zip64 end record", ErrFormat)
+		}
+		c := binary.LittleEndian.Uint64(e64[32:])
+		s := binary.LittleEndian.Uint64(e64[40:])
+		o := binary.LittleEndian.Uint64(e64[48:])
+		if c > uint64(size) || s > uint64(size) || o > uint64(size) {
+			return nil, fmt.Errorf("%w: zip64 end record values exceed the file size", ErrFormat)
+		}
+		count, cdSize, cdOffset = int64(c), int64(s), int64(o)
+		dirEnd = locAbs - end64Len
+	}
+	if cdSize > dirEnd || count*centralLen > cdSize {
+		return nil, fmt.Errorf("%w: central directory of %d entries and %d bytes does not fit", ErrFormat, count, cdSize)
+	}
+	start := dirEnd - cdSize
+	base := start - cdOffset
+	if base < 0 {
+		return nil, fmt.Errorf("%w: central directory offset %d is past its position %d", ErrFormat, cdOffset, start)
+	}
+	buf := make([]byte, cdSize)
+	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && cdSize == 0) {
+		return nil, fmt.Errorf("reading central directory: %w", err)
+	}
+	entries, err := parseCentral(buf, count, base)
+	if err != nil {
+		return nil, err
+	}
+	return &Directory{Entries: entries, Start: start, Size: cdSize}, nil
+}
+
+// parseCentral decodes count central directory entries from buf.
+func parseCentral(buf []byte, count, base int64) ([]Entry, error) {
+	entries := make([]Entry, 0, count)
+	p := 0
+	for i := int64(0); i < count; i++ {
+		if len(buf)-p < centralLen {
+			return nil, fmt.Errorf("%w: central directory entry %d is truncated", ErrFormat, i)
+		}
+		h := buf[p:]
+		if binary.LittleEndian.Uint32(h) != sigCentral {
+			return nil, fmt.Errorf("%w: central directory entry %d has a bad signature", ErrFormat, i)
+		}
+		nameLen := int(binary.LittleEndian.Uint16(h[28:]))
+		extraLen := int(binary.LittleEndian.Uint16(h[30:]))
+		commentLen := int(binary.LittleEndian.Uint16(h[32:]))
+		total := centralLen + nameLen + extraLen + commentLen
+		if len(buf)-p < total {
+			return nil, fmt.Errorf("%w: central directory entry %d is truncated", ErrFormat, i)
+		}
+		e := Entry{
+			Flags:          binary.LittleEndian.Uint16(h[8:]),
+			Method:         binary.LittleEndian.Uint16(h[10:]),
+			CRC32:          binary.LittleEndian.Uint32(h[16:]),
+			CompressedSize: int64(binary.LittleEndian.Uint32(h[20:])),
+			Size:           int64(binary.LittleEndian.Uint32(h[24:])),
+			HeaderOffset:   int64(binary.LittleEndian.Uint32(h[42:])),
+		}
+		nameBytes := h[centralLen : centralLen+nameLen]
+		e.Name = decodeName(nameBytes, e.Flags)
+		extra := h[centralLen+nameLen : centralLen+nameLen+extraLen]
+		if err := applyZip64(&e, extra); err != nil {
+			return nil, fmt.Errorf("%w: member %q: %v", ErrFormat, e.Name, err)
+		}
+		e.HeaderOffset += base
+		entries = append(entries, e)
+		p += total
+	}
+	return entries, nil
+}
+
+// decodeName returns a member name as text: UTF-8 when flagged or valid,
+// else decoded from code page 437.
+func decodeName(b []byte, flags uint16) string {
+	if flags&flagUTF8 != 0 || utf8.Valid(b) {
+		return string(b)
+	}
+	return decodeCP437(b)
+}
+
+// applyZip64 replaces escaped sizes and offsets with the values from a zip64
+// extra field.
+func applyZip64(e *Entry, extra []byte) error {
+	for len(extra) >= 4 {
+		id := binary.LittleEndian.Uint16(extra)
+		n := int(binary.LittleEndian.Uint16(extra[2:]))
+		if len(extra)-4 < n {
+			return errors.New("extra field is truncated")
+		}
+		body := extra[4 : 4+n]
+		extra = extra[4+n:]
+		if id != zip64ExtraID {
+			continue
+		}
+		take := func(v *int64) error {
+			if len(body) < 8 {
+				return errors.New("zip64 extra field is too short")
+			}
+			u := binary.LittleEndian.Uint64(body)
+			if u > 1<<62 {
+				return errors.New("zip64 value out of range")
+			}
+			*v = int64(u)
+			body = body[8:]
+			return nil
+		}
+		if e.Size == max32 {
+			if err := take(&e.Size); err != nil {
+				return err
+			}
+		}
+		if e.CompressedSize == max32 {
+			if err := take(&e.CompressedSize); err != nil {
+				return err
+			}
+		}
+		if e.HeaderOffset == max32 {
+			if err := take(&e.HeaderOffset); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if e.Size == max32 || e.CompressedSize == max32 || e.HeaderOffset == max32 {
+		// A value of exactly 0xFFFFFFFF without a zip64 field is legal only
+		// for sizes and offsets that really are 0xFFFFFFFF; keep it.
+		return nil
+	}
+	return nil
+}
+
+// cp437 maps the upper half of code page 437 to Unicode.
+var cp437 = []rune("ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0")
+
+func decodeCP437(b []byte) string {
+	var sb bytes.Buffer
+	for _, c := range b {
+		if c < 0x80 {
+			sb.WriteByte(c)
+		} else {
+			sb.WriteRune(cp437[c-0x80])
+		}
+	}
+	return sb.String()
+}
+
+// localHeader is the part of a local file header a reader checks.
+type localHeader struct {
+	Flags    uint16
+	Method   uint16
+	NameLen  int
+	ExtraLen int
+	Name     []byte
+}
+
+// parseLocalHeader decodes the fixed part and name of a local header from b,
+// which must hold at least localLen bytes.
+func parseLocalHeader(b []byte) (localHeader, error) {
+	if len(b) < localLen || binary.LittleEndian.Uint32(b) != sigLocal {
+		return localHeader{}, fmt.Errorf("%w: no local file header", ErrFormat)
+	}
+	h := localHeader{
+		Flags:    binary.LittleEndian.Uint16(b[6:]),
+		Method:   binary.LittleEndian.Uint16(b[8:]),
+		NameLen:  int(binary.LittleEndian.Uint16(b[26:])),
+		ExtraLen: int(binary.LittleEndian.Uint16(b[28:])),
+	}
+	if len(b) >= localLen+h.NameLen {
+		h.Name = b[localLen : localLen+h.NameLen]
+	}
+	return h, nil
+}

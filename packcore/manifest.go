@@ -1,0 +1,163 @@
+package packcore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ManifestName is the file name of a pack's manifest.
+const ManifestName = "pack.manifest.json"
+
+// Manifest records every shard's size and SHA-256 digest.
+type Manifest struct {
+	Algorithm string                   `json:"algorithm"`
+	Shards    map[string]ManifestShard `json:"shards"`
+}
+
+// ManifestShard is one shard's entry in a manifest.
+type ManifestShard struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// EncodeManifest renders a manifest the way the reference tool writes it:
+// JSON indented by one space, keys sorted, a trailing newline.
+func EncodeManifest(shards []ShardInfo) ([]byte, error) {
+	m := Manifest{Algorithm: "sha256", Shards: make(map[string]ManifestShard, len(shards))}
+	for _, s := range shards {
+		m.Shards[s.Name] = ManifestShard{Bytes: s.Bytes, SHA256: s.SHA256}
+	}
+	b, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// WriteManifest writes dir/pack.manifest.json atomically.
+func WriteManifest(dir string, shards []ShardInfo) error {
+	b, err := EncodeManifest(shards)
+	if err != nil {
+		return fmt.Errorf("pack %s: manifest: %w", dir, err)
+	}
+	if err := WriteFileAtomic(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
+		return fmt.Errorf("pack %s: manifest: %w", dir, err)
+	}
+	return nil
+}
+
+// ReadManifest reads dir/pack.manifest.json. A missing manifest returns
+// (nil, nil).
+func ReadManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestName), err)
+	}
+	if m.Algorithm != "sha256" {
+		return nil, fmt.Errorf("%s: unsupported algorithm %q", filepath.Join(dir, ManifestName), m.Algorithm)
+	}
+	return &m, nil
+}
+
+// HashShards computes size and SHA-256 of every shard in dir by reading them,
+// for packs written without a manifest.
+func HashShards(ctx context.Context, dir string) ([]ShardInfo, error) {
+	names, err := ListShards(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ShardInfo, 0, len(names))
+	for _, n := range names {
+		f, err := os.Open(filepath.Join(dir, n))
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		size, err := io.Copy(h, ctxReader{ctx, f})
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n, err)
+		}
+		out = append(out, ShardInfo{Name: n, Bytes: size, SHA256: hex.EncodeToString(h.Sum(nil))})
+	}
+	return out, nil
+}
+
+// ListShards returns the *.zip files directly inside dir in shard order.
+func ListShards(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".zip") && !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	sortShardNames(names)
+	return names, nil
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory, synced and renamed into place, then syncs the directory.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return SyncDir(dir)
+}
+
+// ctxReader stops a copy when its context is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

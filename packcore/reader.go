@@ -1,0 +1,386 @@
+package packcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrNotFound is wrapped when a key or reference is not in a pack set.
+var ErrNotFound = errors.New("not in this pack set")
+
+// SetOptions configures OpenSet.
+type SetOptions struct {
+	// RefBase is the directory references must name (default: the pack
+	// directory's base name). "." accepts references with any directory.
+	RefBase string
+}
+
+// Member is one blob of a pack set.
+type Member struct {
+	Key   string
+	Shard string
+	Size  int64
+	CRC32 uint32
+	// HeaderOffset is the position of the member's local header in its shard.
+	HeaderOffset int64
+}
+
+// Set is an opened pack: every shard's central directory, parsed once, and an
+// index from key to member. Reads are safe for concurrent use.
+type Set struct {
+	dir     string
+	refBase string
+	shards  []*shardFile
+	byName  map[string]*shardFile
+	index   map[string]memberLoc
+}
+
+type memberLoc struct {
+	shard *shardFile
+	i     int
+}
+
+type shardFile struct {
+	name    string
+	f       *os.File
+	size    int64
+	dir     *Directory
+	bounds  []int64        // per entry: where its payload must end
+	dataOff []atomic.Int64 // per entry: payload offset once its header was read
+}
+
+// OpenSet opens a pack directory, or a single shard file, and indexes every
+// member. A key present in two shards is an error.
+func OpenSet(p string, opts SetOptions) (*Set, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	dir, names := p, []string(nil)
+	if st.IsDir() {
+		if names, err = ListShards(p); err != nil {
+			return nil, err
+		}
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%s: no *.zip shards", p)
+		}
+	} else {
+		dir, names = filepath.Dir(p), []string{filepath.Base(p)}
+	}
+	refBase := opts.RefBase
+	if refBase == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		refBase = filepath.Base(abs)
+	}
+	s := &Set{dir: dir, refBase: CleanRefBase(refBase), byName: map[string]*shardFile{}, index: map[string]memberLoc{}}
+	for _, name := range names {
+		sf, err := openShard(filepath.Join(dir, name))
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		}
+		s.shards = append(s.shards, sf)
+		s.byName[name] = sf
+		for i, e := range sf.dir.Entries {
+			if prev, dup := s.index[e.Name]; dup {
+				s.Close()
+				return nil, fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, e.Name, prev.shard.name, name)
+			}
+			s.index[e.Name] = memberLoc{sf, i}
+		}
+	}
+	return s, nil
+}
+
+func openShard(p string) (*shardFile, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	dir, err := ReadDirectory(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if probs := structuralProblems(filepath.Base(p), dir); len(probs) > 0 {
+		f.Close()
+		return nil, errors.New(probs[0])
+	}
+	sf := &shardFile{name: filepath.Base(p), f: f, size: st.Size(), dir: dir,
+		bounds: make([]int64, len(dir.Entries)), dataOff: make([]atomic.Int64, len(dir.Entries))}
+	// A payload may not run past the next member's header or the directory.
+	order := make([]int, len(dir.Entries))
+	for i := range order {
+		order[i] = i
+	}
+	sortByOffset(order, dir.Entries)
+	for k, i := range order {
+		if k+1 < len(order) {
+			sf.bounds[i] = dir.Entries[order[k+1]].HeaderOffset
+		} else {
+			sf.bounds[i] = dir.Start
+		}
+	}
+	return sf, nil
+}
+
+// Close closes every shard file.
+func (s *Set) Close() error {
+	var errs []error
+	for _, sf := range s.shards {
+		errs = append(errs, sf.f.Close())
+	}
+	s.shards = nil
+	return errors.Join(errs...)
+}
+
+// Len returns the number of members.
+func (s *Set) Len() int { return len(s.index) }
+
+// Shards returns the shard file names in shard order.
+func (s *Set) Shards() []string {
+	out := make([]string, len(s.shards))
+	for i, sf := range s.shards {
+		out[i] = sf.name
+	}
+	return out
+}
+
+// RefBase returns the directory this set's references name.
+func (s *Set) RefBase() string { return s.refBase }
+
+// Members yields every member, shards in order, members in central
+// directory order.
+func (s *Set) Members() iter.Seq[Member] {
+	return func(yield func(Member) bool) {
+		for _, sf := range s.shards {
+			for i := range sf.dir.Entries {
+				if !yield(sf.member(i)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func (sf *shardFile) member(i int) Member {
+	e := sf.dir.Entries[i]
+	return Member{Key: e.Name, Shard: sf.name, Size: e.Size, CRC32: e.CRC32, HeaderOffset: e.HeaderOffset}
+}
+
+// Ref returns the reference for a member of this set.
+func (s *Set) Ref(m Member) string {
+	return FormatRef(m.Key, JoinShardPath(s.refBase, m.Shard))
+}
+
+// resolve finds a member by bare key or by reference. A reference must name
+// this set's directory (unless the set accepts any), one of its shards, and
+// a key stored in that shard.
+func (s *Set) resolve(refOrKey string) (memberLoc, error) {
+	if !IsRef(refOrKey) {
+		loc, ok := s.index[refOrKey]
+		if !ok {
+			return memberLoc{}, fmt.Errorf("%w: key %q", ErrNotFound, refOrKey)
+		}
+		return loc, nil
+	}
+	key, shardPath, err := ParseRef(refOrKey)
+	if err != nil {
+		return memberLoc{}, err
+	}
+	dir, shard := path.Split(shardPath)
+	if s.refBase != "" && CleanRefBase(dir) != s.refBase {
+		return memberLoc{}, fmt.Errorf("%w: reference %q names directory %q, expected %q", ErrNotFound, refOrKey, CleanRefBase(dir), s.refBase)
+	}
+	sf, ok := s.byName[shard]
+	if !ok {
+		return memberLoc{}, fmt.Errorf("%w: reference %q names shard %q", ErrNotFound, refOrKey, shard)
+	}
+	loc, ok := s.index[key]
+	if !ok || loc.shard != sf {
+		return memberLoc{}, fmt.Errorf("%w: reference %q: key not in shard %s", ErrNotFound, refOrKey, shard)
+	}
+	return loc, nil
+}
+
+// Stat returns a member by key or reference.
+func (s *Set) Stat(refOrKey string) (Member, error) {
+	loc, err := s.resolve(refOrKey)
+	if err != nil {
+		return Member{}, err
+	}
+	return loc.shard.member(loc.i), nil
+}
+
+// headerSlack is how many bytes past the name a fused read takes to cover a
+// local extra field (the writer's zip64 field is 20 bytes).
+const headerSlack = 64
+
+// Read returns a member's bytes. The first read of a member checks its local
+// header in the same positioned read that fetches the payload; later reads
+// are one positioned read of exactly the payload. No CRC is computed (Verify
+// does that).
+func (s *Set) Read(refOrKey string) ([]byte, error) {
+	loc, err := s.resolve(refOrKey)
+	if err != nil {
+		return nil, err
+	}
+	return loc.shard.read(loc.i)
+}
+
+func (sf *shardFile) read(i int) ([]byte, error) {
+	e := sf.dir.Entries[i]
+	if off := sf.dataOff[i].Load(); off > 0 {
+		buf := make([]byte, e.Size)
+		if _, err := sf.f.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
+			return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+		}
+		return buf, nil
+	}
+	want := localLen + int64(len(e.Name)) + headerSlack + e.Size
+	want = min(want, sf.bounds[i]-e.HeaderOffset)
+	if want < localLen+int64(len(e.Name))+e.Size {
+		return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
+	}
+	buf := make([]byte, want)
+	if _, err := sf.f.ReadAt(buf, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+	}
+	start, err := sf.checkHeader(i, buf)
+	if err != nil {
+		return nil, err
+	}
+	rel := start - e.HeaderOffset
+	if rel+e.Size <= int64(len(buf)) {
+		return buf[rel : rel+e.Size : rel+e.Size], nil
+	}
+	out := make([]byte, e.Size)
+	if _, err := sf.f.ReadAt(out, start); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
+		return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+	}
+	return out, nil
+}
+
+// checkHeader validates a member's local header (its first bytes in hdr) and
+// returns and caches the payload offset.
+func (sf *shardFile) checkHeader(i int, hdr []byte) (int64, error) {
+	e := sf.dir.Entries[i]
+	h, err := parseLocalHeader(hdr)
+	if err != nil {
+		return 0, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+	}
+	switch {
+	case h.Name == nil || (string(h.Name) != e.Name && decodeName(h.Name, h.Flags) != e.Name):
+		return 0, fmt.Errorf("%s:%s: %w: local header name mismatch", sf.name, e.Name, ErrFormat)
+	case h.Method != methodStored:
+		return 0, fmt.Errorf("%s:%s: %w: local header is not STORED", sf.name, e.Name, ErrFormat)
+	case h.Flags&(flagEncrypted|flagStrongEnc) != 0:
+		return 0, fmt.Errorf("%s:%s: %w: encrypted", sf.name, e.Name, ErrFormat)
+	}
+	start := e.HeaderOffset + localLen + int64(h.NameLen) + int64(h.ExtraLen)
+	if start+e.Size > sf.bounds[i] {
+		return 0, fmt.Errorf("%s:%s: %w: payload runs past the next member or the directory", sf.name, e.Name, ErrFormat)
+	}
+	sf.dataOff[i].Store(start)
+	return start, nil
+}
+
+// Open returns a reader bounded to a member's bytes: reads and seeks stay
+// inside the blob.
+func (s *Set) Open(refOrKey string) (*io.SectionReader, error) {
+	loc, err := s.resolve(refOrKey)
+	if err != nil {
+		return nil, err
+	}
+	sf, i := loc.shard, loc.i
+	e := sf.dir.Entries[i]
+	off := sf.dataOff[i].Load()
+	if off == 0 {
+		n := min(localLen+int64(len(e.Name))+headerSlack, sf.bounds[i]-e.HeaderOffset)
+		if n < localLen {
+			return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
+		}
+		hdr := make([]byte, n)
+		if _, err := sf.f.ReadAt(hdr, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+		}
+		if off, err = sf.checkHeader(i, hdr); err != nil {
+			return nil, err
+		}
+	}
+	return io.NewSectionReader(sf.f, off, e.Size), nil
+}
+
+// ReadMany reads several members concurrently with up to workers goroutines
+// and returns their bytes in input order.
+func (s *Set) ReadMany(ctx context.Context, items []string, workers int) ([][]byte, error) {
+	out := make([][]byte, len(items))
+	if workers < 1 {
+		workers = 1
+	}
+	var (
+		wg      sync.WaitGroup
+		next    atomic.Int64
+		errOnce sync.Once
+		first   error
+	)
+	for range min(workers, len(items)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(items) || ctx.Err() != nil {
+					return
+				}
+				b, err := s.Read(items[i])
+				if err != nil {
+					errOnce.Do(func() { first = err })
+					return
+				}
+				out[i] = b
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func sortByOffset(order []int, entries []Entry) {
+	// insertion into a sorted order is the common case: writers emit
+	// members in offset order.
+	sorted := true
+	for k := 1; k < len(order); k++ {
+		if entries[order[k-1]].HeaderOffset > entries[order[k]].HeaderOffset {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	sort.Slice(order, func(a, b int) bool { return entries[order[a]].HeaderOffset < entries[order[b]].HeaderOffset })
+}

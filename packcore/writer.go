@@ -1,0 +1,739 @@
+package packcore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Defaults for WriterOptions.
+const (
+	DefaultMaxPackBytes = 4 << 30
+	DefaultMaxMembers   = 65535
+	DefaultPrefix       = "pack"
+	DefaultGroupFill    = 0.5
+)
+
+// smallMember is the largest payload the writer reads whole before writing
+// it: such members go to disk in one write with their header, and their
+// bytes are hashed from memory. Larger members are streamed.
+const smallMember = 1 << 20
+
+// copyBuf is the chunk size for streamed members.
+const copyBuf = 1 << 20
+
+// ErrClosed is returned by Add after Close or Abort.
+var ErrClosed = errors.New("pack writer is closed")
+
+// ErrNotEmpty is returned when a pack directory already holds shards and the
+// caller did not ask to resume.
+var ErrNotEmpty = errors.New("pack directory already holds shards")
+
+// ErrSizeMismatch is wrapped when a member's stream is shorter or longer than
+// its declared size.
+var ErrSizeMismatch = errors.New("stream length differs from declared size")
+
+// WriterOptions configures a Writer. The zero value selects the defaults.
+type WriterOptions struct {
+	// MaxPackBytes caps a shard's size on disk, headers and directory
+	// included (default 4 GiB). A member larger than the cap gets a shard of
+	// its own.
+	MaxPackBytes int64
+	// MaxMembers caps the number of members in a shard (default 65,535).
+	MaxMembers int
+	// RefBase is the shard directory as references spell it, relative to the
+	// dataset root. Empty selects the pack directory's base name; "." yields
+	// references holding the bare shard name.
+	RefBase string
+	// Prefix names shards Prefix-0000.zip, … (default "pack").
+	Prefix string
+	// GroupFill is the fraction of MaxPackBytes from which a new placement
+	// group starts a new shard (default 0.5; a negative value disables it).
+	GroupFill float64
+	// NoManifest skips writing pack.manifest.json.
+	NoManifest bool
+	// Resume accepts a pack directory that already holds shards written by
+	// an earlier, interrupted writer with the same prefix: each is verified
+	// in full (a shard that fails is an error, never trusted), its keys are
+	// loaded so Lookup finds them, and new shards continue the numbering.
+	Resume bool
+	// NoLock skips the writer's exclusive lock on the directory, for callers
+	// that already own it exclusively (such as a locked staging directory).
+	NoLock bool
+	// OnShard, when set, is called after each shard is renamed into place.
+	OnShard func(ShardInfo)
+}
+
+// ShardInfo describes a completed shard.
+type ShardInfo struct {
+	Name    string `json:"name"`
+	Bytes   int64  `json:"bytes"`
+	SHA256  string `json:"sha256"`
+	Members int    `json:"members"`
+	// Resumed marks a shard that an earlier writer completed.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// Stats summarises what a writer wrote.
+type Stats struct {
+	Members     int64       `json:"members"`
+	Bytes       int64       `json:"bytes"`
+	Shards      int         `json:"shards"`
+	GroupsSplit int         `json:"groups_split"`
+	ShardFiles  []ShardInfo `json:"shard_files"`
+}
+
+// Writer adds members to a pack directory, rolling to new shards as limits
+// require. It is not safe for concurrent use.
+type Writer struct {
+	ctx      context.Context
+	dir      string
+	opts     WriterOptions
+	refBase  string
+	lock     *os.File
+	keys     map[string]keyLoc
+	next     int // index of the next shard to open
+	cur      *shardWriter
+	done     []ShardInfo
+	buf      []byte
+	closed   bool
+	stats    Stats
+	group    string
+	groupIdx int // shard index where the current group began
+}
+
+type keyLoc struct {
+	shard string
+	size  int64
+}
+
+type shardWriter struct {
+	f      *os.File
+	tmp    string
+	name   string
+	index  int
+	off    int64
+	cd     []byte
+	count  int64
+	sha    hash.Hash
+	failed bool
+}
+
+var shardRE = regexp.MustCompile(`^(.+)-([0-9]+)\.zip$`)
+
+// Create opens a writer on dir, creating it when missing. A directory that
+// already holds *.zip files is refused unless opts.Resume is set. Temporary
+// files of an interrupted writer are removed. ctx cancels a running Add.
+func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error) {
+	if opts.MaxPackBytes == 0 {
+		opts.MaxPackBytes = DefaultMaxPackBytes
+	}
+	if opts.MaxMembers == 0 {
+		opts.MaxMembers = DefaultMaxMembers
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.GroupFill == 0 {
+		opts.GroupFill = DefaultGroupFill
+	}
+	switch {
+	case opts.MaxPackBytes < 0 || opts.MaxMembers < 0:
+		return nil, fmt.Errorf("pack %s: size and member limits must be positive", dir)
+	case opts.MaxMembers > DefaultMaxMembers:
+		return nil, fmt.Errorf("pack %s: at most %d members fit a shard that every zip reader can list", dir, DefaultMaxMembers)
+	case opts.GroupFill > 1:
+		return nil, fmt.Errorf("pack %s: group fill must be at most 1", dir)
+	case strings.ContainsAny(opts.Prefix, `/\`) || opts.Prefix == "." || opts.Prefix == "..":
+		return nil, fmt.Errorf("pack %s: prefix %q must be a plain file name", dir, opts.Prefix)
+	}
+	refBase := opts.RefBase
+	if refBase == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("pack %s: %w", dir, err)
+		}
+		refBase = filepath.Base(abs)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	w := &Writer{
+		ctx:     ctx,
+		dir:     dir,
+		opts:    opts,
+		refBase: CleanRefBase(refBase),
+		keys:    make(map[string]keyLoc),
+		buf:     make([]byte, 0, localLen+MaxKeyBytes+smallMember),
+	}
+	if !opts.NoLock {
+		if err := w.lockDir(); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.scanExisting(); err != nil {
+		w.unlock()
+		return nil, err
+	}
+	return w, nil
+}
+
+// lockDir takes an exclusive advisory lock on the pack directory so that two
+// writers never interleave shards.
+func (w *Writer) lockDir() error {
+	f, err := os.Open(w.dir)
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("pack %s: another writer holds this directory: %w", w.dir, err)
+	}
+	w.lock = f
+	return nil
+}
+
+func (w *Writer) unlock() {
+	if w.lock != nil {
+		w.lock.Close() // closing releases the flock
+		w.lock = nil
+	}
+}
+
+// isTemp reports whether name is a temporary shard of this writer's prefix.
+func (w *Writer) isTemp(name string) bool {
+	return strings.HasPrefix(name, "."+w.opts.Prefix+"-") && strings.HasSuffix(name, ".tmp")
+}
+
+// scanExisting removes stale temporary shards and handles complete ones.
+func (w *Writer) scanExisting() error {
+	ents, err := os.ReadDir(w.dir)
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	var zips []string
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case w.isTemp(name):
+			if err := os.Remove(filepath.Join(w.dir, name)); err != nil {
+				return fmt.Errorf("pack %s: removing stale temporary shard: %w", w.dir, err)
+			}
+		case strings.HasSuffix(name, ".zip"):
+			zips = append(zips, name)
+		}
+	}
+	if len(zips) == 0 {
+		return nil
+	}
+	if !w.opts.Resume {
+		return fmt.Errorf("pack %s: %w: it already contains %d zip file(s); packs are immutable, write to a fresh directory", w.dir, ErrNotEmpty, len(zips))
+	}
+	sortShardNames(zips)
+	for _, name := range zips {
+		m := shardRE.FindStringSubmatch(name)
+		if m == nil || m[1] != w.opts.Prefix {
+			return fmt.Errorf("pack %s: cannot resume: %s is not a shard of prefix %q", w.dir, name, w.opts.Prefix)
+		}
+		idx, _ := strconv.Atoi(m[2])
+		res, err := verifyShard(w.ctx, filepath.Join(w.dir, name), true)
+		if err != nil {
+			return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
+		}
+		if len(res.problems) > 0 {
+			return fmt.Errorf("pack %s: cannot resume: %s", w.dir, res.problems[0])
+		}
+		for _, e := range res.dir.Entries {
+			if prev, dup := w.keys[e.Name]; dup {
+				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, prev.shard, name)
+			}
+			w.keys[e.Name] = keyLoc{shard: name, size: e.Size}
+		}
+		info := ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(res.dir.Entries), Resumed: true}
+		w.done = append(w.done, info)
+		w.next = max(w.next, idx+1)
+	}
+	return nil
+}
+
+// RefBase returns the reference base the writer puts into references.
+func (w *Writer) RefBase() string { return w.refBase }
+
+// Ref returns the reference of key in shard.
+func (w *Writer) Ref(key, shard string) string {
+	return FormatRef(key, JoinShardPath(w.refBase, shard))
+}
+
+// Lookup returns the reference and size of a key already in the pack, from
+// this writer or from a resumed shard.
+func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
+	loc, ok := w.keys[key]
+	if !ok {
+		return "", 0, false
+	}
+	return w.Ref(key, loc.shard), loc.size, true
+}
+
+// Add streams size bytes from r into the pack as member key and returns its
+// reference. group names a placement group ("" for none): a member that
+// starts a new group opens a new shard when the current one is at least
+// GroupFill full, so one group's members tend to share a shard.
+//
+// The key is validated and checked for duplicates before any byte is
+// written. A stream that ends early or runs past size is an error; the
+// partial member is cut off and the writer stays usable.
+func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string, error) {
+	if w.closed {
+		return "", ErrClosed
+	}
+	if err := w.ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	if size < 0 {
+		return "", fmt.Errorf("key %q: negative size %d", key, size)
+	}
+	if loc, dup := w.keys[key]; dup {
+		return "", &KeyError{Key: key, Reason: "already added (in " + loc.shard + ")", Err: ErrDuplicateKey}
+	}
+	startsGroup := group != "" && group != w.group
+	if startsGroup && w.cur != nil && w.cur.count > 0 && w.opts.GroupFill > 0 &&
+		float64(w.cur.projected()) >= float64(w.opts.MaxPackBytes)*w.opts.GroupFill {
+		if err := w.roll(); err != nil {
+			return "", err
+		}
+	}
+	if w.cur == nil || w.cur.count >= int64(w.opts.MaxMembers) ||
+		(w.cur.count > 0 && w.cur.projectedWith(key, size) > w.opts.MaxPackBytes) {
+		if w.cur != nil && !startsGroup && group != "" && w.groupIdx == w.cur.index {
+			w.stats.GroupsSplit++
+		}
+		if err := w.roll(); err != nil {
+			return "", err
+		}
+	}
+	if startsGroup {
+		w.group = group
+		w.groupIdx = w.cur.index
+	}
+	if err := w.writeMember(key, r, size); err != nil {
+		return "", fmt.Errorf("key %q: %w", key, err)
+	}
+	w.keys[key] = keyLoc{shard: w.cur.name, size: size}
+	w.stats.Members++
+	w.stats.Bytes += size
+	return w.Ref(key, w.cur.name), nil
+}
+
+// AddFile adds the regular file at path as member key.
+func (w *Writer) AddFile(key, path, group string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file", path)
+	}
+	return w.Add(key, f, st.Size(), group)
+}
+
+// projected is the shard's size if it were closed now.
+func (s *shardWriter) projected() int64 {
+	cdSize := int64(len(s.cd))
+	return s.off + cdSize + endRecordsLen(s.count, cdSize, s.off)
+}
+
+// projectedWith is the shard's exact size after adding one more member.
+func (s *shardWriter) projectedWith(key string, size int64) int64 {
+	n := int64(len(key))
+	off := s.off + localLen + n + localExtraLen(size) + size
+	cdSize := int64(len(s.cd)) + centralLen + n + centralExtraLen(size, s.off)
+	return off + cdSize + endRecordsLen(s.count+1, cdSize, off)
+}
+
+// roll completes the current shard, if any, and opens the next one.
+func (w *Writer) roll() error {
+	if w.cur != nil {
+		if err := w.finishShard(); err != nil {
+			return err
+		}
+	}
+	name := fmt.Sprintf("%s-%04d.zip", w.opts.Prefix, w.next)
+	if _, err := os.Lstat(filepath.Join(w.dir, name)); err == nil {
+		return fmt.Errorf("pack %s: %s already exists", w.dir, name)
+	}
+	f, err := os.CreateTemp(w.dir, "."+name+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: sha256.New()}
+	w.next++
+	return nil
+}
+
+// writeMember appends one member to the current shard.
+func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
+	s := w.cur
+	hdrOff := s.off
+	var crc uint32
+	if size <= smallMember {
+		hdrLen := localLen + len(key)
+		buf := w.buf[:hdrLen+int(size)]
+		if _, err := io.ReadFull(r, buf[hdrLen:]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%w: stream ended before %d declared bytes", ErrSizeMismatch, size)
+			}
+			return err
+		}
+		if err := expectEOF(r, size); err != nil {
+			return err
+		}
+		crc = crc32.ChecksumIEEE(buf[hdrLen:])
+		appendLocalHeader(buf[:0], key, size, crc)
+		if _, err := s.f.Write(buf); err != nil {
+			return w.failShard(err)
+		}
+		s.sha.Write(buf)
+		s.off += int64(len(buf))
+	} else {
+		hdr := appendLocalHeader(make([]byte, 0, localLen+len(key)+20), key, size, 0)
+		hdrLen := int64(len(hdr))
+		if _, err := s.f.Write(hdr); err != nil {
+			return w.failShard(err)
+		}
+		h := crc32.NewIEEE()
+		n, err := w.copyData(io.MultiWriter(s.f, h), r, size)
+		if err == nil && n < size {
+			err = fmt.Errorf("%w: stream ended after %d of %d declared bytes", ErrSizeMismatch, n, size)
+		}
+		if err == nil {
+			err = expectEOF(r, size)
+		}
+		if err != nil {
+			return w.cutMember(hdrOff, err)
+		}
+		crc = h.Sum32()
+		var c [4]byte
+		c[0], c[1], c[2], c[3] = byte(crc), byte(crc>>8), byte(crc>>16), byte(crc>>24)
+		if _, err := s.f.WriteAt(c[:], hdrOff+localCRCOffset); err != nil {
+			return w.failShard(err)
+		}
+		copy(hdr[localCRCOffset:], c[:])
+		s.sha.Write(hdr)
+		// The header changed after the payload was written, so the digest
+		// takes the payload from the file (page cache) right away.
+		if err := w.hashBack(hdrOff+hdrLen, size); err != nil {
+			return w.failShard(err)
+		}
+		s.off += hdrLen + size
+	}
+	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
+	s.count++
+	return nil
+}
+
+// copyData copies up to size bytes, checking for cancellation per chunk.
+func (w *Writer) copyData(dst io.Writer, src io.Reader, size int64) (int64, error) {
+	buf := w.buf[:copyBuf]
+	var n int64
+	for n < size {
+		if err := w.ctx.Err(); err != nil {
+			return n, err
+		}
+		chunk := buf[:min(int64(len(buf)), size-n)]
+		m, err := io.ReadFull(src, chunk)
+		if m > 0 {
+			if _, werr := dst.Write(chunk[:m]); werr != nil {
+				return n, werr
+			}
+			n += int64(m)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return n, nil
+			}
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// hashBack feeds size bytes of the current shard at off into its digest.
+func (w *Writer) hashBack(off, size int64) error {
+	buf := w.buf[:copyBuf]
+	for size > 0 {
+		chunk := buf[:min(int64(len(buf)), size)]
+		if _, err := w.cur.f.ReadAt(chunk, off); err != nil {
+			return err
+		}
+		w.cur.sha.Write(chunk)
+		off += int64(len(chunk))
+		size -= int64(len(chunk))
+	}
+	return nil
+}
+
+// expectEOF checks that r has nothing left after size bytes.
+func expectEOF(r io.Reader, size int64) error {
+	var one [1]byte
+	for {
+		n, err := r.Read(one[:])
+		if n > 0 {
+			return fmt.Errorf("%w: stream is longer than %d declared bytes", ErrSizeMismatch, size)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// cutMember removes a partially written member so the shard stays valid.
+func (w *Writer) cutMember(hdrOff int64, cause error) error {
+	s := w.cur
+	if err := s.f.Truncate(hdrOff); err != nil {
+		return w.failShard(errors.Join(cause, err))
+	}
+	if _, err := s.f.Seek(hdrOff, io.SeekStart); err != nil {
+		return w.failShard(errors.Join(cause, err))
+	}
+	return cause
+}
+
+// failShard marks the current shard unusable after an I/O error: it is
+// removed, and the writer refuses further members.
+func (w *Writer) failShard(err error) error {
+	w.cur.failed = true
+	w.abortCurrent()
+	w.closed = true
+	return err
+}
+
+// finishShard writes the central directory and end records, syncs, and
+// renames the shard into place.
+func (w *Writer) finishShard() error {
+	s := w.cur
+	tail := appendEndRecords(s.cd, s.count, int64(len(s.cd)), s.off)
+	if _, err := s.f.Write(tail); err != nil {
+		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
+	}
+	s.sha.Write(tail)
+	total := s.off + int64(len(tail))
+	if err := s.f.Chmod(0o644); err != nil {
+		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
+	}
+	if err := s.f.Sync(); err != nil {
+		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
+	}
+	if err := s.f.Close(); err != nil {
+		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
+	}
+	final := filepath.Join(w.dir, s.name)
+	if err := os.Rename(s.tmp, final); err != nil {
+		os.Remove(s.tmp)
+		w.cur = nil
+		w.closed = true
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	if err := SyncDir(w.dir); err != nil {
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	info := ShardInfo{Name: s.name, Bytes: total, SHA256: hex.EncodeToString(s.sha.Sum(nil)), Members: int(s.count)}
+	w.done = append(w.done, info)
+	w.cur = nil
+	if w.opts.OnShard != nil {
+		w.opts.OnShard(info)
+	}
+	return nil
+}
+
+// abortCurrent closes and removes the current temporary shard.
+func (w *Writer) abortCurrent() {
+	if w.cur == nil {
+		return
+	}
+	w.cur.f.Close()
+	os.Remove(w.cur.tmp)
+	w.cur = nil
+}
+
+// Close completes the last shard, checks every shard this writer completed
+// against its central directory, writes pack.manifest.json (unless disabled)
+// and returns what was written. A writer that added nothing writes nothing.
+func (w *Writer) Close() (Stats, error) {
+	if w.closed {
+		return w.stats, ErrClosed
+	}
+	w.closed = true
+	defer w.unlock()
+	if w.cur != nil {
+		if err := w.finishShard(); err != nil {
+			return w.stats, err
+		}
+	}
+	for _, sh := range w.done {
+		if sh.Resumed {
+			continue
+		}
+		if err := checkWrittenShard(filepath.Join(w.dir, sh.Name), sh); err != nil {
+			return w.stats, fmt.Errorf("pack %s: %w", w.dir, err)
+		}
+	}
+	w.stats.Shards = len(w.done)
+	w.stats.ShardFiles = append([]ShardInfo(nil), w.done...)
+	if len(w.done) > 0 && !w.opts.NoManifest {
+		if err := WriteManifest(w.dir, w.done); err != nil {
+			return w.stats, err
+		}
+	}
+	return w.stats, nil
+}
+
+// Abort stops the writer and removes its temporary shard. Completed shards
+// stay. Abort after Close does nothing.
+func (w *Writer) Abort() {
+	if w.closed && w.cur == nil {
+		w.unlock()
+		return
+	}
+	w.closed = true
+	w.abortCurrent()
+	w.unlock()
+}
+
+// checkWrittenShard re-reads a finished shard's central directory and
+// checks it against what the writer recorded.
+func checkWrittenShard(path string, info ShardInfo) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != info.Bytes {
+		return fmt.Errorf("%s: %d bytes on disk, %d written", info.Name, st.Size(), info.Bytes)
+	}
+	dir, err := ReadDirectory(f, st.Size())
+	if err != nil {
+		return fmt.Errorf("%s: %w", info.Name, err)
+	}
+	if len(dir.Entries) != info.Members {
+		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, len(dir.Entries), info.Members)
+	}
+	if p := structuralProblems(info.Name, dir); len(p) > 0 {
+		return errors.New(p[0])
+	}
+	return nil
+}
+
+// structuralProblems checks a directory without reading payloads: members
+// STORED and unencrypted, names unique, sizes consistent, members in order
+// without overlap and ending before the directory.
+func structuralProblems(shard string, dir *Directory) []string {
+	var out []string
+	seen := make(map[string]bool, len(dir.Entries))
+	type span struct {
+		name       string
+		start, end int64
+	}
+	spans := make([]span, 0, len(dir.Entries))
+	for _, e := range dir.Entries {
+		if strings.HasSuffix(e.Name, "/") {
+			continue // directory entries carry no payload
+		}
+		switch {
+		case e.Method != methodStored:
+			out = append(out, fmt.Sprintf("%s:%s: not STORED (method %d)", shard, e.Name, e.Method))
+		case e.Flags&(flagEncrypted|flagStrongEnc) != 0:
+			out = append(out, fmt.Sprintf("%s:%s: encrypted", shard, e.Name))
+		case e.CompressedSize != e.Size:
+			out = append(out, fmt.Sprintf("%s:%s: stored size %d differs from size %d", shard, e.Name, e.CompressedSize, e.Size))
+		}
+		if seen[e.Name] {
+			out = append(out, fmt.Sprintf("%s:%s: duplicate member name within one shard", shard, e.Name))
+		}
+		seen[e.Name] = true
+		// The local header holds at least the fixed part and the name.
+		end := e.HeaderOffset + localLen + int64(len(e.Name)) + e.Size
+		spans = append(spans, span{e.Name, e.HeaderOffset, end})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	for i, sp := range spans {
+		if sp.end > dir.Start {
+			out = append(out, fmt.Sprintf("%s:%s: extends into the central directory", shard, sp.name))
+		}
+		if i+1 < len(spans) && sp.end > spans[i+1].start {
+			out = append(out, fmt.Sprintf("%s:%s: overlaps %q", shard, sp.name, spans[i+1].name))
+		}
+	}
+	return out
+}
+
+// SyncDir fsyncs a directory so renames inside it survive a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// sortShardNames orders shard file names by prefix and then numerically by
+// index, so pack-10000.zip follows pack-9999.zip; other names sort last by
+// name.
+func sortShardNames(names []string) {
+	type k struct {
+		prefix string
+		idx    int
+		ok     bool
+	}
+	key := func(s string) k {
+		m := shardRE.FindStringSubmatch(s)
+		if m == nil {
+			return k{}
+		}
+		n, err := strconv.Atoi(m[2])
+		return k{m[1], n, err == nil}
+	}
+	sort.SliceStable(names, func(i, j int) bool {
+		a, b := key(names[i]), key(names[j])
+		if a.ok != b.ok {
+			return a.ok
+		}
+		if a.ok && (a.prefix != b.prefix || a.idx != b.idx) {
+			if a.prefix != b.prefix {
+				return a.prefix < b.prefix
+			}
+			return a.idx < b.idx
+		}
+		return names[i] < names[j]
+	})
+}
