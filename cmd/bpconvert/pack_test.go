@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
+)
+
+func TestHelpAndUsage(t *testing.T) {
+	r := bp(t, "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "Exit codes:") || !strings.Contains(r.stdout, "130") {
+		t.Fatalf("help: %d\n%s", r.code, r.stdout)
+	}
+	if r := bp(t, "frobnicate"); r.code != 2 || !strings.Contains(r.stderr, "bpconvert: error: unknown command") {
+		t.Fatalf("unknown command: %+v", r)
+	}
+	if r := bp(t, "pack", "only-one"); r.code != 2 {
+		t.Fatalf("missing argument: %+v", r)
+	}
+	if r := bp(t, "version", "--json"); r.code != 0 || lastJSON(t, r)["go_version"] == "" {
+		t.Fatalf("version: %+v", r)
+	}
+}
+
+func TestPackVerifyLsUnpack(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	files := map[string]string{
+		"images/0001.jpg": strings.Repeat("j", 5000),
+		"images/0002.jpg": strings.Repeat("k", 7000),
+		"labels/é.txt":    "label",
+		"empty":           "",
+		".hidden":         "h",
+	}
+	writeTree(t, src, files)
+	dst := filepath.Join(root, "media")
+	r := bp(t, "pack", src, dst, "--max-pack-bytes", "8KiB", "--json")
+	if r.code != 0 {
+		t.Fatalf("pack: %+v", r)
+	}
+	if strings.Contains(r.stderr, "\r") {
+		t.Fatal("carriage return in off-terminal output")
+	}
+	doc := lastJSON(t, r)
+	if doc["ok"] != true || doc["members"] != float64(5) || doc["shards"].(float64) < 2 {
+		t.Fatalf("summary %v", doc)
+	}
+	if !strings.Contains(r.stderr, "wrote pack-0000.zip") {
+		t.Fatalf("no per-shard log line:\n%s", r.stderr)
+	}
+	if exists(filepath.Join(root, ".media.bpconvert-staging")) {
+		t.Fatal("staging directory left behind")
+	}
+
+	if r := bp(t, "verify", dst); r.code != 0 || !strings.HasPrefix(r.stdout, "OK: 5 blobs") {
+		t.Fatalf("verify: %+v", r)
+	}
+	r = bp(t, "ls", dst)
+	if r.code != 0 || !strings.Contains(r.stdout, "5000\tpack-0000.zip\timages/0001.jpg\n") || strings.Count(r.stdout, "\n") != 5 {
+		t.Fatalf("ls: %+v", r)
+	}
+	out := filepath.Join(root, "out")
+	if r := bp(t, "unpack", dst, out); r.code != 0 {
+		t.Fatalf("unpack: %+v", r)
+	}
+	for name, data := range files {
+		b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(name)))
+		if err != nil || string(b) != data {
+			t.Errorf("unpacked %s: %v", name, err)
+		}
+	}
+
+	// Packs are immutable: a second run into the same place is refused.
+	r = bp(t, "pack", src, dst)
+	if r.code != 2 || !strings.Contains(r.stderr, "already exists") || !strings.Contains(r.stderr, "bpconvert: hint:") {
+		t.Fatalf("second pack: %+v", r)
+	}
+	// manifest refuses to overwrite without --force.
+	if r := bp(t, "manifest", dst); r.code != 2 {
+		t.Fatalf("manifest without --force: %+v", r)
+	}
+	if r := bp(t, "manifest", dst, "--force"); r.code != 0 {
+		t.Fatalf("manifest --force: %+v", r)
+	}
+	if r := bp(t, "verify", dst); r.code != 0 {
+		t.Fatalf("verify after manifest: %+v", r)
+	}
+
+	// Damage a payload: verify reports it and fails.
+	p := filepath.Join(dst, "pack-0000.zip")
+	b, _ := os.ReadFile(p)
+	b[60] ^= 1
+	os.WriteFile(p, b, 0o644)
+	r = bp(t, "verify", dst, "--json")
+	if r.code != 1 || !strings.Contains(r.stderr, "FAIL pack-0000.zip") || lastJSON(t, r)["ok"] != false {
+		t.Fatalf("verify damaged: %+v", r)
+	}
+}
+
+func TestPackRefusesBadNames(t *testing.T) {
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	writeTree(t, src, map[string]string{"ok.txt": "x", "bad::name.txt": "y"})
+	dst := filepath.Join(root, "dst")
+	summary := filepath.Join(root, "summary.json")
+	r := bp(t, "pack", src, dst, "--summary-file", summary)
+	if r.code != 3 || !strings.Contains(r.stderr, "bad::name.txt") {
+		t.Fatalf("bad name: %+v", r)
+	}
+	if exists(dst) {
+		t.Fatal("DST exists after a refused pack")
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil || !strings.Contains(string(b), `"exit_code":3`) {
+		t.Fatalf("summary file: %v %s", err, b)
+	}
+}
+
+func TestUnpackRefusesCollisions(t *testing.T) {
+	root := t.TempDir()
+	// "a" is a file in one pack and a directory in the other's keys.
+	for i, tree := range []map[string]string{{"a": "file"}, {"a/b": "nested"}} {
+		src := filepath.Join(root, "src", string(rune('0'+i)))
+		writeTree(t, src, tree)
+		if r := bp(t, "pack", src, filepath.Join(root, "p"+string(rune('0'+i)))); r.code != 0 {
+			t.Fatal(r)
+		}
+	}
+	merged := filepath.Join(root, "merged")
+	os.MkdirAll(merged, 0o755)
+	copyFile(t, filepath.Join(root, "p0", "pack-0000.zip"), filepath.Join(merged, "pack-0000.zip"))
+	copyFile(t, filepath.Join(root, "p1", "pack-0000.zip"), filepath.Join(merged, "pack-0001.zip"))
+	out := filepath.Join(root, "out")
+	r := bp(t, "unpack", merged, out)
+	if r.code != 3 || !strings.Contains(r.stderr, "collides") || exists(out) {
+		t.Fatalf("collision: %+v (out exists: %v)", r, exists(out))
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sparseFile makes a file of size bytes that is mostly a hole, with
+// patterned blocks at the given offsets so a reader that skips or shifts
+// bytes is caught.
+func sparseFile(t *testing.T, path string, size int64, marks []int64) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	for i, off := range marks {
+		block := bytes.Repeat([]byte{byte(i + 1), 0xA5, byte(off >> 24), 0x5A}, 1024)
+		if off+int64(len(block)) > size {
+			off = size - int64(len(block))
+		}
+		if _, err := f.WriteAt(block, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestZip64AndMemory packs a 5 GiB member followed by a small one, so the
+// shard has a member over 4 GiB, a member at an offset past 4 GiB and a
+// central directory past 4 GiB; it checks peak memory of the packing
+// process and reads the shard back with unzip, Python's zipfile, Go's
+// archive/zip and bpconvert verify.
+func TestZip64AndMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 5 GiB shard; skipped with -short")
+	}
+	testtool.Require(t, "unzip", "python3")
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	os.MkdirAll(src, 0o755)
+	const size = 5<<30 + 7
+	bigSHA := sparseFile(t, filepath.Join(src, "big.bin"), size, []int64{0, 1<<31 - 100, 1<<32 - 2000, 1 << 32, size - 10})
+	os.WriteFile(filepath.Join(src, "tail.txt"), []byte("after the big one"), 0o644)
+	dst := filepath.Join(root, "media")
+
+	cmd := exec.Command(binPath, "pack", src, dst, "--quiet", "--max-pack-bytes", "8GiB")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pack: %v\n%s", err, out)
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	t.Logf("peak RSS packing a 5 GiB member: %.1f MiB", float64(rss)/(1<<20))
+	if rss > 64<<20 {
+		t.Errorf("peak RSS %d bytes exceeds 64 MiB", rss)
+	}
+	shard := filepath.Join(dst, "pack-0000.zip")
+	if st, err := os.Stat(shard); err != nil || st.Size() <= 5<<30 {
+		t.Fatalf("shard: %v", err)
+	}
+
+	out := testtool.Run(t, "unzip", "-t", shard)
+	if !strings.Contains(out, "No errors detected") {
+		t.Fatalf("unzip -t:\n%s", out)
+	}
+	py := testtool.Run(t, "python3", filepath.Join(testtool.RepoRoot(t), "packcore", "testdata", "zipcheck.py"), shard)
+	if !strings.Contains(py, "\tbig.bin\t"+itoa(size)+"\t"+bigSHA+"\t0\t0") {
+		t.Fatalf("python zipfile:\n%s", py)
+	}
+	if !strings.Contains(py, "\ttail.txt\t17\t") {
+		t.Fatalf("python zipfile missed the member past 4 GiB:\n%s", py)
+	}
+	if err := checkArchiveZip(shard, map[string]string{"big.bin": bigSHA}); err != nil {
+		t.Fatal(err)
+	}
+	if r := bp(t, "verify", dst); r.code != 0 {
+		t.Fatalf("verify: %+v", r)
+	}
+}

@@ -1,0 +1,187 @@
+package packcore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRefs(t *testing.T) {
+	tests := []struct {
+		ref, key, shard string
+		ok              bool
+	}{
+		{"zip://images/0000.jpg::media/pack-0000.zip", "images/0000.jpg", "media/pack-0000.zip", true},
+		{"zip://a::b::c", "a", "b::c", true},
+		{"zip://a.jpg::pack-0000.zip", "a.jpg", "pack-0000.zip", true},
+		{"media/a.jpg", "", "", false},
+		{"zip://a.jpg", "", "", false},
+		{"zip://::media/p.zip", "", "", false},
+		{"zip://a::", "", "", false},
+		{"ZIP://a::b", "", "", false},
+	}
+	for _, tc := range tests {
+		k, s, err := ParseRef(tc.ref)
+		if (err == nil) != tc.ok || k != tc.key || s != tc.shard {
+			t.Errorf("ParseRef(%q) = %q, %q, %v", tc.ref, k, s, err)
+		}
+		if tc.ok && FormatRef(k, s) != tc.ref {
+			t.Errorf("FormatRef round trip of %q = %q", tc.ref, FormatRef(k, s))
+		}
+		if !tc.ok && !errors.Is(err, ErrNotRef) {
+			t.Errorf("ParseRef(%q) error %v does not wrap ErrNotRef", tc.ref, err)
+		}
+	}
+	for in, want := range map[string]string{"": "", ".": "", "./media": "media", "a/b/../c": "a/c", `a\b`: "a/b"} {
+		if got := CleanRefBase(in); got != want {
+			t.Errorf("CleanRefBase(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestReaderResolution(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "media")
+	ms := []member{
+		{key: "a.jpg", data: payload(1, 500)},
+		{key: "b.jpg", data: payload(2, 500)},
+		{key: "c.jpg", data: payload(3, 5000)},
+	}
+	w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]string{}
+	for _, m := range ms {
+		ref, err := w.Add(m.key, bytes.NewReader(m.data), int64(len(m.data)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[m.key] = ref
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if refs["c.jpg"] != "zip://c.jpg::media/pack-0001.zip" {
+		t.Fatalf("ref %q", refs["c.jpg"])
+	}
+	set, err := OpenSet(dir, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if set.Len() != 3 || strings.Join(set.Shards(), ",") != "pack-0000.zip,pack-0001.zip" {
+		t.Fatalf("set: %d members, shards %v", set.Len(), set.Shards())
+	}
+	for _, m := range ms {
+		for _, q := range []string{m.key, refs[m.key]} {
+			b, err := set.Read(q)
+			if err != nil || !bytes.Equal(b, m.data) {
+				t.Errorf("Read(%q): %v", q, err)
+			}
+		}
+	}
+	for _, bad := range []string{
+		"zip://a.jpg::other/pack-0000.zip", // wrong directory
+		"zip://a.jpg::media/pack-0009.zip", // unknown shard
+		"zip://a.jpg::media/pack-0001.zip", // key lives in another shard
+		"missing.jpg",
+	} {
+		if _, err := set.Read(bad); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Read(%q) = %v, want ErrNotFound", bad, err)
+		}
+	}
+	// A set opened with "." accepts any directory.
+	any, err := OpenSet(dir, SetOptions{RefBase: "."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer any.Close()
+	if _, err := any.Read("zip://a.jpg::elsewhere/pack-0000.zip"); err != nil {
+		t.Errorf("any-directory set: %v", err)
+	}
+
+	// Open is bounded to the member.
+	r, err := set.Open(refs["c.jpg"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Size() != 5000 {
+		t.Fatalf("size %d", r.Size())
+	}
+	if _, err := r.Seek(4990, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(r)
+	if !bytes.Equal(rest, ms[2].data[4990:]) {
+		t.Fatalf("tail read %d bytes", len(rest))
+	}
+	if n, err := r.ReadAt(make([]byte, 10), 5000); n != 0 || err != io.EOF {
+		t.Fatalf("read past end: %d %v", n, err)
+	}
+
+	got, err := set.ReadMany(context.Background(), []string{"c.jpg", refs["a.jpg"], "b.jpg", "a.jpg"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range []string{"c.jpg", "a.jpg", "b.jpg", "a.jpg"} {
+		want := ms[map[string]int{"a.jpg": 0, "b.jpg": 1, "c.jpg": 2}[k]].data
+		if !bytes.Equal(got[i], want) {
+			t.Errorf("ReadMany[%d] differs", i)
+		}
+	}
+	if _, err := set.ReadMany(context.Background(), []string{"a.jpg", "nope"}, 2); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadMany with a missing key: %v", err)
+	}
+
+	// Iteration order: shard order, then directory order.
+	var keys []string
+	for m := range set.Members() {
+		keys = append(keys, m.Key)
+	}
+	if strings.Join(keys, ",") != "a.jpg,b.jpg,c.jpg" {
+		t.Fatalf("order %v", keys)
+	}
+
+	// A single shard opens on its own; its references name its directory.
+	one, err := OpenSet(filepath.Join(dir, "pack-0001.zip"), SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if _, err := one.Read(refs["c.jpg"]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReaderRejectsDuplicatesAcrossShards(t *testing.T) {
+	dir := t.TempDir()
+	writePack(t, dir, WriterOptions{}, mixedMembers[:2])
+	b, _ := os.ReadFile(filepath.Join(dir, "pack-0000.zip"))
+	os.WriteFile(filepath.Join(dir, "pack-0001.zip"), b, 0o644)
+	if _, err := OpenSet(dir, SetOptions{}); !errors.Is(err, ErrDuplicateKey) {
+		t.Fatalf("duplicate across shards: %v", err)
+	}
+}
+
+func TestShardOrderIsNumeric(t *testing.T) {
+	names := []string{"pack-10000.zip", "pack-9999.zip", "other.zip", "pack-0002.zip"}
+	sortShardNames(names)
+	if got := strings.Join(names, ","); got != "pack-0002.zip,pack-9999.zip,pack-10000.zip,other.zip" {
+		t.Fatalf("order %s", got)
+	}
+}
+
+func TestCP437Table(t *testing.T) {
+	if len(cp437) != 128 {
+		t.Fatalf("cp437 table has %d entries", len(cp437))
+	}
+	if got := decodeName([]byte{0x82, 'x'}, 0); got != "éx" {
+		t.Fatalf("cp437 decode %q", got)
+	}
+}
