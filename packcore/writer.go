@@ -2,11 +2,9 @@ package packcore
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"os"
@@ -107,7 +105,7 @@ type Writer struct {
 	next     int // index of the next shard to open
 	cur      *shardWriter
 	done     []ShardInfo
-	buf      []byte
+	buf      []byte // chunk buffer for streamed members
 	closed   bool
 	stats    Stats
 	group    string
@@ -127,7 +125,7 @@ type shardWriter struct {
 	off    int64
 	cd     []byte
 	count  int64
-	sha    hash.Hash
+	sha    *hashPipe
 	failed bool
 }
 
@@ -176,7 +174,7 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 		opts:    opts,
 		refBase: CleanRefBase(refBase),
 		keys:    make(map[string]keyLoc),
-		buf:     make([]byte, 0, localLen+MaxKeyBytes+smallMember),
+		buf:     make([]byte, copyBuf),
 	}
 	if !opts.NoLock {
 		if err := w.lockDir(); err != nil {
@@ -385,7 +383,7 @@ func (w *Writer) roll() error {
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: sha256.New()}
+	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe()}
 	w.next++
 	return nil
 }
@@ -397,22 +395,25 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 	var crc uint32
 	if size <= smallMember {
 		hdrLen := localLen + len(key)
-		buf := w.buf[:hdrLen+int(size)]
+		buf := s.sha.buf()[:hdrLen+int(size)]
 		if _, err := io.ReadFull(r, buf[hdrLen:]); err != nil {
+			s.sha.release(buf)
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return fmt.Errorf("%w: stream ended before %d declared bytes", ErrSizeMismatch, size)
 			}
 			return err
 		}
 		if err := expectEOF(r, size); err != nil {
+			s.sha.release(buf)
 			return err
 		}
 		crc = crc32.ChecksumIEEE(buf[hdrLen:])
 		appendLocalHeader(buf[:0], key, size, crc)
 		if _, err := s.f.Write(buf); err != nil {
+			s.sha.release(buf)
 			return w.failShard(err)
 		}
-		s.sha.Write(buf)
+		s.sha.send(buf)
 		s.off += int64(len(buf))
 	} else {
 		hdr := appendLocalHeader(make([]byte, 0, localLen+len(key)+20), key, size, 0)
@@ -438,7 +439,7 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 			return w.failShard(err)
 		}
 		copy(hdr[localCRCOffset:], c[:])
-		s.sha.Write(hdr)
+		s.sha.send(append(s.sha.buf(), hdr...))
 		// The header changed after the payload was written, so the digest
 		// takes the payload from the file (page cache) right away.
 		if err := w.hashBack(hdrOff+hdrLen, size); err != nil {
@@ -453,7 +454,7 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 
 // copyData copies up to size bytes, checking for cancellation per chunk.
 func (w *Writer) copyData(dst io.Writer, src io.Reader, size int64) (int64, error) {
-	buf := w.buf[:copyBuf]
+	buf := w.buf
 	var n int64
 	for n < size {
 		if err := w.ctx.Err(); err != nil {
@@ -479,13 +480,14 @@ func (w *Writer) copyData(dst io.Writer, src io.Reader, size int64) (int64, erro
 
 // hashBack feeds size bytes of the current shard at off into its digest.
 func (w *Writer) hashBack(off, size int64) error {
-	buf := w.buf[:copyBuf]
 	for size > 0 {
-		chunk := buf[:min(int64(len(buf)), size)]
+		buf := w.cur.sha.buf()
+		chunk := buf[:min(int64(cap(buf)), size)]
 		if _, err := w.cur.f.ReadAt(chunk, off); err != nil {
+			w.cur.sha.release(buf)
 			return err
 		}
-		w.cur.sha.Write(chunk)
+		w.cur.sha.send(chunk)
 		off += int64(len(chunk))
 		size -= int64(len(chunk))
 	}
@@ -538,7 +540,8 @@ func (w *Writer) finishShard() error {
 	if _, err := s.f.Write(tail); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
 	}
-	s.sha.Write(tail)
+	s.sha.send(append(s.sha.buf(), tail...))
+	digest := s.sha.sum()
 	total := s.off + int64(len(tail))
 	if err := s.f.Chmod(0o644); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
@@ -559,7 +562,7 @@ func (w *Writer) finishShard() error {
 	if err := SyncDir(w.dir); err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	info := ShardInfo{Name: s.name, Bytes: total, SHA256: hex.EncodeToString(s.sha.Sum(nil)), Members: int(s.count)}
+	info := ShardInfo{Name: s.name, Bytes: total, SHA256: hex.EncodeToString(digest), Members: int(s.count)}
 	w.done = append(w.done, info)
 	w.cur = nil
 	if w.opts.OnShard != nil {
@@ -573,6 +576,7 @@ func (w *Writer) abortCurrent() {
 	if w.cur == nil {
 		return
 	}
+	w.cur.sha.stop()
 	w.cur.f.Close()
 	os.Remove(w.cur.tmp)
 	w.cur = nil

@@ -1,0 +1,37 @@
+# Shared helpers for the benchmark scripts: timing with a median over runs,
+# and a page-cache warm-up. Source it; it prints nothing by itself.
+
+# now prints the time in seconds with nanoseconds.
+now() { date +%s.%N; }
+
+# time_runs N CMD...: runs CMD N times (after a clean-up hook, if
+# BENCH_CLEAN is set to a command) and prints the median wall time in seconds.
+time_runs() {
+  local n=$1; shift
+  local times=()
+  for _ in $(seq "$n"); do
+    if [ -n "${BENCH_CLEAN:-}" ]; then eval "$BENCH_CLEAN"; fi
+    sync
+    local t0 t1
+    t0=$(now)
+    "$@" >/dev/null
+    t1=$(now)
+    times+=("$(echo "$t1 - $t0" | bc -l)")
+  done
+  printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+# warm reads every file under a path so the page cache holds it.
+warm() { find "$1" -type f -exec cat {} + >/dev/null; }
+
+# ratio A B prints A/B with two decimals.
+ratio() { echo "scale=2; $1 / $2" | bc -l; }
+
+# peak_rss_mib CMD...: runs CMD once and prints its peak RSS in MiB.
+peak_rss_mib() {
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}")
+PY
+}

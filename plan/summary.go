@@ -1,0 +1,128 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Status is how a run ended.
+type Status string
+
+// Statuses.
+const (
+	StatusOK          Status = "ok"          // the conversion finished
+	StatusFailed      Status = "failed"      // an error stopped it
+	StatusAborted     Status = "aborted"     // the user declined or a prompt was refused
+	StatusInterrupted Status = "interrupted" // a signal stopped it
+)
+
+// Summary is the outcome of a run: what was written, how long it took, and, when the run
+// failed, the error and exit code. The CLI prints it under --json and writes it to
+// --summary-file, on success and on failure alike.
+type Summary struct {
+	Status Status `json:"status"`
+	// ExitCode is the process exit code that goes with Status.
+	ExitCode int `json:"exit_code"`
+	// Error is the error message of a run that did not finish, else "".
+	Error string `json:"error"`
+	// Format and Source describe the input, Dest the output directory.
+	Format string `json:"format"`
+	Source string `json:"source"`
+	Dest   string `json:"dest"`
+	// Blobs and Bytes count the payloads written into packs and their summed size;
+	// Shards counts the pack files.
+	Blobs  int64 `json:"blobs"`
+	Bytes  int64 `json:"bytes"`
+	Shards int64 `json:"shards"`
+	// Counts are further converter-specific counts in display order: "videos", "frames",
+	// "tables"...
+	Counts Counts `json:"counts"`
+	// Duration is the wall-clock time of the run; JSON carries it as duration_seconds,
+	// rounded to the millisecond.
+	Duration time.Duration `json:"-"`
+	// Warnings met during the run.
+	Warnings []string `json:"warnings"`
+}
+
+// SummarySchema identifies summary JSON documents (the "schema" field), with the same
+// compatibility promise as [PlanSchema].
+const SummarySchema = "bpconvert.summary/v1"
+
+// summaryDoc is the JSON form of a summary.
+type summaryDoc struct {
+	Schema string `json:"schema"`
+	Summary
+	DurationSeconds float64 `json:"duration_seconds"`
+}
+
+// RenderSummaryJSON writes s as one JSON document on one line followed by a newline,
+// like [RenderJSON].
+func RenderSummaryJSON(w io.Writer, s Summary) error {
+	s.Counts = orEmpty(s.Counts)
+	s.Warnings = orEmpty(s.Warnings)
+	return writeJSON(w, summaryDoc{
+		Schema:          SummarySchema,
+		Summary:         s,
+		DurationSeconds: math.Round(s.Duration.Seconds()*1000) / 1000,
+	})
+}
+
+// ParseSummaryJSON reads a summary written by [RenderSummaryJSON]. Duration comes back
+// with millisecond precision.
+func ParseSummaryJSON(r io.Reader) (Summary, error) {
+	var d summaryDoc
+	if err := json.NewDecoder(r).Decode(&d); err != nil {
+		return Summary{}, fmt.Errorf("summary: %w", err)
+	}
+	if d.Schema != SummarySchema {
+		return Summary{}, fmt.Errorf("summary: schema %q, want %q", d.Schema, SummarySchema)
+	}
+	s := d.Summary
+	s.Duration = time.Duration(math.Round(d.DurationSeconds*1000)) * time.Millisecond
+	return s, nil
+}
+
+// RenderSummaryText writes s as one or two lines for people:
+//
+//	wrote 118,287 blobs (18.0 GiB) in 36 shards to /data/out in 2m41.5s; 2 tables
+//	failed after 3.2s: lance: data/0.lance: unexpected EOF
+//
+// followed by one "warning: ..." line per warning.
+func RenderSummaryText(w io.Writer, s Summary) error {
+	var b strings.Builder
+	d := s.Duration.Round(100 * time.Millisecond)
+	switch s.Status {
+	case StatusOK:
+		b.WriteString("wrote " + CountText(s.Blobs, "blobs") + " (" + HumanBytes(s.Bytes) + ") in " + CountText(s.Shards, "shards"))
+		if s.Dest != "" {
+			b.WriteString(" to " + safe(s.Dest))
+		}
+		b.WriteString(" in " + d.String())
+		if len(s.Counts) > 0 {
+			parts := make([]string, len(s.Counts))
+			for i, c := range s.Counts {
+				parts[i] = CountText(c.N, c.Name)
+			}
+			b.WriteString("; " + strings.Join(parts, ", "))
+		}
+	default:
+		status := string(s.Status)
+		if status == "" {
+			status = "stopped"
+		}
+		b.WriteString(safe(status) + " after " + d.String())
+		if s.Error != "" {
+			b.WriteString(": " + safe(s.Error))
+		}
+	}
+	b.WriteByte('\n')
+	for _, warn := range s.Warnings {
+		b.WriteString("warning: " + safe(warn) + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

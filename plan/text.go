@@ -1,0 +1,236 @@
+package plan
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Column widths and indents of text plans.
+const (
+	minNameWidth = 24 // entry names are padded to the longest name, at least this wide
+	maxNameWidth = 40 // longer names are not padded further; they push their line right
+	detailIndent = "          "
+	arrowIndent  = "      -> "
+)
+
+// RenderText writes p as aligned text for people, in this shape:
+//
+//	Lance 2.1 at /data/coco.lance - 118,287 rows, 18.0 GiB
+//
+//	  image                     binary column  extract
+//	          118,287 values, 32 sampled, JPEG, 163.2 KiB mean (12.1 KiB-1.1 MiB)
+//	      -> extracted to media/, column rewritten to blob references
+//	          bytes lossless, SCHEMA CHANGES
+//	  other columns             columns        copy
+//	          id, caption
+//	      -> copied unchanged
+//	          lossless
+//
+//	Output in /data/out
+//	  media/pack-NNNN.zip  blob packs
+//	  table.lance          the rewritten dataset
+//
+//	  (plan notes, one indented paragraph each)
+//
+//	Warnings
+//	  - (one line per warning)
+//
+// Names are padded to the longest entry name (at least 24, at most 40 characters) and
+// kinds to the longest kind, counting runes. Sizes use [HumanBytes], counts [Thousands].
+// Text that comes from the source (names, paths, notes) is shown quoted, Go-style, if it
+// holds control characters or invalid UTF-8, so a column name cannot move the cursor.
+// The output ends with a newline. RenderText writes with one call to w.
+func RenderText(w io.Writer, p Plan) error {
+	var b strings.Builder
+	b.WriteString(header(p.Source))
+	b.WriteString("\n\n")
+
+	nameW, kindW := minNameWidth, 0
+	for _, e := range p.Entries {
+		nameW = max(nameW, min(width(e.Name), maxNameWidth))
+		kindW = max(kindW, width(e.Kind))
+	}
+	if len(p.Entries) == 0 {
+		b.WriteString("  (no entries: nothing to convert)\n")
+	}
+	for _, e := range p.Entries {
+		line := "  " + pad(e.Name, nameW) + "  " + pad(e.Kind, kindW)
+		if e.Action != "" {
+			line += "  " + safe(string(e.Action))
+		}
+		b.WriteString(strings.TrimRight(line, " "))
+		b.WriteByte('\n')
+		if e.Detail != "" {
+			b.WriteString(detailIndent + safe(e.Detail) + "\n")
+		}
+		if e.Evidence != nil {
+			b.WriteString(detailIndent + EvidenceText(*e.Evidence) + "\n")
+		}
+		notes := e.Notes
+		if len(notes) == 0 && e.Action != "" {
+			notes = []string{e.Action.Describe()}
+		}
+		for _, n := range notes {
+			b.WriteString(arrowIndent + safe(n) + "\n")
+		}
+		if e.Fidelity != "" {
+			b.WriteString(detailIndent + safe(e.Fidelity.Describe()) + "\n")
+		}
+	}
+
+	if len(p.Layout) > 0 || p.Dest != "" {
+		b.WriteString("\nOutput")
+		if p.Dest != "" {
+			b.WriteString(" in " + safe(p.Dest))
+		}
+		b.WriteByte('\n')
+		pathW := 0
+		for _, o := range p.Layout {
+			pathW = max(pathW, min(width(o.Path), maxNameWidth))
+		}
+		for _, o := range p.Layout {
+			b.WriteString(strings.TrimRight("  "+pad(o.Path, pathW)+"  "+safe(o.Description), " "))
+			b.WriteByte('\n')
+		}
+	}
+
+	for _, n := range p.Notes {
+		b.WriteByte('\n')
+		for _, line := range strings.Split(n, "\n") {
+			b.WriteString(strings.TrimRight("  "+safe(line), " "))
+			b.WriteByte('\n')
+		}
+	}
+
+	if len(p.Warnings) > 0 {
+		b.WriteString("\nWarnings\n")
+		for _, warn := range p.Warnings {
+			b.WriteString("  - " + safe(warn) + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// header is the first line of a text plan: format, version, path, counts, details, size.
+func header(s Source) string {
+	var b strings.Builder
+	for _, part := range []string{s.Format, s.Version} {
+		if part != "" {
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(safe(part))
+		}
+	}
+	if b.Len() == 0 {
+		b.WriteString("source")
+	}
+	if s.Path != "" {
+		b.WriteString(" at " + safe(s.Path))
+	}
+	var facts []string
+	for _, c := range s.Counts {
+		facts = append(facts, CountText(c.N, c.Name))
+	}
+	for _, d := range s.Details {
+		facts = append(facts, safe(d))
+	}
+	if s.Bytes >= 0 {
+		facts = append(facts, HumanBytes(s.Bytes))
+	}
+	if len(facts) > 0 {
+		b.WriteString(" - " + strings.Join(facts, ", "))
+	}
+	return b.String()
+}
+
+// CountText formats a count with its plural noun: "1,234 rows", "1 row" (a final "s" is
+// dropped when n is 1), "0 rows".
+func CountText(n int64, plural string) string {
+	noun := plural
+	if n == 1 {
+		noun = strings.TrimSuffix(plural, "s")
+	}
+	if noun == "" {
+		return Thousands(n)
+	}
+	return Thousands(n) + " " + safe(noun)
+}
+
+// maxKinds is how many kinds an evidence line names before it summarises the rest.
+const maxKinds = 4
+
+// EvidenceText formats evidence on one line, as text plans show it:
+//
+//	118,287 values, 32 sampled, JPEG/PNG, 163.2 KiB mean (12.1 KiB-1.1 MiB)
+//	3 files, MP4, 1.2 GiB mean (1.1 GiB-1.3 GiB), 3.6 GiB total
+//	1,000 values, 32 sampled, 4 null, text, 38 B mean (3 B-120 B)
+//
+// "sampled" appears when fewer values were inspected than exist, "null" when inspected
+// values were null, "total" only when every value was inspected. Kinds beyond four are
+// counted ("JPEG/PNG/TIFF/WebP/+2 more").
+func EvidenceText(e Evidence) string {
+	unit := e.Unit
+	if unit == "" {
+		unit = "values"
+	}
+	parts := []string{CountText(e.Values, unit)}
+	exhaustive := e.Sampled >= e.Values
+	if !exhaustive {
+		parts = append(parts, Thousands(e.Sampled)+" sampled")
+	}
+	if nulls := e.Sampled - e.NonNull; nulls > 0 {
+		if e.NonNull == 0 {
+			parts = append(parts, "all null")
+		} else {
+			parts = append(parts, Thousands(nulls)+" null")
+		}
+	}
+	if len(e.Kinds) > 0 {
+		kinds := make([]string, 0, maxKinds+1)
+		for i, k := range e.Kinds {
+			if i == maxKinds {
+				kinds = append(kinds, "+"+strconv.Itoa(len(e.Kinds)-maxKinds)+" more")
+				break
+			}
+			kinds = append(kinds, safe(k))
+		}
+		parts = append(parts, strings.Join(kinds, "/"))
+	}
+	if e.NonNull > 0 {
+		if e.MinBytes == e.MaxBytes {
+			parts = append(parts, HumanBytes(e.MinBytes)+" each")
+		} else {
+			parts = append(parts, HumanBytes(e.MeanBytes)+" mean ("+HumanBytes(e.MinBytes)+"-"+HumanBytes(e.MaxBytes)+")")
+		}
+		if exhaustive {
+			parts = append(parts, HumanBytes(e.TotalBytes)+" total")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// safe returns s unchanged when it is valid UTF-8 without control characters, else
+// quoted with Go escapes.
+func safe(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// width is the display width of safe(s), counted in runes.
+func width(s string) int { return utf8.RuneCountInString(safe(s)) }
+
+// pad returns safe(s) padded with spaces to n runes.
+func pad(s string, n int) string {
+	s = safe(s)
+	if w := utf8.RuneCountInString(s); w < n {
+		s += strings.Repeat(" ", n-w)
+	}
+	return s
+}
