@@ -66,6 +66,9 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.Is(err, context.Canceled) {
 		return exitInterrupted
 	}
+	if errors.Is(err, errAborted) {
+		return exitFailure
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage

@@ -89,13 +89,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	code := exitCode(ctx, err)
-	if err != nil {
+	if errors.Is(err, errAborted) {
+		fmt.Fprintln(stderr, "bpconvert: aborted; nothing was written")
+	} else if err != nil && code >= 128 {
+		fmt.Fprintf(stderr, "bpconvert: interrupted (%s); temporary output removed, nothing was written\n", context.Cause(ctx))
+	} else if err != nil {
 		fmt.Fprintf(stderr, "bpconvert: error: %s\n", err)
 		if h := hintFor(err); h != "" {
 			fmt.Fprintf(stderr, "bpconvert: hint: %s\n", h)
 		}
 	}
-	doc := summaryDoc(cmd.name, result, err, code, time.Since(e.started))
+	var doc []byte
+	if d, ok := result.(jsonDoc); ok && err == nil {
+		doc = d
+	} else {
+		doc = summaryDoc(cmd.name, result, err, code, time.Since(e.started))
+	}
 	if e.summaryFile != "" {
 		if werr := os.WriteFile(e.summaryFile, append(doc, '\n'), 0o644); werr != nil {
 			fmt.Fprintf(stderr, "bpconvert: error: writing summary file: %v\n", werr)
@@ -123,6 +132,16 @@ func summaryDoc(name string, result any, err error, code int, took time.Duration
 	m["ok"] = err == nil
 	m["exit_code"] = code
 	m["seconds"] = float64(took.Milliseconds()) / 1000
+	switch {
+	case err == nil:
+		m["status"] = "ok"
+	case code >= 128:
+		m["status"] = "interrupted"
+	case errors.Is(err, errAborted):
+		m["status"] = "aborted"
+	default:
+		m["status"] = "failed"
+	}
 	if err != nil {
 		m["error"] = err.Error()
 		if h := hintFor(err); h != "" {
