@@ -111,6 +111,11 @@ func (s *Stage) Commit() error {
 	if err := syncDir(s.Dir); err != nil {
 		return fmt.Errorf("%s: %w", s.Final, err)
 	}
+	// An empty destination directory is replaced (os.Remove refuses a
+	// non-empty one, so nothing can be lost here).
+	if err := os.Remove(s.Final); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: %w", s.Final, err)
+	}
 	if err := os.Rename(s.Dir, s.Final); err != nil {
 		return fmt.Errorf("%s: %w", s.Final, err)
 	}

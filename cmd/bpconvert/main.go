@@ -10,6 +10,9 @@ import (
 )
 
 func main() {
+	// A closed stdout (bpconvert ls | head) surfaces as EPIPE from Write,
+	// which commands treat as the reader having seen enough.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signalContext()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
