@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
+)
+
+// fakeConversion records whether its plan was executed.
+func fakeConversion(flags *convertFlags, executed *bool) conversion {
+	return conversion{
+		flags: flags,
+		plan: func(ctx context.Context, selected []string) (plan.Plan, error) {
+			return plan.Plan{
+				Source:  plan.Source{Format: "Test", Path: "/src", Bytes: 10},
+				Entries: []plan.Entry{{Name: "image", Kind: "binary column", Selectable: true, Action: plan.ActionExtract}},
+			}, nil
+		},
+		confirm: true,
+		execute: func(ctx context.Context, p plan.Plan, prog progress.Counter) (plan.Summary, error) {
+			*executed = true
+			return plan.Summary{Status: plan.StatusOK, Blobs: 3}, nil
+		},
+	}
+}
+
+func TestFlowWithoutTerminal(t *testing.T) {
+	tests := []struct {
+		name     string
+		flags    convertFlags
+		json     bool
+		mustPick bool
+		wantErr  string
+		wantExec bool
+		wantOut  string
+	}{
+		{name: "dry run text", flags: convertFlags{dryRun: true}, wantOut: "Test at /src"},
+		{name: "dry run json", flags: convertFlags{dryRun: true}, json: true, wantOut: `{"schema":"bpconvert.plan/v1"`},
+		{name: "no tty no yes", wantErr: "refusing to prompt: stdin is not a terminal"},
+		{name: "yes", flags: convertFlags{yes: true}, wantExec: true},
+		{name: "must choose without tty", flags: convertFlags{yes: true}, mustPick: true, wantErr: "name the columns"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var so, se bytes.Buffer
+			e := &env{stdin: strings.NewReader(""), stdout: &so, stderr: &se, json: tc.json}
+			executed := false
+			flags := tc.flags
+			c := fakeConversion(&flags, &executed)
+			c.mustChoose = tc.mustPick
+			c.chooseError = &usageError{msg: "name the columns to extract"}
+			res, err := e.runConversion(context.Background(), c)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				var ue *usageError
+				if !errors.As(err, &ue) {
+					t.Fatalf("err %T is not a usage error (exit 2)", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if executed != tc.wantExec {
+				t.Fatalf("executed = %v", executed)
+			}
+			out := so.String()
+			if d, ok := res.(jsonDoc); ok {
+				out = string(d)
+			}
+			if tc.wantOut != "" && !strings.HasPrefix(out, tc.wantOut) {
+				t.Fatalf("output %q, want prefix %q", out, tc.wantOut)
+			}
+		})
+	}
+}
+
+func TestLogCounterRateLimit(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(0, 0)
+	l := &logCounter{label: "convert", w: &buf, last: now, now: func() time.Time { return now }}
+	l.SetTotal(100, 1000)
+	for i := range 100 {
+		now = now.Add(time.Second)
+		l.Add(1, 10)
+		if i == 49 {
+			l.Milestone("wrote pack-0000.zip")
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	// 100 s of work: a status line every 30 s (3) plus one milestone.
+	if len(lines) != 4 {
+		t.Fatalf("%d lines:\n%s", len(lines), buf.String())
+	}
+	if strings.Contains(buf.String(), "\r") {
+		t.Fatal("carriage return in log output")
+	}
+	if !strings.Contains(lines[0], "30 items, 300 B of 1000 B (30%)") {
+		t.Fatalf("status line %q", lines[0])
+	}
+}
