@@ -1,0 +1,357 @@
+package video
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/asticode/go-astiav"
+)
+
+// ErrNotSplittable is matched (errors.Is) by Split's refusal of a file
+// whose report says it cannot be cut by packet copy.
+var ErrNotSplittable = errors.New("cannot be split without re-encoding")
+
+// ErrExists is matched by Split's refusal to overwrite an existing output.
+var ErrExists = errors.New("output already exists")
+
+// Dest names the final path of one episode's container.
+type Dest func(e Episode) string
+
+// DirDest puts episode containers in dir as episode_NNNNNN.mp4 (the
+// episode_index, six digits, as LeRobot v2 and the reference name them).
+func DirDest(dir string) Dest {
+	return func(e Episode) string { return filepath.Join(dir, fmt.Sprintf("episode_%06d.mp4", e.Index)) }
+}
+
+// Output is one episode container written by Split.
+type Output struct {
+	Episode Episode
+	Path    string
+	// Packets is the number of packets copied (frames, for the codecs
+	// LeRobot writes).
+	Packets int
+	// OffsetPTS is the source PTS (ticks, source time base) of the
+	// episode's first keyframe, subtracted from every PTS and DTS.
+	OffsetPTS int64
+	// TimeBase is the output stream's time base (the source's, unless the
+	// mp4 muxer had to refine a coarse one).
+	TimeBase Rational
+	// SpanNS is the container's exact presentation span: it starts at 0
+	// and ends at the largest PTS+duration of its packets.
+	SpanNS int64
+	// DroppedTail and KeptTail are as in Run.
+	DroppedTail, KeptTail int
+	Bytes                 int64
+}
+
+// Split cuts the file of r (a report from CheckBoundaries whose Decide
+// says Split) into one MP4 per episode, in one sequential read of the
+// input: packets are copied byte for byte, the time base is kept, PTS and
+// DTS are shifted by the episode's first keyframe PTS so each output
+// starts at 0, and the moov atom is moved to the front
+// (movflags=+faststart).
+//
+// With B-frames the shifted DTS of the first packets is negative (e.g.
+// pts 0, dts -0.2 s). FFmpeg 5.1's mp4 muxer accepts negative DTS as they
+// are and writes an edit list (elst media_time = -first DTS), so the
+// container's start_time is 0 and every packet keeps its exact PTS/DTS
+// difference; avoid_negative_ts is not used, because shifting by the DTS
+// (what ffmpeg's segment muxer does) would make the episode start at
+// +0.2 s instead of 0. Each output is written under a temporary name in
+// its final directory, synced and renamed; the directory is synced.
+//
+// Existing outputs are never overwritten (ErrExists). On failure or
+// cancellation nothing this call created is left behind: the temporary
+// file and the outputs already renamed are removed.
+func Split(ctx context.Context, r *Report, dest Dest) (outs []Output, err error) {
+	s := r.Scan
+	if d := r.Decide(); !d.Split {
+		return nil, fmt.Errorf("video: %s: %s: %w: %s", r.Key, r.File, ErrNotSplittable, strings.Join(d.Reasons, "; "))
+	}
+	paths := make([]string, len(r.Episodes))
+	seen := map[string]int{}
+	for i, e := range r.Episodes {
+		p := filepath.Clean(dest(e.Episode))
+		if j, dup := seen[p]; dup {
+			return nil, fmt.Errorf("video: %s: %s: episodes %d and %d would both be written to %s",
+				r.Key, r.File, r.Episodes[j].Index, e.Index, p)
+		}
+		seen[p] = i
+		if _, err := os.Lstat(p); err == nil {
+			return nil, fmt.Errorf("video: %s: %s: episode %d: %s: %w", r.Key, r.File, e.Index, p, ErrExists)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("video: %s: %s: episode %d: %w", r.Key, r.File, e.Index, err)
+		}
+		paths[i] = p
+	}
+
+	var m *muxer
+	defer func() {
+		if err == nil {
+			return
+		}
+		if m != nil {
+			m.abort()
+		}
+		for _, o := range outs {
+			_ = os.Remove(o.Path)
+		}
+		outs = nil
+	}()
+
+	// MPEG-4 part 2 in MP4 carries its frame size only in the bitstream;
+	// the mp4 muxer refuses a stream without one, so only then let libav
+	// probe (and decode) the first frames.
+	fc, err := openInput(s.Path, s.Width == 0 || s.Height == 0)
+	if err != nil {
+		return nil, err
+	}
+	defer closeInput(fc)
+	streams := fc.Streams()
+	if s.StreamIndex >= len(streams) {
+		return nil, fmt.Errorf("video: %s: stream %d is gone; the file changed since it was scanned", s.Path, s.StreamIndex)
+	}
+	in := streams[s.StreamIndex]
+	if got := in.CodecParameters().CodecID().Name(); got != s.Codec {
+		return nil, fmt.Errorf("video: %s: stream %d is %s, was %s when scanned; the file changed", s.Path, s.StreamIndex, got, s.Codec)
+	}
+	keepTag := strings.Contains(fc.InputFormat().Name(), "mp4")
+
+	pk := astiav.AllocPacket()
+	defer pk.Free()
+	ei, idx := 0, -1
+	for n := 0; ei < len(r.Episodes); n++ {
+		if n%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("video: %s: split: %w", s.Path, err)
+			}
+		}
+		if err := fc.ReadFrame(pk); err != nil {
+			if errors.Is(err, astiav.ErrEof) {
+				break
+			}
+			return nil, fmt.Errorf("video: %s: read packet: %w", s.Path, err)
+		}
+		if pk.StreamIndex() != s.StreamIndex {
+			pk.Unref()
+			continue
+		}
+		idx++
+		if idx >= len(s.Packets) {
+			pk.Unref()
+			return nil, fmt.Errorf("video: %s: more packets than when scanned (%d); the file changed", s.Path, len(s.Packets))
+		}
+		if want := s.Packets[idx]; pk.Pts() != want.PTS || pk.Dts() != want.DTS || pk.Size() != want.Size {
+			got := [3]int64{pk.Pts(), pk.Dts(), int64(pk.Size())}
+			pk.Unref()
+			return nil, fmt.Errorf("video: %s: packet #%d is pts/dts/size %v, was %v when scanned; the file changed",
+				s.Path, idx, got, [3]int64{want.PTS, want.DTS, int64(want.Size)})
+		}
+		e := r.Episodes[ei]
+		if idx < e.Run.First {
+			pk.Unref()
+			continue
+		}
+		if m == nil {
+			if m, err = openMuxer(paths[ei], in, keepTag); err != nil {
+				pk.Unref()
+				return nil, fmt.Errorf("video: %s: %s: episode %d: %w", r.Key, r.File, e.Index, err)
+			}
+		}
+		if err := m.write(pk, in.TimeBase(), e.Run.OffsetPTS); err != nil {
+			return nil, fmt.Errorf("video: %s: %s: episode %d: packet #%d: %w", r.Key, r.File, e.Index, idx, err)
+		}
+		if idx == e.Run.End-1 {
+			size, err := m.finish()
+			if err != nil {
+				m = nil // finish cleaned up after itself
+				return nil, fmt.Errorf("video: %s: %s: episode %d: %w", r.Key, r.File, e.Index, err)
+			}
+			otb := m.st.TimeBase()
+			outs = append(outs, Output{Episode: e.Episode, Path: paths[ei], Packets: m.n, OffsetPTS: e.Run.OffsetPTS,
+				TimeBase: Rational{int64(otb.Num()), int64(otb.Den())}, SpanNS: e.Run.SpanNS,
+				DroppedTail: e.Run.DroppedTail, KeptTail: e.Run.KeptTail, Bytes: size})
+			m = nil
+			ei++
+		}
+	}
+	if ei < len(r.Episodes) {
+		return nil, fmt.Errorf("video: %s: input ended inside episode %d (read %d of %d packets); the file changed",
+			s.Path, r.Episodes[ei].Index, idx+1, len(s.Packets))
+	}
+	dirs := map[string]bool{}
+	for _, o := range outs {
+		dirs[filepath.Dir(o.Path)] = true
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return nil, fmt.Errorf("video: %s: %w", d, err)
+		}
+	}
+	return outs, nil
+}
+
+// muxer writes one episode container to a temporary file.
+type muxer struct {
+	fc  *astiav.FormatContext
+	io  *astiav.IOContext
+	st  *astiav.Stream
+	tmp string
+	dst string
+	n   int
+}
+
+func openMuxer(dst string, in *astiav.Stream, keepTag bool) (*muxer, error) {
+	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.part")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	m := &muxer{tmp: tmp, dst: dst}
+	// faststart re-opens the output by this URL for its second pass.
+	fc, err := astiav.AllocOutputFormatContext(nil, "mp4", fileURL(tmp))
+	if err != nil {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("allocate mp4 muxer: %w", err)
+	}
+	m.fc = fc
+	st := fc.NewStream(nil)
+	if st == nil {
+		m.abort()
+		return nil, errors.New("cannot add an output stream")
+	}
+	if err := in.CodecParameters().Copy(st.CodecParameters()); err != nil {
+		m.abort()
+		return nil, fmt.Errorf("copy codec parameters: %w", err)
+	}
+	if !keepTag {
+		st.CodecParameters().SetCodecTag(0) // let the muxer choose for non-mp4 sources
+	}
+	// movenc uses this as the mp4 timescale (refining it only when
+	// coarse), so timestamps keep their exact tick grid.
+	st.SetTimeBase(in.TimeBase())
+	st.SetAvgFrameRate(in.AvgFrameRate())
+	st.SetRFrameRate(in.RFrameRate())
+	st.SetSampleAspectRatio(in.SampleAspectRatio())
+	m.st = st
+	// no "Lavf…" version string: the same input gives the same bytes
+	fc.SetFlags(fc.Flags().Add(astiav.FormatContextFlagBitexact))
+	ioc, err := astiav.OpenIOContext(fileURL(tmp), astiav.NewIOContextFlags(astiav.IOContextFlagWrite))
+	if err != nil {
+		m.abort()
+		return nil, fmt.Errorf("open %s: %w", tmp, err)
+	}
+	m.io = ioc
+	fc.SetPb(ioc)
+	opts := astiav.NewDictionary()
+	defer opts.Free()
+	if err := opts.Set("movflags", "+faststart", astiav.NewDictionaryFlags()); err != nil {
+		m.abort()
+		return nil, fmt.Errorf("set movflags: %w", err)
+	}
+	if err := fc.WriteHeader(opts); err != nil {
+		m.abort()
+		return nil, fmt.Errorf("write mp4 header: %w", err)
+	}
+	return m, nil
+}
+
+// write shifts pk by offset (ticks of inTB) and hands it to the muxer,
+// which takes its reference.
+func (m *muxer) write(pk *astiav.Packet, inTB astiav.Rational, offset int64) error {
+	pk.SetPts(pk.Pts() - offset)
+	pk.SetDts(pk.Dts() - offset)
+	pk.SetStreamIndex(m.st.Index())
+	pk.RescaleTs(inTB, m.st.TimeBase()) // identity unless the muxer refined the time base
+	pk.SetPos(-1)
+	m.n++
+	if err := m.fc.WriteInterleavedFrame(pk); err != nil {
+		return fmt.Errorf("write packet: %w", err)
+	}
+	return nil
+}
+
+// finish writes the trailer (and moves the moov atom to the front),
+// syncs the temporary file and renames it to its final name. It returns
+// the final size. On failure it removes the temporary file.
+func (m *muxer) finish() (int64, error) {
+	if err := m.fc.WriteTrailer(); err != nil {
+		m.abort()
+		return 0, fmt.Errorf("write mp4 trailer: %w", err)
+	}
+	err := m.io.Close()
+	m.io = nil
+	if err != nil {
+		m.abort()
+		return 0, fmt.Errorf("close %s: %w", m.tmp, err)
+	}
+	m.fc.Free()
+	m.fc = nil
+	size, err := syncFile(m.tmp)
+	if err == nil {
+		// never replace a file that appeared since Split checked
+		if _, serr := os.Lstat(m.dst); serr == nil {
+			err = fmt.Errorf("%s: %w", m.dst, ErrExists)
+		}
+	}
+	if err == nil {
+		err = os.Rename(m.tmp, m.dst)
+	}
+	if err != nil {
+		_ = os.Remove(m.tmp)
+		return 0, err
+	}
+	return size, nil
+}
+
+// abort releases the muxer and removes its temporary file.
+func (m *muxer) abort() {
+	if m.io != nil {
+		_ = m.io.Close()
+		m.io = nil
+	}
+	if m.fc != nil {
+		m.fc.Free()
+		m.fc = nil
+	}
+	_ = os.Remove(m.tmp)
+}
+
+func syncFile(path string) (int64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	// os.CreateTemp made it 0600; give it the mode a file created with the
+	// common 022 umask would have
+	if err := f.Chmod(0o644); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("sync %s: %w", path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,240 @@
+// Package videoindex writes and reads video_index.json, the file that tells
+// a loader where each LeRobot episode's video lives after conversion: one
+// entry per episode and camera with a blob reference and a half-open
+// [from_ns, to_ns) interval in integer nanoseconds, relative to the start
+// of the referenced blob. The schema is the reference converter's
+// ("blobpack/lerobot-video-index@1") and the bytes match its
+// json.dumps(indent=1) output, so loaders written for it work unchanged.
+//
+// It is free of cgo on purpose: the rest of bpconvert builds without libav.
+// It does not compute intervals or cut video (that is convert/lerobot/video)
+// and does not resolve references into packs.
+package videoindex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+)
+
+// Format is the format id written in every index.
+const Format = "blobpack/lerobot-video-index@1"
+
+// Note is the fixed explanation the reference writes into every index.
+const Note = "Video is packet-copied, never re-encoded. Each entry addresses one episode as a half-open [from_ns, to_ns) interval of its blob, per the Blob Pack media-container rule; an episode cut into its own container spans that container whole."
+
+// FileName is the index's name at the root of the converted dataset.
+const FileName = "video_index.json"
+
+// Float is a float64 that is always written with a decimal point or
+// exponent, as Python writes floats (10.0, not 10).
+type Float float64
+
+// MarshalJSON writes f the way Python's json module does.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil, fmt.Errorf("videoindex: %v is not a JSON number", v)
+	}
+	var s string
+	if abs := math.Abs(v); abs != 0 && (abs < 1e-4 || abs >= 1e16) {
+		// Python's repr switches to exponents outside [1e-4, 1e16); both
+		// write at least two exponent digits ("1e-05", "1e+16")
+		s = strconv.FormatFloat(v, 'e', -1, 64)
+	} else {
+		s = strconv.FormatFloat(v, 'f', -1, 64)
+		if !strings.Contains(s, ".") {
+			s += ".0"
+		}
+	}
+	return []byte(s), nil
+}
+
+// Source describes the dataset the index was made from.
+type Source struct {
+	CodebaseVersion string   `json:"codebase_version"` // as in meta/info.json, e.g. "v3.0"
+	FPS             Float    `json:"fps"`
+	VideoKeys       []string `json:"video_keys"` // the converted video features
+}
+
+// Entry addresses one episode of one camera.
+type Entry struct {
+	EpisodeIndex int64  `json:"episode_index"`
+	VideoKey     string `json:"video_key"`
+	// Ref is a blob reference, "zip://<member>::<ref base>/pack-NNNN.zip".
+	Ref string `json:"ref"`
+	// FromNS and ToNS are the half-open interval in nanoseconds relative to
+	// the start of the blob; an episode cut into its own container has
+	// FromNS 0.
+	FromNS int64 `json:"from_ns"`
+	ToNS   int64 `json:"to_ns"`
+	Frames int64 `json:"frames"`
+}
+
+// Index is the whole video_index.json.
+type Index struct {
+	Format   string  `json:"format"`
+	Source   Source  `json:"source"`
+	Note     string  `json:"note"`
+	Episodes []Entry `json:"episodes"`
+}
+
+// New returns an index of entries (sorted by episode, then video key)
+// with the format id and note filled in.
+func New(src Source, entries []Entry) *Index {
+	e := append([]Entry(nil), entries...)
+	sort.SliceStable(e, func(i, j int) bool {
+		if e[i].EpisodeIndex != e[j].EpisodeIndex {
+			return e[i].EpisodeIndex < e[j].EpisodeIndex
+		}
+		return e[i].VideoKey < e[j].VideoKey
+	})
+	if src.VideoKeys == nil {
+		src.VideoKeys = []string{}
+	}
+	return &Index{Format: Format, Source: src, Note: Note, Episodes: e}
+}
+
+// Validate checks what a loader relies on: the format id, every entry with
+// a reference, a non-empty interval starting at or after 0 and a positive
+// frame count, its video key listed in the source, one entry per episode
+// and key, sorted by episode then key.
+func (ix *Index) Validate() error {
+	if ix.Format != Format {
+		return fmt.Errorf("videoindex: format %q, want %q", ix.Format, Format)
+	}
+	keys := map[string]bool{}
+	for _, k := range ix.Source.VideoKeys {
+		keys[k] = true
+	}
+	var errs []error
+	for i, e := range ix.Episodes {
+		at := fmt.Sprintf("videoindex: episode %d %q", e.EpisodeIndex, e.VideoKey)
+		switch {
+		case e.Ref == "":
+			errs = append(errs, fmt.Errorf("%s: empty ref", at))
+		case !keys[e.VideoKey]:
+			errs = append(errs, fmt.Errorf("%s: video key not listed in source.video_keys", at))
+		case e.FromNS < 0 || e.ToNS <= e.FromNS:
+			errs = append(errs, fmt.Errorf("%s: interval [%d, %d) is empty, reversed or negative", at, e.FromNS, e.ToNS))
+		case e.Frames <= 0:
+			errs = append(errs, fmt.Errorf("%s: frames %d is not positive", at, e.Frames))
+		}
+		if i > 0 {
+			p := ix.Episodes[i-1]
+			if p.EpisodeIndex == e.EpisodeIndex && p.VideoKey == e.VideoKey {
+				errs = append(errs, fmt.Errorf("%s: listed twice", at))
+			} else if p.EpisodeIndex > e.EpisodeIndex || (p.EpisodeIndex == e.EpisodeIndex && p.VideoKey > e.VideoKey) {
+				errs = append(errs, fmt.Errorf("%s: not sorted by (episode_index, video_key)", at))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Encode writes ix as the reference does (json.dumps(indent=1), ASCII
+// only, then a newline). It validates first.
+func (ix *Index) Encode(w io.Writer) error {
+	if err := ix.Validate(); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(ix); err != nil {
+		return fmt.Errorf("videoindex: %w", err)
+	}
+	_, err := w.Write(asciiEscape(buf.Bytes()))
+	return err
+}
+
+// asciiEscape rewrites every non-ASCII character as \uXXXX (a surrogate
+// pair above U+FFFF), as Python's ensure_ascii does. In JSON text such
+// characters occur only inside strings, so this is safe.
+func asciiEscape(b []byte) []byte {
+	var out bytes.Buffer
+	for _, r := range string(b) {
+		if r < 0x80 {
+			out.WriteByte(byte(r))
+			continue
+		}
+		if r > 0xFFFF {
+			a, c := utf16.EncodeRune(r)
+			fmt.Fprintf(&out, `\u%04x\u%04x`, a, c)
+			continue
+		}
+		fmt.Fprintf(&out, `\u%04x`, r)
+	}
+	return out.Bytes()
+}
+
+// Read parses and validates an index.
+func Read(r io.Reader) (*Index, error) {
+	var ix Index
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&ix); err != nil {
+		return nil, fmt.Errorf("videoindex: %w", err)
+	}
+	if err := ix.Validate(); err != nil {
+		return nil, err
+	}
+	return &ix, nil
+}
+
+// WriteFile writes ix to path under a temporary name in the same
+// directory, syncs, renames and syncs the directory. It refuses to replace
+// an existing file.
+func WriteFile(path string, ix *Index) (err error) {
+	var buf bytes.Buffer
+	if err := ix.Encode(&buf); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("videoindex: %s: %w", path, os.ErrExist)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.part")
+	if err != nil {
+		return fmt.Errorf("videoindex: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("videoindex: %s: %w", f.Name(), err)
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return fmt.Errorf("videoindex: %w", err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("videoindex: %s: sync: %w", f.Name(), err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("videoindex: %s: %w", f.Name(), err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("videoindex: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("videoindex: %w", err)
+	}
+	defer d.Close()
+	if err = d.Sync(); err != nil {
+		return fmt.Errorf("videoindex: %s: sync: %w", dir, err)
+	}
+	return nil
+}
