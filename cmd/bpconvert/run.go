@@ -31,6 +31,8 @@ func commands() []command {
 		{"unpack", "DIR DST", "extract every member into a new directory DST", cmdUnpack},
 		{"manifest", "DIR", "write pack.manifest.json for a pack written without one", cmdManifest},
 		{"version", "", "print the version", cmdVersion},
+		{"convert-parquet", "SRC DST", "move payload columns of parquet tables into packs, columns become references", cmdParquet},
+		{"convert-lerobot", "SRC DST", "convert a LeRobot v2.0/v2.1/v3.0 dataset: videos per episode and frames into packs", cmdLerobot},
 		// Converters (convert-wds, convert-parquet, convert-lerobot,
 		// convert-lance, lance-inspect) register here.
 	}

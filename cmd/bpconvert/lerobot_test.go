@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
+	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// TestLerobotCLI runs convert-lerobot on datasets made by
+// fixtures/parquet/lerobot.mjs (ffmpeg CLI videos, DuckDB tables; see that
+// file for how), generated once into the test's temporary directory.
+func TestLerobotCLI(t *testing.T) {
+	root := lerobotFixtureRoot(t)
+	t.Run("dry run writes nothing", func(t *testing.T) { testLerobotDryRun(t, root) })
+	t.Run("yes converts", func(t *testing.T) { testLerobotYes(t, root) })
+	t.Run("exit codes", func(t *testing.T) { testLerobotExitCodes(t, root) })
+}
+
+func lerobotFixtureRoot(t *testing.T) string {
+	t.Helper()
+	testtool.Require(t, "node", "ffmpeg", "ffprobe")
+	gen := filepath.Join("..", "..", "fixtures", "parquet")
+	if _, err := os.Stat(filepath.Join(gen, "node_modules", "@duckdb", "node-api")); err != nil {
+		testtool.Missing(t, "fixtures/parquet/node_modules is missing: run npm ci --prefix fixtures/parquet")
+	}
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	cmd := exec.Command("node", filepath.Join(gen, "lerobot.mjs"), dir)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("lerobot.mjs: %v: %s", err, stderr.String())
+	}
+	return dir
+}
+
+func testLerobotDryRun(t *testing.T, root string) {
+	dst := filepath.Join(t.TempDir(), "out")
+	r := bp(t, "convert-lerobot", filepath.Join(root, "v3.0"), dst, "--dry-run", "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("stdout is not one line:\n%s", r.stdout)
+	}
+	p, err := plan.ParseJSON(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatalf("plan JSON: %v\n%s", err, r.stdout)
+	}
+	if p.Source.Format != "LeRobot" || p.Source.Version != "v3.0" || p.Dest != dst {
+		t.Errorf("source %+v, dest %s", p.Source, p.Dest)
+	}
+	got := map[string]plan.Action{}
+	for _, e := range p.Entries {
+		got[e.Name] = e.Action
+	}
+	want := map[string]plan.Action{
+		"observation.images.top":   plan.ActionRewrite, // concatenated episodes: cut
+		"observation.images.wrist": plan.ActionCopy,    // one stream: kept whole
+		"data/*.parquet":           plan.ActionCopy,
+		"meta/":                    plan.ActionCopy,
+	}
+	for name, a := range want {
+		if got[name] != a {
+			t.Errorf("entry %s: action %q, want %q (entries %v)", name, got[name], a, got)
+		}
+	}
+	if exists(dst) || exists(stage.Path(dst)) {
+		t.Fatal("--dry-run wrote the destination or a staging directory")
+	}
+}
+
+func testLerobotYes(t *testing.T, root string) {
+	dst := filepath.Join(t.TempDir(), "out")
+	r := bp(t, "convert-lerobot", filepath.Join(root, "v3.0"), dst, "--yes", "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	doc := lastJSON(t, r)
+	counts, _ := doc["counts"].(map[string]any)
+	// 6 top episodes cut into containers + 1 whole wrist file; 12 entries.
+	if doc["status"] != "ok" || doc["blobs"] != 7.0 || counts["episode containers"] != 6.0 || counts["index entries"] != 12.0 {
+		t.Fatalf("summary %v", doc)
+	}
+	set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	f, err := os.Open(filepath.Join(dst, videoindex.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := videoindex.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ix.Episodes {
+		if _, err := set.Stat(e.Ref); err != nil {
+			t.Errorf("episode %d %s: %v", e.EpisodeIndex, e.VideoKey, err)
+		}
+	}
+	for _, p := range []string{"meta/info.json", "data/chunk-000/file-001.parquet"} {
+		if !exists(filepath.Join(dst, p)) {
+			t.Errorf("%s not written", p)
+		}
+	}
+	if v := bp(t, "verify", filepath.Join(dst, "media")); v.code != exitOK {
+		t.Errorf("verify: exit %d: %s%s", v.code, v.stdout, v.stderr)
+	}
+}
+
+func testLerobotExitCodes(t *testing.T, root string) {
+	badInfo := filepath.Join(t.TempDir(), "badinfo")
+	writeTree(t, badInfo, map[string]string{
+		"meta/info.json": `{"codebase_version": "v1.6", "fps": 10, "data_path": "d.parquet", "features": {}}`,
+	})
+	cases := []struct {
+		name     string
+		src      string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{name: "overlapping intervals", src: filepath.Join(root, "v3.0-overlap"), args: []string{"--yes"}, wantCode: exitInvalid, wantErr: "overlaps"},
+		{name: "missing timing column", src: filepath.Join(root, "v3.0-notiming"), args: []string{"--yes"}, wantCode: exitInvalid, wantErr: "to_timestamp"},
+		{name: "unsupported version", src: badInfo, args: []string{"--yes"}, wantCode: exitInvalid, wantErr: "v1.6"},
+		{name: "not a dataset", src: filepath.Join(root, "v3.0", "data"), args: []string{"--yes", "--dry-run"}, wantCode: exitInvalid, wantErr: "does not look like a LeRobot dataset"},
+		{name: "everything skipped", src: filepath.Join(root, "v3.0"), args: []string{"--yes", "--video", "skip"}, wantCode: exitUsage, wantErr: "nothing to convert"},
+		{name: "bad mode", src: filepath.Join(root, "v3.0"), args: []string{"--yes", "--images", "keep"}, wantCode: exitUsage, wantErr: "--images"},
+		{name: "no prompt without a terminal", src: filepath.Join(root, "v2.1"), wantCode: exitUsage, wantErr: "refusing to prompt"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "out")
+			r := bp(t, append([]string{"convert-lerobot", tc.src, dst}, tc.args...)...)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstderr: %s", r.code, tc.wantCode, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "bpconvert: error: ") || !strings.Contains(r.stderr, tc.wantErr) {
+				t.Errorf("stderr %q does not mention %q", r.stderr, tc.wantErr)
+			}
+			if exists(dst) || exists(stage.Path(dst)) {
+				t.Errorf("destination %s or its staging directory exists after a refused run", dst)
+			}
+		})
+	}
+}

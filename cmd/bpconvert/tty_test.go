@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// tmuxRun drives the built binary on a real pseudo-terminal inside a
+// private tmux server: keys go in with send-keys, the screen comes back with
+// capture-pane.
+type tmuxRun struct {
+	t      *testing.T
+	sock   string
+	status string
+}
+
+func startTmux(t *testing.T, args ...string) *tmuxRun {
+	t.Helper()
+	testtool.Require(t, "tmux")
+	dir := t.TempDir()
+	r := &tmuxRun{t: t, sock: filepath.Join(dir, "tmux.sock"), status: filepath.Join(dir, "status")}
+	quoted := []string{binPath}
+	for _, a := range args {
+		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	script := fmt.Sprintf("%s; echo $? > %s; sleep 60", strings.Join(quoted, " "), r.status)
+	cmd := exec.Command("tmux", "-S", r.sock, "new-session", "-d", "-s", "bp", "-x", "160", "-y", "60", "sh", "-c", script)
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("tmux", "-S", r.sock, "kill-server").Run() })
+	return r
+}
+
+func (r *tmuxRun) screen() string {
+	out, _ := exec.Command("tmux", "-S", r.sock, "capture-pane", "-p", "-t", "bp").Output()
+	return string(out)
+}
+
+// waitFor waits until the screen shows text.
+func (r *tmuxRun) waitFor(text string) {
+	r.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if strings.Contains(r.screen(), text) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.t.Fatalf("screen never showed %q:\n%s", text, r.screen())
+}
+
+func (r *tmuxRun) keys(keys ...string) {
+	r.t.Helper()
+	for _, k := range keys {
+		if out, err := exec.Command("tmux", "-S", r.sock, "send-keys", "-t", "bp", k).CombinedOutput(); err != nil {
+			r.t.Fatalf("send-keys %q: %v %s", k, err, out)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
+// exitCode waits for the program to end and returns its exit code.
+func (r *tmuxRun) exitCode() int {
+	r.t.Helper()
+	deadline := time.Now().Add(120 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(r.status); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
+			var code int
+			fmt.Sscan(string(b), &code)
+			return code
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.t.Fatalf("program did not finish:\n%s", r.screen())
+	return -1
+}
+
+// TestTerminalPrompts drives convert-parquet's prompts on a terminal: a
+// table without Hugging Face metadata makes the user choose payload columns
+// in a multi-select, the plan is shown again, and a confirmation follows.
+func TestTerminalPrompts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a terminal; skipped with -short")
+	}
+	root := parquetFixtureRoot(t)
+	src := filepath.Join(root, "plain", "part-00000.parquet")
+
+	t.Run("choose and confirm", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "out")
+		r := startTmux(t, "convert-parquet", src, dst)
+		r.waitFor("Which columns hold payloads")
+		// The first option is highlighted; toggle it and accept.
+		r.keys("x", "Enter")
+		r.waitFor("Proceed with this plan?")
+		r.keys("y")
+		if code := r.exitCode(); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, r.screen())
+		}
+		set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{})
+		if err != nil {
+			t.Fatalf("no packs written: %v\n%s", err, r.screen())
+		}
+		defer set.Close()
+		if set.Len() == 0 {
+			t.Fatal("empty pack")
+		}
+	})
+
+	t.Run("decline", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "out")
+		r := startTmux(t, "convert-parquet", src, dst, "--column", "jpg")
+		r.waitFor("Proceed with this plan?")
+		r.keys("n")
+		code := r.exitCode()
+		if code != 1 || !strings.Contains(r.screen(), "aborted; nothing was written") {
+			t.Fatalf("exit %d:\n%s", code, r.screen())
+		}
+		if exists(dst) {
+			t.Fatal("DST written after declining")
+		}
+	})
+
+	t.Run("ctrl-c in the form", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "out")
+		r := startTmux(t, "convert-parquet", src, dst)
+		r.waitFor("Which columns hold payloads")
+		r.keys("C-c")
+		if code := r.exitCode(); code != 1 || exists(dst) {
+			t.Fatalf("exit %d, dst exists %v:\n%s", code, exists(dst), r.screen())
+		}
+	})
+}
+
+// TestNoPromptWithoutTerminal checks that a run without a terminal and
+// without --yes refuses at once instead of waiting for input.
+func TestNoPromptWithoutTerminal(t *testing.T) {
+	root := parquetFixtureRoot(t)
+	dst := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(binPath, "convert-parquet", filepath.Join(root, "plain", "part-00000.parquet"), dst, "--column", "jpg")
+	cmd.Stdin = nil // /dev/null
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("bpconvert waited for input without a terminal")
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 2 {
+		t.Fatalf("exit: %v\n%s", err, out)
+	}
+	for _, want := range []string{"bpconvert: error: refusing to prompt: stdin is not a terminal", "--yes", "--dry-run"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if exists(dst) {
+		t.Fatal("DST written")
+	}
+}

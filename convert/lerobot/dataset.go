@@ -1,0 +1,456 @@
+package lerobot
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Versions are the codebase versions this package converts.
+var Versions = []string{"v2.0", "v2.1", "v3.0"}
+
+// defaultChunksSize is LeRobot's DEFAULT_CHUNK_SIZE, used when info.json
+// has no chunks_size.
+const defaultChunksSize = 1000
+
+// Dataset is what a LeRobot dataset's metadata says, read without touching
+// its tables' rows or its videos.
+type Dataset struct {
+	// Root is the dataset directory (absolute).
+	Root string
+	// Version is info.json's codebase_version: "v2.0", "v2.1" or "v3.0".
+	Version string
+	// FPS is info.json's fps.
+	FPS float64
+	// ChunksSize is info.json's chunks_size (episodes per chunk directory
+	// in v2.x).
+	ChunksSize int64
+	// DataPath and VideoPath are the info.json templates; VideoPath is ""
+	// when info.json has none (null).
+	DataPath, VideoPath string
+	// TotalEpisodes and TotalFrames are info.json's totals (0 when absent).
+	TotalEpisodes, TotalFrames int64
+	// VideoKeys and ImageKeys are the features with dtype "video" and
+	// "image", sorted.
+	VideoKeys, ImageKeys []string
+	// Episodes are sorted by Index.
+	Episodes []Episode
+	// EpisodeFiles are the files the episodes were read from, relative to
+	// Root, slash-separated.
+	EpisodeFiles []string
+}
+
+// V3 reports whether the dataset uses the v3.0 layout (many episodes per file).
+func (d *Dataset) V3() bool { return strings.HasPrefix(d.Version, "v3.") }
+
+// Frames returns the frame count: the sum of the episode lengths, or
+// info.json's total_frames when no episode has a length.
+func (d *Dataset) Frames() int64 {
+	var n int64
+	for _, e := range d.Episodes {
+		n += e.Length
+	}
+	if n == 0 {
+		return d.TotalFrames
+	}
+	return n
+}
+
+// Episode is one row of the episode metadata.
+type Episode struct {
+	Index int64
+	// Length is the episode's frame count ("length", or
+	// dataset_to_index - dataset_from_index).
+	Length int64
+	// DataChunk and DataFile locate the v3.0 data file (-1 when absent).
+	DataChunk, DataFile int64
+	// Videos holds the v3.0 per-camera location and interval, by video key.
+	Videos map[string]EpisodeVideo
+}
+
+// EpisodeVideo is where one v3.0 episode lives in one camera's files.
+type EpisodeVideo struct {
+	Chunk, File int64
+	// From and To are from_timestamp and to_timestamp in seconds; HasFrom
+	// and HasTo say whether the metadata holds them.
+	From, To       float64
+	HasFrom, HasTo bool
+	// Missing names the per-camera columns absent or null for this episode.
+	Missing []string
+}
+
+// rawInfo is the part of meta/info.json this package reads.
+type rawInfo struct {
+	CodebaseVersion *string                    `json:"codebase_version"`
+	FPS             *float64                   `json:"fps"`
+	ChunksSize      *float64                   `json:"chunks_size"`
+	DataPath        *string                    `json:"data_path"`
+	VideoPath       *string                    `json:"video_path"`
+	TotalEpisodes   *float64                   `json:"total_episodes"`
+	TotalFrames     *float64                   `json:"total_frames"`
+	Features        map[string]json.RawMessage `json:"features"`
+}
+
+// Open reads meta/info.json and the episode metadata of the dataset at src
+// (meta/episodes.jsonl for v2.x, every meta/episodes/**/*.parquet for v3.0).
+// It reads no video and writes nothing. Problems with the dataset wrap
+// ErrInvalidInput.
+func Open(ctx context.Context, src string) (*Dataset, error) {
+	root, err := filepath.Abs(src)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(root); err != nil {
+		return nil, invalid(fmt.Errorf("%s: %w", src, err))
+	} else if !st.IsDir() {
+		return nil, invalid(fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", src))
+	}
+	infoPath := filepath.Join(root, "meta", "info.json")
+	b, err := os.ReadFile(infoPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, invalid(fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ri rawInfo
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return nil, invalid(fmt.Errorf("meta/info.json: %w", err))
+	}
+	d := &Dataset{Root: root, ChunksSize: defaultChunksSize}
+	if ri.CodebaseVersion == nil {
+		return nil, invalid(errors.New("meta/info.json: no codebase_version"))
+	}
+	d.Version = *ri.CodebaseVersion
+	if !slices.Contains(Versions, d.Version) {
+		return nil, invalid(fmt.Errorf("meta/info.json: unsupported codebase_version %q; expected one of %s", d.Version, strings.Join(Versions, ", ")))
+	}
+	if ri.FPS == nil || !(*ri.FPS > 0) || math.IsInf(*ri.FPS, 0) {
+		return nil, invalid(errors.New("meta/info.json: fps is missing or not a positive number"))
+	}
+	d.FPS = *ri.FPS
+	if ri.ChunksSize != nil {
+		if *ri.ChunksSize < 1 || *ri.ChunksSize != math.Trunc(*ri.ChunksSize) {
+			return nil, invalid(fmt.Errorf("meta/info.json: chunks_size %v is not a positive integer", *ri.ChunksSize))
+		}
+		d.ChunksSize = int64(*ri.ChunksSize)
+	}
+	if ri.DataPath == nil || *ri.DataPath == "" {
+		return nil, invalid(errors.New("meta/info.json: no data_path template"))
+	}
+	d.DataPath = *ri.DataPath
+	if ri.VideoPath != nil {
+		d.VideoPath = *ri.VideoPath
+	}
+	if ri.TotalEpisodes != nil {
+		d.TotalEpisodes = int64(*ri.TotalEpisodes)
+	}
+	if ri.TotalFrames != nil {
+		d.TotalFrames = int64(*ri.TotalFrames)
+	}
+	for name, raw := range ri.Features {
+		var f struct {
+			DType string `json:"dtype"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return nil, invalid(fmt.Errorf("meta/info.json: feature %q: %w", name, err))
+		}
+		switch f.DType {
+		case "video":
+			d.VideoKeys = append(d.VideoKeys, name)
+		case "image":
+			d.ImageKeys = append(d.ImageKeys, name)
+		}
+	}
+	slices.Sort(d.VideoKeys)
+	slices.Sort(d.ImageKeys)
+	if len(d.VideoKeys) == 0 && len(d.ImageKeys) == 0 {
+		return nil, invalid(errors.New("meta/info.json: no video or image features; nothing to convert"))
+	}
+	if len(d.VideoKeys) > 0 && d.VideoPath == "" {
+		return nil, invalid(errors.New("meta/info.json: video features but no video_path template"))
+	}
+	if d.V3() {
+		err = d.readEpisodesV3(ctx)
+	} else {
+		err = d.readEpisodesV2()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(d.Episodes) == 0 {
+		return nil, invalid(fmt.Errorf("%s: no episodes", strings.Join(d.EpisodeFiles, ", ")))
+	}
+	slices.SortFunc(d.Episodes, func(a, b Episode) int { return cmpInt(a.Index, b.Index) })
+	for i := 1; i < len(d.Episodes); i++ {
+		if d.Episodes[i].Index == d.Episodes[i-1].Index {
+			return nil, invalid(fmt.Errorf("episode %d appears twice in the episode metadata", d.Episodes[i].Index))
+		}
+	}
+	return d, nil
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// readEpisodesV2 reads meta/episodes.jsonl.
+func (d *Dataset) readEpisodesV2() error {
+	const rel = "meta/episodes.jsonl"
+	f, err := os.Open(filepath.Join(d.Root, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return invalid(fmt.Errorf("%s is missing", rel))
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	d.EpisodeFiles = []string{rel}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		var row struct {
+			EpisodeIndex *int64 `json:"episode_index"`
+			Length       *int64 `json:"length"`
+		}
+		if err := json.Unmarshal(text, &row); err != nil {
+			return invalid(fmt.Errorf("%s: line %d: %w", rel, line, err))
+		}
+		if row.EpisodeIndex == nil || *row.EpisodeIndex < 0 {
+			return invalid(fmt.Errorf("%s: line %d: no episode_index", rel, line))
+		}
+		if row.Length == nil || *row.Length <= 0 {
+			return invalid(fmt.Errorf("%s: line %d: episode %d has no positive length", rel, line, *row.EpisodeIndex))
+		}
+		d.Episodes = append(d.Episodes, Episode{Index: *row.EpisodeIndex, Length: *row.Length, DataChunk: -1, DataFile: -1})
+	}
+	if err := sc.Err(); err != nil {
+		return invalid(fmt.Errorf("%s: %w", rel, err))
+	}
+	return nil
+}
+
+// readEpisodesV3 reads every meta/episodes/**/*.parquet.
+func (d *Dataset) readEpisodesV3(ctx context.Context) error {
+	dir := filepath.Join(d.Root, "meta", "episodes")
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".parquet") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(files) == 0) {
+		return invalid(errors.New("meta/episodes/**/*.parquet: no episode metadata"))
+	}
+	if err != nil {
+		return err
+	}
+	slices.Sort(files)
+	for _, p := range files {
+		rel, _ := filepath.Rel(d.Root, p)
+		rel = filepath.ToSlash(rel)
+		d.EpisodeFiles = append(d.EpisodeFiles, rel)
+		eps, err := readEpisodeTable(ctx, p, d.VideoKeys)
+		if err != nil {
+			return invalid(fmt.Errorf("%s: %w", rel, err))
+		}
+		d.Episodes = append(d.Episodes, eps...)
+	}
+	return nil
+}
+
+// readEpisodeTable reads the columns this package needs from one v3.0
+// episode metadata table.
+func readEpisodeTable(ctx context.Context, path string, videoKeys []string) ([]Episode, error) {
+	mem := memory.DefaultAllocator
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("not a readable parquet file: %w", err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		return nil, err
+	}
+	n := int(pf.NumRows())
+	cols := map[string][]*float64{}
+	read := func(name string) error {
+		idx := sc.FieldIndices(name)
+		if len(idx) == 0 {
+			return nil
+		}
+		cr, err := fr.GetColumn(ctx, idx[0])
+		if err != nil {
+			return fmt.Errorf("column %q: %w", name, err)
+		}
+		rgs := make([]int, pf.NumRowGroups())
+		for i := range rgs {
+			rgs[i] = i
+		}
+		ch, err := fr.ReadColumn(rgs, cr)
+		if err != nil {
+			return fmt.Errorf("column %q: %w", name, err)
+		}
+		defer ch.Release()
+		vals, err := numbers(ch)
+		if err != nil {
+			return fmt.Errorf("column %q: %w", name, err)
+		}
+		if len(vals) != n {
+			return fmt.Errorf("column %q: %d values for %d rows", name, len(vals), n)
+		}
+		cols[name] = vals
+		return nil
+	}
+	names := []string{"episode_index", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index", "data/file_index"}
+	for _, k := range videoKeys {
+		for _, c := range videoColumns {
+			names = append(names, "videos/"+k+"/"+c)
+		}
+	}
+	for _, name := range names {
+		if err := read(name); err != nil {
+			return nil, err
+		}
+	}
+	if cols["episode_index"] == nil {
+		return nil, errors.New("no episode_index column")
+	}
+	at := func(name string, i int) (float64, bool) {
+		c := cols[name]
+		if c == nil || c[i] == nil {
+			return 0, false
+		}
+		return *c[i], true
+	}
+	eps := make([]Episode, 0, n)
+	for i := 0; i < n; i++ {
+		idx, ok := at("episode_index", i)
+		if !ok || idx < 0 {
+			return nil, fmt.Errorf("row %d: no episode_index", i)
+		}
+		e := Episode{Index: int64(idx), DataChunk: -1, DataFile: -1}
+		if l, ok := at("length", i); ok {
+			e.Length = int64(l)
+		} else if from, ok := at("dataset_from_index", i); ok {
+			if to, ok := at("dataset_to_index", i); ok {
+				e.Length = int64(to - from)
+			}
+		}
+		if e.Length <= 0 {
+			return nil, fmt.Errorf("episode %d: no positive length (length or dataset_to_index - dataset_from_index)", e.Index)
+		}
+		if c, ok := at("data/chunk_index", i); ok {
+			if f, ok := at("data/file_index", i); ok {
+				e.DataChunk, e.DataFile = int64(c), int64(f)
+			}
+		}
+		if len(videoKeys) > 0 {
+			e.Videos = map[string]EpisodeVideo{}
+		}
+		for _, k := range videoKeys {
+			var v EpisodeVideo
+			pre := "videos/" + k + "/"
+			var c, f float64
+			var okc, okf bool
+			if c, okc = at(pre+"chunk_index", i); !okc {
+				v.Missing = append(v.Missing, pre+"chunk_index")
+			}
+			if f, okf = at(pre+"file_index", i); !okf {
+				v.Missing = append(v.Missing, pre+"file_index")
+			}
+			v.Chunk, v.File = int64(c), int64(f)
+			if v.From, v.HasFrom = at(pre+"from_timestamp", i); !v.HasFrom {
+				v.Missing = append(v.Missing, pre+"from_timestamp")
+			}
+			if v.To, v.HasTo = at(pre+"to_timestamp", i); !v.HasTo {
+				v.Missing = append(v.Missing, pre+"to_timestamp")
+			}
+			e.Videos[k] = v
+		}
+		eps = append(eps, e)
+	}
+	return eps, nil
+}
+
+// videoColumns are the per-camera columns of v3.0 episode metadata.
+var videoColumns = []string{"chunk_index", "file_index", "from_timestamp", "to_timestamp"}
+
+// numbers returns a numeric column's values as float64 (nil for null).
+func numbers(ch *arrow.Chunked) ([]*float64, error) {
+	var out []*float64
+	for _, a := range ch.Chunks() {
+		for i := 0; i < a.Len(); i++ {
+			if a.IsNull(i) {
+				out = append(out, nil)
+				continue
+			}
+			var v float64
+			switch a := a.(type) {
+			case *array.Int64:
+				v = float64(a.Value(i))
+			case *array.Int32:
+				v = float64(a.Value(i))
+			case *array.Int16:
+				v = float64(a.Value(i))
+			case *array.Int8:
+				v = float64(a.Value(i))
+			case *array.Uint64:
+				v = float64(a.Value(i))
+			case *array.Uint32:
+				v = float64(a.Value(i))
+			case *array.Uint16:
+				v = float64(a.Value(i))
+			case *array.Uint8:
+				v = float64(a.Value(i))
+			case *array.Float64:
+				v = a.Value(i)
+			case *array.Float32:
+				v = float64(a.Value(i))
+			default:
+				return nil, fmt.Errorf("type %s is not numeric", a.DataType())
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				out = append(out, nil)
+				continue
+			}
+			out = append(out, &v)
+		}
+	}
+	return out, nil
+}

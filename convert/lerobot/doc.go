@@ -1,0 +1,24 @@
+// Package lerobot converts a LeRobot dataset (codebase v2.0, v2.1 or v3.0)
+// into the blob-pack layout in one step:
+//
+//	DST/media/pack-NNNN.zip   camera files and extracted frames, STORED
+//	DST/data/                 the tables: copied byte for byte, or rewritten
+//	                          with image columns as blob references
+//	DST/meta/                 copied unchanged (info.json keeps working for
+//	                          LeRobot loaders that ignore media)
+//	DST/video_index.json      one [from_ns, to_ns) interval per episode and
+//	                          camera (convert/lerobot/videoindex)
+//
+// Inspect reads meta/info.json and the episode metadata, locates every camera
+// file from the video_path template, refuses inconsistent metadata, scans the
+// files' keyframes (convert/lerobot/video) and decides, per v3.0 camera file,
+// whether it is cut into one container per episode by packet copy or kept
+// whole and addressed by interval. It writes nothing; Inspection.Plan
+// describes the result as a plan.Plan. Convert then writes everything into a
+// staging directory that appears at DST only when complete.
+//
+// The package ties the pieces together; it does not demux or mux video itself
+// (convert/lerobot/video does, the only package of bpconvert that uses cgo),
+// does not rewrite tables itself (convert/parquet does) and never re-encodes.
+// It never prints; progress goes through a progress.Counter.
+package lerobot

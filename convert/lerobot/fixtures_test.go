@@ -1,0 +1,259 @@
+package lerobot
+
+// The datasets these tests convert are generated once per test binary by
+// fixtures/parquet/lerobot.mjs (ffmpeg CLI for the camera files, DuckDB for
+// the tables; the script says how each one is made) into a temporary
+// directory, and read back with ffprobe and DuckDB (fixtures/parquet/dump.mjs),
+// tools independent of the code under test.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
+)
+
+var fixtures struct {
+	once sync.Once
+	dir  string
+	skip string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixtures.dir != "" {
+		os.RemoveAll(fixtures.dir)
+	}
+	os.Exit(code)
+}
+
+// nodeProject is the pinned Node project holding the generator.
+func nodeProject(t testing.TB) string {
+	return filepath.Join(testtool.RepoRoot(t), "fixtures", "parquet")
+}
+
+// fixtureRoot generates the datasets once and returns their directory.
+func fixtureRoot(t testing.TB) string {
+	t.Helper()
+	testtool.Require(t, "node", "ffmpeg", "ffprobe")
+	proj := nodeProject(t)
+	if _, err := os.Stat(filepath.Join(proj, "node_modules", "@duckdb", "node-api")); err != nil {
+		testtool.Missing(t, "fixtures/parquet/node_modules is missing: run npm ci --prefix fixtures/parquet")
+	}
+	fixtures.once.Do(func() {
+		dir, err := os.MkdirTemp("", "bpconvert-lerobot-fixtures-")
+		if err != nil {
+			fixtures.err = err
+			return
+		}
+		fixtures.dir = dir
+		cmd := exec.Command("node", filepath.Join(proj, "lerobot.mjs"), dir)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			fixtures.err = fmt.Errorf("lerobot.mjs: %v: %s", err, stderr.String())
+		}
+	})
+	if fixtures.err != nil {
+		t.Fatal(fixtures.err)
+	}
+	return fixtures.dir
+}
+
+// dataset returns the path of a generated dataset (read only).
+func dataset(t testing.TB, name string) string {
+	return filepath.Join(fixtureRoot(t), name)
+}
+
+// copyDataset copies a generated dataset into a new temporary directory
+// that the test may change.
+func copyDataset(t testing.TB, name string) string {
+	t.Helper()
+	src := dataset(t, name)
+	dst := filepath.Join(t.TempDir(), name)
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		if e.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(out, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// editFile rewrites a file of a copied dataset.
+func editFile(t testing.TB, path string, edit func(string) string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := edit(string(b))
+	if after == string(b) {
+		t.Fatalf("edit of %s changed nothing", path)
+	}
+	if err := os.WriteFile(path, []byte(after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func fileSHA(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// treeSums maps every regular file under dir (slash-separated relative
+// path) to its SHA-256.
+func treeSums(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out[filepath.ToSlash(rel)] = fileSHA(t, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// probePacket is one packet as ffprobe reports it.
+type probePacket struct {
+	PTS, DTS, Duration int64
+	Size               int
+	Flags, Hash        string
+}
+
+// ffprobePackets lists the first video stream's packets in decode order with
+// a SHA-256 of each packet's data, as ffprobe reads them.
+func ffprobePackets(t testing.TB, path string) []probePacket {
+	t.Helper()
+	out := testtool.Run(t, "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_data_hash", "sha256",
+		"-show_entries", "packet=pts,dts,duration,size,flags,data_hash", "-of", "csv=p=0", path)
+	var pks []probePacket
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), ",")
+		if len(f) != 6 {
+			t.Fatalf("ffprobe %s: unexpected line %q", path, sc.Text())
+		}
+		var p probePacket
+		var err error
+		for i, dst := range []*int64{&p.PTS, &p.DTS, &p.Duration} {
+			if *dst, err = strconv.ParseInt(f[i], 10, 64); err != nil {
+				t.Fatalf("ffprobe %s: field %d of %q: %v", path, i, sc.Text(), err)
+			}
+		}
+		if p.Size, err = strconv.Atoi(f[3]); err != nil {
+			t.Fatal(err)
+		}
+		p.Flags, p.Hash = f[4], f[5]
+		pks = append(pks, p)
+	}
+	return pks
+}
+
+// ffprobeTimeBase returns the first video stream's time base as num, den.
+func ffprobeTimeBase(t testing.TB, path string) (int64, int64) {
+	t.Helper()
+	out := strings.TrimSpace(testtool.Run(t, "ffprobe", "-v", "error", "-select_streams", "v:0",
+		"-show_entries", "stream=time_base", "-of", "csv=p=0", path))
+	a, b, _ := strings.Cut(out, "/")
+	num, err1 := strconv.ParseInt(a, 10, 64)
+	den, err2 := strconv.ParseInt(b, 10, 64)
+	if err1 != nil || err2 != nil || num <= 0 || den <= 0 {
+		t.Fatalf("ffprobe %s: time base %q", path, out)
+	}
+	return num, den
+}
+
+// decodes runs the file through ffmpeg's decoder and fails t on any error.
+func decodes(t testing.TB, path string) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Errorf("ffmpeg decode of %s: %v\n%s", path, err, stderr.String())
+	}
+}
+
+// dumpTable is what dump.mjs (DuckDB) reports for one parquet file.
+type dumpTable struct {
+	KV      [][2]string `json:"kv"`
+	Columns []string    `json:"columns"`
+	Rows    [][]any     `json:"rows"`
+}
+
+// col returns the index of a column, failing t when absent.
+func (d dumpTable) col(t testing.TB, name string) int {
+	t.Helper()
+	for i, c := range d.Columns {
+		if c == name {
+			return i
+		}
+	}
+	t.Fatalf("no column %q in %v", name, d.Columns)
+	return -1
+}
+
+// dump reads parquet files with DuckDB.
+func dump(t testing.TB, files ...string) map[string]dumpTable {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{filepath.Join(nodeProject(t), "dump.mjs")}, files...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("dump.mjs: %v: %s", err, stderr.String())
+	}
+	var out map[string]dumpTable
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("dump.mjs output: %v", err)
+	}
+	return out
+}

@@ -1,0 +1,502 @@
+package lerobot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/convert/lerobot/video"
+	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/progress"
+)
+
+// ImageMode says what happens to image features stored inside the tables.
+type ImageMode string
+
+// Image modes.
+const (
+	// ImagesExtract moves the frames into packs and rewrites the columns to
+	// blob references (the default).
+	ImagesExtract ImageMode = "extract"
+	// ImagesSkip leaves the frames inside the tables.
+	ImagesSkip ImageMode = "skip"
+)
+
+// VideoMode says what happens to video features.
+type VideoMode string
+
+// Video modes.
+const (
+	// VideoCopy packs the camera files, per episode where they can be cut by
+	// packet copy (the default).
+	VideoCopy VideoMode = "copy"
+	// VideoSkip leaves the camera files out of the output.
+	VideoSkip VideoMode = "skip"
+)
+
+// DefaultToleranceFrames is the default Options.ToleranceFrames: an
+// episode's interval may differ from its frame count by one frame.
+const DefaultToleranceFrames = video.DefaultToleranceFrames
+
+// Options configures Inspect and Convert. The zero value selects the defaults.
+type Options struct {
+	// Images is ImagesExtract (default) or ImagesSkip.
+	Images ImageMode
+	// Video is VideoCopy (default) or VideoSkip.
+	Video VideoMode
+	// NoSplitEpisodes keeps every v3.0 camera file whole, its episodes
+	// addressed by interval.
+	NoSplitEpisodes bool
+	// ToleranceFrames is how many frames an episode's interval length may
+	// differ from its frame count (default DefaultToleranceFrames).
+	ToleranceFrames float64
+	// MaxPackBytes and MaxMembers cap each shard (packcore defaults).
+	MaxPackBytes int64
+	MaxMembers   int
+	// NoManifest skips the packs' pack.manifest.json.
+	NoManifest bool
+	// Version is recorded in rewritten tables.
+	Version string
+	// Progress receives items and bytes as blobs are packed.
+	Progress progress.Counter
+}
+
+func (o Options) withDefaults() (Options, error) {
+	switch o.Images {
+	case "":
+		o.Images = ImagesExtract
+	case ImagesExtract, ImagesSkip:
+	default:
+		return o, fmt.Errorf("lerobot: images mode %q: want %q or %q", o.Images, ImagesExtract, ImagesSkip)
+	}
+	switch o.Video {
+	case "":
+		o.Video = VideoCopy
+	case VideoCopy, VideoSkip:
+	default:
+		return o, fmt.Errorf("lerobot: video mode %q: want %q or %q", o.Video, VideoCopy, VideoSkip)
+	}
+	if o.ToleranceFrames < 0 {
+		return o, fmt.Errorf("lerobot: negative frame tolerance %g", o.ToleranceFrames)
+	}
+	if o.ToleranceFrames == 0 {
+		o.ToleranceFrames = video.DefaultToleranceFrames
+	}
+	o.Progress = progress.OrNop(o.Progress)
+	return o, nil
+}
+
+// Inspection is what Inspect found and decided. It is computed without
+// writing anything.
+type Inspection struct {
+	// Dataset is the metadata read by Open.
+	Dataset *Dataset
+	// Options are the options Inspect was given, defaults filled in.
+	Options Options
+	// Videos are the video features in key order (none under VideoSkip).
+	Videos []*VideoFeature
+	// Images are the image features in key order, with what sampling found
+	// (none under ImagesSkip).
+	Images []ImageFeature
+	// Tables is the inspection of data/ that extracts the image features;
+	// nil when no image feature is extracted (data/ is then copied).
+	Tables *parquet.Inspection
+	// DataFiles and DataBytes count the files under data/ (parquet or not)
+	// and their size; MetaFiles and MetaBytes those under meta/.
+	DataFiles, MetaFiles int
+	DataBytes, MetaBytes int64
+	// Parquets counts the *.parquet files under data/, ParquetBytes their
+	// size.
+	Parquets     int
+	ParquetBytes int64
+	// Warnings are facts the user should see before confirming.
+	Warnings []string
+
+	selection parquet.Selection
+}
+
+// VideoFeature is one camera and its files.
+type VideoFeature struct {
+	Key   string
+	Files []*VideoFile
+}
+
+// Bytes sums the sizes of the feature's files.
+func (v *VideoFeature) Bytes() int64 {
+	var n int64
+	for _, f := range v.Files {
+		n += f.Size
+	}
+	return n
+}
+
+// VideoFile is one camera file, its episodes and what happens to it.
+type VideoFile struct {
+	Key string
+	// Rel is the path relative to the dataset root, slash-separated; Path
+	// the file to read.
+	Rel, Path string
+	Size      int64
+	// Episodes are the episodes the metadata places in the file, sorted by
+	// FromNS, with their intervals relative to the file.
+	Episodes []video.Episode
+	// Report is the keyframe check of the file.
+	Report *video.Report
+	// Split is set when the file is cut into one container per episode;
+	// otherwise it is packed whole (Reasons say why, for v3.0 files).
+	Split   bool
+	Reasons []string
+}
+
+// ImageFeature is one image feature stored inside the tables.
+type ImageFeature struct {
+	Key string
+	// Frames counts the rows of the tables holding the feature.
+	Frames int64
+	// Candidate is what convert/parquet found for the column.
+	Candidate parquet.Candidate
+}
+
+// Inspect reads the dataset's metadata, locates and checks every camera file,
+// refuses inconsistent metadata, scans keyframes and decides per file whether
+// it is cut per episode, and inspects the tables holding image features. It
+// writes nothing. Problems with the dataset wrap ErrInvalidInput.
+func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d, err := Open(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	ins := &Inspection{Dataset: d, Options: opts}
+	if opts.Video == VideoSkip && (opts.Images == ImagesSkip || len(d.ImageKeys) == 0) ||
+		opts.Images == ImagesSkip && len(d.VideoKeys) == 0 {
+		return nil, ErrNothingToConvert
+	}
+	if err := ins.checkDataFiles(); err != nil {
+		return nil, err
+	}
+	if opts.Video == VideoCopy {
+		if err := ins.locateVideos(); err != nil {
+			return nil, err
+		}
+		if err := ins.validateIntervals(); err != nil {
+			return nil, err
+		}
+		if err := ins.scanVideos(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Images == ImagesExtract && len(d.ImageKeys) > 0 {
+		if err := ins.inspectTables(ctx); err != nil {
+			return nil, err
+		}
+	}
+	data, err := countFiles(filepath.Join(d.Root, "data"))
+	if err != nil {
+		return nil, err
+	}
+	meta, err := countFiles(filepath.Join(d.Root, "meta"))
+	if err != nil {
+		return nil, err
+	}
+	ins.DataFiles, ins.DataBytes, ins.Parquets, ins.ParquetBytes = data.files, data.bytes, data.parquets, data.parquetBytes
+	ins.MetaFiles, ins.MetaBytes = meta.files, meta.bytes
+	return ins, nil
+}
+
+// fileCount is what countFiles found.
+type fileCount struct {
+	files, parquets     int
+	bytes, parquetBytes int64
+}
+
+// countFiles counts the regular files under dir and their bytes, and the
+// *.parquet files among them. A missing dir counts nothing.
+func countFiles(dir string) (fileCount, error) {
+	var c fileCount
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if e.Type().IsRegular() {
+			fi, err := e.Info()
+			if err != nil {
+				return err
+			}
+			c.files++
+			c.bytes += fi.Size()
+			if strings.HasSuffix(e.Name(), ".parquet") {
+				c.parquets++
+				c.parquetBytes += fi.Size()
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return c, err
+}
+
+// checkDataFiles checks that the data_path template names an existing table
+// for every episode (when the metadata locates it).
+func (ins *Inspection) checkDataFiles() error {
+	d := ins.Dataset
+	seen := map[string]bool{}
+	for _, e := range d.Episodes {
+		vals := map[string]any{}
+		if d.V3() {
+			if e.DataChunk < 0 {
+				continue // not located by the metadata; data/ is converted as a whole anyway
+			}
+			vals["chunk_index"], vals["file_index"] = e.DataChunk, e.DataFile
+		} else {
+			vals["episode_chunk"], vals["episode_index"] = e.Index/d.ChunksSize, e.Index
+		}
+		rel, err := formatTemplate(d.DataPath, vals)
+		if err != nil {
+			return invalid(fmt.Errorf("meta/info.json: data_path: %w", err))
+		}
+		if seen[rel] {
+			continue
+		}
+		seen[rel] = true
+		if err := regularFile(d.Root, rel); err != nil {
+			return invalid(fmt.Errorf("episode %d: table %w", e.Index, err))
+		}
+	}
+	return nil
+}
+
+// regularFile checks that rel names a regular file under root.
+func regularFile(root, rel string) error {
+	fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s is missing from %s", rel, root)
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", rel)
+	}
+	return nil
+}
+
+// locateVideos finds every camera file from the video_path template and
+// assigns the episodes their intervals in it.
+func (ins *Inspection) locateVideos() error {
+	d := ins.Dataset
+	for _, key := range d.VideoKeys {
+		vf := &VideoFeature{Key: key}
+		byRel := map[string]*VideoFile{}
+		for _, e := range d.Episodes {
+			vals := map[string]any{"video_key": key}
+			ep := video.Episode{Index: int(e.Index), Frames: e.Length}
+			if d.V3() {
+				v := e.Videos[key]
+				if len(v.Missing) > 0 {
+					return invalid(fmt.Errorf("episode %d has no %s timing metadata (missing %s)", e.Index, key, strings.Join(v.Missing, ", ")))
+				}
+				vals["chunk_index"], vals["file_index"] = v.Chunk, v.File
+				ep.FromNS, ep.ToNS = video.SecondsToNS(v.From), video.SecondsToNS(v.To)
+			} else {
+				vals["episode_chunk"], vals["episode_index"] = e.Index/d.ChunksSize, e.Index
+				ep.FromNS, ep.ToNS = 0, video.SecondsToNS(float64(e.Length)/d.FPS)
+			}
+			rel, err := formatTemplate(d.VideoPath, vals)
+			if err != nil {
+				return invalid(fmt.Errorf("meta/info.json: video_path: %w", err))
+			}
+			f := byRel[rel]
+			if f == nil {
+				f = &VideoFile{Key: key, Rel: rel, Path: filepath.Join(d.Root, filepath.FromSlash(rel))}
+				fi, err := os.Stat(f.Path)
+				if err != nil || !fi.Mode().IsRegular() {
+					return invalid(fmt.Errorf("%s: %s is missing from %s", key, rel, d.Root))
+				}
+				f.Size = fi.Size()
+				byRel[rel] = f
+				vf.Files = append(vf.Files, f)
+			}
+			f.Episodes = append(f.Episodes, ep)
+		}
+		for _, f := range vf.Files {
+			slices.SortStableFunc(f.Episodes, func(a, b video.Episode) int { return cmpInt(a.FromNS, b.FromNS) })
+		}
+		slices.SortFunc(vf.Files, func(a, b *VideoFile) int { return strings.Compare(a.Rel, b.Rel) })
+		ins.Videos = append(ins.Videos, vf)
+	}
+	return nil
+}
+
+// maxProblems bounds the problems listed in one refusal.
+const maxProblems = 10
+
+// validateIntervals refuses inconsistent episode metadata of every camera
+// file before any video is read.
+func (ins *Inspection) validateIntervals() error {
+	var problems []string
+	for _, vf := range ins.Videos {
+		for _, f := range vf.Files {
+			err := video.ValidateEpisodes(f.Key, f.Rel, f.Episodes, ins.videoOptions())
+			problems = appendProblems(problems, err)
+		}
+	}
+	return refuse(problems)
+}
+
+// appendProblems adds the problems of a video refusal.
+func appendProblems(problems []string, err error) []string {
+	if err == nil {
+		return problems
+	}
+	var ie *video.InconsistentError
+	if errors.As(err, &ie) {
+		for _, p := range ie.Problems {
+			problems = append(problems, p.String())
+		}
+		return problems
+	}
+	return append(problems, err.Error())
+}
+
+// refuse turns the problems into one error naming up to maxProblems.
+func refuse(problems []string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	shown := problems
+	if len(shown) > maxProblems {
+		shown = append(slices.Clone(shown[:maxProblems]), fmt.Sprintf("... and %d more", len(problems)-maxProblems))
+	}
+	return invalid(fmt.Errorf("video metadata is inconsistent, refusing to write a misleading index: %s", strings.Join(shown, "; ")))
+}
+
+func (ins *Inspection) videoOptions() video.Options {
+	return video.Options{FPS: ins.Dataset.FPS, ToleranceFrames: ins.Options.ToleranceFrames}
+}
+
+// scanVideos reads every camera file's packet timing, checks the episodes
+// against the keyframes and decides which files are cut.
+func (ins *Inspection) scanVideos(ctx context.Context) error {
+	var problems []string
+	for _, vf := range ins.Videos {
+		for _, f := range vf.Files {
+			scan, err := video.ScanKeyframes(ctx, f.Path)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return invalid(fmt.Errorf("%s: %s: %w", f.Key, f.Rel, err))
+			}
+			rep, err := video.CheckBoundaries(scan, f.Key, f.Rel, f.Episodes, ins.videoOptions())
+			if err != nil {
+				problems = appendProblems(problems, err)
+				continue
+			}
+			f.Report = rep
+			for _, w := range rep.Warnings {
+				ins.Warnings = append(ins.Warnings, fmt.Sprintf("%s: %s: %s", f.Key, f.Rel, w))
+			}
+			ins.decide(f)
+		}
+	}
+	return refuse(problems)
+}
+
+// decide sets f.Split and f.Reasons.
+func (ins *Inspection) decide(f *VideoFile) {
+	if !ins.Dataset.V3() {
+		return // one file per episode already
+	}
+	rep := f.Report
+	if len(f.Episodes) == 1 && rep.PreRollNS == 0 && rep.TrailingNS == 0 {
+		f.Reasons = []string{"one episode spanning the whole file"}
+		return
+	}
+	if ins.Options.NoSplitEpisodes {
+		f.Reasons = []string{"--no-split-episodes"}
+		return
+	}
+	dec := rep.Decide()
+	f.Split = dec.Split
+	f.Reasons = dec.Reasons
+}
+
+// inspectTables inspects data/ for the image features.
+func (ins *Inspection) inspectTables(ctx context.Context) error {
+	d := ins.Dataset
+	dataDir := filepath.Join(d.Root, "data")
+	pins, err := parquet.Inspect(ctx, dataDir, ins.parquetOptions())
+	if err != nil {
+		return tableErr(err)
+	}
+	var cols []string
+	for _, key := range d.ImageKeys {
+		found := false
+		for _, c := range pins.Candidates {
+			if len(c.Path) == 1 && c.Path[0] == key {
+				ins.Images = append(ins.Images, ImageFeature{Key: key, Frames: c.Rows, Candidate: c})
+				cols = append(cols, key)
+				found = true
+			}
+		}
+		if !found {
+			return invalid(fmt.Errorf("image feature %q: no table under data/ holds it as binary or {bytes, path} frames", key))
+		}
+	}
+	sel, err := pins.Select(cols, nil)
+	if err != nil {
+		return tableErr(err)
+	}
+	ins.Tables, ins.selection = pins, sel
+	ins.Warnings = append(ins.Warnings, pins.Warnings...)
+	return nil
+}
+
+// tableErr marks convert/parquet's input errors as this package's.
+func tableErr(err error) error {
+	if errors.Is(err, parquet.ErrInvalidInput) || errors.Is(err, parquet.ErrBadSelection) {
+		return invalid(fmt.Errorf("data: %w", err))
+	}
+	return err
+}
+
+// parquetOptions are the convert/parquet options for data/: LeRobot's keys
+// frames/<feature>/<table path under data/ without .parquet>/<row:08d><ext>,
+// one placement group per row (named by table path and row).
+func (ins *Inspection) parquetOptions() parquet.Options {
+	o := ins.Options
+	return parquet.Options{
+		MaxPackBytes: o.MaxPackBytes,
+		MaxMembers:   o.MaxMembers,
+		NoManifest:   o.NoManifest,
+		Version:      o.Version,
+		Progress:     noTotals{o.Progress},
+		Keys:         frameKey,
+	}
+}
+
+// frameKey names an extracted frame as the reference converter does.
+func frameKey(id parquet.PayloadID) (key, group string) {
+	table := strings.TrimSuffix(id.Table, ".parquet")
+	key = fmt.Sprintf("frames/%s/%s/%08d", strings.Join(id.Path, "."), table, id.Row)
+	for _, s := range id.Sub {
+		key += fmt.Sprintf("-%04d", s)
+	}
+	return key, fmt.Sprintf("%s-%d", table, id.Row)
+}
+
+// noTotals passes progress on but keeps the totals Convert announced.
+type noTotals struct{ progress.Counter }
+
+func (noTotals) SetTotal(items, bytes int64) {}

@@ -1,0 +1,195 @@
+package lerobot
+
+import (
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/plan"
+)
+
+// Plan notes shared with the tests.
+const (
+	noteV2Copy   = "one file per episode already, copied unchanged into media/"
+	noteSplit    = "split into one container per episode, copied packet for packet"
+	noteInterval = "copied unchanged into media/, episodes indexed by [from_ns, to_ns)"
+	noteReencode = "file(s) keep their concatenated layout, addressed by interval; cutting them would need a re-encode"
+	schemaNote   = "A rewritten table no longer matches the LeRobot schema: readers\nmust resolve blob references instead of reading frame bytes."
+)
+
+// Plan describes what Convert will do, for dst. It touches nothing on disk.
+func (ins *Inspection) Plan(dst string) plan.Plan {
+	d := ins.Dataset
+	p := plan.Plan{
+		Source: plan.Source{
+			Format:  "LeRobot",
+			Version: d.Version,
+			Path:    d.Root,
+			Counts:  plan.Counts{{Name: "episodes", N: int64(len(d.Episodes))}, {Name: "frames", N: d.Frames()}},
+			Details: []string{strconv.FormatFloat(d.FPS, 'g', -1, 64) + " fps"},
+			Bytes:   ins.DataBytes + ins.MetaBytes,
+		},
+		Dest:     dst,
+		Warnings: append([]string{}, ins.Warnings...),
+	}
+	for _, vf := range ins.Videos {
+		p.Source.Bytes += vf.Bytes()
+	}
+	videoKeys := map[string]bool{}
+	for _, vf := range ins.Videos {
+		videoKeys[vf.Key] = true
+		p.Entries = append(p.Entries, ins.videoEntry(vf))
+	}
+	for _, key := range d.VideoKeys {
+		if !videoKeys[key] {
+			p.Entries = append(p.Entries, plan.Entry{Name: key, Kind: "video", Action: plan.ActionSkip,
+				Fidelity: plan.FidelitySkipped, Notes: []string{"left in place (--video skip): not in the output"}})
+		}
+	}
+	imageKeys := map[string]bool{}
+	for _, im := range ins.Images {
+		imageKeys[im.Key] = true
+		ev := im.Candidate.Evidence
+		ev.Unit, ev.Values = "frames", im.Frames
+		p.Entries = append(p.Entries, plan.Entry{Name: im.Key, Kind: "image", Action: plan.ActionExtract,
+			Fidelity: plan.FidelitySchemaChanges, Detail: plan.Thousands(im.Frames) + " frames inside the table",
+			Evidence: &ev,
+			Notes: []string{"extracted to media/, column rewritten to blob references (null stays null)",
+				"random reads stop pulling a whole row group"}})
+	}
+	for _, key := range d.ImageKeys {
+		if !imageKeys[key] {
+			p.Entries = append(p.Entries, plan.Entry{Name: key, Kind: "image", Action: plan.ActionSkip,
+				Fidelity: plan.FidelitySkipped, Notes: []string{"left inside the table (--images skip)"}})
+		}
+	}
+
+	table := plan.Entry{Name: "data/*.parquet", Kind: "table",
+		Detail: fmt.Sprintf("%s, %s", plan.CountText(int64(ins.Parquets), "files"), plan.HumanBytes(ins.ParquetBytes))}
+	if ins.Tables != nil {
+		table.Action, table.Fidelity = plan.ActionRewrite, plan.FidelitySchemaChanges
+		table.Notes = []string{fmt.Sprintf("rewritten: %s become blob references", strings.Join(ins.imageKeys(), ", "))}
+		if others := ins.DataFiles - ins.Parquets; others > 0 {
+			table.Notes = append(table.Notes, fmt.Sprintf("%s under data/ copied unchanged", plan.CountText(int64(others), "other files")))
+		}
+	} else {
+		table.Action, table.Fidelity = plan.ActionCopy, plan.FidelityLossless
+		table.Notes = []string{"copied unchanged (with every other file under data/)"}
+	}
+	p.Entries = append(p.Entries, table,
+		plan.Entry{Name: "meta/", Kind: "files", Detail: fmt.Sprintf("%s, %s", plan.CountText(int64(ins.MetaFiles), "files"), plan.HumanBytes(ins.MetaBytes)),
+			Action: plan.ActionCopy, Fidelity: plan.FidelityLossless, Notes: []string{"copied unchanged"}})
+
+	var media []string
+	if len(ins.Videos) > 0 {
+		media = append(media, "episode videos")
+	}
+	if ins.Tables != nil {
+		media = append(media, "extracted frames")
+	}
+	p.Layout = append(p.Layout, plan.Output{Path: parquet.MediaDir + "/pack-NNNN.zip", Description: strings.Join(media, " and ")})
+	if ins.Tables != nil {
+		p.Layout = append(p.Layout, plan.Output{Path: "data/", Description: "tables, " + strings.Join(ins.imageKeys(), ", ") + " rewritten to references"})
+	} else {
+		p.Layout = append(p.Layout, plan.Output{Path: "data/", Description: "copied unchanged"})
+	}
+	p.Layout = append(p.Layout, plan.Output{Path: "meta/", Description: "copied unchanged"})
+	if len(ins.Videos) > 0 {
+		p.Layout = append(p.Layout, plan.Output{Path: "video_index.json", Description: "episode intervals [from_ns, to_ns) per camera"})
+	}
+	if ins.Tables != nil {
+		p.Notes = append(p.Notes, schemaNote)
+	}
+	return p
+}
+
+// imageKeys lists the extracted image features.
+func (ins *Inspection) imageKeys() []string {
+	var keys []string
+	for _, im := range ins.Images {
+		keys = append(keys, im.Key)
+	}
+	return keys
+}
+
+// videoEntry describes one video feature.
+func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
+	ev := &plan.Evidence{Unit: "files", Values: int64(len(vf.Files))}
+	var split, whole, reencode, preRoll, trailing, unclaimed, starts, ends, episodes int
+	for _, f := range vf.Files {
+		ext := strings.ToUpper(strings.TrimPrefix(path.Ext(f.Rel), "."))
+		ev.Add(f.Size, ext)
+		episodes += len(f.Episodes)
+		if f.Report != nil {
+			starts += f.Report.StartsOnKeyframes
+			ends += f.Report.EndsOnKeyframes
+		}
+		if f.Split {
+			split++
+			if f.Report.PreRollNS > 0 {
+				preRoll++
+			}
+			if f.Report.TrailingNS > 0 {
+				trailing++
+			}
+		} else {
+			whole++
+			if f.Report != nil && ins.Dataset.V3() && (f.Report.PreRollNS > 0 || f.Report.TrailingNS > 0) {
+				unclaimed++
+			}
+			if f.Report != nil && ins.Dataset.V3() && !ins.Options.NoSplitEpisodes && len(f.Report.Decide().Reasons) > 0 {
+				reencode++
+			}
+		}
+	}
+	e := plan.Entry{Name: vf.Key, Kind: "video", Evidence: ev, Fidelity: plan.FidelityLossless}
+	switch {
+	case !ins.Dataset.V3():
+		e.Action = plan.ActionCopy
+		e.Notes = append(e.Notes, noteV2Copy,
+			fmt.Sprintf("checked: %d/%d episode starts land on keyframes", starts, episodes))
+		return e
+	case whole == 0:
+		e.Action = plan.ActionRewrite
+		e.Notes = append(e.Notes, noteSplit)
+	case split == 0:
+		e.Action = plan.ActionCopy
+		e.Notes = append(e.Notes, noteInterval)
+	default:
+		e.Action = plan.ActionRewrite
+		e.Notes = append(e.Notes, fmt.Sprintf("%d file(s) %s", split, noteSplit), fmt.Sprintf("%d file(s) %s", whole, noteInterval))
+	}
+	e.Notes = append(e.Notes, fmt.Sprintf("checked: %d/%d episode boundaries land on keyframes", starts+ends, 2*episodes))
+	if ins.Options.NoSplitEpisodes {
+		e.Notes = append(e.Notes, "not split (--no-split-episodes)")
+	}
+	if reencode > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%d %s", reencode, noteReencode))
+		for _, f := range vf.Files {
+			if f.Split || f.Report == nil {
+				continue
+			}
+			reasons := f.Report.Decide().Reasons
+			if len(reasons) == 0 {
+				continue
+			}
+			more := ""
+			if len(reasons) > 2 {
+				reasons, more = reasons[:2], fmt.Sprintf("; and %d more", len(reasons)-2)
+			}
+			e.Notes = append(e.Notes, fmt.Sprintf("%s: %s%s", f.Rel, strings.Join(reasons, "; "), more))
+		}
+	}
+	if preRoll > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%d file(s) carry footage before their first episode; it is cut off, not packed", preRoll))
+	}
+	if trailing > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%d file(s) carry footage after their last episode; it is cut off, not packed", trailing))
+	}
+	if unclaimed > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%d whole file(s) hold footage outside their episodes; it is packed but no episode claims it", unclaimed))
+	}
+	return e
+}

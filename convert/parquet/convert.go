@@ -1,0 +1,745 @@
+package parquet
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/extensions"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	pq "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/sniff"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// MetaKey is the key-value metadata key under which Convert records what it
+// did to a table (JSON, see TableRecord).
+const MetaKey = "bpconvert"
+
+// arrowSchemaKey is where Arrow writers keep their serialized schema.
+const arrowSchemaKey = "ARROW:schema"
+
+// TableRecord is the JSON value Convert stores under MetaKey.
+type TableRecord struct {
+	// Tool and Version name the writer.
+	Tool    string `json:"tool"`
+	Version string `json:"version"`
+	// PackBase is the directory, relative to the dataset root, that
+	// references name.
+	PackBase string `json:"pack_base"`
+	// Extracted lists the fields that became references.
+	Extracted []ExtractedField `json:"extracted"`
+	// SourceSchema is the source table's Arrow schema (with its key-value
+	// metadata), serialized as Arrow IPC and base64-encoded.
+	SourceSchema string `json:"source_schema"`
+}
+
+// ExtractedField describes one rewritten field.
+type ExtractedField struct {
+	Path       []string `json:"path"`
+	SourceType string   `json:"source_type"`
+	// Media is the Hugging Face feature it was declared as, if any.
+	Media string `json:"media,omitempty"`
+}
+
+// Result summarises a conversion.
+type Result struct {
+	// Tables counts every table; Rewritten those with selected fields,
+	// Copied those without (copied byte for byte).
+	Tables, Rewritten, Copied int
+	// Files counts the other files copied unchanged.
+	Files int
+	// Rows sums the rows of the rewritten tables.
+	Rows int64
+	// Pack is what the pack writer wrote.
+	Pack packcore.Stats
+}
+
+// Convert writes the converted dataset to dst, which must not exist (or be
+// an empty directory) and must be disjoint from the source. Work happens in
+// a staging directory beside dst that is renamed into place only when every
+// table, file and shard is complete; on error nothing is left at dst.
+//
+// Each table with selected fields is rewritten: the same row groups, codecs
+// (per top-level column), column order and nullability, selected fields as
+// reference strings. Its key-value metadata is kept except that the
+// huggingface features of extracted fields become {"dtype": "string",
+// "_type": "Value"}, a stale ARROW:schema is replaced by a fresh one (only
+// when the source had one), and MetaKey records what was done. Tables
+// without selected fields and all other files are copied unchanged.
+func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, opts Options) (*Result, error) {
+	opts = opts.withDefaults()
+	if len(sel.Paths) == 0 {
+		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
+	}
+	if err := CheckDest(ins.Src, dst); err != nil {
+		return nil, err
+	}
+	absDst, err := filepath.Abs(dst)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stage.Begin(absDst)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Abort()
+
+	w, err := packcore.Create(ctx, filepath.Join(st.Dir, MediaDir), packcore.WriterOptions{
+		MaxPackBytes: opts.MaxPackBytes,
+		MaxMembers:   opts.MaxMembers,
+		NoManifest:   opts.NoManifest,
+		RefBase:      MediaDir,
+		NoLock:       true,
+		OnShard: func(s packcore.ShardInfo) {
+			opts.Progress.Milestone(fmt.Sprintf("wrote %s/%s (%d members)", MediaDir, s.Name, s.Members))
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Abort()
+
+	res, err := convertTo(ctx, ins, sel, st.Dir, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := w.Close()
+	if err != nil {
+		return nil, err
+	}
+	res.Pack = stats
+	if err := st.Commit(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ConvertTo is Convert without its staging directory and pack writer, for a
+// converter that writes these tables beside other output into one pack set
+// (convert/lerobot): it rewrites the tables with selected fields and copies
+// the other tables and files of ins into dir (same relative paths, created
+// as needed, existing files refused), packing payloads with w, whose
+// references must name MediaDir relative to the dataset root. The caller
+// owns dir and w: it closes or aborts w and removes dir on failure.
+// Result.Pack is left zero.
+func ConvertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w *packcore.Writer, opts Options) (*Result, error) {
+	opts = opts.withDefaults()
+	if len(sel.Paths) == 0 {
+		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
+	}
+	return convertTo(ctx, ins, sel, dir, w, opts)
+}
+
+// convertTo rewrites and copies the tables and files of ins into dir.
+func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w *packcore.Writer, opts Options) (*Result, error) {
+	var items, total int64
+	for _, t := range ins.Tables {
+		for _, c := range t.Candidates {
+			if selected(sel.Paths, c.Path) {
+				items += t.Rows
+				total += c.ChunkBytes
+			}
+		}
+	}
+	opts.Progress.SetTotal(items, total)
+
+	res := &Result{Tables: len(ins.Tables), Files: len(ins.Others)}
+	for _, t := range ins.Tables {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var paths [][]string
+		for _, p := range sel.Paths {
+			ok, err := resolve(t, p)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				paths = append(paths, p)
+			}
+		}
+		out := filepath.Join(dir, filepath.FromSlash(t.Rel))
+		if len(paths) == 0 {
+			if err := copyFile(ctx, t.Path, out); err != nil {
+				return nil, fmt.Errorf("parquet: %s: %w", t.Rel, err)
+			}
+			res.Copied++
+			continue
+		}
+		tc := &tableConv{ins: ins, t: t, paths: paths, w: w, opts: opts}
+		if err := tc.run(ctx, out); err != nil {
+			return nil, err
+		}
+		res.Rewritten++
+		res.Rows += t.Rows
+		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
+	}
+	for _, o := range ins.in.others {
+		if err := copyFile(ctx, o.path, filepath.Join(dir, filepath.FromSlash(o.rel))); err != nil {
+			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
+		}
+	}
+	return res, nil
+}
+
+// selected reports whether path is one of paths.
+func selected(paths [][]string, path []string) bool {
+	for _, p := range paths {
+		if dotted(p) == dotted(path) && len(p) == len(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// tableConv rewrites one table.
+type tableConv struct {
+	ins   *Inspection
+	t     *Table
+	paths [][]string
+	w     *packcore.Writer
+	opts  Options
+	key   string // table path without .parquet, for member keys
+	// jsonCols are top-level JSON columns, read as binary, written as JSON.
+	jsonCols map[int]bool
+}
+
+// noCloser hides Close from the parquet writer, which would otherwise close
+// the file before it can be synced.
+type noCloser struct{ io.Writer }
+
+func (tc *tableConv) run(ctx context.Context, out string) (err error) {
+	t := tc.t
+	mem := tc.opts.Allocator
+	defer recovered(t.Rel, &err)
+	tc.key = strings.TrimSuffix(t.Rel, ".parquet")
+
+	pf, err := openTable(t.Path, t.Size, mem)
+	if err != nil {
+		return inputErr(t.Rel, -1, "", "not a readable parquet file: %w", err)
+	}
+	defer pf.Close()
+	if err := checkChunks(pf, t.Size); err != nil {
+		return inputErr(t.Rel, -1, "", "%w", err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{PreAllocBinaryData: true}, mem)
+	if err != nil {
+		return inputErr(t.Rel, -1, "", "schema: %w", err)
+	}
+	inSchema := t.schema
+	tree := buildTree(tc.paths)
+	md := pf.MetaData()
+
+	// Output schema: the same fields, selected parts as strings, top-level
+	// JSON columns (read as binary) as Arrow's JSON extension type so that
+	// the JSON annotation is written again.
+	fields := inSchema.Fields()
+	jsonCols := map[int]bool{}
+	for i, f := range fields {
+		if n := tree[f.Name]; n != nil {
+			fields[i].Type = outType(f.Type, n)
+		} else if f.Type.ID() == arrow.BINARY && t.annotation([]string{f.Name}) == "JSON" {
+			jt, err := extensions.NewJSONType(arrow.BinaryTypes.String)
+			if err != nil {
+				return err
+			}
+			fields[i].Type = jt
+			jsonCols[i] = true
+		}
+	}
+	tc.jsonCols = jsonCols
+	meta, storeSchema, err := tc.metadata(md, inSchema)
+	if err != nil {
+		return err
+	}
+	outSchema := arrow.NewSchema(fields, &meta)
+
+	// Codecs per top-level column, from the first row group.
+	codecs := map[string]compress.Compression{}
+	if md.NumRowGroups() > 0 {
+		rg := md.RowGroup(0)
+		for i := 0; i < md.Schema.NumColumns(); i++ {
+			root := md.Schema.ColumnRoot(i).Name()
+			if _, ok := codecs[root]; ok {
+				continue
+			}
+			if cc, err := rg.ColumnChunk(i); err == nil {
+				codecs[root] = cc.Compression()
+			}
+		}
+	}
+	props := []pq.WriterProperty{
+		pq.WithAllocator(mem),
+		pq.WithStoreDecimalAsInteger(true), // decimals of precision <= 18 as INT32/INT64, as most writers store them
+		pq.WithMaxRowGroupLength(math.MaxInt32),
+		pq.WithRootName(md.Schema.Root().Name()),
+	}
+	var aprops []pqarrow.WriterOption
+	aprops = append(aprops, pqarrow.WithAllocator(mem))
+	if storeSchema {
+		aprops = append(aprops, pqarrow.WithStoreSchema())
+	}
+	outPQ, err := pqarrow.ToParquet(outSchema, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	if err != nil {
+		return fmt.Errorf("parquet: %s: output schema: %w", t.Rel, err)
+	}
+	for i := 0; i < outPQ.NumColumns(); i++ {
+		if c, ok := codecs[outPQ.ColumnRoot(i).Name()]; ok {
+			props = append(props, pq.WithCompressionFor(outPQ.Column(i).ColumnPath().String(), c))
+		}
+	}
+
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("parquet: %s: %w", out, os.ErrExist)
+	}
+	tmp := out + ".partial"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	fw, err := pqarrow.NewFileWriter(outSchema, noCloser{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	if err != nil {
+		return fmt.Errorf("parquet: %s: %w", t.Rel, err)
+	}
+	writerOpen := true
+	defer func() {
+		if writerOpen {
+			fw.Close()
+		}
+	}()
+
+	// A reader goroutine decodes the next batch while this one packs the
+	// current one; at most two batches are alive at a time.
+	rctx, cancel := context.WithCancel(ctx)
+	batches := make(chan batchItem)
+	go tc.readBatches(rctx, fr, batches)
+	defer func() {
+		cancel()
+		for it := range batches {
+			if it.rec != nil {
+				it.rec.Release()
+			}
+		}
+	}()
+	var row, start int64
+	rg := -1
+	check := func() error { // the finished row group's row count
+		if rg >= 0 && row-start != md.RowGroup(rg).NumRows() {
+			return inputErr(t.Rel, -1, "", "row group %d: read %d rows, metadata says %d", rg, row-start, md.RowGroup(rg).NumRows())
+		}
+		return nil
+	}
+	for it := range batches {
+		if it.err != nil {
+			return it.err
+		}
+		if it.rec == nil { // a new row group starts
+			if err := check(); err != nil {
+				return err
+			}
+			rg, start = it.rg, row
+			if err := fw.NewBufferedRowGroupChecked(); err != nil {
+				return fmt.Errorf("parquet: %s: %w", t.Rel, err)
+			}
+			continue
+		}
+		outRec, err := tc.rewriteBatch(it.rec, outSchema, tree, row)
+		row += it.rec.NumRows()
+		it.rec.Release()
+		if err != nil {
+			return err
+		}
+		err = fw.WriteBuffered(outRec)
+		outRec.Release()
+		if err != nil {
+			return fmt.Errorf("parquet: %s: row group %d: %w", t.Rel, rg, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	if rg != md.NumRowGroups()-1 {
+		return fmt.Errorf("parquet: %s: read %d of %d row groups", t.Rel, rg+1, md.NumRowGroups())
+	}
+	writerOpen = false
+	if err := fw.Close(); err != nil {
+		return fmt.Errorf("parquet: %s: %w", t.Rel, err)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	f = nil
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	return nil
+}
+
+// batchItem is what readBatches hands over: a row group's start (rec nil),
+// one batch (retained for the receiver, which releases it), or an error.
+type batchItem struct {
+	rg  int
+	rec arrow.RecordBatch
+	err error
+}
+
+// readBatches reads every row group of the table in bounded batches and
+// sends them to out, which it closes when done or when ctx is cancelled.
+func (tc *tableConv) readBatches(ctx context.Context, fr *pqarrow.FileReader, out chan<- batchItem) {
+	defer close(out)
+	t := tc.t
+	send := func(it batchItem) bool {
+		select {
+		case out <- it:
+			return true
+		case <-ctx.Done():
+			if it.rec != nil {
+				it.rec.Release()
+			}
+			return false
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			send(batchItem{err: inputErr(t.Rel, -1, "", "cannot decode: %v", r)})
+		}
+	}()
+	md := fr.ParquetReader().MetaData()
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		if !send(batchItem{rg: rg}) {
+			return
+		}
+		rgm := md.RowGroup(rg)
+		if rgm.NumRows() == 0 {
+			continue
+		}
+		fr.Props.BatchSize = tc.batchRows(rgm.NumRows(), rgm.TotalByteSize())
+		rr, err := fr.GetRecordReader(ctx, nil, []int{rg})
+		if err != nil {
+			send(batchItem{err: inputErr(t.Rel, -1, "", "row group %d: %w", rg, err)})
+			return
+		}
+		for rr.Next() {
+			rec := rr.RecordBatch()
+			rec.Retain()
+			if !send(batchItem{rg: rg, rec: rec}) {
+				rr.Release()
+				return
+			}
+		}
+		err = rr.Err()
+		rr.Release()
+		if err != nil {
+			if ctx.Err() == nil {
+				send(batchItem{err: inputErr(t.Rel, -1, "", "row group %d: %w", rg, err)})
+			}
+			return
+		}
+	}
+}
+
+// batchRows picks a batch size whose payload stays near BatchBytes (or a
+// quarter of a smaller row group), from the row group's uncompressed size.
+func (tc *tableConv) batchRows(rows, bytes int64) int64 {
+	n := int64(tc.opts.BatchRows)
+	if rows > 0 && bytes > 0 {
+		per := max(bytes/rows, 1)
+		// A quarter of the row group, at least 1 MiB, keeps the memory of
+		// small row groups proportional to them.
+		budget := min(tc.opts.BatchBytes, max(bytes/4, 1<<20))
+		n = min(n, max(budget/per, 1))
+	}
+	return n
+}
+
+// rewriteBatch returns rec with its selected columns rewritten; the caller
+// releases it.
+func (tc *tableConv) rewriteBatch(rec arrow.RecordBatch, outSchema *arrow.Schema, tree map[string]*selNode, first int64) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	var made []arrow.Array
+	defer func() {
+		for _, m := range made {
+			m.Release()
+		}
+	}()
+	n := int(rec.NumRows())
+	var ids []elemID
+	var live []bool
+	for j := range cols {
+		f := outSchema.Field(j)
+		node := tree[f.Name]
+		if tc.jsonCols[j] {
+			js := asJSON(rec.Column(j), f.Type.(arrow.ExtensionType))
+			made = append(made, js)
+			cols[j] = js
+			continue
+		}
+		if node == nil {
+			cols[j] = rec.Column(j)
+			continue
+		}
+		if ids == nil {
+			ids = make([]elemID, n)
+			for i := range ids {
+				ids[i] = elemID{row: first + int64(i)}
+			}
+			live = allLive(n)
+		}
+		r := &rewriter{mem: tc.opts.Allocator, pack: tc.pack}
+		nc, err := r.rewrite(rec.Column(j), f.Type, node, []string{f.Name}, ids, live, f.Nullable)
+		if err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) || errors.Is(err, context.Canceled) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("parquet: %s: column %q: %w", tc.t.Rel, f.Name, err)
+		}
+		made = append(made, nc)
+		cols[j] = nc
+	}
+	return arrowRecord(outSchema, cols, rec.NumRows()), nil
+}
+
+// pack stores one payload of the field at path and returns its reference.
+func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string, fromPath bool) (string, error) {
+	col := dotted(path)
+	var b strings.Builder
+	var group string
+	if tc.opts.Keys != nil {
+		pid := PayloadID{Table: tc.t.Rel, Path: slices.Clone(path), Row: id.row}
+		for _, s := range id.sub {
+			pid.Sub = append(pid.Sub, int(s))
+		}
+		var key string
+		key, group = tc.opts.Keys(pid)
+		b.WriteString(key)
+	} else {
+		fmt.Fprintf(&b, "%s/%s/%012d", col, tc.key, id.row)
+		for _, s := range id.sub {
+			fmt.Fprintf(&b, "-%04d", s)
+		}
+		group = fmt.Sprintf("%s#%d", tc.t.Rel, id.row)
+	}
+	if fromPath {
+		p, size, err := tc.resolvePath(srcName)
+		if err != nil {
+			return "", inputErr(tc.t.Rel, id.row, col, "%w", err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return "", inputErr(tc.t.Rel, id.row, col, "path %q: %w", srcName, err)
+		}
+		defer f.Close()
+		prefix := make([]byte, sniff.PrefixLen)
+		np, err := io.ReadFull(f, prefix)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return "", inputErr(tc.t.Rel, id.row, col, "path %q: %w", srcName, err)
+		}
+		b.WriteString(sniff.Ext(srcName, prefix[:np]))
+		ref, err := tc.w.Add(b.String(), io.MultiReader(bytes.NewReader(prefix[:np]), f), size, group)
+		if err != nil {
+			return "", tc.packErr(id.row, col, err)
+		}
+		tc.opts.Progress.Add(1, size)
+		return ref, nil
+	}
+	b.WriteString(sniff.Ext(srcName, data[:min(len(data), sniff.PrefixLen)]))
+	ref, err := tc.w.Add(b.String(), bytes.NewReader(data), int64(len(data)), group)
+	if err != nil {
+		return "", tc.packErr(id.row, col, err)
+	}
+	tc.opts.Progress.Add(1, int64(len(data)))
+	return ref, nil
+}
+
+func (tc *tableConv) packErr(row int64, col string, err error) error {
+	if errors.Is(err, packcore.ErrInvalidKey) || errors.Is(err, packcore.ErrDuplicateKey) {
+		return inputErr(tc.t.Rel, row, col, "%w", err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("parquet: %s: row %d: column %q: %w", tc.t.Rel, row, col, err)
+}
+
+// resolvePath finds the file a Hugging Face path names: relative to the
+// dataset root, inside it once symlinks are resolved, a regular file.
+func (tc *tableConv) resolvePath(name string) (string, int64, error) {
+	if strings.Contains(name, "://") || strings.Contains(name, "::") {
+		return "", 0, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed)", name)
+	}
+	p := filepath.FromSlash(name)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(tc.ins.in.root, p)
+	}
+	p = filepath.Clean(p)
+	if !within(tc.ins.in.root, p) && !within(tc.ins.in.rootReal, p) {
+		return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, tc.ins.in.root)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", 0, fmt.Errorf("path %q names no file under %s", name, tc.ins.in.root)
+		}
+		return "", 0, fmt.Errorf("path %q: %w", name, err)
+	}
+	if !within(tc.ins.in.rootReal, real) {
+		return "", 0, fmt.Errorf("path %q resolves to %s, outside the dataset root", name, real)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", 0, fmt.Errorf("path %q: %w", name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", 0, fmt.Errorf("path %q is not a regular file", name)
+	}
+	return real, st.Size(), nil
+}
+
+// metadata builds the output key-value metadata and reports whether the
+// source carried an ARROW:schema (then the output gets a fresh one).
+func (tc *tableConv) metadata(md *metadata.FileMetaData, inSchema *arrow.Schema) (arrow.Metadata, bool, error) {
+	kv := md.KeyValueMetadata()
+	keys, vals := kv.Keys(), kv.Values()
+	var ok, ov, sk, sv []string
+	store := false
+	for i, k := range keys {
+		switch k {
+		case arrowSchemaKey:
+			store = true
+			continue
+		case MetaKey:
+			// Replaced below.
+		case HFKey:
+			v, _, err := rewriteHF(vals[i], tc.paths)
+			if err != nil {
+				v = vals[i] // not JSON: kept as the source wrote it
+			}
+			ok, ov = append(ok, k), append(ov, v)
+		default:
+			ok, ov = append(ok, k), append(ov, vals[i])
+		}
+		sk, sv = append(sk, k), append(sv, vals[i])
+	}
+	srcMeta := arrow.NewMetadata(sk, sv)
+	src := arrow.NewSchema(inSchema.Fields(), &srcMeta)
+	rec := TableRecord{
+		Tool:         "bpconvert",
+		Version:      tc.opts.Version,
+		PackBase:     MediaDir,
+		SourceSchema: base64.StdEncoding.EncodeToString(flight.SerializeSchema(src, tc.opts.Allocator)),
+	}
+	for _, p := range tc.paths {
+		ef := ExtractedField{Path: p, SourceType: typeAt(inSchema, p).String()}
+		for _, c := range tc.t.Candidates {
+			if slices.Equal(c.Path, p) {
+				ef.Media = c.Media
+			}
+		}
+		rec.Extracted = append(rec.Extracted, ef)
+	}
+	js, err := json.Marshal(rec)
+	if err != nil {
+		return arrow.Metadata{}, false, err
+	}
+	ok, ov = append(ok, MetaKey), append(ov, string(js))
+	return arrow.NewMetadata(ok, ov), store, nil
+}
+
+// typeAt returns the type of the field at path (lists looked through);
+// the path was resolved before.
+func typeAt(sc *arrow.Schema, path []string) arrow.DataType {
+	idx := sc.FieldIndices(path[0])
+	typ := sc.Field(idx[0]).Type
+	for _, name := range path[1:] {
+		for {
+			ef, ok := listElemField(typ)
+			if !ok {
+				break
+			}
+			typ = ef.Type
+		}
+		st := typ.(*arrow.StructType)
+		typ = st.Field(st.FieldIndices(name)[0]).Type
+	}
+	return typ
+}
+
+// asJSON views a binary array as an array of the JSON extension type over
+// utf8 storage, sharing its buffers; the caller releases it.
+func asJSON(arr arrow.Array, jt arrow.ExtensionType) arrow.Array {
+	d := arr.Data()
+	sd := array.NewData(arrow.BinaryTypes.String, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
+	defer sd.Release()
+	storage := array.MakeFromData(sd)
+	defer storage.Release()
+	return array.NewExtensionArrayWithStorage(jt, storage)
+}
+
+// arrowRecord assembles a record batch; the caller releases it.
+func arrowRecord(sc *arrow.Schema, cols []arrow.Array, rows int64) arrow.RecordBatch {
+	return array.NewRecordBatch(sc, cols, rows)
+}
+
+// copyFile copies src to dst (created, synced, closed).
+func copyFile(ctx context.Context, src, dst string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,32 @@
+// Package parquet moves payload columns out of parquet tables into blob packs
+// and rewrites those columns, in place, to reference strings; everything else
+// in the tables stays as it was.
+//
+// It handles one parquet file or a directory of them (every *.parquet below
+// it, in sorted order; other files are copied unchanged). Candidate payload
+// columns are found from the schema alone: binary, large_binary and
+// fixed_size_binary leaves, Hugging Face media features (Image, Audio, Video,
+// Pdf, ... stored as struct<bytes: binary, path: string>, as the "huggingface"
+// key-value metadata declares them) and lists of either. Inspect reads footers
+// and a few sampled values and writes nothing; Convert writes the new dataset:
+//
+//	DST/<same relative path>.parquet   every table, selected columns rewritten
+//	DST/media/pack-NNNN.zip            the payloads, referenced as
+//	                                   zip://KEY::media/pack-NNNN.zip
+//
+// Tables are converted row group by row group with bounded batches: one output
+// row group per input row group, the same codec per column, the same column
+// order and nullability. A selected leaf becomes a string column in place, a
+// Hugging Face media struct becomes the reference string, and nulls stay null.
+// Member keys depend only on the row: <column path>/<table path without
+// .parquet>/<row:012d><ext> (list elements add -<index:04d>), and every row's
+// payloads form one placement group so they share a shard. A converter that
+// needs its own key scheme sets Options.Keys, and ConvertTo writes into a
+// directory and pack writer the caller owns (convert/lerobot does both).
+//
+// The package is not a general parquet rewriter: it does not change codecs,
+// row groups, encodings of untouched columns' values or anything outside the
+// selected columns and the metadata keys described on Convert, and it does not
+// read payloads back from packs. It never prints; progress goes through a
+// progress.Counter.
+package parquet

@@ -1,0 +1,284 @@
+package parquet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// HFKey is the parquet key-value metadata key under which Hugging Face
+// datasets stores its features.
+const HFKey = "huggingface"
+
+// isMediaType reports whether a Hugging Face feature _type is stored as
+// struct<bytes: binary, path: string>.
+func isMediaType(t string) bool {
+	switch t {
+	case "Image", "Audio", "Video", "Pdf", "Nifti", "Mesh":
+		return true
+	}
+	return false
+}
+
+// isListType reports whether a Hugging Face feature _type wraps a list.
+func isListType(t string) bool {
+	return t == "Sequence" || t == "List" || t == "LargeList"
+}
+
+// stringValue is the feature a reference column is declared as.
+var stringValue = json.RawMessage(`{"dtype": "string", "_type": "Value"}`)
+
+// member is one key of a JSON object, its value kept as written.
+type member struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// parseObject splits a JSON object into its members in order. ok is false
+// when raw is not exactly one JSON object.
+func parseObject(raw []byte) (ms []member, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		key, isKey := tok.(string)
+		if !isKey {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		ms = append(ms, member{key, v})
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, false
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, false // trailing data
+	}
+	return ms, true
+}
+
+// encodeObject writes members back as a JSON object.
+func encodeObject(ms []member) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		k, _ := json.Marshal(m.Key)
+		b.Write(k)
+		b.WriteString(": ")
+		b.Write(m.Value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func find(ms []member, key string) int {
+	for i, m := range ms {
+		if m.Key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// typeOf returns a feature's "_type", or "".
+func typeOf(ms []member) string {
+	if i := find(ms, "_type"); i >= 0 {
+		var s string
+		if json.Unmarshal(ms[i].Value, &s) == nil {
+			return s
+		}
+	}
+	return ""
+}
+
+// listElem returns the element feature of a list feature (Sequence, List,
+// LargeList, or the legacy one-element JSON array) and how to put a
+// rewritten element back. ok is false for anything else.
+func listElem(raw json.RawMessage) (elem json.RawMessage, spelling string, rebuild func(json.RawMessage) json.RawMessage, ok bool) {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var arr []json.RawMessage
+		if json.Unmarshal(trimmed, &arr) != nil || len(arr) != 1 {
+			return nil, "", nil, false
+		}
+		return arr[0], "[]", func(e json.RawMessage) json.RawMessage {
+			return append(append([]byte{'['}, e...), ']')
+		}, true
+	}
+	ms, isObj := parseObject(trimmed)
+	if !isObj {
+		return nil, "", nil, false
+	}
+	t := typeOf(ms)
+	fi := find(ms, "feature")
+	if !isListType(t) || fi < 0 {
+		return nil, "", nil, false
+	}
+	return ms[fi].Value, t, func(e json.RawMessage) json.RawMessage {
+		out := append([]member(nil), ms...)
+		out[fi].Value = e
+		return encodeObject(out)
+	}, true
+}
+
+// hfFeatures returns the "features" object of a huggingface metadata value.
+func hfFeatures(meta string) (json.RawMessage, error) {
+	top, ok := parseObject([]byte(meta))
+	if !ok {
+		return nil, errors.New("huggingface metadata is not a JSON object")
+	}
+	i := find(top, "info")
+	if i < 0 {
+		return nil, nil
+	}
+	info, ok := parseObject(top[i].Value)
+	if !ok {
+		return nil, errors.New("huggingface metadata: info is not a JSON object")
+	}
+	j := find(info, "features")
+	if j < 0 {
+		return nil, nil
+	}
+	return info[j].Value, nil
+}
+
+// featureAt returns the feature at a column path inside a features object:
+// struct features are JSON objects without "_type", and list features are
+// looked through, as columns paths do.
+func featureAt(features json.RawMessage, path []string) (json.RawMessage, bool) {
+	cur := features
+	for _, name := range path {
+		for {
+			elem, _, _, ok := listElem(cur)
+			if !ok {
+				break
+			}
+			cur = elem
+		}
+		ms, ok := parseObject(cur)
+		if !ok || typeOf(ms) != "" {
+			return nil, false
+		}
+		i := find(ms, name)
+		if i < 0 {
+			return nil, false
+		}
+		cur = ms[i].Value
+	}
+	return cur, true
+}
+
+// describeMedia names a media feature as people write it: "Image",
+// "Sequence(Image)", "List(Audio)", "[Image]". It returns "" for features
+// that are not media or lists of media.
+func describeMedia(feature json.RawMessage) string {
+	if elem, spelling, _, ok := listElem(feature); ok {
+		inner := describeMedia(elem)
+		if inner == "" {
+			return ""
+		}
+		if spelling == "[]" {
+			return "[" + inner + "]"
+		}
+		return spelling + "(" + inner + ")"
+	}
+	ms, ok := parseObject(feature)
+	if !ok {
+		return ""
+	}
+	if t := typeOf(ms); isMediaType(t) {
+		return t
+	}
+	return ""
+}
+
+// rewriteFeatureAt replaces the feature at path (looking through list
+// wrappers at the end, so Sequence and List keep their spelling) with
+// {"dtype": "string", "_type": "Value"}. ok is false when the features do
+// not have that path.
+func rewriteFeatureAt(feature json.RawMessage, path []string) (json.RawMessage, bool) {
+	if elem, _, rebuild, ok := listElem(feature); ok {
+		e, ok := rewriteFeatureAt(elem, path)
+		if !ok {
+			return feature, false
+		}
+		return rebuild(e), true
+	}
+	if len(path) == 0 {
+		return stringValue, true
+	}
+	ms, ok := parseObject(feature)
+	if !ok || typeOf(ms) != "" {
+		return feature, false
+	}
+	i := find(ms, path[0])
+	if i < 0 {
+		return feature, false
+	}
+	v, ok := rewriteFeatureAt(ms[i].Value, path[1:])
+	if !ok {
+		return feature, false
+	}
+	out := append([]member(nil), ms...)
+	out[i].Value = v
+	return encodeObject(out), true
+}
+
+// rewriteHF returns the huggingface metadata with every path in paths
+// declared as a string Value, and the paths it could not find. Keys and
+// untouched values keep their order and spelling.
+func rewriteHF(meta string, paths [][]string) (string, [][]string, error) {
+	top, ok := parseObject([]byte(meta))
+	if !ok {
+		return meta, paths, errors.New("huggingface metadata is not a JSON object")
+	}
+	ii := find(top, "info")
+	if ii < 0 {
+		return meta, paths, nil
+	}
+	info, ok := parseObject(top[ii].Value)
+	if !ok {
+		return meta, paths, errors.New("huggingface metadata: info is not a JSON object")
+	}
+	fi := find(info, "features")
+	if fi < 0 {
+		return meta, paths, nil
+	}
+	features := info[fi].Value
+	var missing [][]string
+	for _, p := range paths {
+		nf, ok := rewriteFeatureAt(features, p)
+		if !ok {
+			missing = append(missing, p)
+			continue
+		}
+		features = nf
+	}
+	if len(missing) == len(paths) {
+		return meta, missing, nil // nothing to change: keep the bytes
+	}
+	info[fi].Value = features
+	top[ii].Value = encodeObject(info)
+	return string(encodeObject(top)), missing, nil
+}
+
+// dotted joins a column path for people and member keys.
+func dotted(path []string) string { return strings.Join(path, ".") }
+
+// quotePath renders a path for error messages.
+func quotePath(path []string) string { return strconv.Quote(dotted(path)) }

@@ -1,0 +1,818 @@
+package parquet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/sniff"
+)
+
+// Defaults for Options.
+const (
+	DefaultSampleSize = 32
+	DefaultBatchBytes = 16 << 20
+	DefaultBatchRows  = 4096
+)
+
+// Options configures Inspect and Convert. The zero value selects the
+// defaults.
+type Options struct {
+	// SampleSize is how many values per candidate Inspect reads for its
+	// evidence (default 32).
+	SampleSize int
+	// BatchBytes bounds the payload bytes of one batch read from a row group,
+	// estimated from the row group's size (default 16 MiB; a batch also stays
+	// within a quarter of its row group, but takes at least 1 MiB). A reader
+	// goroutine decodes the next batch while the current one is packed, so
+	// about two batches are alive at a time.
+	BatchBytes int64
+	// BatchRows caps the rows of one batch (default 4096).
+	BatchRows int
+	// MaxPackBytes and MaxMembers cap each shard (packcore defaults).
+	MaxPackBytes int64
+	MaxMembers   int
+	// NoManifest skips the packs' pack.manifest.json.
+	NoManifest bool
+	// Version is recorded in the bpconvert metadata of every rewritten table.
+	Version string
+	// Allocator serves every Arrow buffer (default memory.DefaultAllocator).
+	Allocator memory.Allocator
+	// Progress receives items and bytes as payloads are packed.
+	Progress progress.Counter
+	// Keys, when set, names each payload's member key (without its
+	// extension, which is added as usual) and placement group in place of
+	// the default <column path>/<table path without .parquet>/<row:012d>
+	// (list elements add -<index:04d>) and "<table path>#<row>". It lets a
+	// converter built on this package keep its own key scheme (LeRobot's
+	// frames/<feature>/<table>/<row:08d>). Keys must be unique per payload.
+	Keys func(id PayloadID) (key, group string)
+}
+
+// PayloadID locates one payload for Options.Keys.
+type PayloadID struct {
+	// Table is the table's path relative to the source root, slash-separated.
+	Table string
+	// Path is the field's path (see Candidate.Path).
+	Path []string
+	// Row is the row number within the table, counted across row groups.
+	Row int64
+	// Sub holds the element index of each list level, outermost first;
+	// empty for a field outside lists.
+	Sub []int
+}
+
+func (o Options) withDefaults() Options {
+	if o.SampleSize <= 0 {
+		o.SampleSize = DefaultSampleSize
+	}
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = DefaultBatchRows
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Version == "" {
+		o.Version = "devel"
+	}
+	o.Progress = progress.OrNop(o.Progress)
+	return o
+}
+
+// Candidate is a column that can hold payloads, found from the schema.
+type Candidate struct {
+	// Path names the field from the top-level column down; list levels are
+	// not named.
+	Path []string `json:"path"`
+	// Type is the Arrow type of the field, e.g. "binary" or
+	// "list<element: struct<bytes: binary, path: string>>".
+	Type string `json:"type"`
+	// Media is the Hugging Face feature that declares the field, such as
+	// "Image" or "Sequence(Image)"; "" when none does.
+	Media string `json:"media,omitempty"`
+	// Struct is true for struct<bytes, path> values, which become the
+	// reference string as a whole.
+	Struct bool `json:"struct"`
+	// Tables counts the tables that have the field; Rows sums their rows.
+	Tables int   `json:"tables"`
+	Rows   int64 `json:"rows"`
+	// ChunkBytes sums the uncompressed size of the payload leaf column chunks
+	// (from parquet metadata, without reading data).
+	ChunkBytes int64 `json:"chunk_bytes"`
+	// Evidence is what sampling found.
+	Evidence plan.Evidence `json:"evidence"`
+}
+
+// Name returns the dotted path.
+func (c Candidate) Name() string { return dotted(c.Path) }
+
+// Table is one parquet file of the source.
+type Table struct {
+	// Rel is the path relative to the source root, slash-separated.
+	Rel string
+	// Path is the file to read.
+	Path      string
+	Size      int64
+	Rows      int64
+	RowGroups int
+	// Candidates are this table's payload fields.
+	Candidates []Candidate
+	// HF is the huggingface metadata value, "" when absent.
+	HF string
+
+	schema *arrow.Schema
+	// annotated lists the byte-array leaves that hold text or codes rather
+	// than payloads (JSON, BSON, ENUM annotations), which arrow-go reads as
+	// binary.
+	annotated []annotatedLeaf
+}
+
+// annotatedLeaf is a parquet leaf column with a JSON, BSON or ENUM
+// annotation.
+type annotatedLeaf struct {
+	path []string // parquet column path
+	what string   // "JSON", "BSON", "ENUM"
+}
+
+// annotation returns the annotation of the leaves that spell path, or "".
+func (t *Table) annotation(path []string) string {
+	for _, a := range t.annotated {
+		if matchLeaf(path, a.path) {
+			return a.what
+		}
+	}
+	return ""
+}
+
+// findAnnotated lists the byte-array leaves annotated JSON, BSON or ENUM.
+func findAnnotated(sd *schema.Schema) []annotatedLeaf {
+	var out []annotatedLeaf
+	for i := 0; i < sd.NumColumns(); i++ {
+		var what string
+		switch sd.Column(i).LogicalType().(type) {
+		case schema.JSONLogicalType:
+			what = "JSON"
+		case schema.BSONLogicalType:
+			what = "BSON"
+		case schema.EnumLogicalType:
+			what = "ENUM"
+		default:
+			continue
+		}
+		out = append(out, annotatedLeaf{path: []string(sd.Column(i).ColumnPath()), what: what})
+	}
+	return out
+}
+
+// Inspection is what Inspect found: tables, other files and candidates.
+// It is computed without writing anything.
+type Inspection struct {
+	// Src is the source as given; Root the dataset root (absolute).
+	Src, Root string
+	// Tables are the parquet files in sorted order.
+	Tables []*Table
+	// Others are the other files (slash-separated, relative to Root),
+	// copied unchanged.
+	Others []string
+	// Candidates aggregates the tables' candidates by path, in first-seen
+	// order.
+	Candidates []Candidate
+	// Warnings are things the user should know.
+	Warnings []string
+
+	in   *inputs
+	opts Options
+}
+
+// openTable opens a parquet file of the given size for reading with bounded
+// buffers: column chunks are streamed, and large plain pages are decoded
+// incrementally. Pages may be as large as the file (DuckDB writes pages of
+// about a thousand values, 100 MB for 100 KiB images), past arrow-go's
+// default limit of 64 MiB.
+func openTable(path string, size int64, mem memory.Allocator) (*file.Reader, error) {
+	rp := pq.NewReaderProperties(mem)
+	rp.BufferedStreamEnabled = true
+	rp.BufferSize = 1 << 20
+	rp.PageStreamingEnabled = true
+	rp.MaxCompressedPageSize = max(pq.DefaultMaxCompressedPageSize, size)
+	rp.MaxUncompressedPageSize = math.MaxInt32 // the format's own limit
+	return file.OpenParquetFile(path, false, file.WithReadProps(rp))
+}
+
+// checkChunks refuses footers whose row groups or column chunks point
+// outside the file or hold negative counts. arrow-go trusts these numbers,
+// and some of its readers run in goroutines where a panic on a bad length
+// cannot be recovered.
+func checkChunks(pf *file.Reader, size int64) error {
+	md := pf.MetaData()
+	if md.NumRows < 0 {
+		return fmt.Errorf("footer: negative row count %d", md.NumRows)
+	}
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		r := md.RowGroup(rg)
+		if r.NumRows() < 0 {
+			return fmt.Errorf("footer: row group %d: negative row count %d", rg, r.NumRows())
+		}
+		for i := 0; i < r.NumColumns(); i++ {
+			cc, err := r.ColumnChunk(i)
+			if err != nil {
+				return fmt.Errorf("footer: row group %d column %d: %w", rg, i, err)
+			}
+			start := cc.DataPageOffset()
+			if cc.HasDictionaryPage() && cc.DictionaryPageOffset() > 0 && start > cc.DictionaryPageOffset() {
+				start = cc.DictionaryPageOffset()
+			}
+			n := cc.TotalCompressedSize()
+			if start < 0 || n < 0 || start > size || n > size-start || cc.TotalUncompressedSize() < 0 || cc.NumValues() < 0 {
+				return fmt.Errorf("footer: row group %d column %d: chunk at %d of %d bytes does not fit the %d-byte file", rg, i, start, n, size)
+			}
+		}
+	}
+	return nil
+}
+
+// recovered turns a panic while decoding a table into an error.
+func recovered(rel string, err *error) {
+	if r := recover(); r != nil {
+		*err = inputErr(rel, -1, "", "cannot decode: %v", r)
+	}
+}
+
+// Inspect lists the source, reads every table's footer, finds candidate
+// payload fields from the schema and samples a few values of each for
+// evidence. It writes nothing.
+func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error) {
+	opts = opts.withDefaults()
+	in, err := listInputs(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	ins := &Inspection{Src: src, Root: in.root, in: in, opts: opts, Warnings: append([]string(nil), in.warnings...)}
+	for _, o := range in.others {
+		ins.Others = append(ins.Others, o.rel)
+	}
+	if len(in.tables) == 0 {
+		return nil, inputErr(src, -1, "", "no *.parquet files")
+	}
+	agg := map[string]int{}
+	for _, f := range in.tables {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t, err := inspectTable(ctx, f, opts, &ins.Warnings)
+		if err != nil {
+			return nil, err
+		}
+		ins.Tables = append(ins.Tables, t)
+		for _, c := range t.Candidates {
+			k := dotted(c.Path) + "\x00" + fmt.Sprint(c.Struct)
+			i, ok := agg[k]
+			if !ok {
+				i = len(ins.Candidates)
+				agg[k] = i
+				ins.Candidates = append(ins.Candidates, Candidate{Path: c.Path, Type: c.Type, Struct: c.Struct})
+			}
+			a := &ins.Candidates[i]
+			a.Tables++
+			a.Rows += c.Rows
+			a.ChunkBytes += c.ChunkBytes
+			if a.Media == "" {
+				a.Media = c.Media
+			}
+			mergeEvidence(&a.Evidence, c.Evidence)
+		}
+	}
+	return ins, nil
+}
+
+func mergeEvidence(dst *plan.Evidence, src plan.Evidence) {
+	if src.NonNull > 0 {
+		if dst.NonNull == 0 || src.MinBytes < dst.MinBytes {
+			dst.MinBytes = src.MinBytes
+		}
+		if src.MaxBytes > dst.MaxBytes {
+			dst.MaxBytes = src.MaxBytes
+		}
+	}
+	dst.Values += src.Values
+	dst.Sampled += src.Sampled
+	dst.NonNull += src.NonNull
+	dst.TotalBytes += src.TotalBytes
+	if dst.NonNull > 0 {
+		dst.MeanBytes = dst.TotalBytes / dst.NonNull
+	}
+	for _, k := range src.Kinds {
+		if !slices.Contains(dst.Kinds, k) {
+			dst.Kinds = append(dst.Kinds, k)
+		}
+	}
+	slices.Sort(dst.Kinds)
+}
+
+func inspectTable(ctx context.Context, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
+	defer recovered(f.rel, &err)
+	pf, err := openTable(f.path, f.size, opts.Allocator)
+	if err != nil {
+		return nil, inputErr(f.rel, -1, "", "not a readable parquet file: %w", err)
+	}
+	defer pf.Close()
+	if err := checkChunks(pf, f.size); err != nil {
+		return nil, inputErr(f.rel, -1, "", "%w", err)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, opts.Allocator)
+	if err != nil {
+		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
+	}
+	md := pf.MetaData()
+	t = &Table{Rel: f.rel, Path: f.path, Size: f.size, Rows: md.NumRows, RowGroups: pf.NumRowGroups(), schema: sc}
+	var features json.RawMessage
+	if v := md.KeyValueMetadata().FindValue(HFKey); v != nil {
+		t.HF = *v
+		if features, err = hfFeatures(*v); err != nil {
+			*warnings = append(*warnings, fmt.Sprintf("%s: %v; media columns are not recognised from it", f.rel, err))
+		}
+	}
+	t.annotated = findAnnotated(md.Schema)
+	for _, a := range t.annotated {
+		if len(a.path) == 1 && a.what == "JSON" {
+			continue // kept: written back as JSON
+		}
+		*warnings = append(*warnings, fmt.Sprintf("%s: %q is annotated %s in parquet; a rewritten table keeps its values as plain binary, without the annotation", f.rel, strings.Join(a.path, "."), a.what))
+	}
+	var found []Candidate
+	for _, fld := range sc.Fields() {
+		findCandidates(fld, []string{fld.Name}, &found)
+	}
+	for _, c := range found {
+		if c.Struct || t.annotation(c.Path) == "" {
+			t.Candidates = append(t.Candidates, c)
+		}
+	}
+	for i := range t.Candidates {
+		c := &t.Candidates[i]
+		c.Rows = t.Rows
+		if features != nil {
+			if feat, ok := featureAt(features, c.Path); ok {
+				c.Media = describeMedia(feat)
+			}
+		}
+		c.ChunkBytes = chunkBytes(pf, *c)
+	}
+	if features != nil {
+		// Media features whose column cannot carry payloads: say so.
+		if ms, ok := parseObject(features); ok {
+			for _, m := range ms {
+				media := describeMedia(m.Value)
+				if media == "" {
+					continue
+				}
+				if !slices.ContainsFunc(t.Candidates, func(c Candidate) bool { return len(c.Path) == 1 && c.Path[0] == m.Key }) {
+					*warnings = append(*warnings, fmt.Sprintf("%s: %q is declared %s but its column holds no struct<bytes, path> or binary values; left as is", f.rel, m.Key, media))
+				}
+			}
+		}
+	}
+	if err := sample(ctx, pf, fr, t, opts); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// isBinary reports whether t is a binary, large_binary or fixed_size_binary type.
+func isBinary(t arrow.DataType) bool {
+	switch t.ID() {
+	case arrow.BINARY, arrow.LARGE_BINARY, arrow.FIXED_SIZE_BINARY:
+		return true
+	}
+	return false
+}
+
+func isString(t arrow.DataType) bool {
+	return t.ID() == arrow.STRING || t.ID() == arrow.LARGE_STRING
+}
+
+// hfStruct returns the positions of "bytes" and "path" in a Hugging Face
+// media struct, or ok false when st is not struct<bytes: binary, path: string>.
+func hfStruct(t arrow.DataType) (bi, pi int, ok bool) {
+	st, isStruct := t.(*arrow.StructType)
+	if !isStruct || st.NumFields() != 2 {
+		return 0, 0, false
+	}
+	bi, okb := st.FieldIdx("bytes")
+	pi, okp := st.FieldIdx("path")
+	if !okb || !okp || !isBinary(st.Field(bi).Type) || st.Field(bi).Type.ID() == arrow.FIXED_SIZE_BINARY || !isString(st.Field(pi).Type) {
+		return 0, 0, false
+	}
+	return bi, pi, true
+}
+
+// listElemField returns the element field of a list or large list type.
+func listElemField(t arrow.DataType) (arrow.Field, bool) {
+	switch lt := t.(type) {
+	case *arrow.ListType:
+		return lt.ElemField(), true
+	case *arrow.LargeListType:
+		return lt.ElemField(), true
+	}
+	return arrow.Field{}, false
+}
+
+// findCandidates walks a field for payload fields.
+func findCandidates(f arrow.Field, path []string, out *[]Candidate) {
+	add := func(isStruct bool) {
+		*out = append(*out, Candidate{Path: slices.Clone(path), Type: f.Type.String(), Struct: isStruct})
+	}
+	t := f.Type
+	for {
+		ef, ok := listElemField(t)
+		if !ok {
+			break
+		}
+		t = ef.Type
+	}
+	switch {
+	case isBinary(t):
+		add(false)
+	case func() bool { _, _, ok := hfStruct(t); return ok }():
+		add(true)
+	case t.ID() == arrow.STRUCT:
+		for _, c := range t.(*arrow.StructType).Fields() {
+			findCandidates(c, append(slices.Clone(path), c.Name), out)
+		}
+	}
+}
+
+// chunkBytes sums the uncompressed sizes of the column chunks that hold a
+// candidate's payloads: the leaves whose parquet path is the candidate's path
+// with list wrapper levels in between or after (and "bytes" last for a media
+// struct).
+func chunkBytes(pf *file.Reader, c Candidate) int64 {
+	md := pf.MetaData()
+	sd := md.Schema
+	var leaves []int
+	for i := 0; i < sd.NumColumns(); i++ {
+		p := []string(sd.Column(i).ColumnPath())
+		if c.Struct {
+			if len(p) == 0 || p[len(p)-1] != "bytes" {
+				continue
+			}
+			p = p[:len(p)-1]
+		}
+		if matchLeaf(c.Path, p) {
+			leaves = append(leaves, i)
+		}
+	}
+	var n int64
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		r := md.RowGroup(rg)
+		for _, i := range leaves {
+			if cc, err := r.ColumnChunk(i); err == nil {
+				n += cc.TotalUncompressedSize()
+			}
+		}
+	}
+	return n
+}
+
+// matchLeaf reports whether the parquet path p spells the field path want,
+// allowing list wrapper levels (list, element, item, array, bag) after any
+// component.
+func matchLeaf(want, p []string) bool {
+	j := 0
+	for _, x := range p {
+		switch {
+		case j < len(want) && x == want[j]:
+			j++
+		case j == 0:
+			return false
+		case x == "list" || x == "element" || x == "item" || x == "array" || x == "bag":
+		default:
+			return false
+		}
+	}
+	return j == len(want)
+}
+
+// sample reads the first rows of a few evenly spaced row groups, projecting
+// only the candidates' columns, and records evidence for each candidate.
+func sample(ctx context.Context, pf *file.Reader, fr *pqarrow.FileReader, t *Table, opts Options) error {
+	if len(t.Candidates) == 0 || t.Rows == 0 {
+		for i := range t.Candidates {
+			t.Candidates[i].Evidence.Values = t.Rows
+		}
+		return nil
+	}
+	sd := pf.MetaData().Schema
+	var cols []int
+	for i := 0; i < sd.NumColumns(); i++ {
+		root := sd.ColumnRoot(i).Name()
+		if slices.ContainsFunc(t.Candidates, func(c Candidate) bool { return c.Path[0] == root }) {
+			cols = append(cols, i)
+		}
+	}
+	rgs := plan.SampleIndices(4, int64(t.RowGroups))
+	per := (opts.SampleSize + len(rgs) - 1) / len(rgs)
+	fr.Props.BatchSize = int64(per)
+	for _, rg := range rgs {
+		if pf.MetaData().RowGroup(int(rg)).NumRows() == 0 {
+			continue
+		}
+		rr, err := fr.GetRecordReader(ctx, cols, []int{int(rg)})
+		if err != nil {
+			return inputErr(t.Rel, -1, "", "row group %d: %w", rg, err)
+		}
+		ok := rr.Next()
+		if !ok {
+			err := rr.Err()
+			rr.Release()
+			if err != nil {
+				return inputErr(t.Rel, -1, "", "row group %d: %w", rg, err)
+			}
+			continue
+		}
+		rec := rr.RecordBatch()
+		for i := range t.Candidates {
+			c := &t.Candidates[i]
+			idx := rec.Schema().FieldIndices(c.Path[0])
+			if len(idx) != 1 {
+				continue
+			}
+			col := rec.Column(idx[0])
+			live := allLive(col.Len())
+			visitPayloads(col, c.Path[1:], c.Struct, live, func(val []byte, valid bool, name string) {
+				if !valid {
+					c.Evidence.AddNull()
+					return
+				}
+				c.Evidence.Add(int64(len(val)), sniff.Detect(val[:min(len(val), sniff.PrefixLen)]).Label)
+			})
+		}
+		rr.Release()
+	}
+	for i := range t.Candidates {
+		t.Candidates[i].Evidence.Values = t.Rows
+	}
+	return nil
+}
+
+func allLive(n int) []bool {
+	l := make([]bool, n)
+	for i := range l {
+		l[i] = true
+	}
+	return l
+}
+
+// visitPayloads calls fn for every payload slot reachable from arr along
+// path (struct fields by name; lists looked through). For struct<bytes,
+// path> targets a value with null bytes and a path is reported with valid
+// false and the path as name.
+func visitPayloads(arr arrow.Array, path []string, isStruct bool, live []bool, fn func(val []byte, valid bool, name string)) {
+	switch a := arr.(type) {
+	case array.ListLike:
+		child := a.ListValues()
+		cl := make([]bool, child.Len())
+		for i := 0; i < a.Len(); i++ {
+			if !live[i] || a.IsNull(i) {
+				continue
+			}
+			s, e := a.ValueOffsets(i)
+			for k := s; k < e; k++ {
+				cl[k] = true
+			}
+		}
+		visitPayloads(child, path, isStruct, cl, fn)
+		return
+	case *array.Struct:
+		if len(path) > 0 {
+			j, ok := a.DataType().(*arrow.StructType).FieldIdx(path[0])
+			if !ok {
+				return
+			}
+			cl := make([]bool, a.Len())
+			for i := range cl {
+				cl[i] = live[i] && a.IsValid(i)
+			}
+			visitPayloads(a.Field(j), path[1:], isStruct, cl, fn)
+			return
+		}
+		bi, pi, ok := hfStruct(a.DataType())
+		if !ok {
+			return
+		}
+		b, p := a.Field(bi), a.Field(pi)
+		for i := 0; i < a.Len(); i++ {
+			if !live[i] {
+				continue
+			}
+			if a.IsNull(i) || b.IsNull(i) {
+				name := ""
+				if a.IsValid(i) && p.IsValid(i) {
+					name = stringAt(p, i)
+				}
+				fn(nil, false, name)
+				continue
+			}
+			fn(binaryAt(b, i), true, stringAt(p, i))
+		}
+		return
+	}
+	if len(path) > 0 || !isBinary(arr.DataType()) {
+		return
+	}
+	for i := 0; i < arr.Len(); i++ {
+		if !live[i] {
+			continue
+		}
+		if arr.IsNull(i) {
+			fn(nil, false, "")
+			continue
+		}
+		fn(binaryAt(arr, i), true, "")
+	}
+}
+
+// binaryAt returns the bytes of a binary-like array's value i (aliasing
+// Arrow memory).
+func binaryAt(arr arrow.Array, i int) []byte {
+	switch a := arr.(type) {
+	case *array.Binary:
+		return a.Value(i)
+	case *array.LargeBinary:
+		return a.Value(i)
+	case *array.FixedSizeBinary:
+		return a.Value(i)
+	}
+	return nil
+}
+
+// stringAt returns a string-like array's value i, "" when null.
+func stringAt(arr arrow.Array, i int) string {
+	if arr.IsNull(i) {
+		return ""
+	}
+	switch a := arr.(type) {
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	}
+	return ""
+}
+
+// Selection is the set of fields to extract, validated against the tables.
+type Selection struct {
+	// Paths are the selected fields, top-level columns first.
+	Paths [][]string
+	// Default is true when the paths were chosen from Hugging Face metadata
+	// rather than named by the caller.
+	Default bool
+}
+
+// ErrBadSelection is wrapped when a selection names no field, repeats or
+// nests paths, or names a field that no table has.
+var ErrBadSelection = errors.New("bad selection")
+
+// Select validates a selection: columns name top-level fields, fields name
+// nested paths. With neither, it selects exactly the fields that Hugging Face
+// metadata declares as media; when there are none it returns an error
+// wrapping ErrNeedSelection. A selected field that exists but holds no
+// payloads (not binary, not a media struct) is an *InputError.
+func (ins *Inspection) Select(columns []string, fields [][]string) (Selection, error) {
+	var paths [][]string
+	for _, c := range columns {
+		paths = append(paths, []string{c})
+	}
+	for _, f := range fields {
+		paths = append(paths, slices.Clone(f))
+	}
+	if len(paths) == 0 {
+		var sel Selection
+		sel.Default = true
+		for _, c := range ins.Candidates {
+			if c.Media != "" {
+				sel.Paths = append(sel.Paths, c.Path)
+			}
+		}
+		if len(sel.Paths) == 0 {
+			return Selection{}, fmt.Errorf("parquet: %w: no Hugging Face media features declared; candidates: %s", ErrNeedSelection, ins.candidateList())
+		}
+		return sel, nil
+	}
+	for i, p := range paths {
+		if len(p) == 0 || slices.Contains(p, "") {
+			return Selection{}, fmt.Errorf("parquet: %w: empty column name in %q", ErrBadSelection, dotted(p))
+		}
+		for _, q := range paths[:i] {
+			n := min(len(p), len(q))
+			if slices.Equal(p[:n], q[:n]) {
+				if len(p) == len(q) {
+					return Selection{}, fmt.Errorf("parquet: %w: %s selected twice", ErrBadSelection, quotePath(p))
+				}
+				return Selection{}, fmt.Errorf("parquet: %w: %s and %s overlap", ErrBadSelection, quotePath(q), quotePath(p))
+			}
+		}
+		found := false
+		for _, t := range ins.Tables {
+			ok, err := resolve(t, p)
+			if err != nil {
+				return Selection{}, err
+			}
+			found = found || ok
+		}
+		if !found {
+			return Selection{}, fmt.Errorf("parquet: %w: no table has a field %s; candidates: %s", ErrBadSelection, quotePath(p), ins.candidateList())
+		}
+	}
+	return Selection{Paths: paths}, nil
+}
+
+func (ins *Inspection) candidateList() string {
+	if len(ins.Candidates) == 0 {
+		return "none (no binary or struct<bytes, path> fields)"
+	}
+	var parts []string
+	for _, c := range ins.Candidates {
+		parts = append(parts, fmt.Sprintf("%s (%s)", dotted(c.Path), c.label()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// label says what a candidate is, for plans and messages.
+func (c Candidate) label() string {
+	if c.Media != "" {
+		return c.Media
+	}
+	if c.Struct {
+		return "struct<bytes, path>"
+	}
+	return c.Type
+}
+
+// resolve reports whether table t has the field at path, and returns an
+// *InputError when it has it but the field holds no payloads.
+func resolve(t *Table, path []string) (bool, error) {
+	idx := t.schema.FieldIndices(path[0])
+	if len(idx) == 0 {
+		return false, nil
+	}
+	if len(idx) > 1 {
+		return false, inputErr(t.Rel, -1, dotted(path), "column name is not unique")
+	}
+	typ := t.schema.Field(idx[0]).Type
+	for i := 1; ; i++ {
+		for {
+			ef, ok := listElemField(typ)
+			if !ok {
+				break
+			}
+			typ = ef.Type
+		}
+		if i == len(path) {
+			break
+		}
+		st, ok := typ.(*arrow.StructType)
+		if !ok {
+			return false, inputErr(t.Rel, -1, dotted(path), "%q is %s, not a struct", path[i-1], typ)
+		}
+		fi := st.FieldIndices(path[i])
+		if len(fi) == 0 {
+			return false, nil
+		}
+		if len(fi) > 1 {
+			return false, inputErr(t.Rel, -1, dotted(path), "field name %q is not unique", path[i])
+		}
+		typ = st.Field(fi[0]).Type
+	}
+	if isBinary(typ) {
+		if a := t.annotation(path); a != "" {
+			return false, inputErr(t.Rel, -1, dotted(path), "the column holds %s, not payloads", a)
+		}
+		return true, nil
+	}
+	if _, _, ok := hfStruct(typ); ok {
+		return true, nil
+	}
+	return false, inputErr(t.Rel, -1, dotted(path), "expected a binary field or a struct<bytes: binary, path: string>, got %s", typ)
+}

@@ -1,0 +1,180 @@
+package parquet
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/plan"
+)
+
+// Plan describes what Convert will do with sel, for dst. It touches nothing
+// on disk.
+func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
+	var rows, rgs, tableBytes, otherBytes int64
+	for _, t := range ins.Tables {
+		rows += t.Rows
+		rgs += int64(t.RowGroups)
+		tableBytes += t.Size
+	}
+	for _, o := range ins.in.others {
+		otherBytes += o.size
+	}
+	hf := false
+	for _, t := range ins.Tables {
+		hf = hf || t.HF != ""
+	}
+	p := plan.Plan{
+		Source: plan.Source{
+			Format: "Parquet",
+			Path:   ins.Root,
+			Counts: plan.Counts{{Name: "tables", N: int64(len(ins.Tables))}, {Name: "rows", N: rows}, {Name: "row groups", N: rgs}},
+			Bytes:  tableBytes + otherBytes,
+		},
+		Dest:     dst,
+		Entries:  []plan.Entry{},
+		Layout:   []plan.Output{},
+		Notes:    []string{},
+		Warnings: append([]string{}, ins.Warnings...),
+	}
+	if ins.in.single {
+		p.Source.Path = filepath.Join(ins.Root, ins.Tables[0].Rel)
+	}
+	if hf {
+		p.Source.Details = append(p.Source.Details, "Hugging Face metadata")
+	}
+
+	for _, c := range ins.Candidates {
+		e := plan.Entry{
+			Name:       c.Name(),
+			Kind:       candidateKind(c),
+			Detail:     fmt.Sprintf("%s, %s in column chunks", plan.CountText(int64(c.Tables), "tables"), plan.HumanBytes(c.ChunkBytes)),
+			Evidence:   &c.Evidence,
+			Selectable: true,
+		}
+		if selected(sel.Paths, c.Path) {
+			e.Action = plan.ActionExtract
+			e.Fidelity = plan.FidelitySchemaChanges
+			e.Notes = []string{"packed into " + MediaDir + "/, the field rewritten in place to zip:// reference strings (null stays null)"}
+			if c.Struct {
+				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the path's extension names the member, the path itself is not kept")
+			}
+			if c.Media != "" {
+				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s rewritten to Value(\"string\")", c.Media))
+			}
+		} else {
+			e.Action = plan.ActionSkip
+			e.Fidelity = plan.FidelityLossless
+			e.Notes = []string{"not selected: stays in the table as it is (select it with --column or --field)"}
+		}
+		p.Entries = append(p.Entries, e)
+	}
+
+	var rewritten, copied []*Table
+	var rrows int64
+	for _, t := range ins.Tables {
+		has := false
+		for _, path := range sel.Paths {
+			if ok, _ := resolve(t, path); ok {
+				has = true
+			}
+		}
+		if has {
+			rewritten = append(rewritten, t)
+			rrows += t.Rows
+		} else {
+			copied = append(copied, t)
+		}
+	}
+	if len(rewritten) > 0 {
+		p.Entries = append(p.Entries, plan.Entry{
+			Name:     tableNames(rewritten),
+			Kind:     "tables",
+			Detail:   fmt.Sprintf("%s, %s; same row groups, codecs, column order and nullability", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
+			Action:   plan.ActionRewrite,
+			Fidelity: plan.FidelitySchemaChanges,
+			Notes:    []string{"rewritten to the same relative paths; other columns and metadata kept"},
+		})
+	}
+	if len(copied) > 0 {
+		p.Entries = append(p.Entries, plan.Entry{
+			Name:     tableNames(copied),
+			Kind:     "tables",
+			Detail:   plan.CountText(int64(len(copied)), "tables") + " without selected fields",
+			Action:   plan.ActionCopy,
+			Fidelity: plan.FidelityLossless,
+		})
+	}
+	if len(ins.Others) > 0 {
+		p.Entries = append(p.Entries, plan.Entry{
+			Name:     "other files",
+			Kind:     "files",
+			Detail:   fmt.Sprintf("%s, %s: %s", plan.CountText(int64(len(ins.Others)), "files"), plan.HumanBytes(otherBytes), listSome(ins.Others, 4)),
+			Action:   plan.ActionCopy,
+			Fidelity: plan.FidelityLossless,
+		})
+	}
+
+	if len(sel.Paths) > 0 {
+		p.Layout = append(p.Layout, plan.Output{Path: MediaDir + "/pack-NNNN.zip", Description: "blob packs"})
+	} else {
+		p.Warnings = append(p.Warnings, "no field is selected: name payload fields with --column NAME or --field a.b.c")
+	}
+	for i, t := range ins.Tables {
+		if i == 4 && len(ins.Tables) > 5 {
+			p.Layout = append(p.Layout, plan.Output{Path: fmt.Sprintf("(%d more tables)", len(ins.Tables)-4), Description: "same relative paths"})
+			break
+		}
+		desc := "rewritten table"
+		for _, c := range copied {
+			if c == t {
+				desc = "copied table"
+			}
+		}
+		p.Layout = append(p.Layout, plan.Output{Path: t.Rel, Description: desc})
+	}
+	if len(ins.Others) > 0 {
+		p.Layout = append(p.Layout, plan.Output{Path: "(other files)", Description: "copied unchanged"})
+	}
+
+	p.Notes = append(p.Notes,
+		"References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).",
+		"Member keys: <field>/<table path without .parquet>/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.",
+	)
+	if sel.Default {
+		p.Notes = append(p.Notes, "Selected by default: the fields that Hugging Face metadata declares as media.")
+	}
+	return p
+}
+
+func candidateKind(c Candidate) string {
+	lists := strings.Count(c.Type, "list<")
+	var k string
+	switch {
+	case c.Media != "":
+		k = c.Media + " feature"
+		lists = 0 // the feature name says it
+	case c.Struct:
+		k = "struct<bytes, path>"
+	default:
+		k = "binary column"
+	}
+	for range lists {
+		k = "list of " + k
+	}
+	return k
+}
+
+func tableNames(ts []*Table) string {
+	if len(ts) == 1 {
+		return ts[0].Rel
+	}
+	return "*.parquet"
+}
+
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(", +%d more", len(names)-n)
+}
