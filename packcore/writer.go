@@ -119,6 +119,8 @@ type keyLoc struct {
 
 type shardWriter struct {
 	f      *os.File
+	// flushed is the offset up to which writeback has been started.
+	flushed int64
 	tmp    string
 	name   string
 	index  int
@@ -449,7 +451,25 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 	}
 	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
 	s.count++
+	s.startWriteback(false)
 	return nil
+}
+
+// writebackChunk is how many written bytes accumulate before the writer asks
+// the kernel to start writing them to disk, so that the fsync which
+// completes a shard finds little left to do.
+const writebackChunk = 32 << 20
+
+// startWriteback starts asynchronous writeback of the bytes written since the
+// last call, once there are at least writebackChunk of them (or any, with
+// all). It never waits for the disk.
+func (s *shardWriter) startWriteback(all bool) {
+	n := s.off - s.flushed
+	if n <= 0 || (!all && n < writebackChunk) {
+		return
+	}
+	startWriteback(s.f, s.flushed, n)
+	s.flushed = s.off
 }
 
 // copyData copies up to size bytes, checking for cancellation per chunk.
