@@ -1,0 +1,563 @@
+package lance
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/bits"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// BlobKind tells where the bytes of a blob are stored.
+type BlobKind uint8
+
+// Blob storage kinds. Blob v1 values are always BlobInline.
+const (
+	BlobInline    BlobKind = 0 // inside the fragment's data file
+	BlobPacked    BlobKind = 1 // a slice of a shared sidecar file data/<file>/<id>.blob
+	BlobDedicated BlobKind = 2 // a whole sidecar file data/<file>/<id>.blob
+	BlobExternal  BlobKind = 3 // a file outside the dataset, named by URI
+)
+
+// String names the kind.
+func (k BlobKind) String() string {
+	switch k {
+	case BlobInline:
+		return "inline"
+	case BlobPacked:
+		return "packed"
+	case BlobDedicated:
+		return "dedicated"
+	case BlobExternal:
+		return "external"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// BlobLocation is the physical identity of a blob's bytes: rows whose
+// locations are equal share one stored blob.
+type BlobLocation struct {
+	Path   string // local path of the file holding the bytes
+	Offset int64  // first byte in Path
+	Size   int64  // number of bytes
+}
+
+// Blob is the blob value of one row.
+type Blob struct {
+	Fragment uint64 // fragment id
+	Row      uint64 // row offset within the fragment
+	Null     bool   // the row holds no blob
+	Size     int64  // payload size in bytes
+	Kind     BlobKind
+	// RefID is the sharing id of the descriptor's optional sixth field
+	// (rows with the same positive RefID share one physical blob); 0 when
+	// absent.
+	RefID    uint32
+	Location BlobLocation
+	// URI is the external URI of a BlobExternal value, as stored.
+	URI string
+
+	files *blobFiles
+}
+
+// ReaderAt returns a reader of exactly the blob's bytes. It is valid until
+// the BlobScanner that produced the blob is closed.
+func (b *Blob) ReaderAt() (*io.SectionReader, error) {
+	if b.Null {
+		return nil, fmt.Errorf("lance: fragment %d: row %d: blob is null", b.Fragment, b.Row)
+	}
+	if b.Size == 0 {
+		return io.NewSectionReader(emptyReaderAt{}, 0, 0), nil
+	}
+	f, err := b.files.open(b.Location.Path)
+	if err != nil {
+		return nil, fmt.Errorf("lance: fragment %d: row %d: %w", b.Fragment, b.Row, err)
+	}
+	return io.NewSectionReader(f, b.Location.Offset, b.Location.Size), nil
+}
+
+type emptyReaderAt struct{}
+
+func (emptyReaderAt) ReadAt(p []byte, off int64) (int, error) { return 0, io.EOF }
+
+// blobFiles caches the files blobs are read from.
+type blobFiles struct {
+	open_ map[string]*os.File
+}
+
+func (bf *blobFiles) open(p string) (*os.File, error) {
+	if f, ok := bf.open_[p]; ok {
+		return f, nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	if bf.open_ == nil {
+		bf.open_ = map[string]*os.File{}
+	}
+	bf.open_[p] = f
+	return f, nil
+}
+
+func (bf *blobFiles) close() {
+	for _, f := range bf.open_ {
+		f.Close()
+	}
+	bf.open_ = nil
+}
+
+// BlobScanner iterates over the blobs of one blob column, fragment by
+// fragment, skipping deleted rows.
+type BlobScanner struct {
+	ctx     context.Context
+	ds      *Dataset
+	field   *Field
+	fragIdx int
+	cur     []Blob
+	pos     int
+	blob    *Blob
+	files   blobFiles
+	err     error
+}
+
+// Blobs starts reading the blob column named column. The caller must Close
+// the scanner.
+func (d *Dataset) Blobs(ctx context.Context, column string) (*BlobScanner, error) {
+	f := d.schema.Field(column)
+	if f == nil {
+		return nil, fmt.Errorf("lance: %s: no column %q", d.dir, column)
+	}
+	if !f.IsBlob() {
+		return nil, fmt.Errorf("lance: %s: column %q is not a blob column", d.dir, column)
+	}
+	return &BlobScanner{ctx: ctx, ds: d, field: f}, nil
+}
+
+// Next advances to the next row's blob.
+func (s *BlobScanner) Next() bool {
+	for s.err == nil {
+		if s.pos < len(s.cur) {
+			s.blob = &s.cur[s.pos]
+			s.pos++
+			return true
+		}
+		if err := s.ctx.Err(); err != nil {
+			s.err = err
+			return false
+		}
+		if s.fragIdx >= len(s.ds.manifest.Fragments) {
+			return false
+		}
+		fr := &s.ds.manifest.Fragments[s.fragIdx]
+		s.fragIdx++
+		s.cur, s.err = s.ds.fragmentBlobs(fr, s.field, &s.files)
+		s.pos = 0
+	}
+	return false
+}
+
+// Blob returns the current blob.
+func (s *BlobScanner) Blob() *Blob { return s.blob }
+
+// Err returns the error that stopped the scan, if any.
+func (s *BlobScanner) Err() error { return s.err }
+
+// Close closes the files opened for reading blobs.
+func (s *BlobScanner) Close() error {
+	s.files.close()
+	return nil
+}
+
+// fragmentBlobs decodes the blob descriptors of one fragment.
+func (d *Dataset) fragmentBlobs(frag *Fragment, f *Field, files *blobFiles) ([]Blob, error) {
+	loc := d.where(frag.ID, f.Name)
+	deleted, err := d.Deleted(frag)
+	if err != nil {
+		return nil, fmt.Errorf("lance: %s: fragment %d: %w", d.dir, frag.ID, err)
+	}
+	fr := &fragmentReader{ds: d, frag: frag, files: make([]*dataFile, len(frag.Files))}
+	defer fr.close()
+	file, df, ci, err := fr.column(f.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	var out []Blob
+	if file == nil {
+		for r := uint64(0); r < frag.PhysicalRows; r++ {
+			if deleted == nil || !deleted.Contains(uint32(r)) {
+				out = append(out, Blob{Fragment: frag.ID, Row: r, Null: true, files: files})
+			}
+		}
+		return out, nil
+	}
+	if file.legacy != nil {
+		return legacyBlobs(frag, f, file, deleted, files, loc)
+	}
+	col := &file.meta.columns[ci]
+	var row uint64
+	for pi := range col.pages {
+		p := &col.pages[pi]
+		bufs, err := readPageBuffers(file.f, file.meta.size, p)
+		if err == nil && p.length > maxPageItems {
+			err = fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
+		}
+		var blobs []Blob
+		if err == nil {
+			blobs, err = decodeBlobPage(p, bufs, file, df, d, f.BlobVersion())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: page %d: %s: %w", loc, pi, pageEncodingName(p), err)
+		}
+		for i := range blobs {
+			b := blobs[i]
+			b.Fragment, b.Row, b.files = frag.ID, row, files
+			if deleted == nil || !deleted.Contains(uint32(row)) {
+				out = append(out, b)
+			}
+			row++
+		}
+	}
+	if row != frag.PhysicalRows {
+		return nil, fmt.Errorf("%s: %w: blob column holds %d of %d rows", loc, errCorrupt, row, frag.PhysicalRows)
+	}
+	return out, nil
+}
+
+// decodeBlobPage decodes the blob descriptors of one page.
+func decodeBlobPage(p *pageInfo, bufs pageBuffers, file *dataFile, df *DataFile, d *Dataset, version int) ([]Blob, error) {
+	n := int(p.length)
+	inline := func(pos, size uint64) (Blob, error) {
+		if pos > uint64(file.meta.size) || size > uint64(file.meta.size)-pos {
+			return Blob{}, fmt.Errorf("%w: blob at %d+%d outside the data file", errCorrupt, pos, size)
+		}
+		return Blob{Size: int64(size), Kind: BlobInline, Location: BlobLocation{Path: file.path, Offset: int64(pos), Size: int64(size)}}, nil
+	}
+	switch p.encoding.name() {
+	case "ArrayEncoding": // 2.0: PackedStruct of (position, size)
+		kind, _, err := oneof(p.encoding.value)
+		if err != nil {
+			return nil, err
+		}
+		if kind != aePackedStruct || len(bufs) != 1 || uint64(len(bufs[0])) < uint64(n)*16 {
+			return nil, fmt.Errorf("blob v1 descriptors with encoding %s are not supported", aeName(kind))
+		}
+		out := make([]Blob, n)
+		for i := range out {
+			pos := binary.LittleEndian.Uint64(bufs[0][16*i:])
+			size := binary.LittleEndian.Uint64(bufs[0][16*i+8:])
+			if size == 0 {
+				out[i] = Blob{Null: pos == 1}
+				continue
+			}
+			if out[i], err = inline(pos, size); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case "PageLayout":
+	default:
+		return nil, fmt.Errorf("page encoding %s is not supported", p.encoding.typeURL)
+	}
+	pl, err := parsePageLayout(p.encoding.value)
+	if err != nil {
+		return nil, err
+	}
+	if pl.kind == plBlob {
+		pos, size, err := decodeBlobV1Layout(pl.raw, bufs, n)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Blob, n)
+		for i := range out {
+			if size[i] == 0 {
+				out[i] = Blob{Null: pos[i] != 0}
+				continue
+			}
+			if out[i], err = inline(pos[i], size[i]); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	if version != 2 {
+		return nil, fmt.Errorf("blob v1 page layout %s is not supported", plNames[pl.kind])
+	}
+	if pl.kind != plFullZip {
+		return nil, fmt.Errorf("blob v2 descriptors in layout %s are not supported", plNames[pl.kind])
+	}
+	sp, err := decodeFullZip(pl.raw, bufs, n)
+	if err != nil {
+		return nil, err
+	}
+	descs, err := parseBlobV2Descriptors(sp, pl.raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(descs) != n {
+		return nil, fmt.Errorf("%w: %d blob descriptors for %d rows", errCorrupt, len(descs), n)
+	}
+	out := make([]Blob, n)
+	for i, ds := range descs {
+		if ds == nil {
+			out[i] = Blob{Null: true}
+			continue
+		}
+		b, err := d.resolveBlobV2(ds, file, df, inline)
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// decodeBlobV1Layout decodes a BlobLayout page into per-row positions and
+// sizes (size 0 and position != 0 marks a null row).
+func decodeBlobV1Layout(raw []byte, bufs pageBuffers, rows int) ([]uint64, []uint64, error) {
+	var inner pageLayout
+	err := walk(raw, func(f pbField) error {
+		var err error
+		if f.num == 1 {
+			inner, err = parsePageLayout(f.b)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if inner.kind != plMiniBlock {
+		return nil, nil, fmt.Errorf("blob layout over %s is not supported", plNames[inner.kind])
+	}
+	sp, err := decodeMiniBlock(inner.raw, bufs, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sp.vals.bits != 128 || sp.vals.n != rows {
+		return nil, nil, fmt.Errorf("%w: blob descriptions of %d bits for %d of %d rows", errCorrupt, sp.vals.bits, sp.vals.n, rows)
+	}
+	pos := make([]uint64, rows)
+	size := make([]uint64, rows)
+	for i := range pos {
+		pos[i] = binary.LittleEndian.Uint64(sp.vals.data[16*i:])
+		size[i] = binary.LittleEndian.Uint64(sp.vals.data[16*i+8:])
+	}
+	return pos, size, nil
+}
+
+// blobV2Desc is one decoded blob v2 descriptor.
+type blobV2Desc struct {
+	kind     uint8
+	position uint64
+	size     uint64
+	blobID   uint32
+	uri      string
+	refID    uint32
+}
+
+// parseBlobV2Descriptors splits the per-row packed descriptors of a blob v2
+// page; nil entries are null rows.
+func parseBlobV2Descriptors(sp *structPage, raw []byte) ([]*blobV2Desc, error) {
+	var vc *cenc
+	if err := walk(raw, func(f pbField) error {
+		var err error
+		if f.num == 7 {
+			vc, err = parseCenc(f.b, 0)
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if vc == nil || vc.kind != ceVariablePackedStruc || (len(vc.fields) != 5 && len(vc.fields) != 6) {
+		return nil, fmt.Errorf("blob v2 descriptor encoding %s with %d fields is not supported", vc, len(vc.fields))
+	}
+	wantBits := []uint64{8, 64, 64, 32}
+	for i, w := range wantBits {
+		if vc.fields[i].kind != ceFlat || vc.fields[i].bits != w {
+			return nil, fmt.Errorf("%w: blob v2 descriptor field %d", errCorrupt, i)
+		}
+	}
+	if vc.fields[4].kind != ceVariable || (vc.fields[4].bits != 32 && vc.fields[4].bits != 64) {
+		return nil, fmt.Errorf("%w: blob v2 descriptor uri field", errCorrupt)
+	}
+	if len(vc.fields) == 6 && (vc.fields[5].kind != ceFlat || vc.fields[5].bits != 32) {
+		return nil, fmt.Errorf("blob v2 descriptor sixth field %s is not supported", vc.fields[5])
+	}
+	mv := maxVisibleDef(sp.layers)
+	var out []*blobV2Desc
+	vi := 0
+	n := sp.rows
+	if sp.def != nil {
+		n = len(sp.def)
+	}
+	for i := 0; i < n; i++ {
+		if sp.def != nil && int(sp.def[i]) > mv {
+			return nil, fmt.Errorf("%w: invisible blob descriptor", errCorrupt)
+		}
+		if vi >= sp.vals.n {
+			return nil, fmt.Errorf("%w: blob descriptors end early", errCorrupt)
+		}
+		v := sp.vals.data[sp.vals.offs[vi]:sp.vals.offs[vi+1]]
+		vi++
+		if sp.def != nil && sp.def[i] != 0 {
+			out = append(out, nil)
+			continue
+		}
+		if len(v) < 21 {
+			return nil, fmt.Errorf("%w: blob descriptor of %d bytes", errCorrupt, len(v))
+		}
+		ds := &blobV2Desc{
+			kind:     v[0],
+			position: binary.LittleEndian.Uint64(v[1:]),
+			size:     binary.LittleEndian.Uint64(v[9:]),
+			blobID:   binary.LittleEndian.Uint32(v[17:]),
+		}
+		rest := v[21:]
+		lw := int(vc.fields[4].bits / 8)
+		if len(rest) < lw {
+			return nil, fmt.Errorf("%w: blob descriptor uri truncated", errCorrupt)
+		}
+		ul := readWord(rest, 0, lw*8)
+		rest = rest[lw:]
+		if ul > uint64(len(rest)) {
+			return nil, fmt.Errorf("%w: blob descriptor uri of %d bytes", errCorrupt, ul)
+		}
+		ds.uri = string(rest[:ul])
+		rest = rest[ul:]
+		if len(vc.fields) == 6 {
+			if len(rest) < 4 {
+				return nil, fmt.Errorf("%w: blob descriptor ref_id truncated", errCorrupt)
+			}
+			ds.refID = binary.LittleEndian.Uint32(rest)
+		}
+		out = append(out, ds)
+	}
+	return out, nil
+}
+
+// blobSidecarName returns the sidecar file name of a blob id: its 32 bits
+// reversed, printed as 32 binary digits.
+func blobSidecarName(id uint32) string {
+	return fmt.Sprintf("%032b.blob", bits.Reverse32(id))
+}
+
+// resolveBlobV2 turns a descriptor into a located blob.
+func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, inline func(pos, size uint64) (Blob, error)) (Blob, error) {
+	sidecar := func() string {
+		key := strings.TrimSuffix(filepath.Base(file.path), ".lance")
+		return filepath.Join(filepath.Dir(file.path), key, blobSidecarName(ds.blobID))
+	}
+	var b Blob
+	switch BlobKind(ds.kind) {
+	case BlobInline:
+		if ds.size == 0 {
+			return Blob{Kind: BlobInline}, nil
+		}
+		var err error
+		b, err = inline(ds.position, ds.size)
+		if err != nil {
+			return Blob{}, err
+		}
+	case BlobPacked:
+		b = Blob{Kind: BlobPacked, Size: int64(ds.size), Location: BlobLocation{Path: sidecar(), Offset: int64(ds.position), Size: int64(ds.size)}}
+	case BlobDedicated:
+		b = Blob{Kind: BlobDedicated, Size: int64(ds.size), Location: BlobLocation{Path: sidecar(), Offset: int64(ds.position), Size: int64(ds.size)}}
+	case BlobExternal:
+		p, err := d.externalBlobPath(ds.blobID, ds.uri)
+		if err != nil {
+			return Blob{}, err
+		}
+		size := int64(ds.size)
+		if size == 0 {
+			// Size 0 means the whole object from position on.
+			st, err := os.Stat(p)
+			if err != nil {
+				return Blob{}, err
+			}
+			size = st.Size() - int64(ds.position)
+		}
+		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
+	default:
+		return Blob{}, fmt.Errorf("blob kind %d is not supported", ds.kind)
+	}
+	if b.Location.Offset < 0 || b.Location.Size < 0 {
+		return Blob{}, fmt.Errorf("%w: blob at %d+%d", errCorrupt, ds.position, ds.size)
+	}
+	b.RefID = ds.refID
+	return b, nil
+}
+
+// externalBlobPath resolves an external blob URI: blobID 0 means an absolute
+// URI, otherwise a path relative to base path blobID.
+func (d *Dataset) externalBlobPath(blobID uint32, uri string) (string, error) {
+	if blobID != 0 {
+		for _, bp := range d.manifest.BasePaths {
+			if bp.ID == blobID {
+				return filepath.Join(bp.Path, filepath.FromSlash(uri)), nil
+			}
+		}
+		return "", fmt.Errorf("%w: external blob names unknown base path %d", errCorrupt, blobID)
+	}
+	if strings.HasPrefix(uri, "/") {
+		return uri, nil
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "", fmt.Errorf("external blob uri %q: %w", uri, err)
+	}
+	if u.Scheme != "file" {
+		return "", fmt.Errorf("external blob uri %q: only local files are supported", uri)
+	}
+	return u.Path, nil
+}
+
+// legacyBlobs reads the blob values of a legacy data file: variable-width
+// pages whose offsets are absolute file positions. As in Lance's reading of
+// legacy files, an empty value is null.
+func legacyBlobs(frag *Fragment, f *Field, file *dataFile, deleted *roaring.Bitmap, files *blobFiles, loc string) ([]Blob, error) {
+	lm := file.legacy
+	lf := lm.fields[f.ID]
+	if lf == nil || lf.encoding != legacyVarBinary {
+		return nil, fmt.Errorf("%s: %w: legacy blob field is not var-binary", loc, errCorrupt)
+	}
+	var out []Blob
+	var row uint64
+	for batch := range lm.batchRows {
+		pos, n, err := lm.page(file.f, f.ID, batch)
+		if err == nil && n > maxPageItems {
+			err = fmt.Errorf("%w: page of %d values", errCorrupt, n)
+		}
+		var ob []byte
+		if err == nil {
+			ob, err = lm.readRange(file.f, pos, (n+1)*8)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: page %d: legacy encoding var_binary: %w", loc, batch, err)
+		}
+		for i := uint64(0); i < n; i++ {
+			start := binary.LittleEndian.Uint64(ob[8*i:])
+			end := binary.LittleEndian.Uint64(ob[8*i+8:])
+			if end < start || end > uint64(lm.size) {
+				return nil, fmt.Errorf("%s: page %d: %w: blob offsets %d..%d", loc, batch, errCorrupt, start, end)
+			}
+			b := Blob{Fragment: frag.ID, Row: row, files: files, Null: end == start, Size: int64(end - start), Kind: BlobInline}
+			if !b.Null {
+				b.Location = BlobLocation{Path: file.path, Offset: int64(start), Size: int64(end - start)}
+			}
+			if deleted == nil || !deleted.Contains(uint32(row)) {
+				out = append(out, b)
+			}
+			row++
+		}
+	}
+	if row != frag.PhysicalRows {
+		return nil, fmt.Errorf("%s: %w: blob column holds %d of %d rows", loc, errCorrupt, row, frag.PhysicalRows)
+	}
+	return out, nil
+}

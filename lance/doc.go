@@ -1,0 +1,27 @@
+// Package lance reads Lance datasets (the columnar table format of the Lance
+// project and LanceDB) in pure Go and yields their rows as arrow-go record
+// batches.
+//
+// It is for converting Lance tables without Python, Rust or cgo: Open finds
+// the versions under _versions (both manifest naming schemes), decodes the
+// chosen manifest and refuses reader feature flags it does not know;
+// Dataset.Scan reads the requested columns fragment by fragment, one page
+// per column at a time, and drops the rows named by deletion files (Arrow
+// IPC and roaring bitmaps); Dataset.Blobs yields, per row of a blob column
+// (blob v1 and v2), a handle that reads the payload on demand and tells
+// where it is stored, so shared blobs can be recognised.
+//
+// Data files of the legacy format (0.x, storage version "legacy"), 2.0, 2.1
+// and 2.2 are decoded: the 2.0 array encodings, and the 2.1/2.2 structural
+// layouts (mini-block, full-zip, constant/all-null, blob) with repetition
+// and definition levels and their compressions (flat, variable, bit-packing,
+// FSST, RLE, dictionaries, zstd, LZ4, byte-stream split, fixed-size lists,
+// packed structs). Dictionary-typed columns are materialised: the reader
+// yields their values, not indices.
+//
+// It is not a Lance writer, a query engine or an index reader: it does not
+// evaluate filters, read secondary indices, stable row ids, overlays, remote
+// object stores, or the unstable file version 2.3. An encoding it does not
+// know is reported as an error naming the dataset, fragment, column, page
+// and encoding; it never guesses values.
+package lance

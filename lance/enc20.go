@@ -1,0 +1,486 @@
+package lance
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// ArrayEncoding (file version 2.0) oneof field numbers.
+const (
+	aeFlat          = 1
+	aeNullable      = 2
+	aeFixedSizeList = 3
+	aeList          = 4
+	aeStruct        = 5
+	aeBinary        = 6
+	aeDictionary    = 7
+	aeFsst          = 8
+	aePackedStruct  = 9
+)
+
+var aeNames = map[int]string{1: "Flat", 2: "Nullable", 3: "FixedSizeList", 4: "List", 5: "SimpleStruct", 6: "Binary",
+	7: "Dictionary", 8: "Fsst", 9: "PackedStruct", 10: "Bitpacked", 11: "FixedSizeBinary", 12: "BitpackedForNonNeg",
+	13: "Constant", 14: "InlineBitpacking", 15: "OutOfLineBitpacking", 16: "Variable",
+	17: "PackedStructFixedWidthMiniBlock", 18: "Block", 19: "Rle", 20: "GeneralMiniBlock", 21: "ByteStreamSplit"}
+
+// oneof returns the single field of a oneof-only message.
+func oneof(b []byte) (int, []byte, error) {
+	kind, val := 0, []byte(nil)
+	err := walk(b, func(f pbField) error {
+		if kind == 0 {
+			kind, val = int(f.num), f.b
+		}
+		return nil
+	})
+	if err == nil && kind == 0 {
+		err = fmt.Errorf("%w: empty array encoding", errCorrupt)
+	}
+	return kind, val, err
+}
+
+// aeName names an ArrayEncoding kind.
+func aeName(k int) string {
+	if n := aeNames[k]; n != "" {
+		return n
+	}
+	return fmt.Sprintf("ArrayEncoding(%d)", k)
+}
+
+// pageBuffer returns the page buffer referenced by a Buffer message.
+func pageBuffer(b []byte, bufs pageBuffers) ([]byte, error) {
+	var idx, typ uint64
+	err := walk(b, func(f pbField) error {
+		switch f.num {
+		case 1:
+			idx = f.u
+		case 2:
+			typ = f.u
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if typ != 0 {
+		return nil, fmt.Errorf("buffers of type %d (column or file buffers) are not supported", typ)
+	}
+	if idx >= uint64(len(bufs)) {
+		return nil, fmt.Errorf("%w: buffer %d of %d", errCorrupt, idx, len(bufs))
+	}
+	return bufs[idx], nil
+}
+
+// decode20 decodes a 2.0 ArrayEncoding holding n values into a leaf and a
+// validity slice (nil when every value is valid).
+func decode20(enc []byte, bufs pageBuffers, n int, depth int) (leaf, []bool, error) {
+	return decode20x(enc, bufs, n, depth, false)
+}
+
+// decode20x is decode20 for a field whose Arrow type may be a dictionary:
+// arrowDict selects 0-based dictionary indices whose nulls come from the
+// dictionary items (Arrow dictionary arrays), instead of Lance's own 1-based
+// indices where 0 is null.
+func decode20x(enc []byte, bufs pageBuffers, n int, depth int, arrowDict bool) (leaf, []bool, error) {
+	if depth > 16 {
+		return leaf{}, nil, fmt.Errorf("%w: array encoding nested too deep", errCorrupt)
+	}
+	if n < 0 || n > maxPageItems {
+		return leaf{}, nil, fmt.Errorf("%w: page of %d values", errCorrupt, n)
+	}
+	kind, val, err := oneof(enc)
+	if err != nil {
+		return leaf{}, nil, err
+	}
+	switch kind {
+	case aeFlat:
+		var bitsPer uint64
+		var buf []byte
+		scheme := ""
+		err := walk(val, func(f pbField) error {
+			var err error
+			switch f.num {
+			case 1:
+				bitsPer = f.u
+			case 2:
+				buf, err = pageBuffer(f.b, bufs)
+			case 3:
+				err = walk(f.b, func(g pbField) error {
+					if g.num == 1 {
+						scheme = string(g.b)
+					}
+					return nil
+				})
+			}
+			return err
+		})
+		if err != nil {
+			return leaf{}, nil, err
+		}
+		switch scheme {
+		case "", "none":
+		case "zstd":
+			if buf, err = decompress(2, buf); err != nil {
+				return leaf{}, nil, err
+			}
+		case "lz4":
+			if buf, err = decompress(1, buf); err != nil {
+				return leaf{}, nil, err
+			}
+		default:
+			return leaf{}, nil, fmt.Errorf("flat compression %q is not supported", scheme)
+		}
+		if bitsPer > 1<<20 {
+			return leaf{}, nil, fmt.Errorf("%w: %d bits per value", errCorrupt, bitsPer)
+		}
+		l, err := fixedLeaf(buf, n, int(bitsPer))
+		return l, nil, err
+	case aeNullable:
+		nk, nv, err := oneof(val)
+		if err != nil {
+			return leaf{}, nil, err
+		}
+		switch nk {
+		case 1: // no nulls
+			var values []byte
+			if err := walk(nv, func(f pbField) error {
+				if f.num == 1 {
+					values = f.b
+				}
+				return nil
+			}); err != nil {
+				return leaf{}, nil, err
+			}
+			return decode20x(values, bufs, n, depth+1, arrowDict)
+		case 2: // some nulls
+			var validity, values []byte
+			if err := walk(nv, func(f pbField) error {
+				switch f.num {
+				case 1:
+					validity = f.b
+				case 2:
+					values = f.b
+				}
+				return nil
+			}); err != nil {
+				return leaf{}, nil, err
+			}
+			vl, _, err := decode20(validity, bufs, n, depth+1)
+			if err != nil {
+				return leaf{}, nil, fmt.Errorf("validity: %w", err)
+			}
+			if vl.bits != 1 {
+				return leaf{}, nil, fmt.Errorf("%w: validity of %d bits", errCorrupt, vl.bits)
+			}
+			l, inner, err := decode20x(values, bufs, n, depth+1, arrowDict)
+			if err != nil {
+				return leaf{}, nil, err
+			}
+			valid := make([]bool, n)
+			for i := range valid {
+				valid[i] = vl.data[i/8]&(1<<(i%8)) != 0 && (inner == nil || inner[i])
+			}
+			return l, valid, nil
+		case 3: // all null
+			return leaf{n: n}, make([]bool, n), nil
+		}
+		return leaf{}, nil, fmt.Errorf("nullable variant %d is not supported", nk)
+	case aeFixedSizeList:
+		var dim uint64
+		var items []byte
+		if err := walk(val, func(f pbField) error {
+			switch f.num {
+			case 1:
+				dim = f.u
+			case 2:
+				items = f.b
+			case 3:
+				if f.u != 0 {
+					return fmt.Errorf("fixed size list with validity is not supported")
+				}
+			}
+			return nil
+		}); err != nil {
+			return leaf{}, nil, err
+		}
+		if dim == 0 || dim > 1<<20 || uint64(n)*dim > maxPageItems {
+			return leaf{}, nil, fmt.Errorf("%w: fixed size list of %d items", errCorrupt, dim)
+		}
+		il, iv, err := decode20(items, bufs, n*int(dim), depth+1)
+		if err != nil {
+			return leaf{}, nil, err
+		}
+		if il.offs != nil || il.bits == 1 {
+			return leaf{}, nil, fmt.Errorf("fixed size list of %d-bit or variable items is not supported", il.bits)
+		}
+		out := leaf{n: n, bits: il.bits * int(dim), data: il.data, dim: int(dim)}
+		if iv != nil {
+			out.itemValid = boolsToBitmap(iv)
+		}
+		return out, nil, nil
+	case aeBinary:
+		var idx, data []byte
+		var adj uint64
+		if err := walk(val, func(f pbField) error {
+			switch f.num {
+			case 1:
+				idx = f.b
+			case 2:
+				data = f.b
+			case 3:
+				adj = f.u
+			}
+			return nil
+		}); err != nil {
+			return leaf{}, nil, err
+		}
+		il, _, err := decode20(idx, bufs, n, depth+1)
+		if err != nil {
+			return leaf{}, nil, fmt.Errorf("binary offsets: %w", err)
+		}
+		if il.bits != 64 && il.bits != 32 {
+			return leaf{}, nil, fmt.Errorf("%w: binary offsets of %d bits", errCorrupt, il.bits)
+		}
+		ends := make([]uint64, n)
+		var valid []bool
+		var total uint64
+		for i := range ends {
+			v := readWord(il.data, i, il.bits)
+			if adj > 0 && v >= adj {
+				if valid == nil {
+					valid = make([]bool, n)
+					for k := 0; k < i; k++ {
+						valid[k] = true
+					}
+				}
+				v -= adj
+			} else if valid != nil {
+				valid[i] = true
+			}
+			ends[i] = v
+			total = max(total, v)
+		}
+		bl, _, err := decode20(data, bufs, int(min(total, uint64(maxDecodedBytes))), depth+1)
+		if err != nil {
+			return leaf{}, nil, fmt.Errorf("binary bytes: %w", err)
+		}
+		out := leaf{n: n, offs: make([]uint64, n+1), data: bl.data}
+		for i, e := range ends {
+			if e < out.offs[i] || e > uint64(len(bl.data)) {
+				return leaf{}, nil, fmt.Errorf("%w: binary offset %d out of order", errCorrupt, e)
+			}
+			out.offs[i+1] = e
+		}
+		return out, valid, nil
+	case aeDictionary:
+		var idx, items []byte
+		var nd uint64
+		if err := walk(val, func(f pbField) error {
+			switch f.num {
+			case 1:
+				idx = f.b
+			case 2:
+				items = f.b
+			case 3:
+				nd = f.u
+			}
+			return nil
+		}); err != nil {
+			return leaf{}, nil, err
+		}
+		if nd > uint64(n)+1<<16 {
+			return leaf{}, nil, fmt.Errorf("%w: dictionary of %d items", errCorrupt, nd)
+		}
+		il, _, err := decode20(idx, bufs, n, depth+1)
+		if err != nil {
+			return leaf{}, nil, fmt.Errorf("dictionary indices: %w", err)
+		}
+		dl, dv, err := decode20(items, bufs, int(nd), depth+1)
+		if err != nil {
+			return leaf{}, nil, fmt.Errorf("dictionary items: %w", err)
+		}
+		if il.bits < 8 || il.offs != nil {
+			return leaf{}, nil, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, il.bits)
+		}
+		if arrowDict {
+			valid := make([]bool, n)
+			anyNull := false
+			keys := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
+			for i := 0; i < n; i++ {
+				k := readWord(il.data, i, il.bits)
+				if k >= nd {
+					return leaf{}, nil, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, k, nd)
+				}
+				valid[i] = dv == nil || dv[k]
+				anyNull = anyNull || !valid[i]
+				binary.LittleEndian.PutUint64(keys.data[8*i:], k)
+			}
+			out, err := applyDictionary(keys, dl)
+			if !anyNull {
+				valid = nil
+			}
+			return out, valid, err
+		}
+		// Index 0 is null; k > 0 is item k-1.
+		shifted := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
+		valid := make([]bool, n)
+		anyNull := false
+		for i := 0; i < n; i++ {
+			k := readWord(il.data, i, il.bits)
+			if k == 0 {
+				anyNull = true
+				continue
+			}
+			valid[i] = true
+			binary.LittleEndian.PutUint64(shifted.data[8*i:], k-1)
+		}
+		out, err := applyDictionary(shifted, dl)
+		if err != nil {
+			return leaf{}, nil, err
+		}
+		if !anyNull {
+			valid = nil
+		}
+		return out, valid, nil
+	case aePackedStruct:
+		// Row-major fixed-width children: one value of their total width
+		// per row.
+		total := 0
+		var buf []byte
+		found := false
+		if err := walk(val, func(f pbField) error {
+			switch f.num {
+			case 1:
+				b, err := flatBits20(f.b, depth+1)
+				if err != nil {
+					return err
+				}
+				total += b
+			case 2:
+				var err error
+				buf, err = pageBuffer(f.b, bufs)
+				found = err == nil
+				return err
+			}
+			return nil
+		}); err != nil {
+			return leaf{}, nil, err
+		}
+		if !found {
+			if len(bufs) != 1 {
+				return leaf{}, nil, fmt.Errorf("%w: packed struct without a buffer", errCorrupt)
+			}
+			buf = bufs[0]
+		}
+		l, err := fixedLeaf(buf, n, total)
+		return l, nil, err
+	}
+	return leaf{}, nil, fmt.Errorf("array encoding %s is not supported", aeName(kind))
+}
+
+// flatBits20 returns the bit width of a fixed-width 2.0 encoding (Flat,
+// possibly inside Nullable without nulls).
+func flatBits20(enc []byte, depth int) (int, error) {
+	if depth > 16 {
+		return 0, fmt.Errorf("%w: array encoding nested too deep", errCorrupt)
+	}
+	kind, val, err := oneof(enc)
+	if err != nil {
+		return 0, err
+	}
+	switch kind {
+	case aeFlat:
+		var bits uint64
+		walk(val, func(f pbField) error {
+			if f.num == 1 {
+				bits = f.u
+			}
+			return nil
+		})
+		if bits == 0 || bits%8 != 0 || bits > 1<<16 {
+			return 0, fmt.Errorf("packed struct child of %d bits is not supported", bits)
+		}
+		return int(bits), nil
+	case aeNullable:
+		nk, nv, err := oneof(val)
+		if err != nil {
+			return 0, err
+		}
+		if nk != 1 {
+			return 0, fmt.Errorf("packed struct child with nulls is not supported")
+		}
+		var values []byte
+		walk(nv, func(f pbField) error {
+			if f.num == 1 {
+				values = f.b
+			}
+			return nil
+		})
+		return flatBits20(values, depth+1)
+	}
+	return 0, fmt.Errorf("packed struct child encoding %s is not supported", aeName(kind))
+}
+
+// boolsToBitmap packs a bool slice into an LSB-first bitmap.
+func boolsToBitmap(v []bool) []byte {
+	b := make([]byte, (len(v)+7)/8)
+	for i, x := range v {
+		if x {
+			b[i/8] |= 1 << (i % 8)
+		}
+	}
+	return b
+}
+
+// listPage20 is a decoded 2.0 List page: per list its validity and item
+// range, relative to the first item of the page.
+type listPage20 struct {
+	valid    []bool // nil when every list is valid
+	offs     []int64
+	numItems uint64
+}
+
+// decodeList20 decodes a 2.0 List encoding of n lists.
+func decodeList20(val []byte, bufs pageBuffers, n int) (*listPage20, error) {
+	var offsEnc []byte
+	var adj, numItems uint64
+	if err := walk(val, func(f pbField) error {
+		switch f.num {
+		case 1:
+			offsEnc = f.b
+		case 2:
+			adj = f.u
+		case 3:
+			numItems = f.u
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	ol, _, err := decode20(offsEnc, bufs, n, 1)
+	if err != nil {
+		return nil, fmt.Errorf("list offsets: %w", err)
+	}
+	if ol.bits != 64 && ol.bits != 32 {
+		return nil, fmt.Errorf("%w: list offsets of %d bits", errCorrupt, ol.bits)
+	}
+	lp := &listPage20{offs: make([]int64, n+1), numItems: numItems}
+	for i := 0; i < n; i++ {
+		v := readWord(ol.data, i, ol.bits)
+		if adj > 0 && v >= adj {
+			if lp.valid == nil {
+				lp.valid = make([]bool, n)
+				for k := 0; k < i; k++ {
+					lp.valid[k] = true
+				}
+			}
+			v -= adj
+		} else if lp.valid != nil {
+			lp.valid[i] = true
+		}
+		if v > numItems || int64(v) < lp.offs[i] {
+			return nil, fmt.Errorf("%w: list offset %d of %d items", errCorrupt, v, numItems)
+		}
+		lp.offs[i+1] = int64(v)
+	}
+	return lp, nil
+}

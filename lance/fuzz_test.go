@@ -1,0 +1,276 @@
+package lance
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// fuzzFixtures returns the fixture directory, or "" when the generator
+// cannot run here or LANCE_FUZZ_SYNTHETIC_SEEDS=1 (the seeds then come from
+// synthetic inputs only).
+func fuzzFixtures(f *testing.F) string {
+	if os.Getenv("LANCE_FUZZ_SYNTHETIC_SEEDS") == "1" {
+		return ""
+	}
+	if os.Getenv("BPCONVERT_REQUIRE_TOOLS") != "1" {
+		if _, err := os.Stat("../fixtures/lance/node_modules/@lancedb/lancedb"); err != nil {
+			return ""
+		}
+	}
+	return fixtures(f)
+}
+
+// fixtureDataFiles calls fn for every v2 data file of the fixtures.
+func fixtureDataFiles(f *testing.F, fn func(path string, ds *Dataset)) {
+	dir := fuzzFixtures(f)
+	if dir == "" {
+		return
+	}
+	for _, name := range datasetNames(f, dir) {
+		ds, err := Open(context.Background(), filepath.Join(dir, name+".lance"), OpenOptions{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, fr := range ds.Fragments() {
+			for _, df := range fr.Files {
+				if df.Major == 0 && df.Minor < 3 {
+					continue
+				}
+				p, err := ds.dataFilePath(&df)
+				if err != nil {
+					f.Fatal(err)
+				}
+				fn(p, ds)
+			}
+		}
+	}
+}
+
+func FuzzManifest(f *testing.F) {
+	f.Add(manifestBytes(0))
+	f.Add(manifestBytes(64))
+	if dir := fuzzFixtures(f); dir != "" {
+		for _, name := range datasetNames(f, dir) {
+			ms, _ := filepath.Glob(filepath.Join(dir, name+".lance", "_versions", "*.manifest"))
+			for _, m := range ms {
+				b, err := os.ReadFile(m)
+				if err != nil {
+					f.Fatal(err)
+				}
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseManifestFile(b)
+		if err != nil {
+			return
+		}
+		if err := m.checkFeatures(); err != nil {
+			return
+		}
+		newSchema(m.Fields, m.SchemaMetadata)
+	})
+}
+
+// metadataTail returns the metadata region of a data file and its offset.
+func metadataTail(b []byte) ([]byte, uint64) {
+	if len(b) < fileFooterBytes {
+		return nil, 0
+	}
+	foot := b[len(b)-fileFooterBytes:]
+	start := min(binary.LittleEndian.Uint64(foot), binary.LittleEndian.Uint64(foot[8:]), binary.LittleEndian.Uint64(foot[16:]))
+	if start > uint64(len(b)) {
+		return nil, 0
+	}
+	return b[start:], start
+}
+
+func FuzzFileMetadata(f *testing.F) {
+	seeded := 0
+	fixtureDataFiles(f, func(p string, _ *Dataset) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if tail, start := metadataTail(b); tail != nil && seeded < 24 {
+			f.Add(tail, start)
+			seeded++
+		}
+	})
+	f.Add(make([]byte, fileFooterBytes), uint64(0))
+	f.Fuzz(func(t *testing.T, tail []byte, start uint64) {
+		if start > 1<<40 {
+			return
+		}
+		fm, err := parseFileTail(tail, int64(start), int64(start)+int64(len(tail)))
+		if err != nil {
+			return
+		}
+		for ci := range fm.columns {
+			for pi := range fm.columns[ci].pages {
+				pageEncodingName(&fm.columns[ci].pages[pi])
+			}
+		}
+	})
+}
+
+// fuzzPageSeeds adds the pages of the fixtures whose buffers are small.
+func fuzzPageSeeds(f *testing.F, want string) {
+	seeded := 0
+	fixtureDataFiles(f, func(p string, _ *Dataset) {
+		fh, err := os.Open(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		defer fh.Close()
+		st, _ := fh.Stat()
+		fm, err := readFileMeta(fh, st.Size())
+		if err != nil {
+			f.Fatal(err)
+		}
+		for ci := range fm.columns {
+			for pi := range fm.columns[ci].pages {
+				pg := &fm.columns[ci].pages[pi]
+				if pg.encoding.name() != want || len(pg.bufSizes) > 3 || pg.length > 0xffff || seeded > 200 {
+					continue
+				}
+				total := uint64(0)
+				for _, s := range pg.bufSizes {
+					total += s
+				}
+				if total > 64<<10 {
+					continue
+				}
+				bufs, err := readPageBuffers(fh, fm.size, pg)
+				if err != nil {
+					f.Fatal(err)
+				}
+				for len(bufs) < 3 {
+					bufs = append(bufs, nil)
+				}
+				f.Add(pg.encoding.value, bufs[0], bufs[1], bufs[2], uint16(pg.length), uint8(len(pg.bufSizes)))
+				seeded++
+			}
+		}
+	})
+}
+
+// fuzzTypes are the Arrow types page decoders are asked to produce.
+var fuzzTypes = []arrow.DataType{
+	arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64,
+	arrow.BinaryTypes.String, arrow.BinaryTypes.LargeBinary, arrow.FixedWidthTypes.Boolean,
+	arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32),
+}
+
+func FuzzPage21(f *testing.F) {
+	fuzzPageSeeds(f, "PageLayout")
+	f.Add([]byte{0x12, 0x02, 0x2a, 0x00}, []byte{}, []byte{}, []byte{}, uint16(4), uint8(0))
+	f.Fuzz(func(t *testing.T, enc, b0, b1, b2 []byte, rows uint16, nbuf uint8) {
+		bufs := pageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
+		pl, err := parsePageLayout(enc)
+		if err != nil {
+			return
+		}
+		for _, dt := range fuzzTypes {
+			sp, err := decodeStructPage(pl, bufs, int(rows), func(n int) leaf { return zeroLeaf(dt, n) })
+			if err != nil {
+				return
+			}
+			a, err := unravel(sp, []arrow.Field{{Name: "x", Type: dt, Nullable: true}})
+			if err == nil {
+				a.Release()
+			}
+			a, err = unravel(sp, []arrow.Field{{Name: "l", Type: arrow.ListOf(dt), Nullable: true}, {Name: "item", Type: dt, Nullable: true}})
+			if err == nil {
+				a.Release()
+			}
+			if pl.kind == plFullZip {
+				parseBlobV2Descriptors(sp, pl.raw)
+			}
+		}
+		if pl.kind == plBlob {
+			decodeBlobV1Layout(pl.raw, bufs, int(rows))
+		}
+	})
+}
+
+func FuzzPage20(f *testing.F) {
+	fuzzPageSeeds(f, "ArrayEncoding")
+	f.Fuzz(func(t *testing.T, enc, b0, b1, b2 []byte, rows uint16, nbuf uint8) {
+		bufs := pageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
+		for _, arrowDict := range []bool{false, true} {
+			l, valid, err := decode20x(enc, bufs, int(rows), 0, arrowDict)
+			if err != nil {
+				continue
+			}
+			for _, dt := range fuzzTypes {
+				if a, err := leafArray(dt, l, valid); err == nil {
+					a.Release()
+				}
+			}
+		}
+		if k, v, err := oneof(enc); err == nil && k == aeList {
+			decodeList20(v, bufs, int(rows))
+		}
+	})
+}
+
+func FuzzDeletionFile(f *testing.F) {
+	fixtureDataFiles(f, func(string, *Dataset) {})
+	if dir := fuzzFixtures(f); dir != "" {
+		ms, _ := filepath.Glob(filepath.Join(dir, "*.lance", "_deletions", "*"))
+		for _, m := range ms {
+			b, err := os.ReadFile(m)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b, filepath.Ext(m) == ".bin")
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte, bitmap bool) {
+		if bitmap {
+			parseDeletionBitmap(b)
+		} else {
+			parseDeletionArrow(b, defaultAlloc)
+		}
+	})
+}
+
+func FuzzLegacyFile(f *testing.F) {
+	if dir := fuzzFixtures(f); dir != "" {
+		ps, _ := filepath.Glob(filepath.Join(dir, "types_legacy.lance", "data", "*.lance"))
+		for _, p := range ps {
+			if st, err := os.Stat(p); err == nil && st.Size() < 1<<20 {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					f.Fatal(err)
+				}
+				f.Add(b)
+			}
+		}
+	}
+	f.Add([]byte("0123456789abcdefLANC"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := bytes.NewReader(b)
+		lm, err := readLegacyMeta(r, int64(len(b)))
+		if err != nil {
+			return
+		}
+		for id := lm.minID; id <= lm.maxID && id < lm.minID+64; id++ {
+			for batch := range lm.batchRows {
+				pos, n, err := lm.page(r, id, batch)
+				if err != nil {
+					continue
+				}
+				lm.readVarBinary(r, pos, n)
+			}
+		}
+	})
+}

@@ -1,0 +1,778 @@
+package lance
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Repetition/definition layer kinds of 2.1+ pages, innermost first.
+const (
+	layerAllValidItem     = 1
+	layerAllValidList     = 2
+	layerNullableItem     = 3
+	layerNullableList     = 4
+	layerEmptyableList    = 5
+	layerNullAndEmptyList = 6
+)
+
+// isList reports whether a layer kind describes a list.
+func isList(k int) bool { return k == layerAllValidList || k >= layerNullableList }
+
+// defLevels returns the number of definition levels a layer consumes.
+func defLevels(k int) int {
+	switch k {
+	case layerNullableItem, layerNullableList, layerEmptyableList:
+		return 1
+	case layerNullAndEmptyList:
+		return 2
+	}
+	return 0
+}
+
+// structPage is one decoded 2.1+ page of a leaf column before the levels
+// are unravelled: per item repetition and definition levels (nil when
+// absent) and the visible values.
+type structPage struct {
+	rows   int
+	rep    []uint16
+	def    []uint16
+	vals   leaf
+	layers []int // innermost first
+}
+
+// maxVisibleDef returns the highest definition level whose item still owns
+// a value slot: the levels of the layers inside the innermost list.
+func maxVisibleDef(layers []int) int {
+	n := 0
+	for _, k := range layers {
+		if isList(k) {
+			break
+		}
+		n += defLevels(k)
+	}
+	return n
+}
+
+// pageLayout is a decoded 2.1+ PageLayout.
+type pageLayout struct {
+	kind int // 1 mini-block, 2 all-null/constant, 3 full-zip, 4 blob
+	raw  []byte
+}
+
+// page layout field numbers
+const (
+	plMiniBlock = 1
+	plConstant  = 2
+	plFullZip   = 3
+	plBlob      = 4
+	plSparse    = 5
+)
+
+var plNames = map[int]string{plMiniBlock: "MiniBlockLayout", plConstant: "ConstantLayout", plFullZip: "FullZipLayout", plBlob: "BlobLayout", plSparse: "SparseLayout"}
+
+// parsePageLayout decodes the oneof of a PageLayout message.
+func parsePageLayout(b []byte) (pageLayout, error) {
+	var pl pageLayout
+	err := walk(b, func(f pbField) error {
+		if pl.kind == 0 {
+			pl.kind, pl.raw = int(f.num), f.b
+		}
+		return nil
+	})
+	if err == nil && pl.kind == 0 {
+		err = fmt.Errorf("%w: empty page layout", errCorrupt)
+	}
+	return pl, err
+}
+
+// pageBuffers holds the buffers of one page, read from the file.
+type pageBuffers [][]byte
+
+// decodeStructPage decodes one 2.1+ page holding rows top-level rows.
+func decodeStructPage(pl pageLayout, bufs pageBuffers, rows int, zero func(n int) leaf) (*structPage, error) {
+	switch pl.kind {
+	case plMiniBlock:
+		return decodeMiniBlock(pl.raw, bufs, rows)
+	case plConstant:
+		return decodeConstant(pl.raw, bufs, rows, zero)
+	case plFullZip:
+		return decodeFullZip(pl.raw, bufs, rows)
+	}
+	name := plNames[pl.kind]
+	if name == "" {
+		name = fmt.Sprintf("PageLayout(%d)", pl.kind)
+	}
+	return nil, fmt.Errorf("page layout %s is not supported", name)
+}
+
+// parseLayers decodes a repeated RepDefLayer field.
+func parseLayers(dst []int, f pbField) ([]int, error) {
+	vs, err := packedUints(nil, f)
+	for _, v := range vs {
+		if v < 1 || v > 6 {
+			return nil, fmt.Errorf("%w: unknown rep/def layer %d", errCorrupt, v)
+		}
+		dst = append(dst, int(v))
+	}
+	return dst, err
+}
+
+// decodeMiniBlock decodes a MiniBlockLayout page.
+func decodeMiniBlock(raw []byte, bufs pageBuffers, rows int) (*structPage, error) {
+	var repC, defC, valC, dictC *cenc
+	var numDict, numBuffers, numItems uint64
+	var repDepth uint64
+	var large bool
+	sp := &structPage{rows: rows}
+	err := walk(raw, func(f pbField) error {
+		var err error
+		switch f.num {
+		case 1:
+			repC, err = parseCenc(f.b, 0)
+		case 2:
+			defC, err = parseCenc(f.b, 0)
+		case 3:
+			valC, err = parseCenc(f.b, 0)
+		case 4:
+			dictC, err = parseCenc(f.b, 0)
+		case 5:
+			numDict = f.u
+		case 6:
+			sp.layers, err = parseLayers(sp.layers, f)
+		case 7:
+			numBuffers = f.u
+		case 8:
+			repDepth = f.u
+		case 9:
+			numItems = f.u
+		case 10:
+			large = f.u != 0
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if valC == nil {
+		return nil, fmt.Errorf("%w: mini-block without value compression", errCorrupt)
+	}
+	if numBuffers < 1 || numBuffers > 16 {
+		return nil, fmt.Errorf("%w: mini-block with %d buffers per chunk", errCorrupt, numBuffers)
+	}
+	want := 2
+	if dictC != nil {
+		want++
+	}
+	if repDepth > 0 {
+		want++
+	}
+	if len(bufs) < want {
+		return nil, fmt.Errorf("%w: mini-block page has %d buffers, needs %d", errCorrupt, len(bufs), want)
+	}
+	meta, data := bufs[0], bufs[1]
+	ww := 2
+	if large {
+		ww = 4
+	}
+	nChunks := len(meta) / ww
+	if numItems > uint64(len(data))*8+uint64(nChunks)*4096 && numItems > 0 {
+		return nil, fmt.Errorf("%w: %d items cannot fit %d bytes", errCorrupt, numItems, len(data))
+	}
+	var seen uint64
+	pos := 0
+	for ci := 0; ci < nChunks; ci++ {
+		word := readWord(meta, ci, ww*8)
+		size := int((word>>4)+1) * 8
+		var n uint64
+		if ci < nChunks-1 {
+			n = 1 << (word & 0xf)
+		} else {
+			if numItems < seen {
+				return nil, fmt.Errorf("%w: mini-block chunks exceed %d items", errCorrupt, numItems)
+			}
+			n = numItems - seen
+		}
+		if n > numItems-seen {
+			return nil, fmt.Errorf("%w: mini-block chunks exceed %d items", errCorrupt, numItems)
+		}
+		seen += n
+		if pos+size > len(data) || size < 0 {
+			return nil, fmt.Errorf("%w: mini-block chunk %d of %d bytes at %d exceeds %d", errCorrupt, ci, size, pos, len(data))
+		}
+		if err := sp.decodeChunk(data[pos:pos+size], repC, defC, valC, int(numBuffers), large, int(n)); err != nil {
+			return nil, fmt.Errorf("chunk %d: %w", ci, err)
+		}
+		pos += size
+	}
+	if seen != numItems {
+		return nil, fmt.Errorf("%w: mini-block chunks hold %d of %d items", errCorrupt, seen, numItems)
+	}
+	if dictC != nil {
+		if numDict > blockValuesBound(len(bufs[2])) {
+			return nil, fmt.Errorf("%w: dictionary of %d items in %d bytes", errCorrupt, numDict, len(bufs[2]))
+		}
+		dict, err := decodeBlock(dictC, bufs[2], int(numDict))
+		if err != nil {
+			return nil, fmt.Errorf("dictionary: %w", err)
+		}
+		sp.vals, err = applyDictionary(sp.vals, dict)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if sp.rep == nil && sp.def == nil && sp.vals.n != rows {
+		return nil, fmt.Errorf("%w: page of %d rows holds %d values", errCorrupt, rows, sp.vals.n)
+	}
+	return sp, nil
+}
+
+// decodeChunk decodes one mini-block chunk and appends its levels and
+// values to sp.
+func (sp *structPage) decodeChunk(c []byte, repC, defC, valC *cenc, nbuf int, large bool, n int) error {
+	rd := c
+	u16 := func() (int, error) {
+		if len(rd) < 2 {
+			return 0, fmt.Errorf("%w: chunk header truncated", errCorrupt)
+		}
+		v := int(binary.LittleEndian.Uint16(rd))
+		rd = rd[2:]
+		return v, nil
+	}
+	numLevels, err := u16()
+	if err != nil {
+		return err
+	}
+	repBytes, defBytes := 0, 0
+	if repC != nil {
+		if repBytes, err = u16(); err != nil {
+			return err
+		}
+	}
+	if defC != nil {
+		if defBytes, err = u16(); err != nil {
+			return err
+		}
+	}
+	sizes := make([]int, nbuf)
+	for i := range sizes {
+		if large {
+			if len(rd) < 4 {
+				return fmt.Errorf("%w: chunk header truncated", errCorrupt)
+			}
+			sizes[i] = int(binary.LittleEndian.Uint32(rd))
+			rd = rd[4:]
+		} else if sizes[i], err = u16(); err != nil {
+			return err
+		}
+	}
+	off := len(c) - len(rd)
+	take := func(n int) ([]byte, error) {
+		off = (off + 7) &^ 7
+		if n < 0 || off+n > len(c) {
+			return nil, fmt.Errorf("%w: chunk buffer of %d bytes at %d exceeds %d", errCorrupt, n, off, len(c))
+		}
+		b := c[off : off+n]
+		off += n
+		return b, nil
+	}
+	if repC != nil {
+		b, err := take(repBytes)
+		if err != nil {
+			return err
+		}
+		l, err := decodeBlock(repC, b, numLevels)
+		if err != nil {
+			return fmt.Errorf("repetition levels: %w", err)
+		}
+		lv, err := u16Levels(l)
+		if err != nil {
+			return err
+		}
+		sp.rep = append(sp.rep, lv...)
+	}
+	if defC != nil {
+		b, err := take(defBytes)
+		if err != nil {
+			return err
+		}
+		l, err := decodeBlock(defC, b, numLevels)
+		if err != nil {
+			return fmt.Errorf("definition levels: %w", err)
+		}
+		lv, err := u16Levels(l)
+		if err != nil {
+			return err
+		}
+		sp.def = append(sp.def, lv...)
+	}
+	vb := make([][]byte, nbuf)
+	for i := range vb {
+		if vb[i], err = take(sizes[i]); err != nil {
+			return err
+		}
+	}
+	l, err := decodeMini(valC, vb, n)
+	if err != nil {
+		return fmt.Errorf("values %s: %w", valC, err)
+	}
+	return appendLeaf(&sp.vals, l)
+}
+
+// applyDictionary replaces integer indices by dictionary values.
+func applyDictionary(idx leaf, dict leaf) (leaf, error) {
+	if idx.offs != nil || idx.bits < 8 {
+		return leaf{}, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, idx.bits)
+	}
+	get := func(i int) (int, error) {
+		v := readWord(idx.data, i, idx.bits)
+		if idx.bits < 64 && v>>(idx.bits-1) != 0 && idx.bits != 8 {
+			// negative indices do not occur; treat as corrupt
+		}
+		if v >= uint64(dict.n) {
+			return 0, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, v, dict.n)
+		}
+		return int(v), nil
+	}
+	out := leaf{n: idx.n}
+	if dict.offs != nil {
+		out.offs = make([]uint64, idx.n+1)
+		var buf []byte
+		for i := 0; i < idx.n; i++ {
+			k, err := get(i)
+			if err != nil {
+				if dict.n == 0 {
+					k = -1
+				} else {
+					return leaf{}, err
+				}
+			}
+			if k >= 0 {
+				buf = append(buf, dict.data[dict.offs[k]:dict.offs[k+1]]...)
+			}
+			out.offs[i+1] = uint64(len(buf))
+		}
+		out.data = buf
+		return out, nil
+	}
+	if dict.bits%8 != 0 || dict.bits == 0 {
+		return leaf{}, fmt.Errorf("dictionary of %d-bit values is not supported", dict.bits)
+	}
+	w := dict.bits / 8
+	out.bits = dict.bits
+	out.data = make([]byte, idx.n*w)
+	for i := 0; i < idx.n; i++ {
+		k, err := get(i)
+		if err != nil {
+			if dict.n == 0 {
+				continue
+			}
+			return leaf{}, err
+		}
+		copy(out.data[i*w:], dict.data[k*w:k*w+w])
+	}
+	return out, nil
+}
+
+// decodeConstant decodes an AllNullLayout (2.1) or ConstantLayout (2.2) page.
+func decodeConstant(raw []byte, bufs pageBuffers, rows int, zero func(n int) leaf) (*structPage, error) {
+	sp := &structPage{rows: rows}
+	var inline []byte
+	var hasInline bool
+	var repC, defC *cenc
+	var numRep, numDef uint64
+	err := walk(raw, func(f pbField) error {
+		var err error
+		switch f.num {
+		case 5:
+			sp.layers, err = parseLayers(sp.layers, f)
+		case 6:
+			inline, hasInline = f.b, true
+		case 7:
+			repC, err = parseCenc(f.b, 0)
+		case 8:
+			defC, err = parseCenc(f.b, 0)
+		case 9:
+			numRep = f.u
+		case 10:
+			numDef = f.u
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var value []byte
+	var valueBuf []byte
+	rest := bufs
+	if !hasInline && (len(bufs) == 1 || len(bufs) == 3) {
+		valueBuf, rest = bufs[0], bufs[1:]
+	}
+	if len(rest) == 2 {
+		levels := func(c *cenc, b []byte, n uint64) ([]uint16, error) {
+			if len(b) == 0 {
+				return nil, nil
+			}
+			if c == nil {
+				if len(b)%2 != 0 {
+					return nil, fmt.Errorf("%w: raw levels of odd length", errCorrupt)
+				}
+				out := make([]uint16, len(b)/2)
+				for i := range out {
+					out[i] = binary.LittleEndian.Uint16(b[2*i:])
+				}
+				return out, nil
+			}
+			if n > blockValuesBound(len(b)) {
+				return nil, fmt.Errorf("%w: %d levels in %d bytes", errCorrupt, n, len(b))
+			}
+			l, err := decodeBlock(c, b, int(n))
+			if err != nil {
+				return nil, err
+			}
+			return u16Levels(l)
+		}
+		if sp.rep, err = levels(repC, rest[0], numRep); err != nil {
+			return nil, fmt.Errorf("repetition levels: %w", err)
+		}
+		if sp.def, err = levels(defC, rest[1], numDef); err != nil {
+			return nil, fmt.Errorf("definition levels: %w", err)
+		}
+	} else if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: constant page with %d buffers", errCorrupt, len(bufs))
+	}
+	if sp.rep != nil && sp.def != nil && len(sp.rep) != len(sp.def) {
+		return nil, fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.rep), len(sp.def))
+	}
+	if rows > maxPageItems || len(sp.def) > maxPageItems || len(sp.rep) > maxPageItems {
+		return nil, fmt.Errorf("%w: constant page of %d rows", errCorrupt, rows)
+	}
+	// Count the visible items.
+	n := rows
+	switch {
+	case sp.def != nil:
+		mv := maxVisibleDef(sp.layers)
+		n = 0
+		for _, d := range sp.def {
+			if int(d) <= mv {
+				n++
+			}
+		}
+	case sp.rep != nil:
+		n = len(sp.rep)
+	}
+	allNull := !hasInline && valueBuf == nil
+	if allNull && sp.def == nil {
+		// Every item is null at the innermost nullable layer.
+		sp.def = make([]uint16, n)
+		lvl := uint16(0)
+		for _, k := range sp.layers {
+			if d := defLevels(k); d > 0 {
+				lvl = 1
+				break
+			}
+		}
+		for i := range sp.def {
+			sp.def[i] = lvl
+		}
+		if sp.rep != nil && len(sp.rep) != n {
+			return nil, fmt.Errorf("%w: all-null page levels", errCorrupt)
+		}
+	}
+	switch {
+	case hasInline:
+		value = inline
+	case valueBuf != nil:
+		v, off, err := parseConstantValueBuffer(valueBuf)
+		if err != nil {
+			return nil, err
+		}
+		if len(v) > maxDecodedBytes/max(n, 1) {
+			return nil, fmt.Errorf("%w: constant value of %d bytes", errCorrupt, len(v))
+		}
+		if off != nil {
+			// variable width: replicate the bytes
+			sp.vals = leaf{n: n, offs: make([]uint64, n+1)}
+			sp.vals.data = make([]byte, 0, len(v)*n)
+			for i := 0; i < n; i++ {
+				sp.vals.data = append(sp.vals.data, v...)
+				sp.vals.offs[i+1] = uint64(len(sp.vals.data))
+			}
+			return sp, nil
+		}
+		value = v
+	default:
+		sp.vals = zero(n)
+		return sp, nil
+	}
+	if len(value) == 0 || len(value) > maxDecodedBytes/max(n, 1) {
+		return nil, fmt.Errorf("%w: constant value of %d bytes", errCorrupt, len(value))
+	}
+	z := zero(0)
+	if z.offs != nil {
+		sp.vals = leaf{n: n, offs: make([]uint64, n+1)}
+		for i := 0; i < n; i++ {
+			sp.vals.data = append(sp.vals.data, value...)
+			sp.vals.offs[i+1] = uint64(len(sp.vals.data))
+		}
+		return sp, nil
+	}
+	if z.bits == 1 {
+		out := make([]byte, (n+7)/8)
+		if value[0] != 0 {
+			for i := range out {
+				out[i] = 0xff
+			}
+		}
+		sp.vals = leaf{n: n, bits: 1, data: out}
+		return sp, nil
+	}
+	out := make([]byte, 0, len(value)*n)
+	for i := 0; i < n; i++ {
+		out = append(out, value...)
+	}
+	sp.vals = leaf{n: n, bits: len(value) * 8, data: out, dim: z.dim}
+	return sp, nil
+}
+
+// parseConstantValueBuffer decodes the value buffer of a constant page:
+// u32 buffer count, u32 lengths, then the Arrow buffers of a one-value
+// array. It returns the value bytes and, for variable width, the offsets.
+func parseConstantValueBuffer(b []byte) ([]byte, []byte, error) {
+	if len(b) < 4 {
+		return nil, nil, fmt.Errorf("%w: constant value buffer of %d bytes", errCorrupt, len(b))
+	}
+	nb := int(binary.LittleEndian.Uint32(b))
+	if nb < 1 || nb > 3 || len(b) < 4+4*nb {
+		return nil, nil, fmt.Errorf("%w: constant value with %d buffers", errCorrupt, nb)
+	}
+	var parts [][]byte
+	off := 4 + 4*nb
+	for i := 0; i < nb; i++ {
+		n := int(binary.LittleEndian.Uint32(b[4+4*i:]))
+		if n < 0 || off+n > len(b) {
+			return nil, nil, fmt.Errorf("%w: constant value buffer %d of %d bytes", errCorrupt, i, n)
+		}
+		parts = append(parts, b[off:off+n])
+		off += n
+	}
+	if nb == 1 {
+		return parts[0], nil, nil
+	}
+	offs, data := parts[len(parts)-2], parts[len(parts)-1]
+	var start, end uint64
+	switch len(offs) {
+	case 8:
+		start, end = uint64(binary.LittleEndian.Uint32(offs)), uint64(binary.LittleEndian.Uint32(offs[4:]))
+	case 16:
+		start, end = binary.LittleEndian.Uint64(offs), binary.LittleEndian.Uint64(offs[8:])
+	default:
+		return nil, nil, fmt.Errorf("%w: constant value offsets of %d bytes", errCorrupt, len(offs))
+	}
+	if start > end || end > uint64(len(data)) {
+		return nil, nil, fmt.Errorf("%w: constant value offsets", errCorrupt)
+	}
+	return data[start:end], offs, nil
+}
+
+// decodeFullZip decodes a FullZipLayout page.
+func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) {
+	var bitsRep, bitsDef, bitsValue, bitsOffset, numItems, numVisible uint64
+	var valC *cenc
+	sp := &structPage{rows: rows}
+	err := walk(raw, func(f pbField) error {
+		var err error
+		switch f.num {
+		case 1:
+			bitsRep = f.u
+		case 2:
+			bitsDef = f.u
+		case 3:
+			bitsValue = f.u
+		case 4:
+			bitsOffset = f.u
+		case 5:
+			numItems = f.u
+		case 6:
+			numVisible = f.u
+		case 7:
+			valC, err = parseCenc(f.b, 0)
+		case 8:
+			sp.layers, err = parseLayers(sp.layers, f)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if valC == nil || len(bufs) < 1 {
+		return nil, fmt.Errorf("%w: full-zip page without values", errCorrupt)
+	}
+	if bitsRep > 16 || bitsDef > 16 || bitsValue%8 != 0 || (bitsOffset != 0 && bitsOffset != 32 && bitsOffset != 64) {
+		return nil, fmt.Errorf("%w: full-zip widths rep %d def %d value %d offset %d", errCorrupt, bitsRep, bitsDef, bitsValue, bitsOffset)
+	}
+	data := bufs[0]
+	if numItems > uint64(len(data))+1 || numVisible > numItems {
+		return nil, fmt.Errorf("%w: full-zip page claims %d items in %d bytes", errCorrupt, numItems, len(data))
+	}
+	cw := 0
+	if t := bitsRep + bitsDef; t > 0 {
+		switch {
+		case t <= 8:
+			cw = 1
+		case t <= 16:
+			cw = 2
+		default:
+			cw = 4
+		}
+	}
+	mv := maxVisibleDef(sp.layers)
+	if bitsRep > 0 {
+		sp.rep = make([]uint16, 0, numItems)
+	}
+	if bitsDef > 0 {
+		sp.def = make([]uint16, 0, numItems)
+	}
+	pv, err := newPerValue(valC, int(bitsValue), int(bitsOffset))
+	if err != nil {
+		return nil, err
+	}
+	pos := 0
+	for i := uint64(0); i < numItems; i++ {
+		def := 0
+		if cw > 0 {
+			if pos+cw > len(data) {
+				return nil, fmt.Errorf("%w: full-zip item %d truncated", errCorrupt, i)
+			}
+			w := readWord(data[pos:], 0, cw*8)
+			pos += cw
+			def = int(w & (1<<bitsDef - 1))
+			if bitsRep > 0 {
+				sp.rep = append(sp.rep, uint16(w>>bitsDef))
+			}
+			if bitsDef > 0 {
+				sp.def = append(sp.def, uint16(def))
+			}
+		}
+		if bitsDef > 0 && def > mv {
+			continue
+		}
+		n, err := pv.add(data[pos:], def == 0)
+		if err != nil {
+			return nil, fmt.Errorf("full-zip item %d: %w", i, err)
+		}
+		pos += n
+	}
+	sp.vals = pv.out
+	return sp, nil
+}
+
+// perValue decodes the values of a full-zip page one by one.
+type perValue struct {
+	c        *cenc
+	fixed    int // bytes per fixed-width value (0 for variable)
+	lenBytes int // bytes of the length prefix (variable)
+	fsst     *fsstTable
+	validity int // FSL: bytes of the zipped validity prefix
+	out      leaf
+}
+
+func newPerValue(c *cenc, bitsValue, bitsOffset int) (*perValue, error) {
+	pv := &perValue{c: c, fixed: bitsValue / 8, lenBytes: bitsOffset / 8}
+	switch {
+	case pv.fixed > 0:
+		pv.out = leaf{bits: bitsValue}
+		switch c.kind {
+		case ceFlat:
+		case ceFixedSizeList:
+			if c.inner == nil || c.inner.kind != ceFlat || c.bits == 0 {
+				return nil, fmt.Errorf("full-zip value compression %s is not supported", c)
+			}
+			pv.out.dim = int(c.bits)
+			if c.hasValidity {
+				pv.validity = (int(c.bits) + 7) / 8
+				pv.out.itemValid = []byte{}
+			}
+			if int(c.bits)*int(c.inner.bits)/8+pv.validity != pv.fixed && int(c.bits)*int(c.inner.bits)/8 != pv.fixed {
+				return nil, fmt.Errorf("%w: fixed size list of %d×%d bits in %d-byte values", errCorrupt, c.bits, c.inner.bits, pv.fixed)
+			}
+			pv.out.bits = int(c.bits) * int(c.inner.bits)
+		default:
+			return nil, fmt.Errorf("full-zip value compression %s is not supported", c)
+		}
+	case pv.lenBytes > 0:
+		pv.out = leaf{offs: []uint64{0}}
+		switch c.kind {
+		case ceVariable, ceGeneral:
+		case ceFsst:
+			t, err := parseFsstTable(c.symbols)
+			if err != nil {
+				return nil, err
+			}
+			pv.fsst = t
+		case ceVariablePackedStruc:
+		default:
+			return nil, fmt.Errorf("full-zip value compression %s is not supported", c)
+		}
+	default:
+		return nil, fmt.Errorf("%w: full-zip page without value width", errCorrupt)
+	}
+	return pv, nil
+}
+
+// add decodes one visible value from b, returning the bytes consumed.
+func (pv *perValue) add(b []byte, valid bool) (int, error) {
+	o := &pv.out
+	if pv.fixed > 0 {
+		if len(b) < pv.fixed {
+			return 0, fmt.Errorf("%w: value truncated", errCorrupt)
+		}
+		v := b[:pv.fixed]
+		if pv.out.dim > 0 && pv.validity > 0 && len(v) == pv.validity+o.bits/8 {
+			o.itemValid = appendBits(o.itemValid, o.n*o.dim, v[:pv.validity], o.dim)
+			v = v[pv.validity:]
+		} else if o.itemValid != nil {
+			o.itemValid = appendBits(o.itemValid, o.n*o.dim, allValid(o.dim), o.dim)
+		}
+		o.data = append(o.data, v...)
+		o.n++
+		return pv.fixed, nil
+	}
+	if !valid {
+		o.offs = append(o.offs, uint64(len(o.data)))
+		o.n++
+		return 0, nil
+	}
+	if len(b) < pv.lenBytes {
+		return 0, fmt.Errorf("%w: length prefix truncated", errCorrupt)
+	}
+	n := readWord(b, 0, pv.lenBytes*8)
+	if n > uint64(len(b)-pv.lenBytes) {
+		return 0, fmt.Errorf("%w: value of %d bytes exceeds the page", errCorrupt, n)
+	}
+	v := b[pv.lenBytes : pv.lenBytes+int(n)]
+	switch {
+	case pv.fsst != nil:
+		var err error
+		if o.data, err = pv.fsst.decode(o.data, v); err != nil {
+			return 0, err
+		}
+	case pv.c.kind == ceGeneral:
+		d, err := decompress(pv.c.comp, v)
+		if err != nil {
+			return 0, err
+		}
+		o.data = append(o.data, d...)
+	default:
+		o.data = append(o.data, v...)
+	}
+	o.offs = append(o.offs, uint64(len(o.data)))
+	o.n++
+	return pv.lenBytes + int(n), nil
+}
+
+// blockValuesBound is the most values a block-compressed buffer of n bytes
+// is accepted to expand to (run-length encoding reaches 255 values per
+// 2-3 bytes), so that hostile counts cannot force huge allocations.
+func blockValuesBound(n int) uint64 {
+	return min(uint64(n)*512+4096, maxPageItems)
+}

@@ -1,0 +1,410 @@
+package lance
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+)
+
+// Field is one entry of a dataset schema as stored in the manifest: the
+// schema is a flattened pre-order list in which children name their parent.
+type Field struct {
+	ID            int32             // field id, unique in the dataset
+	ParentID      int32             // id of the parent field, -1 at the top level
+	Name          string            // field name
+	LogicalType   string            // Lance logical type, for example "int64" or "list"
+	Nullable      bool              // whether the field may hold nulls
+	ExtensionName string            // Arrow extension name, for example "lance.blob.v2"
+	Metadata      map[string][]byte // Arrow field metadata
+	Children      []*Field          // child fields, in schema order
+}
+
+// DataFile is one data file of a fragment.
+type DataFile struct {
+	Path          string  // relative to the dataset's data directory
+	Fields        []int32 // field ids stored in the file (-2 marks a dropped field)
+	ColumnIndices []int32 // column index in the file for each entry of Fields
+	Major, Minor  uint32  // file format version
+	SizeBytes     uint64  // file size, 0 when unknown
+	BaseID        *uint32 // base path id, nil for the dataset root
+}
+
+// DeletionFile names the rows deleted from a fragment.
+type DeletionFile struct {
+	Bitmap      bool    // true: roaring bitmap (.bin); false: Arrow IPC (.arrow)
+	ReadVersion uint64  // dataset version the file was written against
+	ID          uint64  // random id in the file name
+	NumDeleted  uint64  // number of deleted rows
+	BaseID      *uint32 // base path id, nil for the dataset root
+}
+
+// Fragment is a horizontal slice of a dataset.
+type Fragment struct {
+	ID           uint64        // fragment id; row address = ID<<32 | row offset
+	Files        []DataFile    // data files, each holding some of the fields
+	Deletion     *DeletionFile // nil when no row is deleted
+	PhysicalRows uint64        // rows in the data files, deleted ones included
+}
+
+// BasePath is an alternative root for data and deletion files.
+type BasePath struct {
+	ID            uint32 // id that data files, deletion files and blobs refer to
+	Name          string // optional name
+	IsDatasetRoot bool   // files live under Path/data (or Path/_deletions)
+	Path          string // the base directory
+}
+
+// Manifest is the decoded description of one dataset version.
+type Manifest struct {
+	Fields             []*Field          // flattened schema in pre-order
+	Fragments          []Fragment        // the fragments, in scan order
+	Version            uint64            // dataset version
+	SchemaMetadata     map[string][]byte // schema metadata
+	ReaderFeatureFlags uint64            // features a reader must understand
+	WriterFeatureFlags uint64            // features a writer must understand
+	WriterLibrary      string            // library that wrote the version, e.g. "lance"
+	WriterVersion      string            // its version
+	DataFormat         string            // "lance"
+	DataVersion        string            // data storage version, for example "2.1" ("0.1" = legacy)
+	BasePaths          []BasePath        // alternative roots for files
+	Config             map[string]string // table configuration
+}
+
+// Reader feature flags this package understands.
+const (
+	flagDeletionFiles   = 1
+	flagStableRowIDs    = 2
+	flagUseV2Format     = 4
+	flagTableConfig     = 8
+	flagMultiBasePaths  = 16
+	flagNoTxnFile       = 32
+	knownReaderFlags    = flagDeletionFiles | flagStableRowIDs | flagUseV2Format | flagTableConfig | flagMultiBasePaths | flagNoTxnFile
+	manifestFooterBytes = 16
+)
+
+// parseManifestFile decodes a whole manifest file (framing and message).
+func parseManifestFile(b []byte) (*Manifest, error) {
+	if len(b) < manifestFooterBytes {
+		return nil, fmt.Errorf("%w: manifest of %d bytes is too short", errCorrupt, len(b))
+	}
+	tail := b[len(b)-manifestFooterBytes:]
+	if string(tail[12:]) != "LANC" {
+		return nil, fmt.Errorf("%w: manifest lacks the LANC magic", errCorrupt)
+	}
+	pos := binary.LittleEndian.Uint64(tail[:8])
+	body := uint64(len(b) - manifestFooterBytes)
+	if pos > body || body-pos < 4 {
+		return nil, fmt.Errorf("%w: manifest position %d outside the file", errCorrupt, pos)
+	}
+	n := uint64(binary.LittleEndian.Uint32(b[pos:]))
+	if n > body-pos-4 {
+		return nil, fmt.Errorf("%w: manifest length %d exceeds the file", errCorrupt, n)
+	}
+	return parseManifest(b[pos+4 : pos+4+n])
+}
+
+// parseManifest decodes a lance.table.Manifest message.
+func parseManifest(b []byte) (*Manifest, error) {
+	m := &Manifest{SchemaMetadata: map[string][]byte{}, Config: map[string]string{}}
+	err := walk(b, func(f pbField) error {
+		switch f.num {
+		case 1:
+			fl, err := parseField(f.b)
+			if err != nil {
+				return err
+			}
+			m.Fields = append(m.Fields, fl)
+		case 2:
+			fr, err := parseFragment(f.b)
+			if err != nil {
+				return err
+			}
+			m.Fragments = append(m.Fragments, fr)
+		case 3:
+			m.Version = f.u
+		case 5:
+			k, v, err := parseMapEntry(f.b)
+			if err != nil {
+				return err
+			}
+			m.SchemaMetadata[k] = v
+		case 9:
+			m.ReaderFeatureFlags = f.u
+		case 10:
+			m.WriterFeatureFlags = f.u
+		case 13:
+			return walk(f.b, func(g pbField) error {
+				switch g.num {
+				case 1:
+					m.WriterLibrary = string(g.b)
+				case 2:
+					m.WriterVersion = string(g.b)
+				}
+				return nil
+			})
+		case 15:
+			return walk(f.b, func(g pbField) error {
+				switch g.num {
+				case 1:
+					m.DataFormat = string(g.b)
+				case 2:
+					m.DataVersion = string(g.b)
+				}
+				return nil
+			})
+		case 16:
+			k, v, err := parseMapEntry(f.b)
+			if err != nil {
+				return err
+			}
+			m.Config[k] = string(v)
+		case 18:
+			var bp BasePath
+			err := walk(f.b, func(g pbField) error {
+				switch g.num {
+				case 1:
+					bp.ID = uint32(g.u)
+				case 2:
+					bp.Name = string(g.b)
+				case 3:
+					bp.IsDatasetRoot = g.u != 0
+				case 4:
+					bp.Path = string(g.b)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			m.BasePaths = append(m.BasePaths, bp)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	if err := linkFields(m.Fields); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	return m, nil
+}
+
+// checkFeatures refuses reader feature flags this package does not know.
+func (m *Manifest) checkFeatures() error {
+	if unknown := m.ReaderFeatureFlags &^ knownReaderFlags; unknown != 0 {
+		return fmt.Errorf("unsupported reader feature flags %#x (known: %#x)", unknown, knownReaderFlags)
+	}
+	return nil
+}
+
+// parseMapEntry decodes a map<string, bytes|string> entry.
+func parseMapEntry(b []byte) (string, []byte, error) {
+	var k string
+	var v []byte
+	err := walk(b, func(f pbField) error {
+		switch f.num {
+		case 1:
+			k = string(f.b)
+		case 2:
+			v = append([]byte(nil), f.b...)
+		}
+		return nil
+	})
+	return k, v, err
+}
+
+// parseField decodes a lance.file.Field message.
+func parseField(b []byte) (*Field, error) {
+	fl := &Field{ParentID: -1, Metadata: map[string][]byte{}}
+	err := walk(b, func(f pbField) error {
+		switch f.num {
+		case 2:
+			fl.Name = string(f.b)
+		case 3:
+			fl.ID = int32Of(f.u)
+		case 4:
+			fl.ParentID = int32Of(f.u)
+		case 5:
+			fl.LogicalType = string(f.b)
+		case 6:
+			fl.Nullable = f.u != 0
+		case 9:
+			fl.ExtensionName = string(f.b)
+		case 10:
+			k, v, err := parseMapEntry(f.b)
+			if err != nil {
+				return err
+			}
+			fl.Metadata[k] = v
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("field: %w", err)
+	}
+	return fl, nil
+}
+
+// linkFields fills Children from the parent ids.
+func linkFields(fields []*Field) error {
+	byID := make(map[int32]*Field, len(fields))
+	for _, f := range fields {
+		if _, dup := byID[f.ID]; dup {
+			return fmt.Errorf("%w: duplicate field id %d", errCorrupt, f.ID)
+		}
+		byID[f.ID] = f
+	}
+	for _, f := range fields {
+		f.Children = nil
+	}
+	for _, f := range fields {
+		if f.ParentID < 0 {
+			continue
+		}
+		p, ok := byID[f.ParentID]
+		if !ok || p == f {
+			return fmt.Errorf("%w: field %d names unknown parent %d", errCorrupt, f.ID, f.ParentID)
+		}
+		p.Children = append(p.Children, f)
+	}
+	// Reject cycles: every field must reach the top level.
+	for _, f := range fields {
+		cur, steps := f, 0
+		for cur.ParentID >= 0 {
+			cur = byID[cur.ParentID]
+			if steps++; steps > len(fields) {
+				return fmt.Errorf("%w: field %d is part of a parent cycle", errCorrupt, f.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// parseFragment decodes a lance.table.DataFragment message.
+func parseFragment(b []byte) (Fragment, error) {
+	var fr Fragment
+	err := walk(b, func(f pbField) error {
+		switch f.num {
+		case 1:
+			fr.ID = f.u
+		case 2:
+			df, err := parseDataFile(f.b)
+			if err != nil {
+				return err
+			}
+			fr.Files = append(fr.Files, df)
+		case 3:
+			d := &DeletionFile{}
+			err := walk(f.b, func(g pbField) error {
+				switch g.num {
+				case 1:
+					d.Bitmap = g.u == 1
+					if g.u > 1 {
+						return fmt.Errorf("%w: unknown deletion file type %d", errCorrupt, g.u)
+					}
+				case 2:
+					d.ReadVersion = g.u
+				case 3:
+					d.ID = g.u
+				case 4:
+					d.NumDeleted = g.u
+				case 7:
+					v := uint32(g.u)
+					d.BaseID = &v
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			fr.Deletion = d
+		case 4:
+			fr.PhysicalRows = f.u
+		}
+		return nil
+	})
+	if err != nil {
+		return fr, fmt.Errorf("fragment: %w", err)
+	}
+	return fr, nil
+}
+
+// parseDataFile decodes a lance.table.DataFile message.
+func parseDataFile(b []byte) (DataFile, error) {
+	var df DataFile
+	var fields, cols []uint64
+	err := walk(b, func(f pbField) error {
+		var err error
+		switch f.num {
+		case 1:
+			df.Path = string(f.b)
+		case 2:
+			fields, err = packedUints(fields, f)
+		case 3:
+			cols, err = packedUints(cols, f)
+		case 4:
+			df.Major = uint32(f.u)
+		case 5:
+			df.Minor = uint32(f.u)
+		case 6:
+			df.SizeBytes = f.u
+		case 7:
+			v := uint32(f.u)
+			df.BaseID = &v
+		}
+		return err
+	})
+	if err != nil {
+		return df, fmt.Errorf("data file: %w", err)
+	}
+	if len(cols) != 0 && len(cols) != len(fields) {
+		return df, fmt.Errorf("%w: data file %q has %d fields but %d column indices", errCorrupt, df.Path, len(fields), len(cols))
+	}
+	for i, v := range fields {
+		df.Fields = append(df.Fields, int32Of(v))
+		if len(cols) > 0 {
+			df.ColumnIndices = append(df.ColumnIndices, int32Of(cols[i]))
+		} else {
+			df.ColumnIndices = append(df.ColumnIndices, int32(i))
+		}
+	}
+	return df, nil
+}
+
+// manifestVersionFromName returns the version a manifest file name stands
+// for, and false when the name is not a committed manifest.
+func manifestVersionFromName(name string) (uint64, bool) {
+	const suffix = ".manifest"
+	if len(name) <= len(suffix) || name[len(name)-len(suffix):] != suffix || name[0] == 'd' {
+		return 0, false
+	}
+	stem := name[:len(name)-len(suffix)]
+	var v uint64
+	for i := 0; i < len(stem); i++ {
+		c := stem[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (^uint64(0)-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	if len(stem) == 20 { // V2 naming: u64::MAX - version, zero padded
+		return ^uint64(0) - v, true
+	}
+	return v, true
+}
+
+// sortVersions sorts and deduplicates versions.
+func sortVersions(vs []uint64) []uint64 {
+	sort.Slice(vs, func(i, j int) bool { return vs[i] < vs[j] })
+	out := vs[:0]
+	for i, v := range vs {
+		if i == 0 || v != vs[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

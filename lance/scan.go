@@ -1,0 +1,783 @@
+package lance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// defaultAlloc allocates buffers where no dataset allocator applies.
+var defaultAlloc = memory.DefaultAllocator
+
+// ScanOptions tunes Dataset.Scan.
+type ScanOptions struct {
+	// Columns names the top-level columns to read, in order; nil reads every
+	// column except blob columns (and fails if one of them has a type this
+	// package cannot read: see Schema.Unsupported).
+	Columns []string
+	// BatchSize is the number of physical rows (before deletions) read per
+	// batch; 0 means 8192.
+	BatchSize int
+}
+
+// Scanner iterates over the record batches of a scan, fragment by fragment.
+// It reads one page per column at a time.
+type Scanner struct {
+	ctx     context.Context
+	ds      *Dataset
+	fields  []*Field
+	schema  *arrow.Schema
+	batch   int
+	fragIdx int
+	fr      *fragmentReader
+	rec     arrow.RecordBatch
+	err     error
+}
+
+// Scan starts a scan of the dataset. The caller must Close the scanner.
+func (d *Dataset) Scan(ctx context.Context, opts ScanOptions) (*Scanner, error) {
+	var fields []*Field
+	var afs []arrow.Field
+	cols := opts.Columns
+	if cols == nil {
+		for _, f := range d.schema.Fields {
+			if !f.IsBlob() {
+				cols = append(cols, f.Name)
+			}
+		}
+	}
+	for _, name := range cols {
+		if err := d.schema.Unsupported[name]; err != nil {
+			return nil, fmt.Errorf("lance: %s: column %q: %w", d.dir, name, err)
+		}
+	}
+	for _, name := range cols {
+		f := d.schema.Field(name)
+		if f == nil {
+			return nil, fmt.Errorf("lance: %s: no column %q", d.dir, name)
+		}
+		if f.IsBlob() {
+			return nil, fmt.Errorf("lance: %s: column %q is a blob column; read it with Blobs", d.dir, name)
+		}
+		af, err := arrowField(f, 0)
+		if err != nil {
+			return nil, fmt.Errorf("lance: %s: %w", d.dir, err)
+		}
+		fields = append(fields, f)
+		afs = append(afs, af)
+	}
+	bs := opts.BatchSize
+	if bs <= 0 {
+		bs = 8192
+	}
+	return &Scanner{ctx: ctx, ds: d, fields: fields, schema: arrow.NewSchema(afs, nil), batch: bs}, nil
+}
+
+// Schema returns the schema of the batches.
+func (s *Scanner) Schema() *arrow.Schema { return s.schema }
+
+// Next advances to the next batch and reports whether there is one.
+func (s *Scanner) Next() bool {
+	if s.rec != nil {
+		s.rec.Release()
+		s.rec = nil
+	}
+	for s.err == nil {
+		if err := s.ctx.Err(); err != nil {
+			s.err = err
+			return false
+		}
+		if s.fr == nil {
+			if s.fragIdx >= len(s.ds.manifest.Fragments) {
+				return false
+			}
+			fr, err := s.ds.openFragment(&s.ds.manifest.Fragments[s.fragIdx], s.fields)
+			if err != nil {
+				s.err = err
+				return false
+			}
+			s.fragIdx++
+			s.fr = fr
+		}
+		rec, err := s.fr.next(s.batch, s.schema)
+		if err != nil {
+			s.err = err
+			return false
+		}
+		if rec == nil {
+			s.fr.close()
+			s.fr = nil
+			continue
+		}
+		if rec.NumRows() == 0 {
+			rec.Release()
+			continue
+		}
+		s.rec = rec
+		return true
+	}
+	return false
+}
+
+// RecordBatch returns the current batch, valid until the next call to Next.
+func (s *Scanner) RecordBatch() arrow.RecordBatch { return s.rec }
+
+// Fragment returns the id of the fragment the current batch comes from.
+func (s *Scanner) Fragment() uint64 {
+	if s.fr != nil {
+		return s.fr.frag.ID
+	}
+	return 0
+}
+
+// Err returns the error that stopped the scan, if any.
+func (s *Scanner) Err() error { return s.err }
+
+// Close releases the scanner's resources.
+func (s *Scanner) Close() error {
+	if s.rec != nil {
+		s.rec.Release()
+		s.rec = nil
+	}
+	if s.fr != nil {
+		s.fr.close()
+		s.fr = nil
+	}
+	return nil
+}
+
+// cursor yields consecutive rows of one top-level field.
+type cursor interface {
+	next(n int) (arrow.Array, error)
+	// release frees the buffered page.
+	release()
+}
+
+// dataFile is an open data file of a fragment.
+type dataFile struct {
+	path   string
+	f      *os.File
+	meta   *fileMeta   // v2 files
+	legacy *legacyMeta // legacy (0.x) files
+}
+
+// fragmentReader reads the projected fields of one fragment.
+type fragmentReader struct {
+	ds      *Dataset
+	frag    *Fragment
+	files   []*dataFile
+	cursors []cursor
+	deleted *roaring.Bitmap
+	pos     uint64
+}
+
+func (fr *fragmentReader) close() {
+	for _, c := range fr.cursors {
+		c.release()
+	}
+	fr.cursors = nil
+	for _, f := range fr.files {
+		if f != nil && f.f != nil {
+			f.f.Close()
+		}
+	}
+}
+
+// where builds an error location prefix.
+func (d *Dataset) where(frag uint64, column string) string {
+	return fmt.Sprintf("lance: %s: fragment %d: column %q", d.dir, frag, column)
+}
+
+// openFragment opens the data files of fr and a cursor per field.
+func (d *Dataset) openFragment(frag *Fragment, fields []*Field) (*fragmentReader, error) {
+	fr := &fragmentReader{ds: d, frag: frag}
+	var err error
+	if fr.deleted, err = d.Deleted(frag); err != nil {
+		return nil, fmt.Errorf("lance: %s: fragment %d: %w", d.dir, frag.ID, err)
+	}
+	fr.files = make([]*dataFile, len(frag.Files))
+	for _, f := range fields {
+		c, err := fr.cursorFor(f)
+		if err != nil {
+			fr.close()
+			return nil, err
+		}
+		fr.cursors = append(fr.cursors, c)
+	}
+	return fr, nil
+}
+
+// file opens (once) the i-th data file of the fragment.
+func (fr *fragmentReader) file(i int) (*dataFile, error) {
+	if fr.files[i] != nil {
+		return fr.files[i], nil
+	}
+	df := &fr.frag.Files[i]
+	legacy := df.Major == 0 && df.Minor < 3
+	if df.Major == 2 && df.Minor > 2 || df.Major > 2 || df.Major == 1 {
+		return nil, fmt.Errorf("data file %s: file format %d.%d is not supported", df.Path, df.Major, df.Minor)
+	}
+	p, err := fr.ds.dataFilePath(df)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if legacy {
+		lm, err := readLegacyMeta(f, st.Size())
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("data file %s: %w", df.Path, err)
+		}
+		fr.files[i] = &dataFile{path: p, f: f, legacy: lm}
+		return fr.files[i], nil
+	}
+	meta, err := readFileMeta(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("data file %s: %w", df.Path, err)
+	}
+	fr.files[i] = &dataFile{path: p, f: f, meta: meta}
+	return fr.files[i], nil
+}
+
+// column finds the data file and column holding field id.
+func (fr *fragmentReader) column(id int32) (*dataFile, *DataFile, int, error) {
+	for i := range fr.frag.Files {
+		df := &fr.frag.Files[i]
+		for k, fid := range df.Fields {
+			if fid != id || df.ColumnIndices[k] < 0 {
+				continue
+			}
+			f, err := fr.file(i)
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			ci := int(df.ColumnIndices[k])
+			if f.legacy != nil {
+				return f, df, ci, nil
+			}
+			if ci >= len(f.meta.columns) {
+				return nil, nil, 0, fmt.Errorf("%w: column index %d of %d in %s", errCorrupt, ci, len(f.meta.columns), df.Path)
+			}
+			return f, df, ci, nil
+		}
+	}
+	return nil, nil, -1, nil
+}
+
+// readPageBuffers reads the buffers of a page.
+func readPageBuffers(r io.ReaderAt, size int64, p *pageInfo) (pageBuffers, error) {
+	bufs := make(pageBuffers, len(p.bufOffsets))
+	for i, off := range p.bufOffsets {
+		n := p.bufSizes[i]
+		if off > uint64(size) || n > uint64(size)-off {
+			return nil, fmt.Errorf("%w: page buffer %d at %d+%d outside the file", errCorrupt, i, off, n)
+		}
+		b := make([]byte, n)
+		if _, err := r.ReadAt(b, int64(off)); err != nil {
+			return nil, fmt.Errorf("read page buffer: %w", err)
+		}
+		bufs[i] = b
+	}
+	return bufs, nil
+}
+
+// cursorFor builds the cursor of a top-level field.
+func (fr *fragmentReader) cursorFor(f *Field) (cursor, error) {
+	af, err := arrowField(f, 0)
+	if err != nil {
+		return nil, err
+	}
+	loc := fr.ds.where(fr.frag.ID, f.Name)
+	// The file version decides the structure: find any column of the field.
+	ver := -1
+	for i := range fr.frag.Files {
+		df := &fr.frag.Files[i]
+		for _, id := range df.Fields {
+			if fieldContains(f, id) {
+				ver = int(df.Major)*10 + int(df.Minor)
+				if df.Major == 0 && df.Minor == 3 {
+					ver = 20
+				}
+				if df.Major == 0 && df.Minor < 3 {
+					ver = 0
+				}
+				break
+			}
+		}
+		if ver >= 0 {
+			break
+		}
+	}
+	if ver < 0 {
+		return &nullCursor{dt: af.Type, alloc: fr.ds.alloc}, nil
+	}
+	if ver == 0 {
+		return fr.cursorLegacy(f, af, loc)
+	}
+	if ver == 20 {
+		return fr.cursor20(f, af, loc)
+	}
+	return fr.cursor21(f, af, loc)
+}
+
+// fieldContains reports whether id is f or one of its descendants.
+func fieldContains(f *Field, id int32) bool {
+	if f.ID == id {
+		return true
+	}
+	for _, c := range f.Children {
+		if fieldContains(c, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// nullCursor yields nulls for a field without any column.
+type nullCursor struct {
+	dt    arrow.DataType
+	alloc memory.Allocator
+}
+
+func (c *nullCursor) release() {}
+
+func (c *nullCursor) next(n int) (arrow.Array, error) {
+	return array.MakeArrayOfNull(c.alloc, c.dt, n), nil
+}
+
+// pagedCursor buffers the array of one page at a time and hands out rows.
+type pagedCursor struct {
+	loc     string
+	npages  int
+	page    int
+	decode  func(i int) (arrow.Array, error)
+	cur     arrow.Array
+	off     int
+	dt      arrow.DataType
+	pageTag func(i int) string
+	alloc   memory.Allocator
+	subs    []cursor // cursors the page decoder reads from (2.0 list items)
+}
+
+func (c *pagedCursor) release() {
+	if c.cur != nil {
+		c.cur.Release()
+		c.cur = nil
+	}
+	for _, s := range c.subs {
+		s.release()
+	}
+}
+
+func (c *pagedCursor) next(n int) (arrow.Array, error) {
+	var parts []arrow.Array
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for n > 0 {
+		if c.cur == nil || c.off >= c.cur.Len() {
+			if c.cur != nil {
+				c.cur.Release()
+				c.cur = nil
+			}
+			if c.page >= c.npages {
+				return nil, fmt.Errorf("%s: %w: column ends before the fragment", c.loc, errCorrupt)
+			}
+			a, err := c.decode(c.page)
+			if err != nil {
+				return nil, fmt.Errorf("%s: page %d: %s: %w", c.loc, c.page, c.pageTag(c.page), err)
+			}
+			c.page++
+			c.cur, c.off = a, 0
+			continue
+		}
+		k := min(n, c.cur.Len()-c.off)
+		parts = append(parts, array.NewSlice(c.cur, int64(c.off), int64(c.off+k)))
+		c.off += k
+		n -= k
+	}
+	if len(parts) == 0 {
+		return array.MakeArrayOfNull(c.alloc, c.dt, 0), nil
+	}
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	return array.Concatenate(parts, c.alloc)
+}
+
+// structCursor assembles a struct from its children's cursors (files 2.0
+// and legacy, which store no struct validity).
+type structCursor struct {
+	dt       arrow.DataType
+	children []cursor
+}
+
+func (c *structCursor) release() {
+	for _, ch := range c.children {
+		ch.release()
+	}
+}
+
+func (c *structCursor) next(n int) (arrow.Array, error) {
+	parts := make([]arrow.Array, 0, len(c.children))
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for _, ch := range c.children {
+		a, err := ch.next(n)
+		if err != nil {
+			return nil, err
+		}
+		if a.Len() != n {
+			a.Release()
+			return nil, fmt.Errorf("%w: struct child yields %d of %d rows", errCorrupt, a.Len(), n)
+		}
+		parts = append(parts, a)
+	}
+	// 2.0: children are the struct's fields; 2.0 stores no struct nulls.
+	st := c.dt.(*arrow.StructType)
+	data := make([]arrow.ArrayData, len(parts))
+	for i, p := range parts {
+		data[i] = p.Data()
+	}
+	return array.MakeFromData(array.NewData(st, n, []*memory.Buffer{nil}, data, 0, 0)), nil
+}
+
+// next reads up to n physical rows of every field, drops deleted rows and
+// returns the batch, or nil at the end of the fragment.
+func (fr *fragmentReader) next(n int, schema *arrow.Schema) (arrow.RecordBatch, error) {
+	if fr.pos >= fr.frag.PhysicalRows {
+		return nil, nil
+	}
+	n = int(min(uint64(n), fr.frag.PhysicalRows-fr.pos))
+	cols := make([]arrow.Array, len(fr.cursors))
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, c := range fr.cursors {
+		a, err := c.next(n)
+		if err != nil {
+			return nil, err
+		}
+		if a.Len() != n {
+			a.Release()
+			return nil, fmt.Errorf("%s: %w: read %d of %d rows", fr.ds.where(fr.frag.ID, schema.Field(i).Name), errCorrupt, a.Len(), n)
+		}
+		cols[i] = a
+	}
+	start := fr.pos
+	fr.pos += uint64(n)
+	// Runs of kept rows.
+	type run struct{ a, b int }
+	var runs []run
+	if fr.deleted != nil {
+		i := 0
+		for i < n {
+			for i < n && fr.deleted.Contains(uint32(start)+uint32(i)) {
+				i++
+			}
+			j := i
+			for j < n && !fr.deleted.Contains(uint32(start)+uint32(j)) {
+				j++
+			}
+			if j > i {
+				runs = append(runs, run{i, j})
+			}
+			i = j
+		}
+	} else {
+		runs = []run{{0, n}}
+	}
+	kept := 0
+	for _, r := range runs {
+		kept += r.b - r.a
+	}
+	out := make([]arrow.Array, len(cols))
+	for i, c := range cols {
+		if kept == n {
+			c.Retain()
+			out[i] = c
+			continue
+		}
+		var parts []arrow.Array
+		for _, r := range runs {
+			parts = append(parts, array.NewSlice(c, int64(r.a), int64(r.b)))
+		}
+		var err error
+		if len(parts) == 0 {
+			out[i] = array.MakeArrayOfNull(fr.ds.alloc, c.DataType(), 0)
+		} else {
+			out[i], err = array.Concatenate(parts, fr.ds.alloc)
+		}
+		for _, p := range parts {
+			p.Release()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	rec := array.NewRecordBatch(schema, out, int64(kept))
+	for _, a := range out {
+		a.Release()
+	}
+	return rec, nil
+}
+
+// cursor21 builds the cursor of top-level field f in a 2.1+ file: one
+// cursor per leaf column, each yielding the field restricted to the path to
+// its leaf, merged into the whole field.
+func (fr *fragmentReader) cursor21(f *Field, af arrow.Field, loc string) (cursor, error) {
+	var leaves []cursor
+	if err := fr.leaves21(f, af, loc, nil, &leaves); err != nil {
+		for _, c := range leaves {
+			c.release()
+		}
+		return nil, err
+	}
+	if len(leaves) == 1 {
+		return leaves[0], nil
+	}
+	return &mergeCursor{dt: af.Type, children: leaves, alloc: fr.ds.alloc}, nil
+}
+
+// leaves21 appends to out a cursor for every leaf column under f, whose
+// ancestors (from the top level) are prefix.
+func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix []arrow.Field, out *[]cursor) error {
+	if len(prefix) > 32 {
+		return fmt.Errorf("%s: %w: fields nested deeper than 32 levels", loc, errCorrupt)
+	}
+	path := append(append([]arrow.Field(nil), prefix...), af)
+	switch t := af.Type.(type) {
+	case *arrow.StructType:
+		if f.BlobVersion() == 2 || isPacked(f) {
+			break
+		}
+		if len(f.Children) != t.NumFields() {
+			return fmt.Errorf("%s: %w: struct fields do not match the schema", loc, errCorrupt)
+		}
+		for i, c := range f.Children {
+			if err := fr.leaves21(c, t.Field(i), loc, path, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *arrow.ListType, *arrow.LargeListType:
+		if len(f.Children) != 1 {
+			return fmt.Errorf("%s: %w: list without item field", loc, errCorrupt)
+		}
+		return fr.leaves21(f.Children[0], t.(arrow.ListLikeType).ElemField(), loc, path, out)
+	}
+	file, _, ci, err := fr.column(f.ID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	rpath := restrictPath(path)
+	if file == nil {
+		*out = append(*out, &nullCursor{dt: rpath[0].Type, alloc: fr.ds.alloc})
+		return nil
+	}
+	col := &file.meta.columns[ci]
+	leafType := af.Type
+	pc := &pagedCursor{loc: loc, npages: len(col.pages), dt: rpath[0].Type, alloc: fr.ds.alloc}
+	pc.pageTag = func(i int) string { return "encoding " + pageEncodingName(&col.pages[i]) }
+	pc.decode = func(i int) (arrow.Array, error) {
+		p := &col.pages[i]
+		if p.encoding.name() != "PageLayout" {
+			return nil, fmt.Errorf("page encoding %s in a %d.%d file", p.encoding.typeURL, file.meta.major, file.meta.minor)
+		}
+		pl, err := parsePageLayout(p.encoding.value)
+		if err != nil {
+			return nil, err
+		}
+		if p.length > maxPageItems {
+			return nil, fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
+		}
+		bufs, err := readPageBuffers(file.f, file.meta.size, p)
+		if err != nil {
+			return nil, err
+		}
+		sp, err := decodeStructPage(pl, bufs, int(p.length), func(n int) leaf { return zeroLeaf(leafType, n) })
+		if err != nil {
+			return nil, err
+		}
+		return unravel(sp, path)
+	}
+	*out = append(*out, pc)
+	return nil
+}
+
+// mergeCursor merges the per-leaf arrays of one top-level field.
+type mergeCursor struct {
+	dt       arrow.DataType
+	children []cursor
+	alloc    memory.Allocator
+}
+
+func (c *mergeCursor) release() {
+	for _, ch := range c.children {
+		ch.release()
+	}
+}
+
+func (c *mergeCursor) next(n int) (arrow.Array, error) {
+	parts := make([]arrow.Array, 0, len(c.children))
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	for _, ch := range c.children {
+		a, err := ch.next(n)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, a)
+		if a.Len() != n {
+			return nil, fmt.Errorf("%w: leaf column yields %d of %d rows", errCorrupt, a.Len(), n)
+		}
+	}
+	return mergeParts(c.alloc, c.dt, parts)
+}
+
+// pageEncodingName names the top encoding of a page for error messages.
+func pageEncodingName(p *pageInfo) string {
+	switch p.encoding.name() {
+	case "PageLayout":
+		if pl, err := parsePageLayout(p.encoding.value); err == nil {
+			if n := plNames[pl.kind]; n != "" {
+				return n
+			}
+		}
+	case "ArrayEncoding":
+		if k, _, err := oneof(p.encoding.value); err == nil {
+			return aeName(k)
+		}
+	}
+	return p.encoding.name()
+}
+
+// cursor20 builds the cursor of field f in a 2.0 file.
+func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor, error) {
+	switch t := af.Type.(type) {
+	case *arrow.StructType:
+		if isPacked(f) {
+			break
+		}
+		sc := &structCursor{dt: t}
+		for i, c := range f.Children {
+			cc, err := fr.cursor20(c, t.Field(i), loc)
+			if err != nil {
+				return nil, err
+			}
+			sc.children = append(sc.children, cc)
+		}
+		return sc, nil
+	}
+	file, _, ci, err := fr.column(f.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	if file == nil {
+		return &nullCursor{dt: af.Type, alloc: fr.ds.alloc}, nil
+	}
+	col := &file.meta.columns[ci]
+	pc := &pagedCursor{loc: loc, npages: len(col.pages), dt: af.Type, alloc: fr.ds.alloc}
+	pc.pageTag = func(i int) string { return "encoding " + pageEncodingName(&col.pages[i]) }
+	var items cursor
+	switch af.Type.(type) {
+	case *arrow.ListType, *arrow.LargeListType:
+		if len(f.Children) != 1 {
+			return nil, fmt.Errorf("%s: %w: list without item field", loc, errCorrupt)
+		}
+		iaf, err := arrowField(f.Children[0], 0)
+		if err != nil {
+			return nil, err
+		}
+		if items, err = fr.cursor20(f.Children[0], iaf, loc); err != nil {
+			return nil, err
+		}
+		pc.subs = append(pc.subs, items)
+	}
+	pc.decode = func(i int) (arrow.Array, error) {
+		p := &col.pages[i]
+		if p.encoding.name() != "ArrayEncoding" {
+			return nil, fmt.Errorf("page encoding %s in a 2.0 file", p.encoding.typeURL)
+		}
+		bufs, err := readPageBuffers(file.f, file.meta.size, p)
+		if err != nil {
+			return nil, err
+		}
+		if p.length > maxPageItems {
+			return nil, fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
+		}
+		n := int(p.length)
+		if items != nil {
+			kind, val, err := oneof(p.encoding.value)
+			if err != nil {
+				return nil, err
+			}
+			if kind != aeList {
+				return nil, fmt.Errorf("list column page with encoding %s", aeName(kind))
+			}
+			lp, err := decodeList20(val, bufs, n)
+			if err != nil {
+				return nil, err
+			}
+			if lp.numItems > maxPageItems {
+				return nil, fmt.Errorf("%w: %d list items", errCorrupt, lp.numItems)
+			}
+			child, err := items.next(int(lp.numItems))
+			if err != nil {
+				return nil, err
+			}
+			defer child.Release()
+			vb, nulls := bitmapOf(lp.valid)
+			var ob []byte
+			if _, ok := af.Type.(*arrow.ListType); ok {
+				o32 := make([]int32, len(lp.offs))
+				for k, o := range lp.offs {
+					o32[k] = int32(o)
+				}
+				ob = arrow.Int32Traits.CastToBytes(o32)
+			} else {
+				ob = arrow.Int64Traits.CastToBytes(lp.offs)
+			}
+			return array.MakeFromData(array.NewData(af.Type, n, []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
+		}
+		l, valid, err := decode20x(p.encoding.value, bufs, n, 0, strings.HasPrefix(f.LogicalType, "dict:"))
+		if err != nil {
+			return nil, err
+		}
+		if l.data == nil && l.offs == nil && valid != nil {
+			// all null
+			return array.MakeArrayOfNull(fr.ds.alloc, af.Type, n), nil
+		}
+		return leafArray(af.Type, l, valid)
+	}
+	return pc, nil
+}
