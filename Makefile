@@ -8,8 +8,12 @@ export PATH := /usr/local/go/bin:$(PATH)
 deps:
 	bash scripts/install-deps.sh
 
+# Two programs from one command package: bpconvert (pure Go) and
+# bpconvert-lerobot (the same CLI linked with libav), which bpconvert runs
+# for convert-lerobot.
 build: deps
 	$(GO) build -o bin/bpconvert ./cmd/bpconvert
+	$(GO) build -tags lerobot -o bin/bpconvert-lerobot ./cmd/bpconvert
 
 demo: build
 	bash scripts/demo.sh
@@ -26,6 +30,7 @@ fixtures-deps: deps
 
 test: deps fixtures-deps
 	$(GO) vet ./...
+	$(GO) vet -tags lerobot ./cmd/bpconvert
 	$(GO) test -timeout 40m ./...
 
 # Quick loop for development: skips the multi-gigabyte zip64 test.

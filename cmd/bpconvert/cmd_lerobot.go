@@ -1,3 +1,5 @@
+//go:build lerobot
+
 package main
 
 import (

@@ -19,11 +19,19 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// Both programs, as make build makes them: bpconvert, and
+	// bpconvert-lerobot beside it (built with libav), which bpconvert runs
+	// for convert-lerobot.
 	binPath = filepath.Join(dir, "bpconvert")
-	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-	if err != nil {
-		os.Stderr.Write(out)
-		panic(err)
+	for _, b := range [][]string{
+		{"build", "-o", binPath, "."},
+		{"build", "-tags", "lerobot", "-o", filepath.Join(dir, "bpconvert-lerobot"), "."},
+	} {
+		out, err := exec.Command("go", b...).CombinedOutput()
+		if err != nil {
+			os.Stderr.Write(out)
+			panic(err)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
