@@ -31,10 +31,10 @@ func commands() []command {
 		{"unpack", "DIR DST", "extract every member into a new directory DST", cmdUnpack},
 		{"manifest", "DIR", "write pack.manifest.json for a pack written without one", cmdManifest},
 		{"version", "", "print the version", cmdVersion},
+		{"convert-wds", "SRC DST", "convert WebDataset tar shards into packs and a samples.parquet table", cmdWDS},
 		{"convert-parquet", "SRC DST", "move payload columns of parquet tables into packs, columns become references", cmdParquet},
 		{"convert-lerobot", "SRC DST", "convert a LeRobot v2.0/v2.1/v3.0 dataset: videos per episode and frames into packs", cmdLerobot},
-		// Converters (convert-wds, convert-parquet, convert-lerobot,
-		// convert-lance, lance-inspect) register here.
+		// Converters register here.
 	}
 }
 
@@ -163,7 +163,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Commands:")
 	cmds := commands()
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-9s %-12s %s\n", c.name, c.args, c.summary)
+		fmt.Fprintf(w, "  %-16s %-10s %s\n", c.name, c.args, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Flags every command takes: --json, --quiet, --summary-file PATH.")

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Measures `bpconvert convert-wds` against `cp` of the same shards, both in
+# the same run with a warm page cache, median of RUNS runs:
+#   1. 2 GB of 100 KiB members in 20 plain tar shards (WDS_MB, default 2000),
+#      written with Python's tarfile (USTAR, as webdataset's TarWriter does);
+#      throughput ratio cp time / convert time (>= 1.0: as fast as cp) and
+#      peak RSS. convert-wds fsyncs every shard it writes and hashes it for
+#      the manifest, cp does neither, so a second baseline, cp followed by
+#      sync of the copies, shows the cost of making the copy durable;
+#   2. one shard holding a 5 GiB member (BIG_GIB, default 5; 0 skips it):
+#      peak RSS, which must not grow with the member.
+# Peak RSS is the largest resident set of the child process
+# (Python's resource.getrusage(RUSAGE_CHILDREN).ru_maxrss).
+#
+# Needs bin/bpconvert with convert-wds (or BPCONVERT=path), python3, bc, and
+# about 2 x (WDS_MB MB + BIG_GIB GiB) free in BENCH_DIR (default: a new
+# directory under ${TMPDIR:-/var/tmp}). WDS_ARGS adds arguments to every
+# convert-wds call (default --quiet).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+bin=${BPCONVERT:-$here/../bin/bpconvert}
+runs=${RUNS:-3}
+mb=${WDS_MB:-2000}
+big=${BIG_GIB:-5}
+shards=${WDS_SHARDS:-20}
+read -r -a extra <<<"${WDS_ARGS:---quiet}"
+work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
+trap 'rm -rf "$work"' EXIT
+
+if ! "$bin" convert-wds --help >/dev/null 2>&1; then
+  echo "bench/wds.sh: $bin has no convert-wds command (build it: make build)" >&2
+  exit 2
+fi
+echo "# bench/wds.sh: $(nproc) cores, runs=$runs, work dir on $(df --output=source "$work" | tail -1)"
+
+# gen_shards DIR SHARDS MEMBERS SIZE: SHARDS tar files of MEMBERS members of
+# SIZE bytes each, named like webdataset's ShardWriter output.
+gen_shards() {
+  python3 - "$@" <<'PY'
+import io, os, sys, tarfile
+d, nshards, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+os.makedirs(d, exist_ok=True)
+block = os.urandom(size)
+per = (n + nshards - 1) // nshards
+i = 0
+for s in range(nshards):
+    with tarfile.open(os.path.join(d, f"train-{s:06d}.tar"), "w", format=tarfile.USTAR_FORMAT) as tf:
+        for _ in range(per):
+            if i == n:
+                break
+            ti = tarfile.TarInfo(f"{i:09d}.jpg")
+            ti.size, ti.mtime, ti.mode = size, 1700000000, 0o444
+            # vary the bytes per member without paying for os.urandom each time
+            tf.addfile(ti, io.BytesIO(i.to_bytes(8, "little") + block[8:]))
+            i += 1
+PY
+}
+
+# gen_big DIR GIB: one shard with a GIB GiB member (streamed, never in
+# memory) and a small caption beside it.
+gen_big() {
+  python3 - "$@" <<'PY'
+import io, os, sys, tarfile
+d, gib = sys.argv[1], int(sys.argv[2])
+os.makedirs(d, exist_ok=True)
+size = gib << 30
+class Stream(io.RawIOBase):
+    def __init__(self):
+        self.block, self.left, self.n = os.urandom(1 << 20), size, 0
+    def readable(self):
+        return True
+    def readinto(self, b):
+        k = min(len(b), self.left, len(self.block))
+        b[:k] = self.block[:k]
+        if k >= 8:
+            b[:8] = self.n.to_bytes(8, "little")
+        self.n += 1
+        self.left -= k
+        return k
+with tarfile.open(os.path.join(d, "big-000000.tar"), "w", format=tarfile.PAX_FORMAT) as tf:
+    ti = tarfile.TarInfo("000000.bin")
+    ti.size, ti.mtime = size, 1700000000
+    tf.addfile(ti, io.BufferedReader(Stream(), 1 << 20))
+    cap = b"a five gibibyte member\n"
+    ti = tarfile.TarInfo("000000.txt")
+    ti.size, ti.mtime = len(cap), 1700000000
+    tf.addfile(ti, io.BytesIO(cap))
+PY
+}
+
+case_shards() {
+  local src="$work/shards" count=$((mb * 1000000 / 102400)) size=102400
+  gen_shards "$src" "$shards" "$count" "$size"
+  warm "$src"
+  local bytes
+  bytes=$(du -sb "$src" | cut -f1)
+  BENCH_CLEAN="rm -rf '$work/cp-out' '$work/wds-out'"
+  local tcp tsync twds rss
+  tcp=$(time_runs "$runs" cp -r "$src" "$work/cp-out")
+  tsync=$(time_runs "$runs" sh -c 'cp -r "$1" "$2" && sync "$2"/*' sh "$src" "$work/cp-out")
+  twds=$(time_runs "$runs" "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  eval "$BENCH_CLEAN"
+  rss=$(peak_rss_mib "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  eval "$BENCH_CLEAN"
+  echo "shards: $shards tar shards, $count members x $size B, $(echo "scale=3; $bytes/1000000000" | bc -l) GB of tar"
+  echo "  cp -r:                 $tcp s  ($(echo "scale=0; $bytes/$tcp/1000000" | bc -l) MB/s)"
+  echo "  cp -r, then sync:      $tsync s  ($(echo "scale=0; $bytes/$tsync/1000000" | bc -l) MB/s)"
+  echo "  bpconvert convert-wds: $twds s  ($(echo "scale=0; $bytes/$twds/1000000" | bc -l) MB/s, $(echo "scale=0; $count/$twds" | bc -l) members/s), peak RSS $rss MiB"
+  echo "  throughput ratio convert-wds/cp: $(ratio "$tcp" "$twds")x; convert-wds/(cp+sync): $(ratio "$tsync" "$twds")x"
+  rm -rf "$src"
+}
+
+case_big() {
+  local src="$work/big"
+  gen_big "$src" "$big"
+  warm "$src"
+  BENCH_CLEAN="rm -rf '$work/cp-out' '$work/wds-out'"
+  local tcp twds rss
+  tcp=$(time_runs 1 cp -r "$src" "$work/cp-out")
+  twds=$(time_runs 1 "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  eval "$BENCH_CLEAN"
+  rss=$(peak_rss_mib "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  eval "$BENCH_CLEAN"
+  echo "big member: one shard with a $big GiB member"
+  echo "  cp -r: $tcp s; bpconvert convert-wds: $twds s; peak RSS $rss MiB"
+  rm -rf "$src"
+}
+
+case_shards
+if [ "$big" -gt 0 ]; then
+  case_big
+fi

@@ -1,0 +1,503 @@
+package wds
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// linkGroup is the placement group of the links still waiting when the
+// input ends; linkRollFill makes starting it close the open shard (see the
+// package comment).
+const (
+	linkGroup    = "links after the input"
+	linkRollFill = 1e-12
+)
+
+// spoolName is the samples spool inside the staging directory.
+const spoolName = ".samples.spool"
+
+// pendingLink is a link member whose target's pack shard is still open.
+type pendingLink struct {
+	key, target string
+	size        int64
+	shard       string // tar shard, for errors
+	member      string
+}
+
+// converter holds one run's state.
+type converter struct {
+	opts     Options
+	pc       progress.Counter
+	mediaDir string
+	names    []string // shard names for the table, by index
+
+	w    *packcore.Writer
+	walk *walker
+	smp  *sampler
+
+	completed   map[string]bool // pack shards renamed into place
+	newShard    bool            // a pack shard completed since the last flush
+	pending     []pendingLink
+	pendingKeys map[string]bool
+	sets        map[string]*packcore.Set // completed pack shards opened for links
+	all         *packcore.Set            // the whole pack, for inline links
+
+	res        Result
+	appleDoubl int64
+}
+
+// Convert converts the shards that opts.Src names into opts.Dst: every
+// member into blob packs under DST/media, and, unless opts.NoTable, one
+// table row per sample into DST/samples.parquet. It reads each shard once,
+// sequentially (standard input included), and streams every member into
+// the pack writer. All output is written into a staging directory beside
+// DST that is renamed into place only when every shard converted; on any
+// error, or when ctx is cancelled, DST is left untouched and the staging
+// directory removed (a killed run's is removed by the next run).
+//
+// Errors that blame the shards are *InputError values wrapping
+// ErrInvalidInput, with a hint where one helps (see Hint). pc receives the
+// shard bytes read (compressed, as on disk) and members converted; it may
+// be nil.
+func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, error) {
+	opts = opts.withDefaults()
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if opts.Dst == "" {
+		return nil, errors.New("wds: no destination given")
+	}
+	pc = progress.OrNop(pc)
+	srcs, err := resolveSources(opts)
+	if err != nil {
+		return nil, err
+	}
+	absDst, err := filepath.Abs(opts.Dst)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stage.Begin(absDst)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Abort()
+
+	c := &converter{
+		opts:        opts,
+		pc:          pc,
+		mediaDir:    filepath.Join(st.Dir, MediaDir),
+		completed:   map[string]bool{},
+		pendingKeys: map[string]bool{},
+		sets:        map[string]*packcore.Set{},
+		res:         Result{Source: opts.Src, Dest: absDst},
+	}
+	defer c.closeSets()
+	for _, s := range srcs.Shards {
+		name := s.Name
+		if s.Path == "" {
+			name = s.Stem
+		}
+		c.names = append(c.names, name)
+	}
+	c.w, err = packcore.Create(ctx, c.mediaDir, packcore.WriterOptions{
+		MaxPackBytes: opts.MaxPackBytes,
+		MaxMembers:   opts.MaxMembers,
+		RefBase:      MediaDir,
+		GroupFill:    linkRollFill,
+		NoLock:       true,
+		OnShard:      c.onShard,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer c.w.Abort()
+	var spool *spoolWriter
+	if !opts.NoTable {
+		if spool, err = createSpool(filepath.Join(st.Dir, spoolName)); err != nil {
+			return nil, err
+		}
+		defer spool.Close()
+	}
+	c.smp = newSampler(!opts.NoTable, c.names, spool)
+	c.walk = &walker{prefix: opts.ShardPrefix, table: !opts.NoTable, earlier: func(k string) bool {
+		_, _, ok := c.w.Lookup(k)
+		return ok || c.pendingKeys[k]
+	}}
+
+	pc.SetTotal(-1, srcs.Bytes)
+	for i, src := range srcs.Shards {
+		if err := c.shard(ctx, i, src); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.flushLinks(true); err != nil {
+		return nil, err
+	}
+	c.res.Pack, err = c.w.Close()
+	if err != nil {
+		return nil, err
+	}
+	if spool != nil {
+		pc.Milestone("writing " + TableName)
+		rows, err := spool.finish()
+		if err != nil {
+			return nil, fmt.Errorf("wds: samples spool: %w", err)
+		}
+		n, err := writeTable(filepath.Join(st.Dir, TableName), rows, tableSpec{
+			fields:  c.smp.fields,
+			shards:  c.names,
+			record:  TableRecord{SourceFormat: "webdataset", PackBase: MediaDir, Inline: append([]string{}, opts.Inline...), ShardPrefix: opts.ShardPrefix},
+			resolve: c.resolveCell,
+			mem:     opts.mem,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("wds: %s: %w", TableName, err)
+		}
+		spool.Close()
+		c.res.Table = TableName
+		c.res.Samples = n
+	} else {
+		c.res.Samples = c.smp.samples
+	}
+	c.res.Fields = append([]string{}, c.smp.fields...)
+	slices.Sort(c.res.Fields)
+	c.res.Warnings = c.warnings()
+	c.closeSets()
+	if err := st.Commit(); err != nil {
+		return nil, err
+	}
+	return &c.res, nil
+}
+
+// shard converts one tar shard.
+func (c *converter) shard(ctx context.Context, i int, src shardSource) error {
+	s, err := openShard(src, c.opts.Stdin, false)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	c.walk.startShard(i, src)
+	var members, lastRaw int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, off, err := s.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		it, err := c.walk.classify(h, off)
+		if err != nil {
+			return err
+		}
+		var n int64
+		switch it.kind {
+		case itemDir:
+			c.res.Dirs++
+		case itemFile:
+			if err := c.addFile(s, i, &it); err != nil {
+				return err
+			}
+			n = 1
+		case itemLink:
+			if err := c.addLink(i, &it); err != nil {
+				return err
+			}
+			n = 1
+		}
+		members += n
+		c.pc.Add(n, s.raw.n-lastRaw)
+		lastRaw = s.raw.n
+	}
+	if err := s.finish(); err != nil {
+		return err
+	}
+	c.pc.Add(0, s.raw.n-lastRaw)
+	if err := c.smp.endShard(); err != nil {
+		return err
+	}
+	c.res.Shards++
+	c.pc.Milestone(fmt.Sprintf("read %s: %s", src.Name, plan.CountText(members, "members")))
+	return nil
+}
+
+// recordingReader remembers the first read error other than io.EOF, so an
+// error from the pack writer can be told apart from one of the source.
+type recordingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// inlined reports whether the item's content goes into the table.
+func (c *converter) inlined(it *item) bool {
+	return it.inSample && !c.opts.NoTable && c.opts.inline(it.field)
+}
+
+// addFile streams a regular member into the pack and into its sample.
+func (c *converter) addFile(s *shardStream, shard int, it *item) error {
+	h := it.hdr
+	src := &recordingReader{r: s.tr}
+	var r io.Reader = src
+	var content *bytes.Buffer
+	inline := c.inlined(it)
+	if inline {
+		if h.Size > c.opts.InlineMax {
+			return c.walk.fail(it, "field %q is stored inline, but this member holds %s (the limit is %s)",
+				it.field, plan.HumanBytes(h.Size), plan.HumanBytes(c.opts.InlineMax))
+		}
+		content = bytes.NewBuffer(make([]byte, 0, h.Size))
+		r = io.TeeReader(src, content)
+	}
+	if _, err := c.w.Add(it.key, r, h.Size, ""); err != nil {
+		switch {
+		case src.err != nil:
+			return s.payloadError(h.Name, src.err)
+		case errors.Is(err, packcore.ErrSizeMismatch):
+			return s.payloadError(h.Name, io.ErrUnexpectedEOF)
+		case errors.Is(err, packcore.ErrInvalidKey), errors.Is(err, packcore.ErrDuplicateKey):
+			return &InputError{Shard: s.src.Name, Member: h.Name, Offset: it.off, Err: err}
+		}
+		return fmt.Errorf("wds: %s: member %q: %w", s.src.Name, h.Name, err)
+	}
+	c.res.Members++
+	if strings.HasPrefix(path.Base(it.key), "._") {
+		c.appleDoubl++
+	}
+	if !it.inSample {
+		c.res.Outside++
+	} else {
+		kind, val := cellRef, it.key
+		if inline {
+			if !utf8.Valid(content.Bytes()) {
+				return c.walk.fail(it, "field %q is stored inline, but this member is not UTF-8 text", it.field)
+			}
+			kind, val = cellInline, content.String()
+		}
+		if err := c.smp.add(shard, h.Name, it.off, it.sample, it.field, kind, val); err != nil {
+			return err
+		}
+	}
+	if c.newShard && len(c.pending) > 0 {
+		return c.flushLinks(false)
+	}
+	return nil
+}
+
+// addLink queues a link member: its bytes are the target's, copied from the
+// pack once the target's pack shard is complete.
+func (c *converter) addLink(shard int, it *item) error {
+	inline := c.inlined(it)
+	if inline && it.size > c.opts.InlineMax {
+		return c.walk.fail(it, "field %q is stored inline, but this member holds %s (the limit is %s)",
+			it.field, plan.HumanBytes(it.size), plan.HumanBytes(c.opts.InlineMax))
+	}
+	p := pendingLink{key: it.key, target: it.target, size: it.size, shard: c.walk.shardName, member: it.hdr.Name}
+	if sh, err := c.targetShard(p); err != nil {
+		return err
+	} else if c.completed[sh] {
+		if err := c.copyLink(p, sh, ""); err != nil {
+			return err
+		}
+		c.res.linkPaths[0]++
+	} else {
+		c.pending = append(c.pending, p)
+		c.pendingKeys[it.key] = true
+	}
+	c.res.Links++
+	if !it.inSample {
+		c.res.Outside++
+	} else {
+		kind := cellRef
+		if inline {
+			kind = cellInlineKey
+		}
+		if err := c.smp.add(shard, it.hdr.Name, it.off, it.sample, it.field, kind, it.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onShard is called by the pack writer when a pack shard is complete.
+func (c *converter) onShard(info packcore.ShardInfo) {
+	c.completed[info.Name] = true
+	c.newShard = true
+	c.pc.Milestone(fmt.Sprintf("wrote %s/%s (%s)", MediaDir, info.Name, plan.CountText(int64(info.Members), "members")))
+}
+
+// flushLinks adds the queued links whose target sits in a completed pack
+// shard. With final set it adds all of them: the first whose target is in
+// the open shard starts a new placement group, which makes the writer
+// complete that shard before it reads the link's bytes.
+func (c *converter) flushLinks(final bool) error {
+	c.newShard = false
+	keep := c.pending[:0]
+	for _, p := range c.pending {
+		shard, err := c.targetShard(p)
+		if err != nil {
+			return err
+		}
+		group := ""
+		if !c.completed[shard] {
+			if !final {
+				keep = append(keep, p)
+				continue
+			}
+			group = linkGroup
+		}
+		if err := c.copyLink(p, shard, group); err != nil {
+			return err
+		}
+		delete(c.pendingKeys, p.key)
+		if final {
+			c.res.linkPaths[2]++
+		} else {
+			c.res.linkPaths[1]++
+		}
+	}
+	clear(c.pending[len(keep):])
+	c.pending = keep
+	return nil
+}
+
+// targetShard returns the name of the pack shard that holds a link's
+// target.
+func (c *converter) targetShard(p pendingLink) (string, error) {
+	ref, _, ok := c.w.Lookup(p.target)
+	if !ok {
+		return "", fmt.Errorf("wds: %s: member %q: link target %q is not in the pack", p.shard, p.member, p.target)
+	}
+	_, shardPath, err := packcore.ParseRef(ref)
+	if err != nil {
+		return "", err
+	}
+	return path.Base(shardPath), nil
+}
+
+// copyLink adds a link member with its target's bytes, read from the pack
+// shard that holds them.
+func (c *converter) copyLink(p pendingLink, shard, group string) error {
+	lr := &linkReader{c: c, target: p.target, shard: shard}
+	if _, err := c.w.Add(p.key, lr, p.size, group); err != nil {
+		return fmt.Errorf("wds: %s: member %q: copying the bytes of %q: %w", p.shard, p.member, p.target, err)
+	}
+	return nil
+}
+
+// linkReader reads a link target's bytes back from its completed pack
+// shard, opening it on the first read: by then the writer has decided
+// which shard the link goes into, and completed the target's.
+type linkReader struct {
+	c             *converter
+	target, shard string
+	r             io.Reader
+}
+
+func (l *linkReader) Read(p []byte) (int, error) {
+	if l.r == nil {
+		if !l.c.completed[l.shard] {
+			return 0, fmt.Errorf("pack shard %s, which holds %q, is not complete", l.shard, l.target)
+		}
+		set := l.c.sets[l.shard]
+		if set == nil {
+			var err error
+			if set, err = packcore.OpenSet(filepath.Join(l.c.mediaDir, l.shard), packcore.SetOptions{}); err != nil {
+				return 0, err
+			}
+			l.c.sets[l.shard] = set
+		}
+		sr, err := set.Open(l.target)
+		if err != nil {
+			return 0, err
+		}
+		l.r = sr
+	}
+	return l.r.Read(p)
+}
+
+// resolveCell returns a spooled cell's table value once the pack is closed:
+// a reference, or an inline link's content read back from the pack.
+func (c *converter) resolveCell(cl cell) (string, error) {
+	switch cl.kind {
+	case cellRef:
+		ref, _, ok := c.w.Lookup(cl.value)
+		if !ok {
+			return "", fmt.Errorf("member %q is not in the pack", cl.value)
+		}
+		return ref, nil
+	case cellInlineKey:
+		if c.all == nil {
+			set, err := packcore.OpenSet(c.mediaDir, packcore.SetOptions{})
+			if err != nil {
+				return "", err
+			}
+			c.all = set
+		}
+		b, err := c.all.Read(cl.value)
+		if err != nil {
+			return "", err
+		}
+		if !utf8.Valid(b) {
+			return "", &InputError{Offset: -1, Err: fmt.Errorf("member %q is stored inline, but is not UTF-8 text", cl.value)}
+		}
+		return string(b), nil
+	}
+	return cl.value, nil
+}
+
+// closeSets closes the pack shards opened for links.
+func (c *converter) closeSets() {
+	for k, s := range c.sets {
+		s.Close()
+		delete(c.sets, k)
+	}
+	if c.all != nil {
+		c.all.Close()
+		c.all = nil
+	}
+}
+
+// warnings lists what the user should know about a finished run.
+func (c *converter) warnings() []string {
+	var w []string
+	if c.smp.splits > 0 {
+		w = append(w, fmt.Sprintf("%s reappear after other members, so WebDataset would yield them split (first: %v)",
+			plan.CountText(c.smp.splits, "sample keys"), c.smp.firstSplit))
+	}
+	if c.smp.dupFields > 0 {
+		w = append(w, fmt.Sprintf("%s repeat a field of their sample, which WebDataset refuses (first: %v)",
+			plan.CountText(c.smp.dupFields, "members"), c.smp.firstDup))
+	}
+	if c.res.Outside > 0 && !c.opts.NoTable {
+		w = append(w, fmt.Sprintf("%s belong to no sample (no extension, or a __name__ that WebDataset skips): packed, but not in %s",
+			plan.CountText(c.res.Outside, "members"), TableName))
+	}
+	if c.appleDoubl > 0 {
+		w = append(w, fmt.Sprintf("%s look like macOS AppleDouble files (._*): packed as they are", plan.CountText(c.appleDoubl, "members")))
+	}
+	return w
+}

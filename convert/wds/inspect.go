@@ -1,0 +1,377 @@
+package wds
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/sniff"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// maxListed is how many problems a plan lists before counting the rest.
+const maxListed = 20
+
+// Inspect plans a conversion without writing anything: it lists the
+// shards and reads every tar header, to count members, bytes and samples,
+// check every key the conversion will use (unsafe names, duplicates within
+// and across shards, links, devices) and WebDataset's grouping, and sniff
+// the first plan.DefaultSamples members of each field. Plain tar files are
+// read header by header, seeking past payloads; compressed shards have to
+// be decompressed to get past them. Standard input is not read at all (it
+// can be read only once, by Convert), so its plan holds no counts.
+//
+// When the shards would make Convert fail, Inspect returns the plan, with
+// every problem it found (up to 20, then a count) under Warnings, together
+// with the first problem as an *InputError. Other errors (a source that
+// cannot be listed, a destination that is not empty) return no plan.
+func Inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan, error) {
+	opts = opts.withDefaults()
+	if err := opts.check(); err != nil {
+		return plan.Plan{}, err
+	}
+	pc = progress.OrNop(pc)
+	srcs, err := resolveSources(opts)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	dest := opts.Dst
+	if dest != "" {
+		if dest, err = filepath.Abs(dest); err != nil {
+			return plan.Plan{}, err
+		}
+		if err := stage.CheckDest(dest); err != nil {
+			return plan.Plan{}, err
+		}
+	}
+	in := &inspection{opts: opts, srcs: srcs, fields: map[string]*fieldStats{}, keys: map[string]struct{}{},
+		smp: newSampler(false, nil, nil)}
+	if srcs.Bytes >= 0 {
+		pc.SetTotal(-1, srcs.Bytes)
+		if err := in.scan(ctx, pc); err != nil {
+			return plan.Plan{}, err
+		}
+	}
+	return in.plan(dest), in.first
+}
+
+// fieldStats is what the header pass found for one field.
+type fieldStats struct {
+	ev      plan.Evidence
+	sniffed int
+}
+
+// inspection is the state of a header pass.
+type inspection struct {
+	opts Options
+	srcs sourceList
+
+	keys     map[string]struct{} // every key, for duplicates across shards
+	fields   map[string]*fieldStats
+	outside  fieldStats // members in no sample
+	links    int64
+	dirs     int64
+	members  int64
+	bytes    int64
+	comps    []string
+	smp      *sampler
+	problems []string
+	nproblem int
+	first    error
+}
+
+// fail records a problem that would stop the conversion.
+func (in *inspection) fail(err error) {
+	if in.first == nil {
+		in.first = err
+	}
+	in.nproblem++
+	if len(in.problems) < maxListed {
+		in.problems = append(in.problems, err.Error())
+	}
+}
+
+// scan reads every shard's headers.
+func (in *inspection) scan(ctx context.Context, pc progress.Counter) error {
+	names := make([]string, len(in.srcs.Shards))
+	for i, s := range in.srcs.Shards {
+		names[i] = s.Name
+	}
+	in.smp = newSampler(false, names, nil)
+	walk := &walker{prefix: in.opts.ShardPrefix, table: !in.opts.NoTable, earlier: func(k string) bool {
+		_, ok := in.keys[k]
+		return ok
+	}}
+	buf := make([]byte, sniff.PrefixLen)
+	for i, src := range in.srcs.Shards {
+		if err := in.shard(ctx, pc, walk, i, src, &buf); err != nil {
+			return err
+		}
+	}
+	if !in.opts.NoTable {
+		// Grouping problems would stop a conversion that writes the table.
+		for _, e := range []error{in.smp.firstSplit, in.smp.firstDup} {
+			if e != nil {
+				in.fail(e)
+			}
+		}
+	}
+	return nil
+}
+
+// shard reads one shard's headers. Problems are recorded, not returned;
+// the error is for cancellation.
+func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walker, i int, src shardSource, buf *[]byte) error {
+	s, err := openShard(src, nil, true)
+	if err != nil {
+		in.fail(err)
+		return nil
+	}
+	defer s.Close()
+	if !slices.Contains(in.comps, s.comp) {
+		in.comps = append(in.comps, s.comp)
+	}
+	walk.startShard(i, src)
+	var lastRaw int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, off, err := s.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			in.fail(err)
+			return nil
+		}
+		pc.Add(1, s.raw.n-lastRaw)
+		lastRaw = s.raw.n
+		it, err := walk.classify(h, off)
+		if err != nil {
+			in.fail(err)
+			continue
+		}
+		switch it.kind {
+		case itemDir:
+			in.dirs++
+			continue
+		case itemSkip:
+			continue
+		case itemLink:
+			in.links++
+		}
+		in.keys[it.key] = struct{}{}
+		in.members++
+		in.bytes += it.size
+		fs := &in.outside
+		if it.inSample {
+			if fs = in.fields[it.field]; fs == nil {
+				fs = &fieldStats{}
+			}
+		}
+		// Read what the checks need: the whole member for an inline field
+		// (bounded by InlineMax), else a prefix to sniff.
+		inline := it.inSample && !in.opts.NoTable && in.opts.inline(it.field)
+		if inline && it.size > in.opts.InlineMax {
+			in.fail(walk.fail(&it, "field %q is stored inline, but this member holds %s (the limit is %s)",
+				it.field, plan.HumanBytes(it.size), plan.HumanBytes(in.opts.InlineMax)))
+			continue
+		}
+		sniffIt := it.kind == itemFile && fs.sniffed < plan.DefaultSamples
+		var content []byte
+		if it.kind == itemFile && (inline || sniffIt) {
+			n := min(int64(sniff.PrefixLen), h.Size)
+			if inline {
+				n = h.Size
+			}
+			if int64(cap(*buf)) < n {
+				*buf = make([]byte, n)
+			}
+			content = (*buf)[:n]
+			if _, err := io.ReadFull(s.tr, content); err != nil {
+				in.fail(s.payloadError(h.Name, err))
+				return nil
+			}
+		}
+		if inline && it.kind == itemFile && !utf8.Valid(content) {
+			in.fail(walk.fail(&it, "field %q is stored inline, but this member is not UTF-8 text", it.field))
+			continue
+		}
+		kind := ""
+		if sniffIt {
+			kind = sniff.Detect(content[:min(len(content), sniff.PrefixLen)]).Label
+			fs.sniffed++
+		}
+		fs.ev.Add(it.size, kind)
+		if it.inSample {
+			in.fields[it.field] = fs
+			in.smp.add(i, h.Name, off, it.sample, it.field, cellRef, "")
+		}
+	}
+	if err := s.finish(); err != nil {
+		in.fail(err)
+	}
+	pc.Add(0, s.raw.n-lastRaw)
+	in.smp.endShard()
+	return nil
+}
+
+// plan renders what the pass found.
+func (in *inspection) plan(dest string) plan.Plan {
+	o := in.opts
+	stdin := in.srcs.Bytes < 0
+	p := plan.Plan{
+		Source: plan.Source{Format: "WebDataset", Path: o.Src, Bytes: in.srcs.Bytes},
+		Dest:   dest,
+	}
+	p.Source.Counts = plan.Counts{{Name: "shards", N: int64(len(in.srcs.Shards))}}
+	if !stdin {
+		p.Source.Counts = append(p.Source.Counts,
+			plan.Count{Name: "members", N: in.members},
+			plan.Count{Name: "samples", N: in.smp.samples})
+		for _, c := range in.comps {
+			if c == CompressionNone {
+				c = "plain tar"
+			}
+			p.Source.Details = append(p.Source.Details, c)
+		}
+	}
+	if o.ShardPrefix {
+		p.Source.Details = append(p.Source.Details, "keys prefixed with shard names")
+	}
+
+	names := make([]string, 0, len(in.fields))
+	for f := range in.fields {
+		names = append(names, f)
+	}
+	slices.Sort(names)
+	for _, f := range names {
+		fs := in.fields[f]
+		ev := fs.ev
+		ev.Unit, ev.Values = "members", ev.Sampled
+		e := plan.Entry{Name: f, Kind: "tar members", Evidence: &ev, Action: plan.ActionExtract, Fidelity: plan.FidelityLossless}
+		e.Notes = []string{"members of " + MediaDir + "/pack-NNNN.zip, byte for byte"}
+		switch {
+		case o.NoTable:
+		case o.inline(f):
+			e.Notes = append(e.Notes, "text inline in column "+quoteField(f)+" of "+TableName)
+		default:
+			e.Notes = append(e.Notes, "referenced from column "+quoteField(f)+" of "+TableName)
+		}
+		p.Entries = append(p.Entries, e)
+	}
+	if in.outside.ev.Sampled > 0 {
+		ev := in.outside.ev
+		ev.Unit, ev.Values = "members", ev.Sampled
+		e := plan.Entry{Name: "members in no sample", Kind: "tar members", Evidence: &ev, Action: plan.ActionExtract, Fidelity: plan.FidelityLossless,
+			Notes: []string{"members of " + MediaDir + "/pack-NNNN.zip, byte for byte",
+				"names WebDataset skips (no extension, __name__): not in " + TableName}}
+		if o.NoTable {
+			e.Notes = e.Notes[:1]
+		}
+		p.Entries = append(p.Entries, e)
+	}
+	if in.dirs > 0 {
+		p.Entries = append(p.Entries, plan.Entry{Name: "directories", Kind: "tar entries",
+			Detail: plan.CountText(in.dirs, "dirs") + ", no payload", Action: plan.ActionSkip, Fidelity: plan.FidelitySkipped,
+			Notes: []string{"skipped: directories hold no bytes; keys keep their paths"}})
+	}
+
+	p.Layout = []plan.Output{{Path: MediaDir + "/pack-NNNN.zip", Description: in.packDescription(stdin)},
+		{Path: MediaDir + "/pack.manifest.json", Description: "size and SHA-256 of every pack shard"}}
+	if !o.NoTable {
+		d := "one row per sample: " + ColumnKey + ", " + ColumnShard + ", one column per field of references"
+		if len(o.Inline) > 0 {
+			d += " (" + strings.Join(o.Inline, ", ") + " inline)"
+		}
+		p.Layout = append(p.Layout, plan.Output{Path: TableName, Description: d})
+	}
+
+	keyRule := "Keys are the member names without a leading \"./\""
+	if o.ShardPrefix {
+		keyRule += ", prefixed with the shard's name (" + in.srcs.Shards[0].Stem + "/...)"
+	}
+	p.Notes = append(p.Notes, keyRule+"; bytes are copied unchanged. A duplicate key, an unsafe name (absolute or with \"..\"), a device or FIFO, or a truncated shard stops the conversion, and nothing is written.")
+	if stdin {
+		p.Notes = append(p.Notes, "The source is standard input, which can be read only once: members, keys and samples are checked while converting, and nothing was read for this plan.")
+	} else {
+		how := "payloads skipped by seeking"
+		if comp := in.compressed(); comp != "" {
+			how = comp + " shards decompressed to get past payloads, which takes about as long as converting them"
+		}
+		check := fmt.Sprintf("Key check: every tar header read (%s): %s, no duplicates.", how, plan.CountText(in.members, "keys"))
+		if in.nproblem > 0 {
+			check = fmt.Sprintf("Key check: every tar header read (%s): %s, listed under warnings; the conversion would stop at the first.", how, plan.CountText(int64(in.nproblem), "problems"))
+		}
+		p.Notes = append(p.Notes, check)
+	}
+	if o.NoTable {
+		p.Notes = append(p.Notes, "Samples: no table is written (--no-table), so WebDataset's grouping is only reported: a sample key that reappears after other members, or a field repeated within a sample, shows as a warning.")
+	} else {
+		p.Notes = append(p.Notes, "Samples: members are grouped as WebDataset groups them (adjacent members whose names agree up to the first dot of the file name; the rest, lower-cased, is the field). A sample key that reappears later (WebDataset would yield the sample twice) or a field repeated within a sample (WebDataset refuses it) stops the conversion.")
+	}
+	if in.links > 0 || stdin {
+		p.Notes = append(p.Notes, "Links: a hard link, or a symbolic link to a member converted before it, becomes a member holding its target's bytes, copied back from the pack; links elsewhere stop the conversion.")
+	}
+	if len(in.srcs.Ignored) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("Ignored %s in %s not named like tar shards: %s.",
+			plan.CountText(int64(len(in.srcs.Ignored)), "files"), o.Src, listSome(in.srcs.Ignored, 5)))
+	}
+
+	p.Warnings = append(p.Warnings, in.problems...)
+	if in.nproblem > len(in.problems) {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("... and %s more", plan.CountText(int64(in.nproblem-len(in.problems)), "problems")))
+	}
+	if in.smp != nil && o.NoTable {
+		if in.smp.splits > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s reappear after other members, so WebDataset would yield them split (first: %v)",
+				plan.CountText(in.smp.splits, "sample keys"), in.smp.firstSplit))
+		}
+		if in.smp.dupFields > 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("%s repeat a field of their sample, which WebDataset refuses (first: %v)",
+				plan.CountText(in.smp.dupFields, "members"), in.smp.firstDup))
+		}
+	}
+	return p
+}
+
+// packDescription describes the packs with an estimate of their number.
+func (in *inspection) packDescription(stdin bool) string {
+	o := in.opts
+	d := "blob packs holding every member"
+	if stdin {
+		return d
+	}
+	n := (in.bytes + o.MaxPackBytes - 1) / o.MaxPackBytes
+	n = max(n, (in.members+int64(o.MaxMembers)-1)/int64(o.MaxMembers), 1)
+	return fmt.Sprintf("%s, %s (about %s of up to %s)", d, plan.HumanBytes(in.bytes), plan.CountText(n, "shards"), plan.HumanBytes(o.MaxPackBytes))
+}
+
+// compressed names the compressions met, or "" when all shards are plain.
+func (in *inspection) compressed() string {
+	var c []string
+	for _, x := range in.comps {
+		if x != CompressionNone {
+			c = append(c, x)
+		}
+	}
+	return strings.Join(c, "/")
+}
+
+// quoteField shows a field name in a note.
+func quoteField(f string) string { return fmt.Sprintf("%q", f) }
+
+// listSome joins the first n names and counts the rest.
+func listSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}

@@ -1,0 +1,172 @@
+package wds
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// shardSuffixes are the file name endings that mark a tar shard when a
+// source directory is listed, longest first so the stem strips the whole
+// ending. Compression is still detected from the bytes.
+var shardSuffixes = []string{
+	".tar.zstd", ".tar.bz2", ".tar.zst", ".tar.gz", ".tar.xz",
+	".tbz2", ".tzst", ".tar", ".tgz", ".tbz", ".txz",
+}
+
+// shardSource is one shard to read.
+type shardSource struct {
+	// Name is the shard as listed from the source: the path as expanded
+	// or joined, or "-" for standard input.
+	Name string
+	// Path is the file to open; "" for standard input.
+	Path string
+	// Stem is the name that --shard-prefix puts before keys.
+	Stem string
+	// Size is the file size in bytes, or -1 for standard input.
+	Size int64
+}
+
+// sourceList is what a source argument resolves to.
+type sourceList struct {
+	Shards []shardSource
+	// Ignored lists files of a source directory that are not named like
+	// shards (for the plan).
+	Ignored []string
+	// Bytes sums the shard file sizes; -1 when a shard is standard input.
+	Bytes int64
+}
+
+// isShardName reports whether a file name ends like a tar shard.
+func isShardName(name string) bool {
+	lower := strings.ToLower(name)
+	for _, s := range shardSuffixes {
+		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// shardStem returns the file name without its shard ending: train-000003
+// for train-000003.tar.gz, or without its last extension for other names.
+func shardStem(p string) string {
+	base := filepath.Base(p)
+	lower := strings.ToLower(base)
+	for _, s := range shardSuffixes {
+		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
+			return base[:len(base)-len(s)]
+		}
+	}
+	if ext := filepath.Ext(base); ext != "" && len(ext) < len(base) {
+		return base[:len(base)-len(ext)]
+	}
+	return base
+}
+
+// resolveSources lists the shards a source argument names: "-" (standard
+// input), an existing file or directory, or a brace pattern list.
+func resolveSources(opts Options) (sourceList, error) {
+	src := opts.Src
+	if src == "" {
+		return sourceList{}, fmt.Errorf("wds: no source given")
+	}
+	if src == "-" {
+		if opts.Stdin == nil {
+			return sourceList{}, fmt.Errorf("wds: source is standard input but no reader was given")
+		}
+		name := opts.StdinName
+		if name == "" {
+			name = "stdin"
+		}
+		return sourceList{Shards: []shardSource{{Name: "-", Stem: name, Size: -1}}, Bytes: -1}, nil
+	}
+	fi, err := os.Stat(src)
+	if err == nil {
+		if fi.IsDir() {
+			return listDir(src)
+		}
+		return listFiles([]string{src})
+	}
+	if !strings.ContainsAny(src, "{}") && !strings.Contains(src, "::") {
+		return sourceList{}, &InputError{Shard: src, Offset: -1, Err: pathCause(err)}
+	}
+	names, perr := ExpandShards(src)
+	if perr != nil {
+		return sourceList{}, fmt.Errorf("wds: %w", perr)
+	}
+	if len(names) == 0 {
+		return sourceList{}, fmt.Errorf("wds: %q: %w", src, ErrNoShards)
+	}
+	return listFiles(names)
+}
+
+// listFiles checks that every named shard is a readable file.
+func listFiles(names []string) (sourceList, error) {
+	var l sourceList
+	for _, n := range names {
+		fi, err := os.Stat(n)
+		if err != nil {
+			return sourceList{}, &InputError{Shard: n, Offset: -1, Err: pathCause(err)}
+		}
+		if fi.IsDir() {
+			return sourceList{}, &InputError{Shard: n, Offset: -1, Err: errors.New("is a directory, not a shard")}
+		}
+		l.Shards = append(l.Shards, shardSource{Name: n, Path: n, Stem: shardStem(n), Size: fi.Size()})
+		l.Bytes += fi.Size()
+	}
+	return l, nil
+}
+
+// listDir lists the shards directly inside dir, sorted by name.
+func listDir(dir string) (sourceList, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return sourceList{}, fmt.Errorf("wds: %w", err)
+	}
+	var names, ignored []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if !isShardName(e.Name()) {
+			if e.Type().IsRegular() {
+				ignored = append(ignored, e.Name())
+			}
+			continue
+		}
+		fi, err := os.Stat(p) // follows symbolic links to shards
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return sourceList{}, &InputError{Shard: p, Offset: -1, Err: errors.New("broken symbolic link")}
+			}
+			return sourceList{}, fmt.Errorf("wds: %w", err)
+		}
+		if fi.Mode().IsRegular() {
+			names = append(names, p)
+		}
+	}
+	if len(names) == 0 {
+		return sourceList{}, fmt.Errorf("wds: %s: %w (looked for *.tar, *.tar.gz, *.tgz, *.tar.bz2, *.tar.xz, *.tar.zst)", dir, ErrNoShards)
+	}
+	sort.Strings(names)
+	sort.Strings(ignored)
+	l, err := listFiles(names)
+	l.Ignored = ignored
+	return l, err
+}
+
+// pathCause strips the operation and path from an *fs.PathError, whose path
+// the caller reports already.
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,303 @@
+package wds
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// Compression names, as plans and errors show them.
+const (
+	CompressionNone  = "none"
+	CompressionGzip  = "gzip"
+	CompressionBzip2 = "bzip2"
+	CompressionXz    = "xz"
+	CompressionZstd  = "zstd"
+)
+
+// readBuffer is the read-ahead buffer between a shard file (or standard
+// input) and the tar or decompression reader.
+const readBuffer = 32 << 10
+
+// detectCompression names the compression of a stream from its first bytes.
+// Anything unrecognised is taken to be a plain tar; the tar reader then
+// rejects what is not one.
+func detectCompression(magic []byte) string {
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		return CompressionGzip
+	case len(magic) >= 4 && bytes.HasPrefix(magic, []byte("BZh")) && magic[3] >= '1' && magic[3] <= '9':
+		return CompressionBzip2
+	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}):
+		return CompressionXz
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return CompressionZstd
+	case len(magic) >= 4 && magic[0]&0xf0 == 0x50 && bytes.Equal(magic[1:4], []byte{0x2a, 0x4d, 0x18}):
+		return CompressionZstd // a zstd skippable frame first
+	}
+	return CompressionNone
+}
+
+// countReader counts the bytes read through it: n is the position (moved
+// by seeks too, see seekCountReader), read the bytes actually read.
+type countReader struct {
+	r    io.Reader
+	n    int64
+	read int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.read += int64(n)
+	return n, err
+}
+
+// seekCountReader is a countReader over a file, so the tar reader can seek
+// past payloads; n is then the absolute position.
+type seekCountReader struct {
+	countReader
+	s io.Seeker
+}
+
+func (c *seekCountReader) Seek(off int64, whence int) (int64, error) {
+	n, err := c.s.Seek(off, whence)
+	if err == nil {
+		c.n = n
+	}
+	return n, err
+}
+
+// shardStream reads the members of one shard and knows where in the
+// uncompressed tar stream each one starts.
+type shardStream struct {
+	src  shardSource
+	comp string
+
+	file  *os.File     // nil for standard input
+	raw   *countReader // bytes taken from the file or standard input
+	dec   io.Reader    // the uncompressed tar stream
+	close func()       // releases the decompressor
+
+	pos *countReader // position in the uncompressed tar stream
+	tr  *tar.Reader
+
+	// nextHdr is where the next member's first header block starts, or -1
+	// once a sparse member makes the physical layout unknown.
+	nextHdr int64
+	// last and lastOff name the previous member, for errors found while
+	// skipping its payload.
+	last    string
+	lastOff int64
+}
+
+// openShard opens a shard for reading. With seek set and a plain tar file,
+// the tar reader seeks past payloads instead of reading them (a header-only
+// pass); otherwise it reads the stream sequentially through a buffer.
+func openShard(src shardSource, stdin io.Reader, seek bool) (*shardStream, error) {
+	s := &shardStream{src: src, close: func() {}}
+	var in io.Reader = stdin
+	if src.Path != "" {
+		f, err := os.Open(src.Path)
+		if err != nil {
+			return nil, &InputError{Shard: src.Name, Offset: -1, Err: pathCause(err)}
+		}
+		s.file, in = f, f
+	}
+	if seek && s.file != nil {
+		var magic [6]byte
+		n, err := s.file.ReadAt(magic[:], 0)
+		if err != nil && err != io.EOF {
+			s.file.Close()
+			return nil, &InputError{Shard: src.Name, Offset: 0, Err: err}
+		}
+		if s.comp = detectCompression(magic[:n]); s.comp == CompressionNone {
+			sc := &seekCountReader{countReader: countReader{r: s.file}, s: s.file}
+			s.raw, s.pos, s.dec = &sc.countReader, &sc.countReader, s.file
+			s.tr = tar.NewReader(sc)
+			return s, nil
+		}
+	}
+	s.raw = &countReader{r: in}
+	br := bufio.NewReaderSize(s.raw, readBuffer)
+	magic, _ := br.Peek(6)
+	s.comp = detectCompression(magic)
+	var err error
+	switch s.comp {
+	case CompressionNone:
+		s.dec = br
+	case CompressionGzip:
+		var zr *gzip.Reader
+		zr, err = gzip.NewReader(br)
+		if err == nil {
+			s.dec, s.close = zr, func() { zr.Close() }
+		}
+	case CompressionBzip2:
+		s.dec = bzip2.NewReader(br)
+	case CompressionXz:
+		s.dec, err = xz.NewReader(br)
+	case CompressionZstd:
+		var zr *zstd.Decoder
+		zr, err = zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err == nil {
+			s.dec, s.close = zr, zr.Close
+		}
+	}
+	if err != nil {
+		s.closeFile()
+		return nil, &InputError{Shard: src.Name, Offset: -1, Err: fmt.Errorf("corrupt %s stream: %w", s.comp, err), Hint: HintTruncated}
+	}
+	s.pos = &countReader{r: s.dec}
+	s.tr = tar.NewReader(s.pos)
+	return s, nil
+}
+
+// Close releases the shard.
+func (s *shardStream) Close() {
+	s.close()
+	s.closeFile()
+}
+
+func (s *shardStream) closeFile() {
+	if s.file != nil {
+		s.file.Close()
+	}
+}
+
+// next returns the next member's header and the offset of its first header
+// block. It returns io.EOF after the last member, once the end-of-archive
+// marker was seen.
+func (s *shardStream) next() (*tar.Header, int64, error) {
+	hdrOff := s.nextHdr
+	h, err := s.tr.Next()
+	if errors.Is(err, tar.ErrInsecurePath) && h != nil {
+		err = nil // names are checked by the converter, with a better message
+	}
+	if err == io.EOF {
+		if s.pos.n == 0 {
+			return nil, 0, &InputError{Shard: s.src.Name, Offset: 0, Err: errors.New("empty shard: not a tar archive"), Hint: HintTruncated}
+		}
+		if s.nextHdr >= 0 && s.pos.n == s.nextHdr {
+			e := &InputError{Shard: s.src.Name, Offset: s.pos.n, Hint: HintTruncated,
+				Err: errors.New("truncated: the shard ends without the end-of-archive marker")}
+			if s.last != "" {
+				e.Err = fmt.Errorf("truncated: the shard ends after member %q without the end-of-archive marker", s.last)
+			}
+			return nil, 0, e
+		}
+		return nil, 0, io.EOF
+	}
+	if err != nil {
+		return nil, 0, s.readError(err)
+	}
+	dataOff := s.pos.n
+	if isSparse(h) || s.nextHdr < 0 {
+		s.nextHdr = -1
+		hdrOff = -1
+	} else {
+		s.nextHdr = dataOff + (h.Size+511)/512*512
+	}
+	s.last, s.lastOff = h.Name, hdrOff
+	return h, hdrOff, nil
+}
+
+// isSparse reports whether a member is stored sparse, so its payload in the
+// archive is shorter than its size.
+func isSparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+// readError turns an error from the tar or decompression reader into an
+// *InputError that says where reading stopped.
+func (s *shardStream) readError(err error) error {
+	e := &InputError{Shard: s.src.Name, Offset: s.pos.n}
+	// An error before the next header block was reached came from skipping
+	// the previous member's payload.
+	if s.last != "" && (s.nextHdr < 0 || s.pos.n < s.nextHdr) {
+		e.Member = s.last
+	}
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		e.Err, e.Hint = fmt.Errorf("truncated: %w", err), HintTruncated
+		if s.comp != CompressionNone {
+			e.Err = fmt.Errorf("truncated %s stream: %w", s.comp, err)
+		}
+	case errors.Is(err, tar.ErrHeader):
+		if s.nextHdr >= 0 {
+			e.Offset = s.nextHdr
+		}
+		switch {
+		case s.nextHdr == 0 && s.comp == CompressionNone:
+			e.Err = errors.New("not a tar archive (nor gzip, bzip2, xz or zstd compressed)")
+		case s.nextHdr == 0:
+			e.Err = fmt.Errorf("%s stream holds no tar archive", s.comp)
+		default:
+			e.Err = fmt.Errorf("corrupt tar header: %w", err)
+		}
+	case s.comp != CompressionNone && !isIOError(err):
+		e.Err = fmt.Errorf("corrupt %s stream: %w", s.comp, err)
+	default:
+		return fmt.Errorf("wds: %s: at offset %d: %w", s.src.Name, s.pos.n, err)
+	}
+	// A seek past the end of a plain file succeeds; the read after it
+	// fails. Report where the file ends.
+	if s.comp == CompressionNone && s.src.Size >= 0 && e.Offset > s.src.Size {
+		e.Offset = s.src.Size
+	}
+	return e
+}
+
+// isIOError reports whether err came from the operating system rather than
+// from the bytes (a read failure, not corruption).
+func isIOError(err error) bool {
+	var pe *os.PathError
+	var se *os.SyscallError
+	return errors.As(err, &pe) || errors.As(err, &se)
+}
+
+// finish is called after the last member: it reads a compressed stream to
+// its end so its checksums are verified (the tar reader stops at the
+// end-of-archive marker, before the compressor's trailer).
+func (s *shardStream) finish() error {
+	if s.comp == CompressionNone {
+		return nil
+	}
+	if _, err := io.Copy(io.Discard, s.pos); err != nil {
+		// Bytes after the last gzip member that are not another member
+		// (zero padding, say) are ignored, as gzip -d and GNU tar do: every
+		// member before them passed its CRC check.
+		if s.comp == CompressionGzip && errors.Is(err, gzip.ErrHeader) {
+			return nil
+		}
+		return s.readError(err)
+	}
+	return nil
+}
+
+// payloadError turns an error met while a member's payload was read into an
+// *InputError for that member.
+func (s *shardStream) payloadError(member string, err error) error {
+	e := s.readError(err)
+	if ie, ok := e.(*InputError); ok {
+		ie.Member = member
+	}
+	return e
+}

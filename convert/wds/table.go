@@ -1,0 +1,243 @@
+package wds
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// Column names of the samples table besides the fields.
+const (
+	ColumnKey   = "__key__"
+	ColumnShard = "__shard__"
+)
+
+// MetaKey is the parquet key-value metadata key under which the samples
+// table records how it was made (JSON, see TableRecord).
+const MetaKey = "bpconvert"
+
+// TableRecord is the JSON value stored under MetaKey in samples.parquet.
+type TableRecord struct {
+	// SourceFormat is "webdataset".
+	SourceFormat string `json:"source_format"`
+	// PackBase is the directory, relative to the table, that references
+	// name.
+	PackBase string `json:"pack_base"`
+	// Inline lists the fields stored inline rather than as references.
+	Inline []string `json:"inline"`
+	// ShardPrefix tells whether keys carry their shard's name.
+	ShardPrefix bool `json:"shard_prefix"`
+}
+
+// Batch limits for the samples table: a row group is written when either
+// is reached, which bounds the memory the table needs.
+const (
+	tableBatchRows  = 64 << 10
+	tableBatchBytes = 32 << 20
+)
+
+// tableSpec is what writeTable needs besides the spooled rows.
+type tableSpec struct {
+	fields []string // by field id, in order of first appearance
+	shards []string // shard names by index
+	record TableRecord
+	// resolve returns the table value of a cell: a reference for cellRef,
+	// the content for cellInlineKey.
+	resolve func(c cell) (string, error)
+	mem     memory.Allocator
+}
+
+// writeTable writes the spooled samples to final through a temporary file
+// in the same directory, synced and renamed, and returns the row count.
+// Columns: __key__ and __shard__ (required strings), then one nullable
+// string column per field, sorted by name.
+func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) {
+	mem := spec.mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	order := make([]int, len(spec.fields)) // column position -> field id
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if spec.fields[a] < spec.fields[b] {
+			return -1
+		}
+		if spec.fields[a] > spec.fields[b] {
+			return 1
+		}
+		return 0
+	})
+	colOf := make([]int, len(spec.fields)) // field id -> column position
+	fields := []arrow.Field{
+		{Name: ColumnKey, Type: arrow.BinaryTypes.String},
+		{Name: ColumnShard, Type: arrow.BinaryTypes.String},
+	}
+	for pos, id := range order {
+		colOf[id] = pos
+		fields = append(fields, arrow.Field{Name: spec.fields[id], Type: arrow.BinaryTypes.String, Nullable: true})
+	}
+	rec, err := json.Marshal(spec.record)
+	if err != nil {
+		return 0, err
+	}
+	meta := arrow.NewMetadata([]string{MetaKey}, []string{string(rec)})
+	schema := arrow.NewSchema(fields, &meta)
+
+	dir := filepath.Dir(final)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(final)+".*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Snappy), // read everywhere; zstd's encoder would need ~20 MB
+		parquet.WithMaxRowGroupLength(1<<40),            // row groups are the batches below
+		parquet.WithAllocator(mem),
+	)
+	// The struct hides f's Close: the writer would close the file before
+	// it could be synced.
+	fw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
+	if err != nil {
+		return 0, err
+	}
+	b := newTableBatch(mem, schema, len(spec.fields))
+	defer b.release()
+	var n int64
+	var r row
+	cols := make([]*string, len(spec.fields))
+	for {
+		err := rows.next(&r)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			fw.Close()
+			return 0, err
+		}
+		clear(cols)
+		for i := range r.cells {
+			c := &r.cells[i]
+			v := c.value
+			if c.kind != cellInline {
+				if v, err = spec.resolve(*c); err != nil {
+					fw.Close()
+					return 0, err
+				}
+			}
+			cols[colOf[c.field]] = &v
+		}
+		b.append(r.key, spec.shards[r.shard], cols)
+		n++
+		if b.rows >= tableBatchRows || b.bytes >= tableBatchBytes {
+			if err := b.flush(fw); err != nil {
+				fw.Close()
+				return 0, err
+			}
+		}
+	}
+	if b.rows > 0 || n == 0 {
+		if err := b.flush(fw); err != nil {
+			fw.Close()
+			return 0, err
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return 0, err
+	}
+	ok = true
+	return n, packcore.SyncDir(dir)
+}
+
+// tableBatch builds one record batch of the samples table.
+type tableBatch struct {
+	mem    memory.Allocator
+	schema *arrow.Schema
+	key    *array.StringBuilder
+	shard  *array.StringBuilder
+	cols   []*array.StringBuilder
+	rows   int64
+	bytes  int64
+}
+
+func newTableBatch(mem memory.Allocator, schema *arrow.Schema, nfields int) *tableBatch {
+	b := &tableBatch{mem: mem, schema: schema,
+		key: array.NewStringBuilder(mem), shard: array.NewStringBuilder(mem)}
+	for range nfields {
+		b.cols = append(b.cols, array.NewStringBuilder(mem))
+	}
+	return b
+}
+
+// append adds a row; vals holds one value per column position, nil for
+// null.
+func (b *tableBatch) append(key, shard string, vals []*string) {
+	b.key.Append(key)
+	b.shard.Append(shard)
+	b.bytes += int64(len(key) + len(shard))
+	for i, v := range vals {
+		if v == nil {
+			b.cols[i].AppendNull()
+			continue
+		}
+		b.cols[i].Append(*v)
+		b.bytes += int64(len(*v))
+	}
+	b.rows++
+}
+
+// flush writes the batch as one row group and empties it.
+func (b *tableBatch) flush(fw *pqarrow.FileWriter) error {
+	arrs := make([]arrow.Array, 0, 2+len(b.cols))
+	arrs = append(arrs, b.key.NewArray(), b.shard.NewArray())
+	for _, c := range b.cols {
+		arrs = append(arrs, c.NewArray())
+	}
+	rec := array.NewRecordBatch(b.schema, arrs, b.rows)
+	for _, a := range arrs {
+		a.Release()
+	}
+	defer rec.Release()
+	b.rows, b.bytes = 0, 0
+	if err := fw.Write(rec); err != nil {
+		return fmt.Errorf("samples table: %w", err)
+	}
+	return nil
+}
+
+func (b *tableBatch) release() {
+	b.key.Release()
+	b.shard.Release()
+	for _, c := range b.cols {
+		c.Release()
+	}
+}
