@@ -21,16 +21,23 @@ const pipeBuffers = 4
 // pipeBufSize fits a local header with the longest name plus a small member.
 const pipeBufSize = localLen + MaxKeyBytes + 20 + smallMember
 
-func newHashPipe() *hashPipe {
+// newHashPipe starts a pipe; a pipe that does not hash (for packs written
+// without a manifest) only lends buffers.
+func newHashPipe(hashing bool) *hashPipe {
 	p := &hashPipe{
 		ch:   make(chan []byte, pipeBuffers),
 		free: make(chan []byte, pipeBuffers),
 		done: make(chan struct{}),
-		h:    sha256.New(),
 	}
 	for range pipeBuffers {
 		p.free <- make([]byte, 0, pipeBufSize)
 	}
+	if !hashing {
+		p.shut = true
+		close(p.done)
+		return p
+	}
+	p.h = sha256.New()
 	go func() {
 		defer close(p.done)
 		for b := range p.ch {
@@ -48,11 +55,21 @@ func (p *hashPipe) buf() []byte { return <-p.free }
 func (p *hashPipe) release(b []byte) { p.free <- b[:0] }
 
 // send queues b for hashing; b belongs to the pipe afterwards.
-func (p *hashPipe) send(b []byte) { p.ch <- b }
+func (p *hashPipe) send(b []byte) {
+	if p.h == nil {
+		p.release(b)
+		return
+	}
+	p.ch <- b
+}
 
-// sum waits for queued buffers and returns the digest.
+// sum waits for queued buffers and returns the digest, or nil when the pipe
+// does not hash.
 func (p *hashPipe) sum() []byte {
 	p.stop()
+	if p.h == nil {
+		return nil
+	}
 	return p.h.Sum(nil)
 }
 

@@ -60,7 +60,8 @@ type WriterOptions struct {
 	// GroupFill is the fraction of MaxPackBytes from which a new placement
 	// group starts a new shard (default 0.5; a negative value disables it).
 	GroupFill float64
-	// NoManifest skips writing pack.manifest.json.
+	// NoManifest skips pack.manifest.json and the SHA-256 digests it needs
+	// (ShardInfo.SHA256 stays empty).
 	NoManifest bool
 	// Resume accepts a pack directory that already holds shards written by
 	// an earlier, interrupted writer with the same prefix: each is verified
@@ -385,7 +386,7 @@ func (w *Writer) roll() error {
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe()}
+	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest)}
 	w.next++
 	return nil
 }

@@ -678,3 +678,20 @@ func TestNoTemporaryLeftovers(t *testing.T) {
 		}
 	}
 }
+
+func TestNoManifest(t *testing.T) {
+	dir := t.TempDir()
+	st := writePack(t, dir, WriterOptions{MaxPackBytes: 100_000, NoManifest: true}, mixedMembers)
+	if _, err := os.Stat(filepath.Join(dir, ManifestName)); !os.IsNotExist(err) {
+		t.Fatalf("manifest written: %v", err)
+	}
+	for _, s := range st.ShardFiles {
+		if s.SHA256 != "" {
+			t.Fatalf("%s: digest computed without a manifest", s.Name)
+		}
+	}
+	rep, err := Verify(context.Background(), dir)
+	if err != nil || !rep.OK() || rep.Manifest {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}
