@@ -26,6 +26,7 @@ big=${BIG_GIB:-5}
 shards=${WDS_SHARDS:-20}
 read -r -a extra <<<"${WDS_ARGS:---quiet}"
 work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
+mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
 if ! "$bin" convert-wds --help >/dev/null 2>&1; then

@@ -1,23 +1,51 @@
 #!/usr/bin/env bash
-# Packs a generated sample, verifies it with bpconvert and with unzip, and
-# prints what was written.
+# The demo: writes a small WebDataset sample with Python's tarfile (two
+# shards of PNG images, labels and JSON metadata), shows bpconvert's plan for
+# it, converts it into blob packs plus samples.parquet, verifies the packs
+# with bpconvert and with unzip, and lists what was written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=bin/bpconvert
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/sample/images" "$work/sample/labels"
-for i in $(seq -w 0 49); do
-  head -c $((4096 + 10#$i * 997)) /dev/urandom > "$work/sample/images/$i.bin"
-  echo "label $i" > "$work/sample/labels/$i.txt"
-done
-echo "== bpconvert pack (sample: 100 files)"
-$bin pack "$work/sample" "$work/media" --max-pack-bytes 200KiB
+
+python3 - "$work/shards" <<'PY'
+import io, json, os, struct, sys, tarfile, zlib
+
+def png(w, h, seed):
+    raw = b"".join(b"\x00" + b"".join(bytes(((x * 7 + y * 13 + seed) % 256, (x * seed) % 256, (y * 3 + seed) % 256))
+                                      for x in range(w)) for y in range(h))
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+out = sys.argv[1]
+os.makedirs(out)
+for shard in range(2):
+    with tarfile.open(os.path.join(out, f"train-{shard:06d}.tar"), "w", format=tarfile.USTAR_FORMAT) as tf:
+        for i in range(50):
+            key = f"{shard * 50 + i:06d}"
+            for field, data in (("png", png(32, 32, shard * 50 + i)),
+                                ("cls", str((shard * 50 + i) % 10).encode()),
+                                ("json", json.dumps({"id": key, "caption": f"pattern {key}"}).encode())):
+                ti = tarfile.TarInfo(f"{key}.{field}")
+                ti.size, ti.mtime, ti.mode = len(data), 1700000000, 0o444
+                tf.addfile(ti, io.BytesIO(data))
+PY
+
+echo "== the sample: $(ls "$work/shards" | tr '\n' ' ')(written by Python's tarfile)"
+echo
+echo "== bpconvert convert-wds --dry-run (the plan; nothing is written)"
+$bin convert-wds "$work/shards" "$work/dataset" --dry-run
+echo "== bpconvert convert-wds --inline cls,json"
+$bin convert-wds "$work/shards" "$work/dataset" --inline cls,json --quiet --json
+echo
 echo "== bpconvert verify"
-$bin verify "$work/media"
+$bin verify "$work/dataset/media"
 echo "== unzip -t"
-for z in "$work"/media/*.zip; do unzip -tq "$z"; done
-echo "== bpconvert ls (first 5)"
-$bin ls "$work/media" | head -n 5
-echo "== pack.manifest.json"
-head -n 8 "$work/media/pack.manifest.json"
+for z in "$work"/dataset/media/*.zip; do unzip -tq "$z"; done
+echo "== bpconvert ls (first 6 members)"
+$bin ls "$work/dataset/media" | head -n 6
+echo "== written"
+(cd "$work/dataset" && find . -type f | sort)
