@@ -88,7 +88,7 @@ for f in "${files[@]}"; do
   [ "$n_ours" = 12 ] && [ "$n_ref" = 12 ] || { echo "expected 12 parts per camera, got $n_ours (ours) / $n_ref (reference)" >&2; exit 1; }
 done
 
-BENCH_CLEAN="rm -rf '$work/ours' '$work/ref'"
+BENCH_CLEAN="set_aside '$work/ours' '$work/ref'"
 t_ours=$(time_runs "$runs" "$work/videobench" split -fps "$fps" -times "$bounds" "$work/ours" "${files[@]}")
 t_ref=$(time_runs "$runs" ref_all)
 unset BENCH_CLEAN

@@ -41,7 +41,7 @@ case_run() { # case_run NAME COUNT SIZE
   gen "$src" "$count" "$size"
   warm "$src"
   local bytes=$((count * size))
-  BENCH_CLEAN="rm -rf '$work/cp-out' '$work/pack-out'"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/pack-out'"
   local tcp tcps tpack
   tcp=$(time_runs "$runs" cp -r "$src" "$work/cp-out")
   tcps=$(time_runs "$runs" sh -c "cp -r '$src' '$work/cp-out' && sync")

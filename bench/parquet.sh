@@ -44,7 +44,7 @@ rgmax=$(node "$root/fixtures/parquet/bench.mjs" "$work/src/table.parquet" "$rows
 size=$(stat -c %s "$work/src/table.parquet")
 warm "$work/src"
 
-BENCH_CLEAN="rm -rf '$work/cp.parquet' '$work/out'"
+BENCH_CLEAN="set_aside '$work/cp.parquet' '$work/out'"
 # One checked run first: time_runs does not stop on a failing command.
 "$bin" convert-parquet --quiet --yes --column image "$work/src" "$work/out"
 "$bin" verify "$work/out/media" >/dev/null
@@ -57,9 +57,9 @@ tcps=$(time_runs "$runs" cp_sync "$work/src/table.parquet" "$work/cp.parquet")
 tconv=$(time_runs "$runs" "$bin" convert-parquet --quiet --yes --column image "$work/src" "$work/out")
 # The pack writer alone on the same bytes (the input file as one member):
 # what writing, CRC-32, SHA-256 and fsync cost without any parquet work.
-BENCH_CLEAN="rm -rf '$work/pack-out'"
+BENCH_CLEAN="set_aside '$work/pack-out'"
 tpack=$(time_runs "$runs" "$bin" pack --quiet "$work/src" "$work/pack-out")
-BENCH_CLEAN="rm -rf '$work/cp.parquet' '$work/out'"
+BENCH_CLEAN="set_aside '$work/cp.parquet' '$work/out'"
 eval "$BENCH_CLEAN"; rm -rf "$work/pack-out"
 
 # Peak RSS of one more conversion, from the kernel's accounting.

@@ -96,7 +96,7 @@ case_shards() {
   warm "$src"
   local bytes
   bytes=$(du -sb "$src" | cut -f1)
-  BENCH_CLEAN="rm -rf '$work/cp-out' '$work/wds-out'"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/wds-out'"
   local tcp tsync twds rss
   tcp=$(time_runs "$runs" cp -r "$src" "$work/cp-out")
   tsync=$(time_runs "$runs" sh -c 'cp -r "$1" "$2" && sync "$2"/*' sh "$src" "$work/cp-out")
@@ -116,7 +116,7 @@ case_big() {
   local src="$work/big"
   gen_big "$src" "$big"
   warm "$src"
-  BENCH_CLEAN="rm -rf '$work/cp-out' '$work/wds-out'"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/wds-out'"
   local tcp twds rss
   tcp=$(time_runs 1 cp -r "$src" "$work/cp-out")
   twds=$(time_runs 1 "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")

@@ -7,6 +7,7 @@
 package stage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -145,4 +146,34 @@ func syncDir(dir string) error {
 		return err
 	}
 	return nil
+}
+
+// CopyFile copies the regular file src to a new file dst (creating its
+// directory), synced; an existing dst is an error. It checks ctx before it
+// starts.
+func CopyFile(ctx context.Context, src, dst string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -6,13 +6,11 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"path/filepath"
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/parquet"
-	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
@@ -44,9 +42,8 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	if !(*tolerance > 0) {
 		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
 	}
-	if cf.refBase != "" && packcore.CleanRefBase(cf.refBase) != parquet.MediaDir {
-		return nil, &usageError{msg: fmt.Sprintf("convert-lerobot: --ref-base %q is not supported", cf.refBase),
-			hint: "the dataset always references its packs as " + parquet.MediaDir + "/pack-NNNN.zip, relative to its root"}
+	if err := cf.checkRefBase("convert-lerobot"); err != nil {
+		return nil, err
 	}
 	src, dst := pos[0], pos[1]
 	absDst, err := filepath.Abs(dst)

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert/parquet"
-	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
@@ -43,9 +41,8 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		}
 		return nil, err
 	}
-	if cf.refBase != "" && packcore.CleanRefBase(cf.refBase) != parquet.MediaDir {
-		return nil, &usageError{msg: fmt.Sprintf("convert-parquet: --ref-base %q is not supported", cf.refBase),
-			hint: "tables always reference the packs as " + parquet.MediaDir + "/pack-NNNN.zip, relative to the dataset root"}
+	if err := cf.checkRefBase("convert-parquet"); err != nil {
+		return nil, err
 	}
 	var fieldPaths [][]string
 	for _, f := range fields {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert/wds"
-	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
@@ -33,9 +32,8 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 		}
 		return nil, err
 	}
-	if cf.refBase != "" && packcore.CleanRefBase(cf.refBase) != wds.MediaDir {
-		return nil, &usageError{msg: fmt.Sprintf("convert-wds: --ref-base %q is not supported", cf.refBase),
-			hint: "the samples table references the packs as " + wds.MediaDir + "/pack-NNNN.zip, relative to DST"}
+	if err := cf.checkRefBase("convert-wds"); err != nil {
+		return nil, err
 	}
 	absDst, err := filepath.Abs(pos[1])
 	if err != nil {

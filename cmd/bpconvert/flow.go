@@ -10,6 +10,7 @@ import (
 
 	"github.com/charmbracelet/huh"
 
+	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -26,6 +27,19 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 }
+
+// checkRefBase refuses a --ref-base other than media: converters write
+// their packs at DST/media, and tables reference them from the dataset root.
+func (c *convertFlags) checkRefBase(cmd string) error {
+	if c.refBase == "" || packcore.CleanRefBase(c.refBase) == mediaDir {
+		return nil
+	}
+	return &usageError{msg: fmt.Sprintf("%s: --ref-base %q is not supported", cmd, c.refBase),
+		hint: "converted datasets reference their packs as " + mediaDir + "/pack-NNNN.zip, relative to the dataset root"}
+}
+
+// mediaDir is where converters put packs, relative to DST.
+const mediaDir = "media"
 
 // errAborted is a declined or aborted prompt: exit 1, nothing written.
 var errAborted = errors.New("aborted; nothing was written")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -267,7 +266,7 @@ func copyTree(ctx context.Context, src, dst string) (int, error) {
 			return os.MkdirAll(out, 0o755)
 		case e.Type().IsRegular():
 			n++
-			return copyFile(p, out)
+			return stage.CopyFile(ctx, p, out)
 		}
 		return invalid(fmt.Errorf("%s is not a regular file or directory", p))
 	})
@@ -277,26 +276,4 @@ func copyTree(ctx context.Context, src, dst string) (int, error) {
 		}
 	}
 	return n, err
-}
-
-// copyFile copies src to a new file dst, synced.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -177,7 +177,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		}
 		out := filepath.Join(dir, filepath.FromSlash(t.Rel))
 		if len(paths) == 0 {
-			if err := copyFile(ctx, t.Path, out); err != nil {
+			if err := stage.CopyFile(ctx, t.Path, out); err != nil {
 				return nil, fmt.Errorf("parquet: %s: %w", t.Rel, err)
 			}
 			res.Copied++
@@ -192,7 +192,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
 	for _, o := range ins.in.others {
-		if err := copyFile(ctx, o.path, filepath.Join(dir, filepath.FromSlash(o.rel))); err != nil {
+		if err := stage.CopyFile(ctx, o.path, filepath.Join(dir, filepath.FromSlash(o.rel))); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		}
 	}
@@ -714,32 +714,4 @@ func asJSON(arr arrow.Array, jt arrow.ExtensionType) arrow.Array {
 // arrowRecord assembles a record batch; the caller releases it.
 func arrowRecord(sc *arrow.Schema, cols []arrow.Array, rows int64) arrow.RecordBatch {
 	return array.NewRecordBatch(sc, cols, rows)
-}
-
-// copyFile copies src to dst (created, synced, closed).
-func copyFile(ctx context.Context, src, dst string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
