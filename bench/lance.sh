@@ -18,7 +18,7 @@
 #
 # Knobs: RUNS (3), LANCE_ROWS, LANCE_SIZE, LANCE_VERSIONS, BENCH_DIR (a
 # fresh temp dir, removed at the end).
-# Needs go, node with fixtures/lance/node_modules (npm ci --prefix fixtures/lance), bc.
+# Needs go, node with fixtures/lance/node_modules (npm ci --prefix fixtures/lance), bc, python3.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -31,7 +31,7 @@ work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
-for t in go node bc; do
+for t in go node bc python3; do
   command -v "$t" >/dev/null || { echo "bench/lance.sh: $t is not on PATH" >&2; exit 1; }
 done
 [ -d "$root/fixtures/lance/node_modules/@lancedb/lancedb" ] || { echo "bench/lance.sh: run npm ci --prefix fixtures/lance" >&2; exit 1; }
@@ -42,8 +42,10 @@ echo "# bench/lance.sh: $(nproc) cores, runs=$runs, $rows rows x $size B, versio
 # shellcheck disable=SC2086
 node "$root/fixtures/lance/bench.mjs" "$work/db" "$rows" "$size" $versions >/dev/null
 
-# field JSON KEY prints a number field of a one-line JSON object.
+# field JSON KEY prints a number field of a one-line JSON object; sfield a
+# string field.
 field() { sed -E 's/.*"'"$2"'":([0-9.e+-]+).*/\1/' <<<"$1"; }
+sfield() { sed -E 's/.*"'"$2"'":"([^"]*)".*/\1/' <<<"$1"; }
 
 # inproc_median N CMD...: the median of the "seconds" CMD reports.
 inproc_median() {
@@ -66,9 +68,10 @@ for v in $versions; do
   tl=$(time_runs "$runs" node "$root/fixtures/lance/scan.mjs" "$ds" data)
   ig=$(inproc_median "$runs" "$work/lancebench" "$ds" data)
   il=$(inproc_median "$runs" node "$root/fixtures/lance/scan.mjs" "$ds" data)
+  rss=$(peak_rss_mib "$work/lancebench" "$ds" data)
   mbs() { echo "scale=0; $gb / $1 / 1000000" | bc -l; }
-  echo "storage version $v: $(echo "scale=3; $gb/1000000000" | bc -l) GB in column data, $(du -sh "$ds" | cut -f1) on disk"
-  echo "  go reader:   wall $tg s ($(mbs "$tg") MB/s), in-process $ig s ($(mbs "$ig") MB/s)"
+  echo "storage version $v (data storage version $(sfield "$g" storage), pages $(sfield "$g" encoding)): $(echo "scale=3; $gb/1000000000" | bc -l) GB in column data, $(du -sh "$ds" | cut -f1) on disk"
+  echo "  go reader:   wall $tg s ($(mbs "$tg") MB/s), in-process $ig s ($(mbs "$ig") MB/s), peak RSS $rss MiB"
   echo "  lance scan:  wall $tl s ($(mbs "$tl") MB/s), in-process $il s ($(mbs "$il") MB/s)"
   echo "  throughput ratio go/lance: wall $(ratio "$tl" "$tg")x, in-process $(ratio "$il" "$ig")x (target >= 1.0)"
 done

@@ -9,7 +9,10 @@
 // per column at a time, and drops the rows named by deletion files (Arrow
 // IPC and roaring bitmaps); Dataset.Blobs yields, per row of a blob column
 // (blob v1 and v2), a handle that reads the payload on demand and tells
-// where it is stored, so shared blobs can be recognised.
+// where it is stored, so shared blobs can be recognised;
+// for inspectors, Dataset.ColumnEncodings describes how each column of a
+// fragment is stored (file version, pages and their encodings) and
+// Dataset.Head renders the first rows as JSON-ready values.
 //
 // Data files of the legacy format (0.x, storage version "legacy"), 2.0, 2.1
 // and 2.2 are decoded: the 2.0 array encodings, and the 2.1/2.2 structural

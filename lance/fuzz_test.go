@@ -114,8 +114,10 @@ func FuzzFileMetadata(f *testing.F) {
 			return
 		}
 		for ci := range fm.columns {
+			describeColumn(fm.columns[ci].encoding)
 			for pi := range fm.columns[ci].pages {
 				pageEncodingName(&fm.columns[ci].pages[pi])
+				describePage(&fm.columns[ci].pages[pi])
 			}
 		}
 	})
@@ -178,6 +180,7 @@ func FuzzPage21(f *testing.F) {
 		if err != nil {
 			return
 		}
+		describeLayout(pl)
 		for _, dt := range fuzzTypes {
 			sp, err := decodeStructPage(pl, bufs, int(rows), func(n int) leaf { return zeroLeaf(dt, n) })
 			if err != nil {
@@ -205,6 +208,7 @@ func FuzzPage20(f *testing.F) {
 	fuzzPageSeeds(f, "ArrayEncoding")
 	f.Fuzz(func(t *testing.T, enc, b0, b1, b2 []byte, rows uint16, nbuf uint8) {
 		bufs := pageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
+		describe20(enc, 0)
 		for _, arrowDict := range []bool{false, true} {
 			l, valid, err := decode20x(enc, bufs, int(rows), 0, arrowDict)
 			if err != nil {

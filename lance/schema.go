@@ -78,6 +78,17 @@ func newSchema(fields []*Field, md map[string][]byte) (*Schema, error) {
 	return s, nil
 }
 
+// ArrowTypeName names the Arrow type the field is read as (for example
+// "list<item: int32, nullable>"), or its Lance logical type when this
+// package cannot read it.
+func (f *Field) ArrowTypeName() string {
+	af, err := arrowField(f, 0)
+	if err != nil {
+		return f.LogicalType
+	}
+	return af.Type.String()
+}
+
 // arrowField converts a Lance field (and its children) to an Arrow field.
 func arrowField(f *Field, depth int) (arrow.Field, error) {
 	if depth > 64 {
