@@ -146,6 +146,16 @@ func TestUnpackRefusesCollisions(t *testing.T) {
 	}
 }
 
+// peakRSS runs the program and returns its peak resident set in bytes.
+func peakRSS(t *testing.T, name string, args ...string) int64 {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
@@ -207,14 +217,20 @@ func TestZip64AndMemory(t *testing.T) {
 	os.WriteFile(filepath.Join(src, "tail.txt"), []byte("after the big one"), 0o644)
 	dst := filepath.Join(root, "media")
 
-	cmd := exec.Command(binPath, "pack", src, dst, "--quiet", "--max-pack-bytes", "8GiB")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("pack: %v\n%s", err, out)
+	// Peak RSS of the same program packing one small file is the baseline:
+	// the member's size must not show in memory. (The absolute figure moves
+	// with the machine: 29 MiB on a quiet one, up to 70 MiB seen while other
+	// test binaries ran alongside.)
+	small := filepath.Join(root, "small")
+	writeTree(t, small, map[string]string{"tail.txt": "after the big one"})
+	base := peakRSS(t, binPath, "pack", small, filepath.Join(root, "small-out"), "--quiet")
+	rss := peakRSS(t, binPath, "pack", src, dst, "--quiet", "--max-pack-bytes", "8GiB")
+	t.Logf("peak RSS packing a 5 GiB member: %.1f MiB (one small file: %.1f MiB)", float64(rss)/(1<<20), float64(base)/(1<<20))
+	if rss-base > 16<<20 {
+		t.Errorf("packing a 5 GiB member took %d bytes more than packing a small file", rss-base)
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
-	t.Logf("peak RSS packing a 5 GiB member: %.1f MiB", float64(rss)/(1<<20))
-	if rss > 64<<20 {
-		t.Errorf("peak RSS %d bytes exceeds 64 MiB", rss)
+	if rss > 128<<20 {
+		t.Errorf("peak RSS %d bytes", rss)
 	}
 	shard := filepath.Join(dst, "pack-0000.zip")
 	if st, err := os.Stat(shard); err != nil || st.Size() <= 5<<30 {
