@@ -119,17 +119,17 @@ type keyLoc struct {
 }
 
 type shardWriter struct {
-	f      *os.File
+	f *os.File
 	// flushed is the offset up to which writeback has been started.
 	flushed int64
-	tmp    string
-	name   string
-	index  int
-	off    int64
-	cd     []byte
-	count  int64
-	sha    *hashPipe
-	failed bool
+	tmp     string
+	name    string
+	index   int
+	off     int64
+	cd      []byte
+	count   int64
+	sha     *hashPipe
+	failed  bool
 }
 
 var shardRE = regexp.MustCompile(`^(.+)-([0-9]+)\.zip$`)
