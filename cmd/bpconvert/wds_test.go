@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,7 +84,8 @@ func TestWDSCLI(t *testing.T) {
 	})
 }
 
-// TestWDSKillAndRerun kills convert-wds with SIGKILL mid-conversion, re-runs
+// TestWDSKillAndRerun interrupts convert-wds with SIGINT (exit 130, nothing
+// left), then kills it with SIGKILL mid-conversion, re-runs
 // it into the same destination, and compares the result with a clean run.
 func TestWDSKillAndRerun(t *testing.T) {
 	if testing.Short() {
@@ -101,13 +103,34 @@ func TestWDSKillAndRerun(t *testing.T) {
 		t.Fatalf("tar: %v %s", err, out)
 	}
 	dst := filepath.Join(root, "dst")
+	staging := filepath.Join(root, ".dst.bpconvert-staging")
+
+	// SIGINT first: exit 130, and neither DST nor staging is left.
+	intr := exec.Command(binPath, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB")
+	if err := intr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); !hasTempShard(filepath.Join(staging, "media")); {
+		if time.Now().After(deadline) {
+			intr.Process.Kill()
+			t.Fatal("conversion never started a shard")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	intr.Process.Signal(syscall.SIGINT)
+	if err := intr.Wait(); err == nil || intr.ProcessState.ExitCode() != 130 {
+		t.Fatalf("SIGINT: %v (exit %d)", err, intr.ProcessState.ExitCode())
+	}
+	if exists(dst) || exists(staging) {
+		t.Fatalf("after SIGINT: dst %v, staging %v", exists(dst), exists(staging))
+	}
+
 	cmd := exec.Command(binPath, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB")
 	var se bytes.Buffer
 	cmd.Stderr = &se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	staging := filepath.Join(root, ".dst.bpconvert-staging")
 	deadline := time.Now().Add(60 * time.Second)
 	for !hasTempShard(filepath.Join(staging, "media")) {
 		if time.Now().After(deadline) {
