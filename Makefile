@@ -37,5 +37,6 @@ test: deps fixtures-deps
 test-short: fixtures-deps
 	$(GO) test -short ./...
 
-bench: build
-	bash bench/run.sh
+# Every benchmark script, one after another (each prints its own baseline).
+bench: build fixtures-deps
+	for s in pack wds parquet lerobot_video lance; do bash bench/$$s.sh || exit 1; done
