@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,22 +23,11 @@ func TestLerobotCLI(t *testing.T) {
 	t.Run("exit codes", func(t *testing.T) { testLerobotExitCodes(t, root) })
 }
 
-func lerobotFixtureRoot(t *testing.T) string {
-	t.Helper()
-	testtool.Require(t, "node", "ffmpeg", "ffprobe")
-	gen := filepath.Join("..", "..", "fixtures", "parquet")
-	if _, err := os.Stat(filepath.Join(gen, "node_modules", "@duckdb", "node-api")); err != nil {
-		testtool.Missing(t, "fixtures/parquet/node_modules is missing: run npm ci --prefix fixtures/parquet")
-	}
-	dir := t.TempDir()
-	var stderr bytes.Buffer
-	cmd := exec.Command("node", filepath.Join(gen, "lerobot.mjs"), dir)
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("lerobot.mjs: %v: %s", err, stderr.String())
-	}
-	return dir
-}
+// lerobotFixtures are the datasets fixtures/parquet/lerobot.mjs writes
+// (ffmpeg CLI videos, DuckDB tables), once per test process.
+var lerobotFixtures = testtool.Generated{Project: "parquet", Script: "lerobot.mjs", Need: []string{"ffmpeg", "ffprobe"}}
+
+func lerobotFixtureRoot(t *testing.T) string { return lerobotFixtures.Dir(t) }
 
 func testLerobotDryRun(t *testing.T, root string) {
 	dst := filepath.Join(t.TempDir(), "out")

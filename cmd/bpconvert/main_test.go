@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	parquetFixtures.Cleanup()
+	lerobotFixtures.Cleanup()
 	os.Exit(code)
 }
 

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,30 +21,11 @@ func TestParquetCLI(t *testing.T) {
 	t.Run("exit codes", func(t *testing.T) { testParquetExitCodes(t, root) })
 }
 
-func parquetFixtureRoot(t *testing.T) string {
-	t.Helper()
-	gen := filepath.Join("..", "..", "fixtures", "parquet")
-	skip := ""
-	if _, err := exec.LookPath("node"); err != nil {
-		skip = "node is not installed"
-	} else if _, err := os.Stat(filepath.Join(gen, "node_modules", "@duckdb", "node-api")); err != nil {
-		skip = "fixtures/parquet/node_modules is missing: run npm ci --prefix fixtures/parquet"
-	}
-	if skip != "" {
-		if os.Getenv("BPCONVERT_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("%s (BPCONVERT_REQUIRE_TOOLS=1)", skip)
-		}
-		t.Skip(skip)
-	}
-	dir := t.TempDir()
-	var stderr bytes.Buffer
-	cmd := exec.Command("node", filepath.Join(gen, "gen.mjs"), dir)
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("gen.mjs: %v: %s", err, stderr.String())
-	}
-	return dir
-}
+// parquetFixtures are the tables fixtures/parquet/gen.mjs writes with
+// DuckDB, once per test process.
+var parquetFixtures = testtool.Generated{Project: "parquet", Script: "gen.mjs"}
+
+func parquetFixtureRoot(t *testing.T) string { return parquetFixtures.Dir(t) }
 
 func testParquetDryRun(t *testing.T, root string) {
 	dst := filepath.Join(t.TempDir(), "out")

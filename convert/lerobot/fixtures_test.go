@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -20,24 +19,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
-var fixtures struct {
-	once sync.Once
-	dir  string
-	skip string
-	err  error
-}
+// fixtures are the datasets fixtures/parquet/lerobot.mjs writes (ffmpeg CLI
+// videos, DuckDB tables), once per test process.
+var fixtures = testtool.Generated{Project: "parquet", Script: "lerobot.mjs", Need: []string{"ffmpeg", "ffprobe"}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fixtures.dir != "" {
-		os.RemoveAll(fixtures.dir)
-	}
+	fixtures.Cleanup()
 	os.Exit(code)
 }
 
@@ -47,32 +40,7 @@ func nodeProject(t testing.TB) string {
 }
 
 // fixtureRoot generates the datasets once and returns their directory.
-func fixtureRoot(t testing.TB) string {
-	t.Helper()
-	testtool.Require(t, "node", "ffmpeg", "ffprobe")
-	proj := nodeProject(t)
-	if _, err := os.Stat(filepath.Join(proj, "node_modules", "@duckdb", "node-api")); err != nil {
-		testtool.Missing(t, "fixtures/parquet/node_modules is missing: run npm ci --prefix fixtures/parquet")
-	}
-	fixtures.once.Do(func() {
-		dir, err := os.MkdirTemp("", "bpconvert-lerobot-fixtures-")
-		if err != nil {
-			fixtures.err = err
-			return
-		}
-		fixtures.dir = dir
-		cmd := exec.Command("node", filepath.Join(proj, "lerobot.mjs"), dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			fixtures.err = fmt.Errorf("lerobot.mjs: %v: %s", err, stderr.String())
-		}
-	})
-	if fixtures.err != nil {
-		t.Fatal(fixtures.err)
-	}
-	return fixtures.dir
-}
+func fixtureRoot(t testing.TB) string { return fixtures.Dir(t) }
 
 // dataset returns the path of a generated dataset (read only).
 func dataset(t testing.TB, name string) string {

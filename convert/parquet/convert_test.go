@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -440,8 +441,8 @@ func jsonEqual(a, b []byte) bool {
 func unzipTest(t *testing.T, dir string) {
 	t.Helper()
 	if _, err := exec.LookPath("unzip"); err != nil {
-		if requireTools() {
-			t.Fatal("unzip is not installed (BPCONVERT_REQUIRE_TOOLS=1)")
+		if os.Getenv(testtool.RequireEnv) == "1" {
+			t.Fatal("unzip is not installed (" + testtool.RequireEnv + "=1)")
 		}
 		t.Log("unzip is not installed: shards not checked with unzip -t")
 		return

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 )
 
@@ -16,32 +16,15 @@ import (
 // per test process into a temporary directory, and read back by the same
 // DuckDB through fixtures/parquet/dump.mjs.
 
-// requireTools is set in CI: a missing outside tool fails instead of skipping.
-func requireTools() bool { return os.Getenv("BPCONVERT_REQUIRE_TOOLS") == "1" }
-
-// needTool skips the test (or fails it under BPCONVERT_REQUIRE_TOOLS=1).
-func needTool(t testing.TB, why string) {
-	t.Helper()
-	if requireTools() {
-		t.Fatalf("%s (BPCONVERT_REQUIRE_TOOLS=1)", why)
-	}
-	t.Skip(why)
-}
-
 var fixtureDir = filepath.Join("..", "..", "fixtures", "parquet")
 
-var fixtures struct {
-	once sync.Once
-	dir  string
-	skip string
-	err  error
-}
+// fixtures are the tables fixtures/parquet/gen.mjs writes with DuckDB, once
+// per test process.
+var fixtures = testtool.Generated{Project: "parquet", Script: "gen.mjs"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fixtures.dir != "" {
-		os.RemoveAll(fixtures.dir)
-	}
+	fixtures.Cleanup()
 	os.Exit(code)
 }
 
@@ -57,34 +40,7 @@ func nodeReady() string {
 }
 
 // fixtureRoot generates the fixtures once and returns their directory.
-func fixtureRoot(t testing.TB) string {
-	t.Helper()
-	fixtures.once.Do(func() {
-		if why := nodeReady(); why != "" {
-			fixtures.skip = why
-			return
-		}
-		dir, err := os.MkdirTemp("", "bpconvert-parquet-fixtures-")
-		if err != nil {
-			fixtures.err = err
-			return
-		}
-		fixtures.dir = dir
-		cmd := exec.Command("node", filepath.Join(fixtureDir, "gen.mjs"), dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			fixtures.err = fmt.Errorf("gen.mjs: %v: %s", err, stderr.String())
-		}
-	})
-	if fixtures.skip != "" {
-		needTool(t, fixtures.skip)
-	}
-	if fixtures.err != nil {
-		t.Fatal(fixtures.err)
-	}
-	return fixtures.dir
-}
+func fixtureRoot(t testing.TB) string { return fixtures.Dir(t) }
 
 // dumpTable is what dump.mjs reports for one file.
 type dumpTable struct {
