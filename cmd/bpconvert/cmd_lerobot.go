@@ -6,14 +6,11 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"path/filepath"
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
-	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
@@ -46,14 +43,8 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]
-	absDst, err := filepath.Abs(dst)
+	absDst, err := destination(src, dst)
 	if err != nil {
-		return nil, err
-	}
-	if err := parquet.CheckDest(src, absDst); err != nil {
-		return nil, lerobotError(err)
-	}
-	if err := stage.CheckDest(absDst); err != nil {
 		return nil, err
 	}
 	opts := lerobot.Options{
@@ -116,8 +107,6 @@ func lerobotError(err error) error {
 		return nil
 	case errors.Is(err, lerobot.ErrNothingToConvert):
 		return &usageError{msg: err.Error(), hint: "drop --images skip or --video skip"}
-	case errors.Is(err, parquet.ErrOverlap):
-		return &usageError{msg: err.Error(), hint: "choose a destination outside the source directory"}
 	case errors.Is(err, lerobot.ErrInvalidInput):
 		return &inputError{err: err}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 // stringList is a repeatable string flag.
@@ -49,14 +47,8 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		fieldPaths = append(fieldPaths, strings.Split(f, "."))
 	}
 	src, dst := pos[0], pos[1]
-	absDst, err := filepath.Abs(dst)
+	absDst, err := destination(src, dst)
 	if err != nil {
-		return nil, err
-	}
-	if err := parquet.CheckDest(src, absDst); err != nil {
-		return nil, parquetError(err)
-	}
-	if err := stage.CheckDest(absDst); err != nil {
 		return nil, err
 	}
 
@@ -154,8 +146,6 @@ func parquetError(err error) error {
 			hint: "name the payload columns: --column NAME (top level) or --field a.b.c (nested), or run on a terminal to choose"}
 	case errors.Is(err, parquet.ErrBadSelection):
 		return &usageError{msg: err.Error(), hint: "run with --dry-run to list the candidate columns"}
-	case errors.Is(err, parquet.ErrOverlap):
-		return &usageError{msg: err.Error(), hint: "choose a destination outside the source directory"}
 	case errors.Is(err, parquet.ErrInvalidInput):
 		return &inputError{err: err}
 	}

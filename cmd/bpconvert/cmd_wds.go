@@ -5,14 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
@@ -35,11 +33,9 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	if err := cf.checkRefBase("convert-wds"); err != nil {
 		return nil, err
 	}
-	absDst, err := filepath.Abs(pos[1])
+	// SRC may be a pattern or "-": only the destination itself is checked.
+	absDst, err := destination("", pos[1])
 	if err != nil {
-		return nil, err
-	}
-	if err := stage.CheckDest(absDst); err != nil {
 		return nil, err
 	}
 	var fields []string

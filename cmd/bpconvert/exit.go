@@ -77,11 +77,13 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, &ie) {
 		return exitInvalid
 	}
-	for _, target := range []error{packcore.ErrInvalidKey, packcore.ErrDuplicateKey, packcore.ErrFormat, packcore.ErrNotRef, stage.ErrExists, packcore.ErrNotEmpty} {
+	for _, target := range []error{stage.ErrExists, stage.ErrOverlap, packcore.ErrNotEmpty} {
 		if errors.Is(err, target) {
-			if target == stage.ErrExists || target == packcore.ErrNotEmpty {
-				return exitUsage
-			}
+			return exitUsage
+		}
+	}
+	for _, target := range []error{packcore.ErrInvalidKey, packcore.ErrDuplicateKey, packcore.ErrFormat, packcore.ErrNotRef} {
+		if errors.Is(err, target) {
 			return exitInvalid
 		}
 	}
@@ -107,6 +109,9 @@ func hintFor(err error) string {
 	}
 	if errors.Is(err, stage.ErrExists) || errors.Is(err, packcore.ErrNotEmpty) {
 		return "packs are immutable: choose a new destination directory"
+	}
+	if errors.Is(err, stage.ErrOverlap) {
+		return "choose a destination outside the source directory"
 	}
 	return ""
 }

@@ -7,12 +7,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/charmbracelet/huh"
 
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/stage"
 )
 
 // convertFlags are the flags every converter takes.
@@ -36,6 +38,22 @@ func (c *convertFlags) checkRefBase(cmd string) error {
 	}
 	return &usageError{msg: fmt.Sprintf("%s: --ref-base %q is not supported", cmd, c.refBase),
 		hint: "converted datasets reference their packs as " + mediaDir + "/pack-NNNN.zip, relative to the dataset root"}
+}
+
+// destination resolves a converter's DST to an absolute path and checks,
+// before anything is planned, that it is absent or empty and (when src is
+// not "") disjoint from the source.
+func destination(src, dst string) (string, error) {
+	abs, err := filepath.Abs(dst)
+	if err != nil {
+		return "", err
+	}
+	if src != "" {
+		if err := stage.CheckDisjoint(src, abs); err != nil {
+			return "", err
+		}
+	}
+	return abs, stage.CheckDest(abs)
 }
 
 // mediaDir is where converters put packs, relative to DST.

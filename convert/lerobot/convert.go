@@ -68,7 +68,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string) (res *Result, err
 	if err != nil {
 		return nil, err
 	}
-	if err := parquet.CheckDest(d.Root, absDst); err != nil {
+	if err := stage.CheckDisjoint(d.Root, absDst); err != nil {
 		return nil, err
 	}
 	st, err := stage.Begin(absDst)

@@ -88,7 +88,7 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 	if len(sel.Paths) == 0 {
 		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
 	}
-	if err := CheckDest(ins.Src, dst); err != nil {
+	if err := stage.CheckDisjoint(ins.Src, dst); err != nil {
 		return nil, err
 	}
 	absDst, err := filepath.Abs(dst)
@@ -608,7 +608,7 @@ func (tc *tableConv) resolvePath(name string) (string, int64, error) {
 		p = filepath.Join(tc.ins.in.root, p)
 	}
 	p = filepath.Clean(p)
-	if !within(tc.ins.in.root, p) && !within(tc.ins.in.rootReal, p) {
+	if !stage.Within(tc.ins.in.root, p) && !stage.Within(tc.ins.in.rootReal, p) {
 		return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, tc.ins.in.root)
 	}
 	real, err := filepath.EvalSymlinks(p)
@@ -618,7 +618,7 @@ func (tc *tableConv) resolvePath(name string) (string, int64, error) {
 		}
 		return "", 0, fmt.Errorf("path %q: %w", name, err)
 	}
-	if !within(tc.ins.in.rootReal, real) {
+	if !stage.Within(tc.ins.in.rootReal, real) {
 		return "", 0, fmt.Errorf("path %q resolves to %s, outside the dataset root", name, real)
 	}
 	st, err := os.Stat(real)

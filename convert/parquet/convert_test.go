@@ -481,7 +481,7 @@ func TestParquetSourceIsSymlink(t *testing.T) {
 	if _, err := Convert(context.Background(), ins, sel, filepath.Join(t.TempDir(), "out"), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckDest(link, filepath.Join(root, "hf", "x")); !errors.Is(err, ErrOverlap) {
+	if err := stage.CheckDisjoint(link, filepath.Join(root, "hf", "x")); !errors.Is(err, stage.ErrOverlap) {
 		t.Errorf("destination inside the symlinked source: %v, want ErrOverlap", err)
 	}
 }
@@ -532,7 +532,7 @@ func TestParquetBadInput(t *testing.T) {
 		{name: "symlink outside source", src: "symlink", wantIs: ErrInvalidInput, wantText: []string{"link.parquet", "outside the source directory"}},
 		{name: "no such column", src: "plain", columns: []string{"nope"}, wantIs: ErrBadSelection, wantText: []string{`"nope"`, "candidates: jpg"}},
 		{name: "nothing declared", src: "plain", wantIs: ErrNeedSelection, wantText: []string{"candidates: jpg (binary)"}},
-		{name: "destination inside source", src: "hf", dst: "hf/out", wantIs: ErrOverlap},
+		{name: "destination inside source", src: "hf", dst: "hf/out", wantIs: stage.ErrOverlap},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

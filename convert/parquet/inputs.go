@@ -2,18 +2,14 @@ package parquet
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/bpconvert/bpconvert/stage"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 )
-
-// ErrOverlap is returned when the destination is the source, lies inside it
-// or contains it.
-var ErrOverlap = errors.New("destination must be new and disjoint from the source")
 
 // MediaDir is the directory, relative to the output root, that holds the
 // packs; references name it as their base.
@@ -34,63 +30,6 @@ type inputs struct {
 	tables   []inputFile
 	others   []inputFile
 	warnings []string
-}
-
-// realAbs returns p made absolute with every symlink resolved; for a path
-// that does not exist yet, its nearest existing parent is resolved and the
-// rest appended.
-func realAbs(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	rest := ""
-	cur := abs
-	for {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			return filepath.Join(r, rest), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return abs, nil
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
-
-// within reports whether p is root or lies below it (both cleaned, absolute).
-func within(root, p string) bool {
-	if p == root {
-		return true
-	}
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// CheckDest returns an error wrapping ErrOverlap when dst and src, with
-// symlinks resolved, are the same directory or one lies inside the other.
-// Whether dst already exists is checked when the conversion starts.
-func CheckDest(src, dst string) error {
-	s, err := realAbs(src)
-	if err != nil {
-		return err
-	}
-	if st, err := os.Stat(s); err == nil && !st.IsDir() {
-		s = filepath.Dir(s)
-	}
-	d, err := realAbs(dst)
-	if err != nil {
-		return err
-	}
-	if within(s, d) || within(d, s) {
-		return fmt.Errorf("parquet: %s and %s: %w", src, dst, ErrOverlap)
-	}
-	return nil
 }
 
 // listInputs finds the tables and other files of src: src itself when it is
@@ -150,7 +89,7 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 		if err != nil {
 			return &InputError{Table: rel, Row: -1, Err: err}
 		}
-		if !within(in.rootReal, real) {
+		if !stage.Within(in.rootReal, real) {
 			return &InputError{Table: rel, Row: -1, Err: fmt.Errorf("resolves to %s, outside the source directory", real)}
 		}
 		info, err := os.Stat(real)
