@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 	"math"
 	"os"
 	"path/filepath"
@@ -292,13 +293,13 @@ func verifyCut(t *testing.T, src string, blob []byte, span [2]float64, frames in
 	}
 	num, den := ffprobeTimeBase(t, src)
 	const tol = 1e-3
-	var want []probePacket
-	for _, p := range ffprobePackets(t, src) {
+	var want []testtool.Packet
+	for _, p := range testtool.FFprobePackets(t, src) {
 		if s := float64(p.PTS) * float64(num) / float64(den); s >= span[0]-tol && s < span[1]-tol {
 			want = append(want, p)
 		}
 	}
-	got := ffprobePackets(t, out)
+	got := testtool.FFprobePackets(t, out)
 	if len(got) != len(want) || int64(len(got)) != frames {
 		t.Fatalf("%s [%g, %g): container has %d packets, source interval %d, episode %d frames", src, span[0], span[1], len(got), len(want), frames)
 	}

@@ -11,7 +11,6 @@ package video
 // shared/research/lerobot-video/make_fixture_videos.sh.
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -210,42 +209,6 @@ func streamDuration(t testing.TB, path string) float64 {
 		t.Fatalf("ffprobe duration of %s: %q: %v", path, out, err)
 	}
 	return d
-}
-
-// probePacket is one packet as ffprobe reports it.
-type probePacket struct {
-	PTS, DTS, Duration int64
-	Size               int
-	Flags, Hash        string
-}
-
-// ffprobePackets lists the first video stream's packets in decode order
-// with a SHA-256 of each packet's data, read by ffprobe (not by us).
-func ffprobePackets(t testing.TB, path string) []probePacket {
-	t.Helper()
-	out := testtool.Run(t, "ffprobe", "-v", "error", "-select_streams", "v:0", "-show_data_hash", "sha256",
-		"-show_entries", "packet=pts,dts,duration,size,flags,data_hash", "-of", "csv=p=0", path)
-	var pks []probePacket
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), ",")
-		if len(f) != 6 {
-			t.Fatalf("ffprobe %s: unexpected line %q", path, sc.Text())
-		}
-		var p probePacket
-		var err error
-		for i, dst := range []*int64{&p.PTS, &p.DTS, &p.Duration} {
-			if *dst, err = strconv.ParseInt(f[i], 10, 64); err != nil {
-				t.Fatalf("ffprobe %s: field %d of %q: %v", path, i, sc.Text(), err)
-			}
-		}
-		if p.Size, err = strconv.Atoi(f[3]); err != nil {
-			t.Fatal(err)
-		}
-		p.Flags, p.Hash = f[4], f[5]
-		pks = append(pks, p)
-	}
-	return pks
 }
 
 // ffprobeStream returns stream fields of the first video stream, e.g.

@@ -2,6 +2,7 @@ package video
 
 import (
 	"context"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 	"math"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func TestScanMatchesFFprobe(t *testing.T) {
 			if tb := ffprobeStream(t, path)["time_base"]; s.TimeBase.String() != tb {
 				t.Errorf("time base %s, ffprobe %s", s.TimeBase, tb)
 			}
-			want := ffprobePackets(t, path)
+			want := testtool.FFprobePackets(t, path)
 			if len(want) != len(s.Packets) {
 				t.Fatalf("%d packets, ffprobe %d", len(s.Packets), len(want))
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,13 +43,13 @@ func verifyCut(t *testing.T, src string, e Episode, o Output) {
 	}
 	tb := parseTB(t, srcStream["time_base"])
 	const tol = 1_000_000 // 1 ms
-	var want []probePacket
-	for _, p := range ffprobePackets(t, src) {
+	var want []testtool.Packet
+	for _, p := range testtool.FFprobePackets(t, src) {
 		if ns := tb.NS(p.PTS); ns >= e.FromNS-tol && ns < e.ToNS-tol {
 			want = append(want, p)
 		}
 	}
-	got := ffprobePackets(t, o.Path)
+	got := testtool.FFprobePackets(t, o.Path)
 	if len(got) != len(want) || len(got) != o.Packets || int64(len(got)) != e.Frames {
 		t.Fatalf("episode %d: output has %d packets, source interval %d, Split reported %d, metadata %d frames",
 			e.Index, len(got), len(want), o.Packets, e.Frames)
