@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"time"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/plan"
@@ -69,21 +68,18 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 			return ins.Plan(absDst), nil
 		},
 		execute: func(ctx context.Context, p plan.Plan, prog progress.Counter) (plan.Summary, error) {
-			start := time.Now()
 			ins.Options.Progress = prog
 			res, err := lerobot.Convert(ctx, ins, absDst)
 			if err != nil {
 				return plan.Summary{}, lerobotError(err)
 			}
 			return plan.Summary{
-				Status:   plan.StatusOK,
-				ExitCode: exitOK,
-				Format:   "LeRobot",
-				Source:   ins.Dataset.Root,
-				Dest:     absDst,
-				Blobs:    res.Pack.Members,
-				Bytes:    res.Pack.Bytes,
-				Shards:   int64(res.Pack.Shards),
+				Format: "LeRobot",
+				Source: ins.Dataset.Root,
+				Dest:   absDst,
+				Blobs:  res.Pack.Members,
+				Bytes:  res.Pack.Bytes,
+				Shards: int64(res.Pack.Shards),
 				Counts: plan.Counts{
 					{Name: "videos", N: int64(res.Videos)},
 					{Name: "episode containers", N: int64(res.Cut)},
@@ -92,7 +88,6 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 					{Name: "rewritten tables", N: int64(res.Tables)},
 					{Name: "copied files", N: int64(res.Copied)},
 				},
-				Duration: time.Since(start),
 				Warnings: append([]string{}, ins.Warnings...),
 			}, nil
 		},

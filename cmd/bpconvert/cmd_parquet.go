@@ -6,7 +6,6 @@ import (
 	"flag"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/plan"
@@ -83,7 +82,6 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 			return ins.Plan(sel, absDst), nil
 		},
 		execute: func(ctx context.Context, p plan.Plan, prog progress.Counter) (plan.Summary, error) {
-			start := time.Now()
 			o := opts
 			o.Progress = prog
 			res, err := parquet.Convert(ctx, ins, sel, absDst, o)
@@ -91,21 +89,18 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 				return plan.Summary{}, parquetError(err)
 			}
 			return plan.Summary{
-				Status:   plan.StatusOK,
-				ExitCode: exitOK,
-				Format:   "Parquet",
-				Source:   ins.Root,
-				Dest:     absDst,
-				Blobs:    res.Pack.Members,
-				Bytes:    res.Pack.Bytes,
-				Shards:   int64(res.Pack.Shards),
+				Format: "Parquet",
+				Source: ins.Root,
+				Dest:   absDst,
+				Blobs:  res.Pack.Members,
+				Bytes:  res.Pack.Bytes,
+				Shards: int64(res.Pack.Shards),
 				Counts: plan.Counts{
 					{Name: "rewritten tables", N: int64(res.Rewritten)},
 					{Name: "copied tables", N: int64(res.Copied)},
 					{Name: "copied files", N: int64(res.Files)},
 					{Name: "rows", N: res.Rows},
 				},
-				Duration: time.Since(start),
 				Warnings: append([]string{}, ins.Warnings...),
 			}, nil
 		},

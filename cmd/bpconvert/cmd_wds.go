@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/plan"
@@ -71,14 +70,11 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 			return p, wdsError(err)
 		},
 		execute: func(ctx context.Context, p plan.Plan, prog progress.Counter) (plan.Summary, error) {
-			start := time.Now()
 			res, err := wds.Convert(ctx, opts, prog)
 			if err != nil {
 				return plan.Summary{}, wdsError(err)
 			}
-			s := res.Summary()
-			s.Status, s.ExitCode, s.Duration = plan.StatusOK, exitOK, time.Since(start)
-			return s, nil
+			return res.Summary(), nil
 		},
 	}
 	return e.runConversion(ctx, conv)

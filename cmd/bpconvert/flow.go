@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"time"
 
 	"github.com/charmbracelet/huh"
 
@@ -79,7 +80,8 @@ type conversion struct {
 	// confirm asks before executing (unless --yes). Converters that change
 	// no table (WebDataset) run without asking unless the user asks for it.
 	confirm bool
-	// execute carries out the plan, reporting progress.
+	// execute carries out the plan, reporting progress; the flow fills in
+	// the summary's status, exit code and duration.
 	execute func(ctx context.Context, p plan.Plan, prog progress.Counter) (plan.Summary, error)
 }
 
@@ -145,10 +147,13 @@ func (e *env) runConversion(ctx context.Context, c conversion) (any, error) {
 		}
 	}
 	prog := e.newProgress("convert")
+	start := time.Now()
 	sum, err := c.execute(ctx, p, prog)
 	if err != nil {
 		return nil, err
 	}
+	// A summary returned without an error is a finished run.
+	sum.Status, sum.ExitCode, sum.Duration = plan.StatusOK, exitOK, time.Since(start)
 	if !e.quiet {
 		plan.RenderSummaryText(e.stderr, sum)
 	}
