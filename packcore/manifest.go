@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // ManifestName is the file name of a pack's manifest.
@@ -48,7 +50,7 @@ func WriteManifest(dir string, shards []ShardInfo) error {
 	if err != nil {
 		return fmt.Errorf("pack %s: manifest: %w", dir, err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ManifestName), b, 0o644); err != nil {
 		return fmt.Errorf("pack %s: manifest: %w", dir, err)
 	}
 	return nil
@@ -112,41 +114,6 @@ func ListShards(dir string) ([]string, error) {
 	}
 	sortShardNames(names)
 	return names, nil
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory, synced and renamed into place, then syncs the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	return SyncDir(dir)
 }
 
 // ctxReader stops a copy when its context is cancelled.

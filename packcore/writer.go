@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // Defaults for WriterOptions.
@@ -580,7 +582,7 @@ func (w *Writer) finishShard() error {
 		w.closed = true
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	if err := SyncDir(w.dir); err != nil {
+	if err := atomicfile.SyncDir(w.dir); err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
 	info := ShardInfo{Name: s.name, Bytes: total, SHA256: hex.EncodeToString(digest), Members: int(s.count)}
@@ -716,19 +718,6 @@ func structuralProblems(shard string, dir *Directory) []string {
 		}
 	}
 	return out
-}
-
-// SyncDir fsyncs a directory so renames inside it survive a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
 }
 
 // sortShardNames orders shard file names by prefix and then numerically by

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // ErrExists is wrapped when the destination already exists and is not empty.
@@ -109,7 +111,7 @@ func (s *Stage) Commit() error {
 	if err := CheckDest(s.Final); err != nil {
 		return err
 	}
-	if err := syncDir(s.Dir); err != nil {
+	if err := atomicfile.SyncDir(s.Dir); err != nil {
 		return fmt.Errorf("%s: %w", s.Final, err)
 	}
 	// An empty destination directory is replaced (os.Remove refuses a
@@ -122,7 +124,7 @@ func (s *Stage) Commit() error {
 	}
 	s.done = true
 	s.lock.Close()
-	return syncDir(filepath.Dir(s.Final))
+	return atomicfile.SyncDir(filepath.Dir(s.Final))
 }
 
 // Abort removes the staging directory and everything in it. It does nothing
@@ -134,18 +136,6 @@ func (s *Stage) Abort() {
 	s.done = true
 	os.RemoveAll(s.Dir)
 	s.lock.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
 }
 
 // CopyFile copies the regular file src to a new file dst (creating its

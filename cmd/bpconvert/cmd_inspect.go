@@ -18,12 +18,8 @@ import (
 
 func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("verify", flag.ContinueOnError)
-	e.commonFlags(fset)
-	pos, err := parseFlags(fset, args, 1, "DIR|SHARD")
+	pos, err := e.parse(fset, args, 1, "DIR|SHARD")
 	if err != nil {
-		if err == flag.ErrHelp {
-			flagHelp(e, fset, "DIR|SHARD")
-		}
 		return nil, err
 	}
 	rep, err := packcore.Verify(ctx, pos[0])
@@ -63,12 +59,8 @@ func cmdLs(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("ls", flag.ContinueOnError)
 	var refBase string
 	fset.StringVar(&refBase, "ref-base", "", "directory the references name (default: the pack directory's name)")
-	e.commonFlags(fset)
-	pos, err := parseFlags(fset, args, 1, "DIR|SHARD")
+	pos, err := e.parse(fset, args, 1, "DIR|SHARD")
 	if err != nil {
-		if err == flag.ErrHelp {
-			flagHelp(e, fset, "DIR|SHARD")
-		}
 		return nil, err
 	}
 	set, err := packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: refBase})
@@ -103,12 +95,8 @@ type unpackResult struct {
 
 func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("unpack", flag.ContinueOnError)
-	e.commonFlags(fset)
-	pos, err := parseFlags(fset, args, 2, "DIR DST")
+	pos, err := e.parse(fset, args, 2, "DIR DST")
 	if err != nil {
-		if err == flag.ErrHelp {
-			flagHelp(e, fset, "DIR DST")
-		}
 		return nil, err
 	}
 	set, err := packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."})
@@ -193,12 +181,8 @@ type manifestResult struct {
 func cmdManifest(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("manifest", flag.ContinueOnError)
 	force := fset.Bool("force", false, "replace an existing pack.manifest.json")
-	e.commonFlags(fset)
-	pos, err := parseFlags(fset, args, 1, "DIR")
+	pos, err := e.parse(fset, args, 1, "DIR")
 	if err != nil {
-		if err == flag.ErrHelp {
-			flagHelp(e, fset, "DIR")
-		}
 		return nil, err
 	}
 	dir := pos[0]
@@ -228,8 +212,7 @@ type versionResult struct {
 
 func cmdVersion(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("version", flag.ContinueOnError)
-	e.commonFlags(fset)
-	if _, err := parseFlags(fset, args, 0, "no arguments"); err != nil {
+	if _, err := e.parse(fset, args, 0, ""); err != nil {
 		return nil, err
 	}
 	v := versionResult{Version: "(devel)"}

@@ -22,11 +22,17 @@ type packFlags struct {
 }
 
 func (p *packFlags) register(fs *flag.FlagSet) {
-	p.maxPackBytes = packcore.DefaultMaxPackBytes
-	fs.Var(&p.maxPackBytes, "max-pack-bytes", "largest shard size on disk, e.g. 4GiB, 512MiB (default 4GiB)")
-	fs.IntVar(&p.maxMembers, "max-members", packcore.DefaultMaxMembers, "most members in one shard")
+	registerPackLimits(fs, &p.maxPackBytes, &p.maxMembers, &p.noManifest)
 	fs.StringVar(&p.refBase, "ref-base", "", "shard directory as references name it, relative to the dataset root (default: the pack directory's name)")
-	fs.BoolVar(&p.noManifest, "no-manifest", false, "do not write pack.manifest.json")
+}
+
+// registerPackLimits registers the pack settings every command that writes
+// packs takes.
+func registerPackLimits(fs *flag.FlagSet, maxBytes *byteSize, maxMembers *int, noManifest *bool) {
+	*maxBytes = packcore.DefaultMaxPackBytes
+	fs.Var(maxBytes, "max-pack-bytes", "largest shard size on disk, e.g. 4GiB, 512MiB (default 4GiB)")
+	fs.IntVar(maxMembers, "max-members", packcore.DefaultMaxMembers, "most members in one shard")
+	fs.BoolVar(noManifest, "no-manifest", false, "do not write pack.manifest.json")
 }
 
 func (p *packFlags) options() packcore.WriterOptions {
@@ -58,12 +64,8 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("pack", flag.ContinueOnError)
 	var pf packFlags
 	pf.register(fset)
-	e.commonFlags(fset)
-	pos, err := parseFlags(fset, args, 2, "SRC DST")
+	pos, err := e.parse(fset, args, 2, "SRC DST")
 	if err != nil {
-		if err == flag.ErrHelp {
-			flagHelp(e, fset, "SRC DST")
-		}
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"syscall"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -73,8 +74,12 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, &ue) {
 		return exitUsage
 	}
+	var ce *convert.UsageError
+	if errors.As(err, &ce) {
+		return exitUsage
+	}
 	var ie *inputError
-	if errors.As(err, &ie) {
+	if errors.As(err, &ie) || errors.Is(err, convert.ErrInvalidInput) {
 		return exitInvalid
 	}
 	for _, target := range []error{stage.ErrExists, stage.ErrOverlap, packcore.ErrNotEmpty} {
@@ -106,6 +111,9 @@ func hintFor(err error) string {
 	var he *hintError
 	if errors.As(err, &he) {
 		return he.hint
+	}
+	if h := convert.Hint(err); h != "" {
+		return h
 	}
 	if errors.Is(err, stage.ErrExists) || errors.Is(err, packcore.ErrNotEmpty) {
 		return "packs are immutable: choose a new destination directory"

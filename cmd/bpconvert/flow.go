@@ -12,33 +12,31 @@ import (
 
 	"github.com/charmbracelet/huh"
 
-	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/plan"
-	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
-// convertFlags are the flags every converter takes.
+// convertFlags are the flags every converter takes: the pack settings that
+// convert.PackOptions carries (no --ref-base: converted datasets always
+// reference media/pack-NNNN.zip from their root), --dry-run and --yes.
 type convertFlags struct {
-	packFlags
-	dryRun bool
-	yes    bool
+	maxPackBytes byteSize
+	maxMembers   int
+	noManifest   bool
+	dryRun       bool
+	yes          bool
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
-	c.packFlags.register(fs)
+	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 }
 
-// checkRefBase refuses a --ref-base other than media: converters write
-// their packs at DST/media, and tables reference them from the dataset root.
-func (c *convertFlags) checkRefBase(cmd string) error {
-	if c.refBase == "" || packcore.CleanRefBase(c.refBase) == mediaDir {
-		return nil
-	}
-	return &usageError{msg: fmt.Sprintf("%s: --ref-base %q is not supported", cmd, c.refBase),
-		hint: "converted datasets reference their packs as " + mediaDir + "/pack-NNNN.zip, relative to the dataset root"}
+// pack returns the pack settings the flags name.
+func (c *convertFlags) pack() convert.PackOptions {
+	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest}
 }
 
 // destination resolves a converter's DST to an absolute path and checks,
@@ -57,33 +55,8 @@ func destination(src, dst string) (string, error) {
 	return abs, stage.CheckDest(abs)
 }
 
-// mediaDir is where converters put packs, relative to DST.
-const mediaDir = "media"
-
 // errAborted is a declined or aborted prompt: exit 1, nothing written.
 var errAborted = errors.New("aborted; nothing was written")
-
-// conversion is what a converter command hands to runConversion: how to
-// compute its plan, whether the user must choose entries or confirm, and how
-// to execute the plan.
-type conversion struct {
-	flags *convertFlags
-	// plan computes the plan. selected is nil for the selection made on the
-	// command line (or the converter's default), else the names the user
-	// chose in the prompt. Computing a plan writes nothing.
-	plan func(ctx context.Context, selected []string) (plan.Plan, error)
-	// mustChoose is set when the user named no payload entries and the
-	// converter has no safe default: a terminal gets a multi-select of the
-	// plan's selectable entries; elsewhere chooseError is returned.
-	mustChoose  bool
-	chooseError error
-	// confirm asks before executing (unless --yes). Converters that change
-	// no table (WebDataset) run without asking unless the user asks for it.
-	confirm bool
-	// execute carries out the plan, reporting progress; the flow fills in
-	// the summary's status, exit code and duration.
-	execute func(ctx context.Context, p plan.Plan, prog progress.Counter) (plan.Summary, error)
-}
 
 // jsonDoc is a result printed verbatim as the command's JSON document.
 type jsonDoc []byte
@@ -94,14 +67,19 @@ func (e *env) interactive() bool {
 	return isTerminal(e.stdin) && isTerminal(e.stderr)
 }
 
-// runConversion computes the plan, shows it, obtains a selection and a
-// confirmation where needed, and executes it.
-func (e *env) runConversion(ctx context.Context, c conversion) (any, error) {
-	p, err := c.plan(ctx, nil)
+// runJob computes a converter job's plan, shows it, obtains a selection
+// (jobs that implement convert.Chooser) and a confirmation (when confirm is
+// set and --yes is not) where needed, and runs it.
+func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
+	p, err := job.Plan(ctx, nil)
 	if err != nil {
+		if len(p.Entries) > 0 && !e.quiet {
+			plan.RenderText(e.stderr, p) // the plan lists every problem found
+			fmt.Fprintln(e.stderr)
+		}
 		return nil, err
 	}
-	if c.flags.dryRun {
+	if cf.dryRun {
 		if e.json {
 			var b bytes.Buffer
 			if err := plan.RenderJSON(&b, p); err != nil {
@@ -115,29 +93,31 @@ func (e *env) runConversion(ctx context.Context, c conversion) (any, error) {
 	if e.json {
 		planOut = e.stderr // stdout carries only the final summary
 	}
-	if !e.quiet || !c.flags.yes {
+	if !e.quiet || !cf.yes {
 		if err := plan.RenderText(planOut, p); err != nil {
 			return nil, err
 		}
 		fmt.Fprintln(planOut)
 	}
-	if c.mustChoose {
-		if c.flags.yes || !e.interactive() {
-			return nil, c.chooseError
+	if ch, ok := job.(convert.Chooser); ok {
+		if chooseErr := ch.NeedChoice(); chooseErr != nil {
+			if cf.yes || !e.interactive() {
+				return nil, chooseErr
+			}
+			chosen, err := e.choose(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if p, err = job.Plan(ctx, chosen); err != nil {
+				return nil, err
+			}
+			if err := plan.RenderText(planOut, p); err != nil {
+				return nil, err
+			}
+			fmt.Fprintln(planOut)
 		}
-		chosen, err := e.choose(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		if p, err = c.plan(ctx, chosen); err != nil {
-			return nil, err
-		}
-		if err := plan.RenderText(planOut, p); err != nil {
-			return nil, err
-		}
-		fmt.Fprintln(planOut)
 	}
-	if c.confirm && !c.flags.yes {
+	if confirm && !cf.yes {
 		if !e.interactive() {
 			return nil, &usageError{msg: "refusing to prompt: stdin is not a terminal",
 				hint: "pass --yes to accept the plan without asking, or --dry-run to only print it"}
@@ -148,7 +128,7 @@ func (e *env) runConversion(ctx context.Context, c conversion) (any, error) {
 	}
 	prog := e.newProgress("convert")
 	start := time.Now()
-	sum, err := c.execute(ctx, p, prog)
+	sum, err := job.Run(ctx, prog)
 	if err != nil {
 		return nil, err
 	}

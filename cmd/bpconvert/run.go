@@ -207,6 +207,18 @@ func parseFlags(fs *flag.FlagSet, args []string, nargs int, names string) ([]str
 	return pos, nil
 }
 
+// parse registers the flags every command takes on fs, parses args (see
+// parseFlags) and, when --help was asked, prints the command's flags and
+// returns flag.ErrHelp.
+func (e *env) parse(fs *flag.FlagSet, args []string, nargs int, names string) ([]string, error) {
+	e.commonFlags(fs)
+	pos, err := parseFlags(fs, args, nargs, names)
+	if errors.Is(err, flag.ErrHelp) {
+		flagHelp(e, fs, names)
+	}
+	return pos, err
+}
+
 // flagHelp prints a command's flags when asked with --help.
 func flagHelp(e *env, fs *flag.FlagSet, args string) {
 	fmt.Fprintf(e.stdout, "Usage: bpconvert %s [flags] %s\n\nFlags:\n", fs.Name(), args)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/progress"
@@ -477,12 +478,10 @@ func tableErr(err error) error {
 func (ins *Inspection) parquetOptions() parquet.Options {
 	o := ins.Options
 	return parquet.Options{
-		MaxPackBytes: o.MaxPackBytes,
-		MaxMembers:   o.MaxMembers,
-		NoManifest:   o.NoManifest,
-		Version:      o.Version,
-		Progress:     noTotals{o.Progress},
-		Keys:         frameKey,
+		PackOptions: convert.PackOptions{MaxPackBytes: o.MaxPackBytes, MaxMembers: o.MaxMembers, NoManifest: o.NoManifest},
+		Version:     o.Version,
+		Progress:    noTotals{o.Progress},
+		Keys:        frameKey,
 	}
 }
 

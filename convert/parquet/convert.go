@@ -23,6 +23,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/sniff"
 	"github.com/bpconvert/bpconvert/stage"
@@ -91,41 +93,16 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 	if err := stage.CheckDisjoint(ins.Src, dst); err != nil {
 		return nil, err
 	}
-	absDst, err := filepath.Abs(dst)
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: opts.PackOptions, Progress: opts.Progress})
 	if err != nil {
 		return nil, err
 	}
-	st, err := stage.Begin(absDst)
+	defer out.Abort()
+	res, err := convertTo(ctx, ins, sel, out.Dir, out.Pack, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Abort()
-
-	w, err := packcore.Create(ctx, filepath.Join(st.Dir, MediaDir), packcore.WriterOptions{
-		MaxPackBytes: opts.MaxPackBytes,
-		MaxMembers:   opts.MaxMembers,
-		NoManifest:   opts.NoManifest,
-		RefBase:      MediaDir,
-		NoLock:       true,
-		OnShard: func(s packcore.ShardInfo) {
-			opts.Progress.Milestone(fmt.Sprintf("wrote %s/%s (%d members)", MediaDir, s.Name, s.Members))
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer w.Abort()
-
-	res, err := convertTo(ctx, ins, sel, st.Dir, w, opts)
-	if err != nil {
-		return nil, err
-	}
-	stats, err := w.Close()
-	if err != nil {
-		return nil, err
-	}
-	res.Pack = stats
-	if err := st.Commit(); err != nil {
+	if res.Pack, err = out.Commit(); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -312,17 +289,11 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	if _, err := os.Lstat(out); err == nil {
 		return fmt.Errorf("parquet: %s: %w", out, os.ErrExist)
 	}
-	tmp := out + ".partial"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := atomicfile.Create(out, 0o644)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if f != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	defer f.Abort()
 	fw, err := pqarrow.NewFileWriter(outSchema, noCloser{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
 	if err != nil {
 		return fmt.Errorf("parquet: %s: %w", t.Rel, err)
@@ -397,17 +368,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	if err := fw.Close(); err != nil {
 		return fmt.Errorf("parquet: %s: %w", t.Rel, err)
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	f = nil
-	if err := os.Rename(tmp, out); err != nil {
-		return err
-	}
-	return nil
+	return f.Commit()
 }
 
 // batchItem is what readBatches hands over: a row group's start (rec nil),

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/bpconvert/bpconvert/internal/testtool"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -77,7 +79,7 @@ func TestParquetConvert(t *testing.T) {
 			rewritten: 2,
 			copied:    2,
 			others:    []string{"README.md", "dataset_info.json", "images/extra-0001.png", "images/extra-0002.jpg"},
-			opts:      Options{MaxPackBytes: 4 << 10},
+			opts:      Options{PackOptions: convert.PackOptions{MaxPackBytes: 4 << 10}},
 		},
 		{
 			name:      "plain binary, nested field and list",

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/bpconvert/bpconvert/internal/testtool"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // The fixtures are parquet tables written by DuckDB (fixtures/parquet/gen.mjs,

@@ -3,17 +3,19 @@ package parquet
 import (
 	"context"
 	"fmt"
-	"github.com/bpconvert/bpconvert/stage"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/stage"
 )
 
 // MediaDir is the directory, relative to the output root, that holds the
 // packs; references name it as their base.
-const MediaDir = "media"
+const MediaDir = convert.MediaDir
 
 // inputFile is one input file: a table or another file copied unchanged.
 type inputFile struct {
@@ -43,7 +45,7 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, &InputError{Row: -1, Err: err}
+		return nil, &InputError{Source: "parquet", Row: -1, Offset: -1, Err: err}
 	}
 	in := &inputs{}
 	if !st.IsDir() {
@@ -54,7 +56,7 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 		}
 		real, err := filepath.EvalSymlinks(abs)
 		if err != nil {
-			return nil, &InputError{Table: src, Row: -1, Err: err}
+			return nil, &InputError{Source: "parquet", File: src, Row: -1, Offset: -1, Err: err}
 		}
 		in.tables = []inputFile{{rel: filepath.Base(abs), path: real, size: st.Size()}}
 		return in, nil
@@ -68,7 +70,7 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 	walkRoot := in.rootReal
 	err = filepath.WalkDir(walkRoot, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return &InputError{Table: p, Row: -1, Err: err}
+			return &InputError{Source: "parquet", File: p, Row: -1, Offset: -1, Err: err}
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -87,14 +89,14 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 		}
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return &InputError{Table: rel, Row: -1, Err: err}
+			return &InputError{Source: "parquet", File: rel, Row: -1, Offset: -1, Err: err}
 		}
 		if !stage.Within(in.rootReal, real) {
-			return &InputError{Table: rel, Row: -1, Err: fmt.Errorf("resolves to %s, outside the source directory", real)}
+			return &InputError{Source: "parquet", File: rel, Row: -1, Offset: -1, Err: fmt.Errorf("resolves to %s, outside the source directory", real)}
 		}
 		info, err := os.Stat(real)
 		if err != nil {
-			return &InputError{Table: rel, Row: -1, Err: err}
+			return &InputError{Source: "parquet", File: rel, Row: -1, Offset: -1, Err: err}
 		}
 		if info.IsDir() {
 			in.warnings = append(in.warnings, fmt.Sprintf("skipped %s (a symlinked directory is not followed)", rel))
@@ -119,7 +121,7 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 	sort.Slice(in.others, func(i, j int) bool { return in.others[i].rel < in.others[j].rel })
 	for _, f := range append(append([]inputFile(nil), in.tables...), in.others...) {
 		if f.rel == MediaDir || strings.HasPrefix(f.rel, MediaDir+"/") {
-			return nil, &InputError{Table: f.rel, Row: -1, Err: fmt.Errorf("the source has a %s/ directory, where the packs would go", MediaDir)}
+			return nil, &InputError{Source: "parquet", File: f.rel, Row: -1, Offset: -1, Err: fmt.Errorf("the source has a %s/ directory, where the packs would go", MediaDir)}
 		}
 	}
 	return in, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
@@ -43,11 +44,9 @@ type Options struct {
 	BatchBytes int64
 	// BatchRows caps the rows of one batch (default 4096).
 	BatchRows int
-	// MaxPackBytes and MaxMembers cap each shard (packcore defaults).
-	MaxPackBytes int64
-	MaxMembers   int
-	// NoManifest skips the packs' pack.manifest.json.
-	NoManifest bool
+	// PackOptions cap each shard (packcore defaults) and turn the
+	// manifest off.
+	convert.PackOptions
 	// Version is recorded in the bpconvert metadata of every rewritten table.
 	Version string
 	// Allocator serves every Arrow buffer (default memory.DefaultAllocator).

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 // linkGroup is the placement group of the links still waiting when the
@@ -85,25 +85,25 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	absDst, err := filepath.Abs(opts.Dst)
-	if err != nil {
-		return nil, err
-	}
-	st, err := stage.Begin(absDst)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Abort()
-
 	c := &converter{
 		opts:        opts,
 		pc:          pc,
-		mediaDir:    filepath.Join(st.Dir, MediaDir),
 		completed:   map[string]bool{},
 		pendingKeys: map[string]bool{},
 		sets:        map[string]*packcore.Set{},
-		res:         Result{Source: opts.Src, Dest: absDst},
 	}
+	out, err := convert.Begin(ctx, opts.Dst, convert.OutputOptions{
+		Pack:      opts.PackOptions,
+		GroupFill: linkRollFill,
+		OnShard:   c.onShard,
+		Progress:  pc,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
+	c.w, c.mediaDir = out.Pack, out.Path(MediaDir)
+	c.res = Result{Source: opts.Src, Dest: out.Final}
 	defer c.closeSets()
 	for _, s := range srcs.Shards {
 		name := s.Name
@@ -112,21 +112,9 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		}
 		c.names = append(c.names, name)
 	}
-	c.w, err = packcore.Create(ctx, c.mediaDir, packcore.WriterOptions{
-		MaxPackBytes: opts.MaxPackBytes,
-		MaxMembers:   opts.MaxMembers,
-		RefBase:      MediaDir,
-		GroupFill:    linkRollFill,
-		NoLock:       true,
-		OnShard:      c.onShard,
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer c.w.Abort()
 	var spool *spoolWriter
 	if !opts.NoTable {
-		if spool, err = createSpool(filepath.Join(st.Dir, spoolName)); err != nil {
+		if spool, err = createSpool(out.Path(spoolName)); err != nil {
 			return nil, err
 		}
 		defer spool.Close()
@@ -146,7 +134,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 	if err := c.flushLinks(true); err != nil {
 		return nil, err
 	}
-	c.res.Pack, err = c.w.Close()
+	c.res.Pack, err = out.ClosePack()
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +144,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		if err != nil {
 			return nil, fmt.Errorf("wds: samples spool: %w", err)
 		}
-		n, err := writeTable(filepath.Join(st.Dir, TableName), rows, tableSpec{
+		n, err := writeTable(out.Path(TableName), rows, tableSpec{
 			fields:  c.smp.fields,
 			shards:  c.names,
 			record:  TableRecord{SourceFormat: "webdataset", PackBase: MediaDir, Inline: append([]string{}, opts.Inline...), ShardPrefix: opts.ShardPrefix},
@@ -176,7 +164,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 	slices.Sort(c.res.Fields)
 	c.res.Warnings = c.warnings()
 	c.closeSets()
-	if err := st.Commit(); err != nil {
+	if _, err := out.Commit(); err != nil {
 		return nil, err
 	}
 	return &c.res, nil
@@ -279,7 +267,7 @@ func (c *converter) addFile(s *shardStream, shard int, it *item) error {
 		case errors.Is(err, packcore.ErrSizeMismatch):
 			return s.payloadError(h.Name, io.ErrUnexpectedEOF)
 		case errors.Is(err, packcore.ErrInvalidKey), errors.Is(err, packcore.ErrDuplicateKey):
-			return &InputError{Shard: s.src.Name, Member: h.Name, Offset: it.off, Err: err}
+			return &InputError{Source: "wds", Row: -1, File: s.src.Name, Member: h.Name, Offset: it.off, Err: err}
 		}
 		return fmt.Errorf("wds: %s: member %q: %w", s.src.Name, h.Name, err)
 	}
@@ -346,7 +334,6 @@ func (c *converter) addLink(shard int, it *item) error {
 func (c *converter) onShard(info packcore.ShardInfo) {
 	c.completed[info.Name] = true
 	c.newShard = true
-	c.pc.Milestone(fmt.Sprintf("wrote %s/%s (%s)", MediaDir, info.Name, plan.CountText(int64(info.Members), "members")))
 }
 
 // flushLinks adds the queued links whose target sits in a completed pack
@@ -462,7 +449,7 @@ func (c *converter) resolveCell(cl cell) (string, error) {
 			return "", err
 		}
 		if !utf8.Valid(b) {
-			return "", &InputError{Offset: -1, Err: fmt.Errorf("member %q is stored inline, but is not UTF-8 text", cl.value)}
+			return "", &InputError{Source: "wds", Row: -1, Offset: -1, Err: fmt.Errorf("member %q is stored inline, but is not UTF-8 text", cl.value)}
 		}
 		return string(b), nil
 	}

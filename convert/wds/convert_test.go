@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
@@ -195,8 +196,8 @@ func TestConvertFixtures(t *testing.T) {
 		// Small pack shards: links wait for their target's shard, rollover
 		// happens mid-tar, and one member exceeds the cap.
 		{name: "small packs", src: "good/gnu.tar::good/pax.tar::gnutar/plain.tar", shards: g("good/gnu.tar", "good/pax.tar", "gnutar/plain.tar"),
-			opts: Options{MaxPackBytes: 64 << 10, MaxMembers: 3, ShardPrefix: true}},
-		{name: "one member per shard", src: "good/pax.tar", shards: g("good/pax.tar"), opts: Options{MaxMembers: 1}},
+			opts: Options{PackOptions: convert.PackOptions{MaxPackBytes: 64 << 10, MaxMembers: 3}, ShardPrefix: true}},
+		{name: "one member per shard", src: "good/pax.tar", shards: g("good/pax.tar"), opts: Options{PackOptions: convert.PackOptions{MaxMembers: 1}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -390,13 +391,13 @@ func TestLinkPaths(t *testing.T) {
 		// puts them into a second shard.
 		{name: "end of input", src: "good/gnu.tar", paths: [3]int{0, 0, 2}, shards: 2},
 		// One member per shard: the targets' shards are complete.
-		{name: "at once", src: "good/gnu.tar", opts: Options{MaxMembers: 1}, paths: [3]int{2, 0, 0}, shards: 7},
+		{name: "at once", src: "good/gnu.tar", opts: Options{PackOptions: convert.PackOptions{MaxMembers: 1}}, paths: [3]int{2, 0, 0}, shards: 7},
 		// 100 KiB shards: b.txt waits until c.bin (200 KiB, a shard of its
 		// own) completes the shard holding a.txt; d.bin's target c.bin is
 		// complete by then. Shards: a, c, b, d (200 KiB), e.
-		{name: "after the target's shard", src: "good/links.tar", opts: Options{MaxPackBytes: 100 << 10}, paths: [3]int{1, 1, 0}, shards: 5},
+		{name: "after the target's shard", src: "good/links.tar", opts: Options{PackOptions: convert.PackOptions{MaxPackBytes: 100 << 10}}, paths: [3]int{1, 1, 0}, shards: 5},
 		// A chain of links to the member just added, all waiting.
-		{name: "chain", src: "good/pax.tar", opts: Options{MaxMembers: 1}, paths: [3]int{0, 0, 3}, shards: 6},
+		{name: "chain", src: "good/pax.tar", opts: Options{PackOptions: convert.PackOptions{MaxMembers: 1}}, paths: [3]int{0, 0, 3}, shards: 6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -3,16 +3,16 @@ package wds
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/bpconvert/bpconvert/convert"
 )
 
 // ErrInvalidInput is wrapped by every error that blames the shards: a
 // duplicate key, an unsafe or unusable member name, a link that cannot be
 // converted, a device or FIFO member, a truncated or corrupt shard, a sample
-// split by WebDataset's grouping rule, a missing shard. The CLI maps it to
-// exit code 3.
-var ErrInvalidInput = errors.New("invalid input")
+// split by WebDataset's grouping rule, a missing shard. It is
+// convert.ErrInvalidInput, which the CLI maps to exit code 3.
+var ErrInvalidInput = convert.ErrInvalidInput
 
 // ErrNoShards is returned when a source directory holds no file named like
 // a tar shard. It is a wrong argument rather than bad data.
@@ -28,66 +28,17 @@ const (
 	HintTruncated = "the shard is incomplete (an interrupted download or an unclosed writer): fetch or write it again"
 )
 
-// InputError locates a problem in the shards: which shard, which member,
-// where in the shard's uncompressed tar stream, and why. It wraps
-// ErrInvalidInput and its cause (such as packcore.ErrDuplicateKey), so
-// errors.Is finds both.
-type InputError struct {
-	// Shard is the shard's path as listed from the source ("-" for stdin).
-	Shard string
-	// Member is the tar member's name as recorded in the tar, or "".
-	Member string
-	// Offset is the byte offset, in the uncompressed tar stream, of the
-	// member's first header block, or of the point where reading failed;
-	// -1 when it does not apply.
-	Offset int64
-	// Err is the reason.
-	Err error
-	// Hint suggests what to do about it, or is "".
-	Hint string
-}
+// InputError locates a problem in the shards: File is the shard's path as
+// listed from the source ("-" for stdin), Member the tar member's name as
+// recorded, Offset the byte offset in the shard's uncompressed tar stream of
+// the member's first header block or of the point where reading failed (-1
+// when it does not apply). It is the converters' one input error type.
+type InputError = convert.InputError
 
-// Error formats the error as
-// `wds: shards/000003.tar: member "0012.jpg" at offset 1536: reason`.
-func (e *InputError) Error() string {
-	var b strings.Builder
-	b.WriteString("wds: ")
-	if e.Shard != "" {
-		b.WriteString(e.Shard)
-		b.WriteString(": ")
-	}
-	if e.Member != "" {
-		b.WriteString("member ")
-		b.WriteString(strconv.Quote(e.Member))
-		if e.Offset >= 0 {
-			b.WriteString(" at offset ")
-			b.WriteString(strconv.FormatInt(e.Offset, 10))
-		}
-		b.WriteString(": ")
-	} else if e.Offset >= 0 {
-		b.WriteString("at offset ")
-		b.WriteString(strconv.FormatInt(e.Offset, 10))
-		b.WriteString(": ")
-	}
-	if e.Err != nil {
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns ErrInvalidInput and the cause.
-func (e *InputError) Unwrap() []error { return []error{ErrInvalidInput, e.Err} }
-
-// Hint returns the hint of the first *InputError in err's chain, or "".
-func Hint(err error) string {
-	var ie *InputError
-	if errors.As(err, &ie) {
-		return ie.Hint
-	}
-	return ""
-}
+// Hint returns the hint attached to err, or "".
+func Hint(err error) string { return convert.Hint(err) }
 
 // inputErr builds an *InputError with a formatted reason.
 func inputErr(shard, member string, off int64, format string, a ...any) *InputError {
-	return &InputError{Shard: shard, Member: member, Offset: off, Err: fmt.Errorf(format, a...)}
+	return &InputError{Source: "wds", Row: -1, File: shard, Member: member, Offset: off, Err: fmt.Errorf(format, a...)}
 }

@@ -127,8 +127,8 @@ func checkInputError(t *testing.T, err error, shard, member string, offset int64
 	if !errors.As(err, &ie) || !errors.Is(err, ErrInvalidInput) {
 		t.Fatalf("err = %v (%T), want an *InputError", err, err)
 	}
-	if ie.Shard != shard || (ie.Member != member && member != anyMember) {
-		t.Errorf("error locates shard %q member %q, want %q %q", ie.Shard, ie.Member, shard, member)
+	if ie.File != shard || (ie.Member != member && member != anyMember) {
+		t.Errorf("error locates shard %q member %q, want %q %q", ie.File, ie.Member, shard, member)
 	}
 	if offset >= 0 && ie.Offset != offset {
 		t.Errorf("error offset %d, want %d", ie.Offset, offset)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 )
@@ -15,7 +16,7 @@ import (
 // Output names inside DST.
 const (
 	// MediaDir is the pack directory, relative to DST; references name it.
-	MediaDir = "media"
+	MediaDir = convert.MediaDir
 	// TableName is the samples table, relative to DST.
 	TableName = "samples.parquet"
 )
@@ -51,10 +52,9 @@ type Options struct {
 	// InlineMax is the largest member stored inline (default
 	// DefaultInlineMax); a larger one is an error.
 	InlineMax int64
-	// MaxPackBytes and MaxMembers bound each pack shard (packcore's
-	// defaults when zero).
-	MaxPackBytes int64
-	MaxMembers   int
+	// Pack bounds each pack shard (packcore's defaults when zero) and
+	// turns the manifest off.
+	convert.PackOptions
 
 	// mem is the allocator for the table (tests use a checked one).
 	mem memory.Allocator

@@ -86,7 +86,7 @@ func (s *sampler) add(shard int, member string, off int64, key, field string, ki
 			return err
 		}
 		if prev, ok := s.seen[key]; ok {
-			e := &InputError{Shard: s.shards[shard], Member: member, Offset: off, Hint: HintSortTar}
+			e := &InputError{Source: "wds", Row: -1, File: s.shards[shard], Member: member, Offset: off, Hint: HintSortTar}
 			if int(prev) == shard {
 				e.Err = fmt.Errorf("sample %q reappears after other samples: WebDataset would split it in two", key)
 			} else {
@@ -108,7 +108,7 @@ func (s *sampler) add(shard int, member string, off int64, key, field string, ki
 	}
 	for _, c := range s.cur.cells {
 		if c.field == id {
-			e := &InputError{Shard: s.shards[shard], Member: member, Offset: off,
+			e := &InputError{Source: "wds", Row: -1, File: s.shards[shard], Member: member, Offset: off,
 				Err: fmt.Errorf("field %q appears twice in sample %q (WebDataset refuses the sample)", field, key)}
 			if err := s.problem(e, &s.dupFields, &s.firstDup); err != nil {
 				return err

@@ -93,7 +93,7 @@ func resolveSources(opts Options) (sourceList, error) {
 		return listFiles([]string{src})
 	}
 	if !strings.ContainsAny(src, "{}") && !strings.Contains(src, "::") {
-		return sourceList{}, &InputError{Shard: src, Offset: -1, Err: pathCause(err)}
+		return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: pathCause(err)}
 	}
 	names, perr := ExpandShards(src)
 	if perr != nil {
@@ -111,10 +111,10 @@ func listFiles(names []string) (sourceList, error) {
 	for _, n := range names {
 		fi, err := os.Stat(n)
 		if err != nil {
-			return sourceList{}, &InputError{Shard: n, Offset: -1, Err: pathCause(err)}
+			return sourceList{}, &InputError{Source: "wds", Row: -1, File: n, Offset: -1, Err: pathCause(err)}
 		}
 		if fi.IsDir() {
-			return sourceList{}, &InputError{Shard: n, Offset: -1, Err: errors.New("is a directory, not a shard")}
+			return sourceList{}, &InputError{Source: "wds", Row: -1, File: n, Offset: -1, Err: errors.New("is a directory, not a shard")}
 		}
 		l.Shards = append(l.Shards, shardSource{Name: n, Path: n, Stem: shardStem(n), Size: fi.Size()})
 		l.Bytes += fi.Size()
@@ -143,7 +143,7 @@ func listDir(dir string) (sourceList, error) {
 		fi, err := os.Stat(p) // follows symbolic links to shards
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return sourceList{}, &InputError{Shard: p, Offset: -1, Err: errors.New("broken symbolic link")}
+				return sourceList{}, &InputError{Source: "wds", Row: -1, File: p, Offset: -1, Err: errors.New("broken symbolic link")}
 			}
 			return sourceList{}, fmt.Errorf("wds: %w", err)
 		}

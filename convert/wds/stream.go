@@ -110,7 +110,7 @@ func openShard(src shardSource, stdin io.Reader, seek bool) (*shardStream, error
 	if src.Path != "" {
 		f, err := os.Open(src.Path)
 		if err != nil {
-			return nil, &InputError{Shard: src.Name, Offset: -1, Err: pathCause(err)}
+			return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: pathCause(err)}
 		}
 		s.file, in = f, f
 	}
@@ -119,7 +119,7 @@ func openShard(src shardSource, stdin io.Reader, seek bool) (*shardStream, error
 		n, err := s.file.ReadAt(magic[:], 0)
 		if err != nil && err != io.EOF {
 			s.file.Close()
-			return nil, &InputError{Shard: src.Name, Offset: 0, Err: err}
+			return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: 0, Err: err}
 		}
 		if s.comp = detectCompression(magic[:n]); s.comp == CompressionNone {
 			sc := &seekCountReader{countReader: countReader{r: s.file}, s: s.file}
@@ -155,7 +155,7 @@ func openShard(src shardSource, stdin io.Reader, seek bool) (*shardStream, error
 	}
 	if err != nil {
 		s.closeFile()
-		return nil, &InputError{Shard: src.Name, Offset: -1, Err: fmt.Errorf("corrupt %s stream: %w", s.comp, err), Hint: HintTruncated}
+		return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: fmt.Errorf("corrupt %s stream: %w", s.comp, err), Hint: HintTruncated}
 	}
 	s.pos = &countReader{r: s.dec}
 	s.tr = tar.NewReader(s.pos)
@@ -185,10 +185,10 @@ func (s *shardStream) next() (*tar.Header, int64, error) {
 	}
 	if err == io.EOF {
 		if s.pos.n == 0 {
-			return nil, 0, &InputError{Shard: s.src.Name, Offset: 0, Err: errors.New("empty shard: not a tar archive"), Hint: HintTruncated}
+			return nil, 0, &InputError{Source: "wds", Row: -1, File: s.src.Name, Offset: 0, Err: errors.New("empty shard: not a tar archive"), Hint: HintTruncated}
 		}
 		if s.nextHdr >= 0 && s.pos.n == s.nextHdr {
-			e := &InputError{Shard: s.src.Name, Offset: s.pos.n, Hint: HintTruncated,
+			e := &InputError{Source: "wds", Row: -1, File: s.src.Name, Offset: s.pos.n, Hint: HintTruncated,
 				Err: errors.New("truncated: the shard ends without the end-of-archive marker")}
 			if s.last != "" {
 				e.Err = fmt.Errorf("truncated: the shard ends after member %q without the end-of-archive marker", s.last)
@@ -228,7 +228,7 @@ func isSparse(h *tar.Header) bool {
 // readError turns an error from the tar or decompression reader into an
 // *InputError that says where reading stopped.
 func (s *shardStream) readError(err error) error {
-	e := &InputError{Shard: s.src.Name, Offset: s.pos.n}
+	e := &InputError{Source: "wds", Row: -1, File: s.src.Name, Offset: s.pos.n}
 	// An error before the next header block was reached came from skipping
 	// the previous member's payload.
 	if s.last != "" && (s.nextHdr < 0 || s.pos.n < s.nextHdr) {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,8 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-
-	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // Column names of the samples table besides the fields.
@@ -97,19 +94,11 @@ func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) 
 	meta := arrow.NewMetadata([]string{MetaKey}, []string{string(rec)})
 	schema := arrow.NewSchema(fields, &meta)
 
-	dir := filepath.Dir(final)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(final)+".*.tmp")
+	f, err := atomicfile.Create(final, 0o644)
 	if err != nil {
 		return 0, err
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	defer f.Abort()
 	props := parquet.NewWriterProperties(
 		parquet.WithCompression(compress.Codecs.Snappy), // read everywhere; zstd's encoder would need ~20 MB
 		parquet.WithMaxRowGroupLength(1<<40),            // row groups are the batches below
@@ -165,17 +154,7 @@ func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) 
 	if err := fw.Close(); err != nil {
 		return 0, err
 	}
-	if err := f.Sync(); err != nil {
-		return 0, err
-	}
-	if err := f.Close(); err != nil {
-		return 0, err
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return 0, err
-	}
-	ok = true
-	return n, packcore.SyncDir(dir)
+	return n, f.Commit()
 }
 
 // tableBatch builds one record batch of the samples table.

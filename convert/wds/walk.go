@@ -88,15 +88,15 @@ func (w *walker) classify(h *tar.Header, off int64) (item, error) {
 	}
 	key, err := memberKey(h.Name, prefix)
 	if err != nil {
-		return it, &InputError{Shard: w.shardName, Member: h.Name, Offset: off, Err: &reasonError{err.Error(), packcore.ErrInvalidKey}}
+		return it, &InputError{Source: "wds", Row: -1, File: w.shardName, Member: h.Name, Offset: off, Err: &reasonError{err.Error(), packcore.ErrInvalidKey}}
 	}
 	it.key = key
 	if _, dup := w.keys[key]; dup {
-		return it, &InputError{Shard: w.shardName, Member: h.Name, Offset: off,
+		return it, &InputError{Source: "wds", Row: -1, File: w.shardName, Member: h.Name, Offset: off,
 			Err: &reasonError{fmt.Sprintf("duplicate key %q: the shard holds two members of that name", key), packcore.ErrDuplicateKey}}
 	}
 	if w.earlier != nil && w.earlier(key) {
-		e := &InputError{Shard: w.shardName, Member: h.Name, Offset: off,
+		e := &InputError{Source: "wds", Row: -1, File: w.shardName, Member: h.Name, Offset: off,
 			Err: &reasonError{fmt.Sprintf("duplicate key %q: an earlier shard holds a member of that name", key), packcore.ErrDuplicateKey}}
 		if !w.prefix {
 			e.Hint = HintShardPrefix

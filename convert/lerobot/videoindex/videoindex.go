@@ -19,11 +19,12 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf16"
+
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // Format is the format id written in every index.
@@ -194,7 +195,7 @@ func Read(r io.Reader) (*Index, error) {
 // WriteFile writes ix to path under a temporary name in the same
 // directory, syncs, renames and syncs the directory. It refuses to replace
 // an existing file.
-func WriteFile(path string, ix *Index) (err error) {
+func WriteFile(path string, ix *Index) error {
 	var buf bytes.Buffer
 	if err := ix.Encode(&buf); err != nil {
 		return err
@@ -202,39 +203,8 @@ func WriteFile(path string, ix *Index) (err error) {
 	if _, err := os.Lstat(path); err == nil {
 		return fmt.Errorf("videoindex: %s: %w", path, os.ErrExist)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.part")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("videoindex: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("videoindex: %s: %w", f.Name(), err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("videoindex: %w", err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("videoindex: %s: sync: %w", f.Name(), err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("videoindex: %s: %w", f.Name(), err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("videoindex: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("videoindex: %w", err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("videoindex: %s: sync: %w", dir, err)
 	}
 	return nil
 }

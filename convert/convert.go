@@ -1,0 +1,61 @@
+// Package convert states, once, the contract every source converter fills in
+// and the output path they all share.
+//
+// A converter package (convert/wds, convert/parquet, convert/lerobot,
+// convert/lance) inspects its source into a value that implements Job: Plan
+// computes what will happen without touching the disk, Run carries a plan
+// out. Run writes through an Output (Begin): a staging directory beside the
+// destination, a pack writer under DST/media configured from PackOptions,
+// and a commit that renames the whole directory into place only when the run
+// succeeded. Problems with the source are *InputError values (exit 3 in the
+// CLI); selections the user must fix are *UsageError values (exit 2).
+//
+// It is not a registry or a CLI: cmd/bpconvert parses flags, builds a Job
+// and drives the plan, prompt and run; this package knows no flags and
+// prints nothing.
+package convert
+
+import (
+	"context"
+
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
+)
+
+// MediaDir is where every converter puts its packs, relative to the
+// destination; tables reference them as zip://KEY::media/pack-NNNN.zip.
+const MediaDir = "media"
+
+// Job is one conversion of a source into a destination, built by a
+// converter's Inspect function.
+type Job interface {
+	// Plan computes the plan for a selection of the plan's selectable
+	// entries: nil selects what the options named (or the converter's
+	// default), otherwise the entry names the user chose. It writes
+	// nothing and may be called more than once; Run carries out the last
+	// plan computed.
+	Plan(ctx context.Context, selected []string) (plan.Plan, error)
+	// Run carries out the last plan, reporting progress to prog (which may
+	// be progress.Nop), and returns what it did. On error or cancellation
+	// nothing is left in the destination.
+	Run(ctx context.Context, prog progress.Counter) (plan.Summary, error)
+}
+
+// Chooser is implemented by jobs that may need the user to choose payload
+// entries: NeedChoice returns a *UsageError saying what to name when the
+// options named none and the source declares no safe default, else nil.
+// A terminal then gets a multi-select of the plan's selectable entries.
+type Chooser interface {
+	NeedChoice() error
+}
+
+// PackOptions are the pack settings every converter takes and honours.
+type PackOptions struct {
+	// MaxPackBytes caps each shard (packcore's default when zero).
+	MaxPackBytes int64
+	// MaxMembers caps the members of each shard (packcore's default when
+	// zero).
+	MaxMembers int
+	// NoManifest skips pack.manifest.json and its SHA-256 digests.
+	NoManifest bool
+}
