@@ -32,6 +32,10 @@ type RewriteOptions struct {
 	// SchemaMetadata holds keys added to (or replacing in) the schema
 	// metadata.
 	SchemaMetadata map[string]string
+
+	// blobDescriptors rewrites blob v2 columns, by name, with 6-field
+	// descriptors (test hook: see blobDescriptor).
+	blobDescriptors map[string]blobDescriptorHook
 }
 
 // RewritePlan says, without writing anything, what Rewrite will do.
@@ -260,6 +264,12 @@ func (d *Dataset) fieldPath(id int32) string {
 // the sidecar blob files not carried and the output data file version. It
 // fails when the rewrite cannot be done.
 func (d *Dataset) PlanRewrite(replace []string) (*RewritePlan, error) {
+	return d.planRewrite(replace, nil)
+}
+
+// planRewrite is PlanRewrite; the blob columns named in hooked are
+// rewritten by a test hook instead of being refused.
+func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptorHook) (*RewritePlan, error) {
 	fail := func(format string, a ...any) error {
 		return fmt.Errorf("lance: %s: version %d: %s", d.dir, d.manifest.Version, fmt.Sprintf(format, a...))
 	}
@@ -277,7 +287,7 @@ func (d *Dataset) PlanRewrite(replace []string) (*RewritePlan, error) {
 		replaced[name] = f
 	}
 	for _, f := range d.schema.Fields {
-		if f.IsBlob() && replaced[f.Name] == nil {
+		if f.IsBlob() && replaced[f.Name] == nil && hooked[f.Name] == nil {
 			return nil, fail("blob column %q must be replaced: its payloads live at absolute offsets of the data files or in sidecar files, which a page copy does not carry", f.Name)
 		}
 	}
@@ -417,7 +427,7 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 		names = append(names, r.Column)
 		byName[r.Column] = r
 	}
-	plan, err := d.PlanRewrite(names)
+	plan, err := d.planRewrite(names, opts.blobDescriptors)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +443,14 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 			return nil, fmt.Errorf("lance: %s: destination: %w", d.dir, err)
 		}
 	}
-	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan}
+	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}}
+	for name, h := range opts.blobDescriptors {
+		f := d.schema.Field(name)
+		if f == nil || f.BlobVersion() != 2 {
+			return nil, fmt.Errorf("lance: %s: %q is not a blob v2 column", d.dir, name)
+		}
+		rw.hooks[f.ID] = h
+	}
 	if err := rw.buildSchema(opts.SchemaMetadata); err != nil {
 		return nil, fmt.Errorf("lance: %s: %w", d.dir, err)
 	}
@@ -509,6 +526,7 @@ type rewriter struct {
 	top         map[int32]int32
 	replacedIDs map[int32]*Replacement
 	schemaMeta  map[string][]byte
+	hooks       map[int32]blobDescriptorHook // test hook, by top-level field id
 }
 
 // buildSchema builds the output schema: kept fields byte for byte, each
@@ -673,6 +691,28 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 			outFields = append(outFields, uint64(int64(id)))
 			outCols = append(outCols, uint64(len(w.cols)-1))
 			inFile[rw.top[id]] = true
+			continue
+		}
+		if h := rw.hooks[rw.top[id]]; h != nil {
+			if id != rw.top[id] {
+				continue
+			}
+			rows, side, err := h(fr.ID)
+			if err == nil && uint64(len(rows)) != fr.PhysicalRows {
+				err = fmt.Errorf("%d descriptors for %d rows", len(rows), fr.PhysicalRows)
+			}
+			if err == nil {
+				err = w.writeBlobDescriptors(rows)
+			}
+			if err == nil && side != "" {
+				err = copyTree(side, filepath.Join(rw.dst, "data", stem))
+			}
+			if err != nil {
+				return nil, "", where(name, err)
+			}
+			outFields = append(outFields, uint64(int64(id)))
+			outCols = append(outCols, uint64(len(w.cols)-1))
+			inFile[id] = true
 			continue
 		}
 		src, ci := -1, -1

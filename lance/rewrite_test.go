@@ -42,9 +42,19 @@ type verifyOut struct {
 // verifyWithLance reads dataset dir with the official library.
 func verifyWithLance(t *testing.T, dir string, opts map[string]any) *verifyOut {
 	t.Helper()
-	root, err := repoRoot()
+	v, err := tryVerifyWithLance(dir, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return v
+}
+
+// tryVerifyWithLance reads dataset dir with the official library and
+// returns its failure as an error.
+func tryVerifyWithLance(dir string, opts map[string]any) (*verifyOut, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
 	}
 	o, _ := json.Marshal(opts)
 	cmd := exec.Command("node", filepath.Join(root, "fixtures", "lance", "verify.mjs"), dir, string(o))
@@ -53,13 +63,13 @@ func verifyWithLance(t *testing.T, dir string, opts map[string]any) *verifyOut {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("verify.mjs %s: %v\n%s", dir, err, lastLines(stderr.String(), 20))
+		return nil, fmt.Errorf("verify.mjs %s: %v\n%s", dir, err, lastLines(stderr.String(), 20))
 	}
 	var v verifyOut
 	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("verify.mjs %s: %v", dir, err)
+		return nil, fmt.Errorf("verify.mjs %s: %v", dir, err)
 	}
-	return &v
+	return &v, nil
 }
 
 // lastLines keeps the last n lines of s.
