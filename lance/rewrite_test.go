@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // verifyOut is what fixtures/lance/verify.mjs prints: Lance's own view of a
@@ -226,11 +227,12 @@ func TestRewrite(t *testing.T) {
 				reps = append(reps, Replacement{Column: c, Values: refValues(d, c)})
 			}
 			dst := filepath.Join(t.TempDir(), tc.name+".lance")
+			start := time.Now()
 			res, err := d.Rewrite(ctx, dst, RewriteOptions{Replace: reps, SchemaMetadata: map[string]string{"bpconvert": `{"packs":1}`}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s: %d fragments, %d data bytes (%d copied), %d blob files dropped", tc.name, len(res.DataFiles), res.Bytes, res.CopiedBytes, len(plan.DroppedBlobFiles))
+			t.Logf("%s: %d fragments, %d data bytes (%d copied) in %v, %d blob files dropped", tc.name, len(res.DataFiles), res.Bytes, res.CopiedBytes, time.Since(start).Round(time.Millisecond), len(plan.DroppedBlobFiles))
 
 			var kept []string
 			for _, f := range d.Schema().Fields {
