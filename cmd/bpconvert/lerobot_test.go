@@ -20,6 +20,7 @@ func TestLerobotCLI(t *testing.T) {
 	root := lerobotFixtureRoot(t)
 	t.Run("dry run writes nothing", func(t *testing.T) { testLerobotDryRun(t, root) })
 	t.Run("yes converts", func(t *testing.T) { testLerobotYes(t, root) })
+	t.Run("no manifest", func(t *testing.T) { testLerobotNoManifest(t, root) })
 	t.Run("exit codes", func(t *testing.T) { testLerobotExitCodes(t, root) })
 }
 
@@ -103,6 +104,50 @@ func testLerobotYes(t *testing.T, root string) {
 	}
 	if v := bp(t, "verify", filepath.Join(dst, "media")); v.code != exitOK {
 		t.Errorf("verify: exit %d: %s%s", v.code, v.stdout, v.stderr)
+	}
+}
+
+// testLerobotNoManifest converts with --no-manifest: the packs are written
+// without pack.manifest.json, and still verify and resolve every reference
+// of video_index.json.
+func testLerobotNoManifest(t *testing.T, root string) {
+	dst := filepath.Join(t.TempDir(), "out")
+	r := bp(t, "convert-lerobot", filepath.Join(root, "v3.0"), dst, "--yes", "--json", "--no-manifest")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if doc := lastJSON(t, r); doc["status"] != "ok" || doc["blobs"] != 7.0 {
+		t.Fatalf("summary %v", doc)
+	}
+	media := filepath.Join(dst, "media")
+	if exists(filepath.Join(media, packcore.ManifestName)) {
+		t.Fatalf("--no-manifest wrote %s", packcore.ManifestName)
+	}
+	shards, err := packcore.ListShards(media)
+	if err != nil || len(shards) == 0 {
+		t.Fatalf("shards %v, %v", shards, err)
+	}
+	if v := bp(t, "verify", media); v.code != exitOK {
+		t.Errorf("verify: exit %d: %s%s", v.code, v.stdout, v.stderr)
+	}
+	set, err := packcore.OpenSet(media, packcore.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	f, err := os.Open(filepath.Join(dst, videoindex.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := videoindex.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ix.Episodes {
+		if _, err := set.Stat(e.Ref); err != nil {
+			t.Errorf("episode %d %s: %v", e.EpisodeIndex, e.VideoKey, err)
+		}
 	}
 }
 

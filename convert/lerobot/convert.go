@@ -12,10 +12,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -37,6 +40,10 @@ type Result struct {
 	IndexEntries int
 	// Pack is what the pack writer wrote.
 	Pack packcore.Stats
+	// Summary is the run's summary for the CLI: format, source,
+	// destination, pack figures, the counts above and the inspection's
+	// warnings (status, exit code and duration are the caller's).
+	Summary plan.Summary
 }
 
 // videoBlob is one video blob to pack.
@@ -51,9 +58,10 @@ type videoBlob struct {
 }
 
 // Convert writes the converted dataset to dst, which must not exist (or be
-// an empty directory) and must not overlap the source. Everything is written
-// into a staging directory beside dst, renamed into place only when complete;
-// on error nothing is left at dst.
+// an empty directory) and must not overlap the source, reporting progress
+// to prog (nil for none). Everything is written into a staging directory
+// beside dst (convert.Begin), renamed into place only when complete; on
+// error nothing is left at dst.
 //
 // Camera files are packed in (episode, camera) order with the placement
 // group episode-<N>, so one episode's cameras share a shard: whole files under
@@ -61,9 +69,10 @@ type videoBlob struct {
 // <path without suffix>/episode_<N:06d><suffix>. Cutting writes every episode
 // container of the dataset to the staging directory before packing them, so
 // it needs free space for one more copy of the cut files.
-func Convert(ctx context.Context, ins *Inspection, dst string) (res *Result, err error) {
+func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Counter) (*Result, error) {
 	o := ins.Options
 	d := ins.Dataset
+	prog = progress.OrNop(prog)
 	absDst, err := filepath.Abs(dst)
 	if err != nil {
 		return nil, err
@@ -71,27 +80,13 @@ func Convert(ctx context.Context, ins *Inspection, dst string) (res *Result, err
 	if err := stage.CheckDisjoint(d.Root, absDst); err != nil {
 		return nil, err
 	}
-	st, err := stage.Begin(absDst)
+	out, err := convert.Begin(ctx, absDst, convert.OutputOptions{Pack: o.PackOptions, Progress: prog})
 	if err != nil {
 		return nil, err
 	}
-	defer st.Abort()
-	w, err := packcore.Create(ctx, filepath.Join(st.Dir, parquet.MediaDir), packcore.WriterOptions{
-		MaxPackBytes: o.MaxPackBytes,
-		MaxMembers:   o.MaxMembers,
-		NoManifest:   o.NoManifest,
-		RefBase:      parquet.MediaDir,
-		NoLock:       true,
-		OnShard: func(s packcore.ShardInfo) {
-			o.Progress.Milestone(fmt.Sprintf("wrote %s/%s (%d members)", parquet.MediaDir, s.Name, s.Members))
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer w.Abort()
+	defer out.Abort()
 
-	res = &Result{}
+	res := &Result{}
 	var items, bytes int64
 	for _, vf := range ins.Videos {
 		for _, f := range vf.Files {
@@ -107,9 +102,9 @@ func Convert(ctx context.Context, ins *Inspection, dst string) (res *Result, err
 		items += im.Frames
 		bytes += im.Candidate.ChunkBytes
 	}
-	o.Progress.SetTotal(items, bytes)
+	prog.SetTotal(items, bytes)
 
-	blobs, err := ins.cut(ctx, filepath.Join(st.Dir, cutDir))
+	blobs, err := ins.cut(ctx, out.Path(cutDir))
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +113,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string) (res *Result, err
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ref, err := addFile(ctx, w, b.member, b.path, b.size, fmt.Sprintf("episode-%d", b.episode))
+		ref, err := addFile(ctx, out.Pack, b.member, b.path, b.size, fmt.Sprintf("episode-%d", b.episode))
 		if err != nil {
 			return nil, fmt.Errorf("lerobot: %s: %w", b.member, err)
 		}
@@ -129,31 +124,31 @@ func Convert(ctx context.Context, ins *Inspection, dst string) (res *Result, err
 			res.Cut++
 		}
 		res.Videos++
-		o.Progress.Add(1, b.size)
+		prog.Add(1, b.size)
 		for _, e := range b.entries {
 			e.Ref = ref
 			entries = append(entries, e)
 		}
 	}
-	if err := os.RemoveAll(filepath.Join(st.Dir, cutDir)); err != nil {
+	if err := os.RemoveAll(out.Path(cutDir)); err != nil {
 		return nil, err
 	}
 
 	if ins.Tables != nil {
-		r, err := parquet.ConvertTo(ctx, ins.Tables, ins.selection, filepath.Join(st.Dir, "data"), w, ins.parquetOptions())
+		r, err := parquet.ConvertTo(ctx, ins.Tables, ins.selection, out.Path("data"), out.Pack, ins.parquetOptions(prog))
 		if err != nil {
 			return nil, tableErr(err)
 		}
 		res.Tables = r.Rewritten
 		res.Copied += r.Copied + r.Files
 	} else {
-		n, err := copyTree(ctx, filepath.Join(d.Root, "data"), filepath.Join(st.Dir, "data"))
+		n, err := copyTree(ctx, d.Root, "data", out.Path("data"))
 		if err != nil {
 			return nil, err
 		}
 		res.Copied += n
 	}
-	n, err := copyTree(ctx, filepath.Join(d.Root, "meta"), filepath.Join(st.Dir, "meta"))
+	n, err := copyTree(ctx, d.Root, "meta", out.Path("meta"))
 	if err != nil {
 		return nil, err
 	}
@@ -165,20 +160,30 @@ func Convert(ctx context.Context, ins *Inspection, dst string) (res *Result, err
 			keys = append(keys, vf.Key)
 		}
 		ix := videoindex.New(videoindex.Source{CodebaseVersion: d.Version, FPS: videoindex.Float(d.FPS), VideoKeys: keys}, entries)
-		if err := videoindex.WriteFile(filepath.Join(st.Dir, videoindex.FileName), ix); err != nil {
+		if err := videoindex.WriteFile(out.Path(videoindex.FileName), ix); err != nil {
 			return nil, fmt.Errorf("lerobot: %w", err)
 		}
 		res.IndexEntries = len(entries)
 	}
-	stats, err := w.Close()
+	stats, err := out.Commit()
 	if err != nil {
 		return nil, err
 	}
 	res.Pack = stats
 	res.Frames = stats.Members - int64(res.Videos)
-	if err := st.Commit(); err != nil {
-		return nil, err
-	}
+	res.Summary = out.Summary(plan.Summary{
+		Format: "LeRobot",
+		Source: d.Root,
+		Counts: plan.Counts{
+			{Name: "videos", N: int64(res.Videos)},
+			{Name: "episode containers", N: int64(res.Cut)},
+			{Name: "index entries", N: int64(res.IndexEntries)},
+			{Name: "extracted frames", N: res.Frames},
+			{Name: "rewritten tables", N: int64(res.Tables)},
+			{Name: "copied files", N: int64(res.Copied)},
+		},
+		Warnings: slices.Clone(ins.Warnings),
+	})
 	return res, nil
 }
 
@@ -203,10 +208,10 @@ func (ins *Inspection) cut(ctx context.Context, dir string) ([]videoBlob, error)
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return nil, err
 			}
-			outs, err := video.Split(ctx, f.Report, video.DirDest(out))
+			outs, err := ins.Options.Engine.Split(ctx, f.Report, video.DirDest(out))
 			if err != nil {
 				if errors.Is(err, video.ErrNotSplittable) || errors.Is(err, video.ErrInconsistent) {
-					return nil, invalid(fmt.Errorf("%s: %s: %w", f.Key, f.Rel, err))
+					return nil, invalid("", fmt.Errorf("%s: %s: %w", f.Key, f.Rel, err))
 				}
 				return nil, fmt.Errorf("lerobot: %s: %s: %w", f.Key, f.Rel, err)
 			}
@@ -244,10 +249,12 @@ func addFile(ctx context.Context, w *packcore.Writer, key, p string, size int64,
 	return w.Add(key, f, size, group)
 }
 
-// copyTree copies every regular file under src into dst (same relative
-// paths), returning how many. A missing src copies nothing. Other kinds of
-// files (symlinks, devices) are refused.
-func copyTree(ctx context.Context, src, dst string) (int, error) {
+// copyTree copies every regular file under root/dir into dst (same
+// relative paths), returning how many. A missing root/dir copies nothing.
+// Other kinds of files (symlinks, devices) are refused, named by their path
+// relative to root.
+func copyTree(ctx context.Context, root, dir, dst string) (int, error) {
+	src := filepath.Join(root, dir)
 	n := 0
 	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -268,7 +275,7 @@ func copyTree(ctx context.Context, src, dst string) (int, error) {
 			n++
 			return stage.CopyFile(ctx, p, out)
 		}
-		return invalid(fmt.Errorf("%s is not a regular file or directory", p))
+		return invalid(path.Join(dir, filepath.ToSlash(rel)), errors.New("not a regular file or directory"))
 	})
 	if errors.Is(err, fs.ErrNotExist) && n == 0 {
 		if _, serr := os.Stat(src); errors.Is(serr, fs.ErrNotExist) {

@@ -108,50 +108,50 @@ type rawInfo struct {
 
 // Open reads meta/info.json and the episode metadata of the dataset at src
 // (meta/episodes.jsonl for v2.x, every meta/episodes/**/*.parquet for v3.0).
-// It reads no video and writes nothing. Problems with the dataset wrap
-// ErrInvalidInput.
+// It reads no video and writes nothing. Problems with the dataset are
+// *convert.InputError values.
 func Open(ctx context.Context, src string) (*Dataset, error) {
 	root, err := filepath.Abs(src)
 	if err != nil {
 		return nil, err
 	}
 	if st, err := os.Stat(root); err != nil {
-		return nil, invalid(fmt.Errorf("%s: %w", src, err))
+		return nil, invalid(src, err)
 	} else if !st.IsDir() {
-		return nil, invalid(fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", src))
+		return nil, invalid("", fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", src))
 	}
 	infoPath := filepath.Join(root, "meta", "info.json")
 	b, err := os.ReadFile(infoPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, invalid(fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
+		return nil, invalid("", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
 	}
 	if err != nil {
 		return nil, err
 	}
 	var ri rawInfo
 	if err := json.Unmarshal(b, &ri); err != nil {
-		return nil, invalid(fmt.Errorf("meta/info.json: %w", err))
+		return nil, invalid("meta/info.json", err)
 	}
 	d := &Dataset{Root: root, ChunksSize: defaultChunksSize}
 	if ri.CodebaseVersion == nil {
-		return nil, invalid(errors.New("meta/info.json: no codebase_version"))
+		return nil, invalid("meta/info.json", errors.New("no codebase_version"))
 	}
 	d.Version = *ri.CodebaseVersion
 	if !slices.Contains(Versions, d.Version) {
-		return nil, invalid(fmt.Errorf("meta/info.json: unsupported codebase_version %q; expected one of %s", d.Version, strings.Join(Versions, ", ")))
+		return nil, invalid("meta/info.json", fmt.Errorf("unsupported codebase_version %q; expected one of %s", d.Version, strings.Join(Versions, ", ")))
 	}
 	if ri.FPS == nil || !(*ri.FPS > 0) || math.IsInf(*ri.FPS, 0) {
-		return nil, invalid(errors.New("meta/info.json: fps is missing or not a positive number"))
+		return nil, invalid("meta/info.json", errors.New("fps is missing or not a positive number"))
 	}
 	d.FPS = *ri.FPS
 	if ri.ChunksSize != nil {
 		if *ri.ChunksSize < 1 || *ri.ChunksSize != math.Trunc(*ri.ChunksSize) {
-			return nil, invalid(fmt.Errorf("meta/info.json: chunks_size %v is not a positive integer", *ri.ChunksSize))
+			return nil, invalid("meta/info.json", fmt.Errorf("chunks_size %v is not a positive integer", *ri.ChunksSize))
 		}
 		d.ChunksSize = int64(*ri.ChunksSize)
 	}
 	if ri.DataPath == nil || *ri.DataPath == "" {
-		return nil, invalid(errors.New("meta/info.json: no data_path template"))
+		return nil, invalid("meta/info.json", errors.New("no data_path template"))
 	}
 	d.DataPath = *ri.DataPath
 	if ri.VideoPath != nil {
@@ -168,7 +168,7 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 			DType string `json:"dtype"`
 		}
 		if err := json.Unmarshal(raw, &f); err != nil {
-			return nil, invalid(fmt.Errorf("meta/info.json: feature %q: %w", name, err))
+			return nil, invalid("meta/info.json", fmt.Errorf("feature %q: %w", name, err))
 		}
 		switch f.DType {
 		case "video":
@@ -180,10 +180,10 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	slices.Sort(d.VideoKeys)
 	slices.Sort(d.ImageKeys)
 	if len(d.VideoKeys) == 0 && len(d.ImageKeys) == 0 {
-		return nil, invalid(errors.New("meta/info.json: no video or image features; nothing to convert"))
+		return nil, invalid("meta/info.json", errors.New("no video or image features; nothing to convert"))
 	}
 	if len(d.VideoKeys) > 0 && d.VideoPath == "" {
-		return nil, invalid(errors.New("meta/info.json: video features but no video_path template"))
+		return nil, invalid("meta/info.json", errors.New("video features but no video_path template"))
 	}
 	if d.V3() {
 		err = d.readEpisodesV3(ctx)
@@ -194,12 +194,12 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 		return nil, err
 	}
 	if len(d.Episodes) == 0 {
-		return nil, invalid(fmt.Errorf("%s: no episodes", strings.Join(d.EpisodeFiles, ", ")))
+		return nil, invalid("", fmt.Errorf("%s: no episodes", strings.Join(d.EpisodeFiles, ", ")))
 	}
 	slices.SortFunc(d.Episodes, func(a, b Episode) int { return cmpInt(a.Index, b.Index) })
 	for i := 1; i < len(d.Episodes); i++ {
 		if d.Episodes[i].Index == d.Episodes[i-1].Index {
-			return nil, invalid(fmt.Errorf("episode %d appears twice in the episode metadata", d.Episodes[i].Index))
+			return nil, invalid("", fmt.Errorf("episode %d appears twice in the episode metadata", d.Episodes[i].Index))
 		}
 	}
 	return d, nil
@@ -220,7 +220,7 @@ func (d *Dataset) readEpisodesV2() error {
 	const rel = "meta/episodes.jsonl"
 	f, err := os.Open(filepath.Join(d.Root, filepath.FromSlash(rel)))
 	if errors.Is(err, fs.ErrNotExist) {
-		return invalid(fmt.Errorf("%s is missing", rel))
+		return invalid("", fmt.Errorf("%s is missing", rel))
 	}
 	if err != nil {
 		return err
@@ -241,18 +241,18 @@ func (d *Dataset) readEpisodesV2() error {
 			Length       *int64 `json:"length"`
 		}
 		if err := json.Unmarshal(text, &row); err != nil {
-			return invalid(fmt.Errorf("%s: line %d: %w", rel, line, err))
+			return invalid(rel, fmt.Errorf("line %d: %w", line, err))
 		}
 		if row.EpisodeIndex == nil || *row.EpisodeIndex < 0 {
-			return invalid(fmt.Errorf("%s: line %d: no episode_index", rel, line))
+			return invalid(rel, fmt.Errorf("line %d: no episode_index", line))
 		}
 		if row.Length == nil || *row.Length <= 0 {
-			return invalid(fmt.Errorf("%s: line %d: episode %d has no positive length", rel, line, *row.EpisodeIndex))
+			return invalid(rel, fmt.Errorf("line %d: episode %d has no positive length", line, *row.EpisodeIndex))
 		}
 		d.Episodes = append(d.Episodes, Episode{Index: *row.EpisodeIndex, Length: *row.Length, DataChunk: -1, DataFile: -1})
 	}
 	if err := sc.Err(); err != nil {
-		return invalid(fmt.Errorf("%s: %w", rel, err))
+		return invalid(rel, err)
 	}
 	return nil
 }
@@ -271,7 +271,7 @@ func (d *Dataset) readEpisodesV3(ctx context.Context) error {
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(files) == 0) {
-		return invalid(errors.New("meta/episodes/**/*.parquet: no episode metadata"))
+		return invalid("", errors.New("meta/episodes/**/*.parquet: no episode metadata"))
 	}
 	if err != nil {
 		return err
@@ -283,7 +283,7 @@ func (d *Dataset) readEpisodesV3(ctx context.Context) error {
 		d.EpisodeFiles = append(d.EpisodeFiles, rel)
 		eps, err := readEpisodeTable(ctx, p, d.VideoKeys)
 		if err != nil {
-			return invalid(fmt.Errorf("%s: %w", rel, err))
+			return invalid(rel, err)
 		}
 		d.Episodes = append(d.Episodes, eps...)
 	}

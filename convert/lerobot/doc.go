@@ -11,14 +11,19 @@
 //
 // Inspect reads meta/info.json and the episode metadata, locates every camera
 // file from the video_path template, refuses inconsistent metadata, scans the
-// files' keyframes (convert/lerobot/video) and decides, per v3.0 camera file,
-// whether it is cut into one container per episode by packet copy or kept
-// whole and addressed by interval. It writes nothing; Inspection.Plan
-// describes the result as a plan.Plan. Convert then writes everything into a
-// staging directory that appears at DST only when complete.
+// files' keyframes (through a video.Engine) and decides, per v3.0 camera
+// file, whether it is cut into one container per episode by packet copy or
+// kept whole and addressed by interval. It writes nothing; Inspection.Plan
+// describes the result as a plan.Plan. Convert then writes everything through
+// convert.Begin: a staging directory that appears at DST only when complete.
+// Job puts the two on the converter contract (convert.Job) for the CLI.
+// Problems with the dataset are *convert.InputError values; options that
+// leave nothing to convert are a *convert.UsageError.
 //
 // The package ties the pieces together; it does not demux or mux video itself
-// (convert/lerobot/video does, the only package of bpconvert that uses cgo),
-// does not rewrite tables itself (convert/parquet does) and never re-encodes.
-// It never prints; progress goes through a progress.Counter.
+// (the Engine does: convert/lerobot/video/libav, the only package of bpconvert
+// that uses cgo, handed in by the caller so that this package builds and
+// tests without cgo), does not rewrite tables itself (convert/parquet does)
+// and never re-encodes. It never prints; progress goes through a
+// progress.Counter.
 package lerobot

@@ -1,22 +1,21 @@
 package lerobot
 
-import "errors"
+import (
+	"errors"
 
-// ErrInvalidInput is matched (errors.Is) by every error that blames the
-// dataset: missing or malformed metadata, unsupported versions or templates,
-// missing camera files, inconsistent episode intervals, unreadable tables.
-// The CLI maps it to exit code 3.
-var ErrInvalidInput = errors.New("invalid input")
+	"github.com/bpconvert/bpconvert/convert"
+)
 
-// ErrNothingToConvert is returned when the options skip every media feature.
+// ErrNothingToConvert is matched (errors.Is) by the *convert.UsageError
+// Inspect returns when the options skip every media feature of the dataset.
 var ErrNothingToConvert = errors.New("lerobot: every media feature is skipped; there is nothing to convert")
 
-// inputError is a problem with the dataset; it matches ErrInvalidInput and
-// its cause.
-type inputError struct{ err error }
+// nothingToConvert is the refusal of options that skip every media feature.
+func nothingToConvert() error {
+	return &convert.UsageError{Err: ErrNothingToConvert, Hint: "drop --images skip or --video skip"}
+}
 
-func (e *inputError) Error() string   { return "lerobot: " + e.err.Error() }
-func (e *inputError) Unwrap() []error { return []error{ErrInvalidInput, e.err} }
-
-// invalid wraps err as an input error.
-func invalid(err error) error { return &inputError{err: err} }
+// invalid blames the dataset: a *convert.InputError (exit 3 in the CLI) of
+// file, a slash-separated path relative to the dataset root, or "" when no
+// one file is at fault.
+func invalid(file string, err error) error { return convert.Invalid("lerobot", file, err) }

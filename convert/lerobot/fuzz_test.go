@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/convert"
 )
 
 // FuzzFormatTemplate feeds arbitrary templates (seeded with the forms
@@ -36,7 +38,7 @@ func FuzzFormatTemplate(f *testing.F) {
 
 // FuzzOpen writes arbitrary meta/info.json and meta/episodes.jsonl bytes
 // (seeded with the shapes LeRobot writes) and opens the dataset: Open must
-// not panic, and every refusal must wrap ErrInvalidInput.
+// not panic, and every refusal must be a *convert.InputError.
 func FuzzOpen(f *testing.F) {
 	info := `{"codebase_version": "v2.1", "fps": 10, "chunks_size": 1000,
  "data_path": "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
@@ -60,8 +62,9 @@ func FuzzOpen(f *testing.F) {
 		}
 		d, err := Open(context.Background(), root)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidInput) {
-				t.Fatalf("Open: %v does not wrap ErrInvalidInput", err)
+			var ie *convert.InputError
+			if !errors.Is(err, convert.ErrInvalidInput) || !errors.As(err, &ie) || ie.Source != "lerobot" {
+				t.Fatalf("Open: %v is not a lerobot *convert.InputError", err)
 			}
 			return
 		}

@@ -44,8 +44,13 @@ const (
 // episode's interval may differ from its frame count by one frame.
 const DefaultToleranceFrames = video.DefaultToleranceFrames
 
-// Options configures Inspect and Convert. The zero value selects the defaults.
+// Options configures Inspect and Convert. The zero value selects the
+// defaults, but a dataset with video features also needs an Engine (unless
+// Video is VideoSkip).
 type Options struct {
+	// PackOptions cap each shard (packcore defaults) and turn the packs'
+	// pack.manifest.json off.
+	convert.PackOptions
 	// Images is ImagesExtract (default) or ImagesSkip.
 	Images ImageMode
 	// Video is VideoCopy (default) or VideoSkip.
@@ -56,39 +61,37 @@ type Options struct {
 	// ToleranceFrames is how many frames an episode's interval length may
 	// differ from its frame count (default DefaultToleranceFrames).
 	ToleranceFrames float64
-	// MaxPackBytes and MaxMembers cap each shard (packcore defaults).
-	MaxPackBytes int64
-	MaxMembers   int
-	// NoManifest skips the packs' pack.manifest.json.
-	NoManifest bool
 	// Version is recorded in rewritten tables.
 	Version string
-	// Progress receives items and bytes as blobs are packed.
-	Progress progress.Counter
+	// Engine scans and cuts the camera files: convert/lerobot/video/libav,
+	// which the bpconvert-lerobot program links. This package never
+	// imports it, so it builds without cgo.
+	Engine video.Engine
 }
 
+// withDefaults fills in the defaults and refuses unknown modes as
+// *convert.UsageError values.
 func (o Options) withDefaults() (Options, error) {
 	switch o.Images {
 	case "":
 		o.Images = ImagesExtract
 	case ImagesExtract, ImagesSkip:
 	default:
-		return o, fmt.Errorf("lerobot: images mode %q: want %q or %q", o.Images, ImagesExtract, ImagesSkip)
+		return o, &convert.UsageError{Err: fmt.Errorf("lerobot: images mode %q: want %q or %q", o.Images, ImagesExtract, ImagesSkip)}
 	}
 	switch o.Video {
 	case "":
 		o.Video = VideoCopy
 	case VideoCopy, VideoSkip:
 	default:
-		return o, fmt.Errorf("lerobot: video mode %q: want %q or %q", o.Video, VideoCopy, VideoSkip)
+		return o, &convert.UsageError{Err: fmt.Errorf("lerobot: video mode %q: want %q or %q", o.Video, VideoCopy, VideoSkip)}
 	}
 	if o.ToleranceFrames < 0 {
-		return o, fmt.Errorf("lerobot: negative frame tolerance %g", o.ToleranceFrames)
+		return o, &convert.UsageError{Err: fmt.Errorf("lerobot: negative frame tolerance %g", o.ToleranceFrames)}
 	}
 	if o.ToleranceFrames == 0 {
 		o.ToleranceFrames = video.DefaultToleranceFrames
 	}
-	o.Progress = progress.OrNop(o.Progress)
 	return o, nil
 }
 
@@ -166,7 +169,9 @@ type ImageFeature struct {
 // Inspect reads the dataset's metadata, locates and checks every camera file,
 // refuses inconsistent metadata, scans keyframes and decides per file whether
 // it is cut per episode, and inspects the tables holding image features. It
-// writes nothing. Problems with the dataset wrap ErrInvalidInput.
+// writes nothing. Problems with the dataset are *convert.InputError values;
+// options that skip every media feature are a *convert.UsageError matching
+// ErrNothingToConvert.
 func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -179,7 +184,7 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 	ins := &Inspection{Dataset: d, Options: opts}
 	if opts.Video == VideoSkip && (opts.Images == ImagesSkip || len(d.ImageKeys) == 0) ||
 		opts.Images == ImagesSkip && len(d.VideoKeys) == 0 {
-		return nil, ErrNothingToConvert
+		return nil, nothingToConvert()
 	}
 	if err := ins.checkDataFiles(); err != nil {
 		return nil, err
@@ -190,6 +195,9 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 		}
 		if err := ins.validateIntervals(); err != nil {
 			return nil, err
+		}
+		if len(ins.Videos) > 0 && opts.Engine == nil {
+			return nil, errors.New("lerobot: no video engine to read the camera files (Options.Engine)")
 		}
 		if err := ins.scanVideos(ctx); err != nil {
 			return nil, err
@@ -264,14 +272,14 @@ func (ins *Inspection) checkDataFiles() error {
 		}
 		rel, err := formatTemplate(d.DataPath, vals)
 		if err != nil {
-			return invalid(fmt.Errorf("meta/info.json: data_path: %w", err))
+			return invalid("meta/info.json", fmt.Errorf("data_path: %w", err))
 		}
 		if seen[rel] {
 			continue
 		}
 		seen[rel] = true
 		if err := regularFile(d.Root, rel); err != nil {
-			return invalid(fmt.Errorf("episode %d: table %w", e.Index, err))
+			return invalid("", fmt.Errorf("episode %d: table %w", e.Index, err))
 		}
 	}
 	return nil
@@ -305,7 +313,7 @@ func (ins *Inspection) locateVideos() error {
 			if d.V3() {
 				v := e.Videos[key]
 				if len(v.Missing) > 0 {
-					return invalid(fmt.Errorf("episode %d has no %s timing metadata (missing %s)", e.Index, key, strings.Join(v.Missing, ", ")))
+					return invalid("", fmt.Errorf("episode %d has no %s timing metadata (missing %s)", e.Index, key, strings.Join(v.Missing, ", ")))
 				}
 				vals["chunk_index"], vals["file_index"] = v.Chunk, v.File
 				ep.FromNS, ep.ToNS = video.SecondsToNS(v.From), video.SecondsToNS(v.To)
@@ -315,14 +323,14 @@ func (ins *Inspection) locateVideos() error {
 			}
 			rel, err := formatTemplate(d.VideoPath, vals)
 			if err != nil {
-				return invalid(fmt.Errorf("meta/info.json: video_path: %w", err))
+				return invalid("meta/info.json", fmt.Errorf("video_path: %w", err))
 			}
 			f := byRel[rel]
 			if f == nil {
 				f = &VideoFile{Key: key, Rel: rel, Path: filepath.Join(d.Root, filepath.FromSlash(rel))}
 				fi, err := os.Stat(f.Path)
 				if err != nil || !fi.Mode().IsRegular() {
-					return invalid(fmt.Errorf("%s: %s is missing from %s", key, rel, d.Root))
+					return invalid("", fmt.Errorf("%s: %s is missing from %s", key, rel, d.Root))
 				}
 				f.Size = fi.Size()
 				byRel[rel] = f
@@ -379,7 +387,7 @@ func refuse(problems []string) error {
 	if len(shown) > maxProblems {
 		shown = append(slices.Clone(shown[:maxProblems]), fmt.Sprintf("... and %d more", len(problems)-maxProblems))
 	}
-	return invalid(fmt.Errorf("video metadata is inconsistent, refusing to write a misleading index: %s", strings.Join(shown, "; ")))
+	return invalid("", fmt.Errorf("video metadata is inconsistent, refusing to write a misleading index: %s", strings.Join(shown, "; ")))
 }
 
 func (ins *Inspection) videoOptions() video.Options {
@@ -392,12 +400,12 @@ func (ins *Inspection) scanVideos(ctx context.Context) error {
 	var problems []string
 	for _, vf := range ins.Videos {
 		for _, f := range vf.Files {
-			scan, err := video.ScanKeyframes(ctx, f.Path)
+			scan, err := ins.Options.Engine.ScanKeyframes(ctx, f.Path)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return invalid(fmt.Errorf("%s: %s: %w", f.Key, f.Rel, err))
+				return invalid("", fmt.Errorf("%s: %s: %w", f.Key, f.Rel, err))
 			}
 			rep, err := video.CheckBoundaries(scan, f.Key, f.Rel, f.Episodes, ins.videoOptions())
 			if err != nil {
@@ -437,7 +445,7 @@ func (ins *Inspection) decide(f *VideoFile) {
 func (ins *Inspection) inspectTables(ctx context.Context) error {
 	d := ins.Dataset
 	dataDir := filepath.Join(d.Root, "data")
-	pins, err := parquet.Inspect(ctx, dataDir, ins.parquetOptions())
+	pins, err := parquet.Inspect(ctx, dataDir, ins.parquetOptions(nil))
 	if err != nil {
 		return tableErr(err)
 	}
@@ -452,7 +460,7 @@ func (ins *Inspection) inspectTables(ctx context.Context) error {
 			}
 		}
 		if !found {
-			return invalid(fmt.Errorf("image feature %q: no table under data/ holds it as binary or {bytes, path} frames", key))
+			return invalid("", fmt.Errorf("image feature %q: no table under data/ holds it as binary or {bytes, path} frames", key))
 		}
 	}
 	sel, err := pins.Select(cols, nil)
@@ -464,10 +472,12 @@ func (ins *Inspection) inspectTables(ctx context.Context) error {
 	return nil
 }
 
-// tableErr marks convert/parquet's input errors as this package's.
+// tableErr marks convert/parquet's input errors (and a selection it
+// refuses, which only a dataset whose features contradict its tables can
+// cause) as this package's, located under data/.
 func tableErr(err error) error {
-	if errors.Is(err, parquet.ErrInvalidInput) || errors.Is(err, parquet.ErrBadSelection) {
-		return invalid(fmt.Errorf("data: %w", err))
+	if errors.Is(err, convert.ErrInvalidInput) || errors.Is(err, parquet.ErrBadSelection) {
+		return invalid("data", err)
 	}
 	return err
 }
@@ -475,12 +485,12 @@ func tableErr(err error) error {
 // parquetOptions are the convert/parquet options for data/: LeRobot's keys
 // frames/<feature>/<table path under data/ without .parquet>/<row:08d><ext>,
 // one placement group per row (named by table path and row).
-func (ins *Inspection) parquetOptions() parquet.Options {
+func (ins *Inspection) parquetOptions(prog progress.Counter) parquet.Options {
 	o := ins.Options
 	return parquet.Options{
-		PackOptions: convert.PackOptions{MaxPackBytes: o.MaxPackBytes, MaxMembers: o.MaxMembers, NoManifest: o.NoManifest},
+		PackOptions: o.PackOptions,
 		Version:     o.Version,
-		Progress:    noTotals{o.Progress},
+		Progress:    noTotals{progress.OrNop(prog)},
 		Keys:        frameKey,
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bpconvert/bpconvert/internal/testtool"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/internal/testtool"
+
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -110,7 +112,7 @@ func TestConvertVersions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := dataset(t, tc.name)
 			ctx := context.Background()
-			ins, err := Inspect(ctx, src, Options{})
+			ins, err := Inspect(ctx, src, Options{Engine: testEngine(t, tc.name != "v2.1-images")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,9 +131,13 @@ func TestConvertVersions(t *testing.T) {
 			if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("planning created %s", dst)
 			}
-			res, err := Convert(ctx, ins, dst)
+			res, err := Convert(ctx, ins, dst, nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if s := res.Summary; s.Format != "LeRobot" || s.Source != ins.Dataset.Root || s.Dest != dst ||
+				s.Blobs != res.Pack.Members || s.Bytes != res.Pack.Bytes || s.Shards != int64(res.Pack.Shards) {
+				t.Errorf("summary %+v does not match the result %+v", s, res)
 			}
 			if _, err := os.Stat(stage.Path(dst)); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("staging directory left behind: %v", err)
@@ -430,7 +436,7 @@ func sum(xs []int64) int64 {
 func TestNoSplitEpisodes(t *testing.T) {
 	src := dataset(t, "v3.0")
 	ctx := context.Background()
-	ins, err := Inspect(ctx, src, Options{NoSplitEpisodes: true})
+	ins, err := Inspect(ctx, src, Options{NoSplitEpisodes: true, Engine: testEngine(t, true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +444,7 @@ func TestNoSplitEpisodes(t *testing.T) {
 		t.Errorf("plan entry %s: %s %q", top, e.Action, e.Notes)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, dst)
+	res, err := Convert(ctx, ins, dst, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,12 +489,12 @@ func TestNoSplitEpisodes(t *testing.T) {
 // 22 KiB) is never split.
 func TestEpisodeShards(t *testing.T) {
 	ctx := context.Background()
-	ins, err := Inspect(ctx, dataset(t, "v2.1"), Options{MaxPackBytes: 48 << 10})
+	ins, err := Inspect(ctx, dataset(t, "v2.1"), Options{PackOptions: convert.PackOptions{MaxPackBytes: 48 << 10}, Engine: testEngine(t, true)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, dst)
+	res, err := Convert(ctx, ins, dst, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +522,7 @@ func TestEpisodeShards(t *testing.T) {
 }
 
 // TestRefusals feeds inconsistent datasets to Inspect: each is refused with
-// an error wrapping ErrInvalidInput that names the problem, and nothing is
+// a lerobot *convert.InputError that names the problem, and nothing is
 // written anywhere (the source tree is unchanged).
 func TestRefusals(t *testing.T) {
 	cases := []struct {
@@ -524,6 +530,7 @@ func TestRefusals(t *testing.T) {
 		base    string
 		change  func(t *testing.T, root string)
 		opts    Options
+		scans   bool // refused only once the camera files are read
 		wantErr []string
 	}{
 		{name: "overlapping intervals", base: "v3.0-overlap", wantErr: []string{top, "episode 2", "overlap"}},
@@ -532,7 +539,7 @@ func TestRefusals(t *testing.T) {
 			editFile(t, filepath.Join(root, "meta", "episodes.jsonl"), func(s string) string {
 				return strings.Replace(s, `"length":9`, `"length":30`, 1)
 			})
-		}, wantErr: []string{wrist, "episode 2", "episode_000002.mp4"}},
+		}, scans: true, wantErr: []string{wrist, "episode 2", "episode_000002.mp4"}},
 		{name: "unsupported version", base: "v2.1", change: func(t *testing.T, root string) {
 			editFile(t, filepath.Join(root, "meta", "info.json"), func(s string) string {
 				return strings.Replace(s, `"v2.1"`, `"v1.6"`, 1)
@@ -571,9 +578,12 @@ func TestRefusals(t *testing.T) {
 				tc.change(t, root)
 			}
 			before := treeSums(t, filepath.Dir(root))
-			_, err := Inspect(context.Background(), root, tc.opts)
-			if !errors.Is(err, ErrInvalidInput) {
-				t.Fatalf("Inspect: %v; want an error wrapping ErrInvalidInput", err)
+			opts := tc.opts
+			opts.Engine = testEngine(t, tc.scans)
+			_, err := Inspect(context.Background(), root, opts)
+			var ie *convert.InputError
+			if !errors.As(err, &ie) || ie.Source != "lerobot" || !errors.Is(err, convert.ErrInvalidInput) {
+				t.Fatalf("Inspect: %v; want a lerobot *convert.InputError", err)
 			}
 			for _, w := range tc.wantErr {
 				if !strings.Contains(err.Error(), w) {
@@ -597,8 +607,10 @@ func TestNothingToConvert(t *testing.T) {
 		{"v2.1-images", Options{Images: ImagesSkip}},
 	}
 	for _, tc := range cases {
-		if _, err := Inspect(context.Background(), dataset(t, tc.base), tc.opts); !errors.Is(err, ErrNothingToConvert) {
-			t.Errorf("%s %+v: %v; want ErrNothingToConvert", tc.base, tc.opts, err)
+		_, err := Inspect(context.Background(), dataset(t, tc.base), tc.opts)
+		var ue *convert.UsageError
+		if !errors.Is(err, ErrNothingToConvert) || !errors.As(err, &ue) || convert.Hint(err) != "drop --images skip or --video skip" {
+			t.Errorf("%s %+v: %v; want a *convert.UsageError matching ErrNothingToConvert, with a hint", tc.base, tc.opts, err)
 		}
 	}
 }
@@ -621,11 +633,11 @@ func TestToleranceFrames(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.tolerance), func(t *testing.T) {
-			_, err := Inspect(context.Background(), root, Options{ToleranceFrames: tc.tolerance})
+			_, err := Inspect(context.Background(), root, Options{ToleranceFrames: tc.tolerance, Engine: testEngine(t, true)})
 			if tc.refused != (err != nil) {
 				t.Fatalf("Inspect: %v; refused want %v", err, tc.refused)
 			}
-			if err != nil && (!errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "episode 2")) {
+			if err != nil && (!errors.Is(err, convert.ErrInvalidInput) || !strings.Contains(err.Error(), "episode 2")) {
 				t.Fatalf("Inspect: %v; want an invalid-input error naming episode 2", err)
 			}
 		})
@@ -641,12 +653,12 @@ func TestConvertFailureLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ins, err := Inspect(ctx, root, Options{})
+	ins, err := Inspect(ctx, root, Options{Engine: testEngine(t, true)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if _, err := Convert(ctx, ins, dst); !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "link.parquet") {
+	if _, err := Convert(ctx, ins, dst, nil); !errors.Is(err, convert.ErrInvalidInput) || !strings.Contains(err.Error(), "data/chunk-000/link.parquet") {
 		t.Fatalf("Convert: %v; want a refusal of link.parquet", err)
 	}
 	for _, p := range []string{dst, stage.Path(dst)} {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -89,7 +89,7 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 	if ins.Tables != nil {
 		media = append(media, "extracted frames")
 	}
-	p.Layout = append(p.Layout, plan.Output{Path: parquet.MediaDir + "/pack-NNNN.zip", Description: strings.Join(media, " and ")})
+	p.Layout = append(p.Layout, plan.Output{Path: convert.MediaDir + "/pack-NNNN.zip", Description: strings.Join(media, " and ")})
 	if ins.Tables != nil {
 		p.Layout = append(p.Layout, plan.Output{Path: "data/", Description: "tables, " + strings.Join(ins.imageKeys(), ", ") + " rewritten to references"})
 	} else {

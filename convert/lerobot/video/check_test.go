@@ -1,7 +1,6 @@
 package video
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -77,7 +76,7 @@ func gopScan(n, g int) *Scan {
 	for i := 0; i < n; i++ {
 		s.Packets = append(s.Packets, Packet{PTS: int64(i), DTS: int64(i), Duration: 1, Size: 100, Key: i%g == 0})
 	}
-	s.analyze()
+	s.Analyze()
 	return s
 }
 
@@ -90,7 +89,7 @@ func bframeScan(n int) *Scan {
 		k := int64(i / 10 * 10)
 		s.Packets = append(s.Packets, Packet{PTS: k + order[i%10], DTS: int64(i) - 1, Duration: 1, Size: 100, Key: i%10 == 0})
 	}
-	s.analyze()
+	s.Analyze()
 	return s
 }
 
@@ -154,7 +153,7 @@ func TestCheckBoundaries(t *testing.T) {
 			// keyframe #9 (1.0 s) is decoded before #10 (0.9 s), which it leads
 			s.Packets[9].PTS, s.Packets[9].Key = 10, true
 			s.Packets[10].PTS, s.Packets[10].Key = 9, false
-			s.analyze()
+			s.Analyze()
 			return s
 		}, eps: eps(0, 1, 2, 3), reasons: []string{
 			"episode 0: packet #10 (PTS 0.900000s) is inside the interval but outside the decode-order run #0..#8",
@@ -225,69 +224,6 @@ func TestCheckBoundaries(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestCheckRealFiles runs the boundary check on ffmpeg-made files whose
-// structure forbids a cut.
-func TestCheckRealFiles(t *testing.T) {
-	per := func(n int) []Episode {
-		var eps []Episode
-		for i := 0; i < n; i++ {
-			eps = append(eps, Episode{Index: i, FromNS: int64(i) * sec, ToNS: int64(i+1) * sec, Frames: 10})
-		}
-		return eps
-	}
-	cases := []struct {
-		name   string
-		file   func(t *testing.T) string
-		eps    []Episode
-		reason string // expected in the first reason
-	}{
-		{"open GOP", openGOPFile, per(5), "episode 1: packet #20 (PTS 1.900000s) is inside the interval but outside the decode-order run #10..#18"},
-		{"audio", withAudioFile, per(5), "the file has 1 stream(s) besides the video (audio)"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s, err := ScanKeyframes(context.Background(), c.file(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := CheckBoundaries(s, "cam", "f.mp4", c.eps, Options{FPS: fixFPS})
-			if err != nil {
-				t.Fatal(err)
-			}
-			d := rep.Decide()
-			if d.Split || len(d.Reasons) == 0 || !strings.Contains(d.Reasons[0], c.reason) {
-				t.Fatalf("decision %+v, want a refusal %q", d, c.reason)
-			}
-		})
-	}
-
-	// The edit-list-trimmed file: its footage starts at 0 s after the five
-	// discard-flagged packets, keyframes at 0.5, 1.5, 2.5 s.
-	t.Run("discarded pre-roll", func(t *testing.T) {
-		s, err := ScanKeyframes(context.Background(), trimmedFile(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps := []Episode{{Index: 0, FromNS: 0.5e9, ToNS: 1.5e9, Frames: 10}, {Index: 1, FromNS: 1.5e9, ToNS: 3.5e9, Frames: 20}}
-		rep, err := CheckBoundaries(s, "cam", "f.mp4", eps, Options{FPS: fixFPS})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := rep.Decide(); !d.Split || rep.PreRollNS != 0.5e9 || rep.FootageStartNS != 0 || rep.Episodes[0].Run.First != 10 {
-			t.Fatalf("decision %+v, pre-roll %d, footage from %d, first packet #%d", d, rep.PreRollNS, rep.FootageStartNS, rep.Episodes[0].Run.First)
-		}
-		// from 0 s would start on a non-key picture after discarded ones
-		eps[0].FromNS, eps[0].Frames = 0, 15
-		rep, err = CheckBoundaries(s, "cam", "f.mp4", eps, Options{FPS: fixFPS})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := rep.Decide(); d.Split || !strings.Contains(d.Reasons[0], "episode 0: starts at 0.000000s, not on a keyframe") {
-			t.Fatalf("decision %+v", d)
-		}
-	})
 }
 
 // FuzzCheckBoundaries feeds arbitrary episode intervals (tenths of a

@@ -1,14 +1,9 @@
 package video
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
-	"sync"
-
-	"github.com/asticode/go-astiav"
 )
 
 // Rational is a stream time base: one tick lasts Num/Den seconds.
@@ -136,124 +131,9 @@ func (s *Scan) FootageNS() (start, end int64, ok bool) {
 	return start, end, !first
 }
 
-var quietOnce sync.Once
-
-// quietLibav switches libav's logging to stderr off: a library never
-// prints, and errors come back as Go errors.
-func quietLibav() {
-	quietOnce.Do(func() { astiav.SetLogLevel(astiav.LogLevelQuiet) })
-}
-
-// fileURL makes a local path safe from libav's protocol detection
-// ("a:b.mp4" would otherwise name a protocol "a").
-func fileURL(path string) string { return "file:" + path }
-
-// openInput opens path for demuxing. It does not call
-// avformat_find_stream_info (which decodes) unless findInfo is set.
-func openInput(path string, findInfo bool) (*astiav.FormatContext, error) {
-	quietLibav()
-	fc := astiav.AllocFormatContext()
-	if fc == nil {
-		return nil, fmt.Errorf("video: %s: cannot allocate a format context", path)
-	}
-	if err := fc.OpenInput(fileURL(path), nil, nil); err != nil {
-		fc.Free()
-		return nil, fmt.Errorf("video: %s: open: %w", path, err)
-	}
-	if findInfo {
-		if err := fc.FindStreamInfo(nil); err != nil {
-			closeInput(fc)
-			return nil, fmt.Errorf("video: %s: find stream info: %w", path, err)
-		}
-	}
-	return fc, nil
-}
-
-func closeInput(fc *astiav.FormatContext) {
-	fc.CloseInput()
-	fc.Free()
-}
-
-// ctxCheckEvery is how many packets are read between context checks.
-const ctxCheckEvery = 64
-
-// ScanKeyframes reads every packet of path once, without decoding, and
-// records the timing and flags of the first video stream's packets. It
-// fails on a file without a video stream and on packets without
-// timestamps.
-func ScanKeyframes(ctx context.Context, path string) (*Scan, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("video: %s: %w", path, err)
-	}
-	fc, err := openInput(path, false)
-	if err != nil {
-		return nil, err
-	}
-	defer closeInput(fc)
-
-	s := &Scan{Path: path, StreamIndex: -1}
-	for _, st := range fc.Streams() {
-		cp := st.CodecParameters()
-		if cp.MediaType() != astiav.MediaTypeVideo {
-			s.OtherStreams = append(s.OtherStreams, cp.MediaType().String())
-			continue
-		}
-		s.VideoStreams++
-		if s.StreamIndex >= 0 {
-			continue
-		}
-		tb := st.TimeBase()
-		s.StreamIndex = st.Index()
-		s.Codec = cp.CodecID().Name()
-		s.TimeBase = Rational{int64(tb.Num()), int64(tb.Den())}
-		s.StartTime, s.Duration, s.HeaderFrames = st.StartTime(), st.Duration(), st.NbFrames()
-		fr := st.AvgFrameRate()
-		s.AvgFrameRate = Rational{int64(fr.Num()), int64(fr.Den())}
-		s.Width, s.Height = cp.Width(), cp.Height()
-	}
-	if s.StreamIndex < 0 {
-		return nil, fmt.Errorf("video: %s: no video stream", path)
-	}
-	if s.TimeBase.Num <= 0 || s.TimeBase.Den <= 0 {
-		return nil, fmt.Errorf("video: %s: invalid time base %s", path, s.TimeBase)
-	}
-	if s.HeaderFrames > 0 && s.HeaderFrames < 1<<24 {
-		s.Packets = make([]Packet, 0, s.HeaderFrames)
-	}
-
-	pk := astiav.AllocPacket()
-	defer pk.Free()
-	for n := 0; ; n++ {
-		if n%ctxCheckEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("video: %s: scan: %w", path, err)
-			}
-		}
-		if err := fc.ReadFrame(pk); err != nil {
-			if errors.Is(err, astiav.ErrEof) {
-				break
-			}
-			return nil, fmt.Errorf("video: %s: read packet: %w", path, err)
-		}
-		if pk.StreamIndex() != s.StreamIndex {
-			pk.Unref()
-			continue
-		}
-		p := Packet{PTS: pk.Pts(), DTS: pk.Dts(), Duration: pk.Duration(), Size: pk.Size(),
-			Key: pk.Flags().Has(astiav.PacketFlagKey), Discard: pk.Flags().Has(astiav.PacketFlagDiscard)}
-		pk.Unref()
-		if p.PTS == astiav.NoPtsValue || p.DTS == astiav.NoPtsValue {
-			return nil, fmt.Errorf("video: %s: packet #%d has no timestamp (pts %d, dts %d); cannot place it in time",
-				path, len(s.Packets), p.PTS, p.DTS)
-		}
-		s.Packets = append(s.Packets, p)
-	}
-	s.analyze()
-	return s, nil
-}
-
-// analyze sets Reordered and OpenGOP from the packets.
-func (s *Scan) analyze() {
+// Analyze sets Reordered and OpenGOP from Packets. An Engine calls it
+// once the packets are read.
+func (s *Scan) Analyze() {
 	s.Reordered, s.OpenGOP = false, false
 	key := -1
 	for i, p := range s.Packets {

@@ -1,10 +1,7 @@
 package video
 
 import (
-	"context"
-	"github.com/bpconvert/bpconvert/internal/testtool"
 	"math"
-	"strings"
 	"testing"
 )
 
@@ -31,142 +28,28 @@ func TestRationalNS(t *testing.T) {
 	}
 }
 
-// TestScanMatchesFFprobe compares every packet of ScanKeyframes with what
-// ffprobe reports for the same file, and the derived facts with what the
-// fixture was made to have.
-func TestScanMatchesFFprobe(t *testing.T) {
-	concatKeys := []int64{0, 1e9, 2e9, 2.3e9, 3.3e9, 4.3e9, 5.3e9, 6.3e9}
+// TestAnalyze derives Reordered and OpenGOP from synthetic packet lists.
+func TestAnalyze(t *testing.T) {
 	cases := []struct {
-		name      string
-		file      func(t *testing.T) string
-		codec     string
-		frames    int
-		keysNS    []int64 // nil: not checked
-		reordered bool
-		openGOP   bool
-		discard   int
-		others    string
+		name               string
+		scan               *Scan
+		reordered, openGOP bool
 	}{
-		{name: "h264", file: concatPath("h264"), codec: "h264", frames: 70, keysNS: concatKeys},
-		{name: "h264 B-frames", file: concatPath("h264_bframes"), codec: "h264", frames: 70, keysNS: concatKeys, reordered: true},
-		{name: "mpeg4", file: concatPath("mpeg4"), codec: "mpeg4", frames: 70, keysNS: concatKeys},
-		{name: "av1", file: concatPath("av1"), codec: "av1", frames: 70, keysNS: concatKeys},
-		{name: "hevc", file: concatPath("hevc"), codec: "hevc", frames: 70, keysNS: concatKeys, reordered: true},
-		{name: "single stream", file: func(t *testing.T) string { return singleStream(t).Path }, codec: "mpeg4", frames: 70,
-			keysNS: []int64{0, 1e9, 2e9, 3e9, 4e9, 5e9, 6e9}},
-		{name: "open GOP", file: openGOPFile, codec: "h264", frames: 50, reordered: true, openGOP: true,
-			keysNS: []int64{0, 1e9, 2e9, 3e9, 4e9}},
-		{name: "edit list trims the start", file: trimmedFile, codec: "h264", frames: 40, discard: 5,
-			keysNS: []int64{0.5e9, 1.5e9, 2.5e9}},
-		{name: "with audio", file: withAudioFile, codec: "mpeg4", frames: 50, others: "audio",
-			keysNS: []int64{0, 1e9, 2e9, 3e9, 4e9}},
+		{name: "closed GOPs in order", scan: gopScan(30, 10)},
+		{name: "closed GOPs with B-frames", scan: bframeScan(30), reordered: true},
+		{name: "open GOP", scan: &Scan{TimeBase: Rational{1, 10}, Packets: []Packet{
+			{PTS: 0, Key: true}, {PTS: 3}, {PTS: 1}, {PTS: 2}, {PTS: 6, Key: true}, {PTS: 4}, {PTS: 5}}},
+			reordered: true, openGOP: true},
+		{name: "leading pictures of a discarded keyframe", scan: &Scan{TimeBase: Rational{1, 10}, Packets: []Packet{
+			{PTS: 2, Key: true, Discard: true}, {PTS: 0}, {PTS: 1}}}, reordered: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			path := c.file(t)
-			s, err := ScanKeyframes(context.Background(), path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Codec != c.codec || s.Frames() != c.frames || s.Reordered != c.reordered || s.OpenGOP != c.openGOP ||
-				strings.Join(s.OtherStreams, ",") != c.others || s.VideoStreams != 1 {
-				t.Errorf("codec %s frames %d reordered %v openGOP %v others %v videos %d; want %s %d %v %v %q 1",
-					s.Codec, s.Frames(), s.Reordered, s.OpenGOP, s.OtherStreams, s.VideoStreams,
-					c.codec, c.frames, c.reordered, c.openGOP, c.others)
-			}
-			if tb := ffprobeStream(t, path)["time_base"]; s.TimeBase.String() != tb {
-				t.Errorf("time base %s, ffprobe %s", s.TimeBase, tb)
-			}
-			want := testtool.FFprobePackets(t, path)
-			if len(want) != len(s.Packets) {
-				t.Fatalf("%d packets, ffprobe %d", len(s.Packets), len(want))
-			}
-			discard := 0
-			for i, w := range want {
-				g := s.Packets[i]
-				if g.PTS != w.PTS || g.DTS != w.DTS || g.Duration != w.Duration || g.Size != w.Size ||
-					g.Key != strings.Contains(w.Flags, "K") || g.Discard != strings.Contains(w.Flags, "D") {
-					t.Fatalf("packet %d: %+v, ffprobe %+v", i, g, w)
-				}
-				if g.Discard {
-					discard++
-				}
-			}
-			if discard != c.discard {
-				t.Errorf("%d discard-flagged packets, want %d", discard, c.discard)
-			}
-			if c.keysNS != nil {
-				var got []int64
-				for _, k := range s.Keyframes() {
-					got = append(got, s.TimeBase.NS(k))
-				}
-				if !equalInts(got, c.keysNS) {
-					t.Errorf("keyframes at %v ns, want %v", got, c.keysNS)
-				}
+			c.scan.Reordered, c.scan.OpenGOP = !c.reordered, !c.openGOP
+			c.scan.Analyze()
+			if c.scan.Reordered != c.reordered || c.scan.OpenGOP != c.openGOP {
+				t.Fatalf("reordered %v, open GOP %v; want %v, %v", c.scan.Reordered, c.scan.OpenGOP, c.reordered, c.openGOP)
 			}
 		})
 	}
-}
-
-func TestScanErrors(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := ScanKeyframes(ctx, dir+"/missing.mp4"); err == nil || !strings.Contains(err.Error(), "missing.mp4: open:") {
-		t.Errorf("missing file: %v", err)
-	}
-	audio := simpleFile(t, "audio_only.m4a", "-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-c:a", "aac")
-	if _, err := ScanKeyframes(ctx, audio); err == nil || !strings.HasSuffix(err.Error(), "audio_only.m4a: no video stream") {
-		t.Errorf("audio only: %v", err)
-	}
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func concatPath(codec string) func(t *testing.T) string {
-	return func(t *testing.T) string {
-		fx := concatenated(t, codec)
-		if fx.Skip != "" {
-			t.Skip(fx.Skip)
-		}
-		return fx.Path
-	}
-}
-
-// openGOPFile: x264 with open-gop=1 puts leading B-frames after each
-// keyframe (except the first) that reference the previous GOP.
-func openGOPFile(t *testing.T) string {
-	if codecArgs(t, "h264") == nil {
-		t.Skip("no libx264")
-	}
-	return simpleFile(t, "opengop.mp4", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=5",
-		"-c:v", "libx264", "-g", "10", "-keyint_min", "10", "-sc_threshold", "0", "-x264-params", "open-gop=1",
-		"-pix_fmt", "yuv420p")
-}
-
-// trimmedFile: "ffmpeg -ss 1.5 -c copy" of a GOP-10 file keeps the GOP from
-// 1.0 s and writes an edit list starting at 1.5 s; the demuxer returns the
-// 5 packets before it flagged discard, with negative PTS.
-func trimmedFile(t *testing.T) string {
-	if codecArgs(t, "h264") == nil {
-		t.Skip("no libx264")
-	}
-	src := simpleFile(t, "h264_5s.mp4", append(append([]string{"-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=5"},
-		codecArgs(t, "h264")...), "-movflags", "+faststart")...)
-	return simpleFile(t, "trimmed.mp4", "-ss", "1.5", "-i", src, "-c", "copy")
-}
-
-// withAudioFile: mpeg4 video plus an AAC audio stream.
-func withAudioFile(t *testing.T) string {
-	return simpleFile(t, "with_audio.mp4", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=5",
-		"-f", "lavfi", "-i", "sine=frequency=440:duration=5", "-c:v", "mpeg4", "-g", "10", "-bf", "0", "-c:a", "aac", "-shortest")
 }

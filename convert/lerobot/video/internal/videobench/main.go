@@ -1,6 +1,8 @@
-// Command videobench drives package video for bench/lerobot_video.sh until
-// the convert-lerobot command exists. It is a measuring tool, not a
-// converter: it reads no LeRobot metadata.
+//go:build cgo
+
+// Command videobench drives packages video and video/libav for
+// bench/lerobot_video.sh until the convert-lerobot command exists. It is a
+// measuring tool, not a converter: it reads no LeRobot metadata.
 //
 //	videobench scan FILE...
 //	    scan each file's packets, print its keyframe count
@@ -26,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
+	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
 )
 
 func main() {
@@ -62,7 +65,7 @@ func scan(ctx context.Context, files []string, stdout io.Writer) error {
 		return errUsage
 	}
 	for _, f := range files {
-		s, err := video.ScanKeyframes(ctx, f)
+		s, err := libav.ScanKeyframes(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -97,7 +100,7 @@ func split(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	outDir := fs.Arg(0)
 	for _, f := range fs.Args()[1:] {
-		s, err := video.ScanKeyframes(ctx, f)
+		s, err := libav.ScanKeyframes(ctx, f)
 		if err != nil {
 			return err
 		}
@@ -112,7 +115,7 @@ func split(ctx context.Context, args []string, stdout io.Writer) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		outs, err := video.Split(ctx, rep, video.DirDest(dir))
+		outs, err := libav.Split(ctx, rep, video.DirDest(dir))
 		if err != nil {
 			return err
 		}

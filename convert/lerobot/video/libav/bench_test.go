@@ -1,4 +1,6 @@
-package video
+//go:build cgo
+
+package libav
 
 import (
 	"context"
@@ -8,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
@@ -27,7 +31,7 @@ func benchFile(b *testing.B) concatFixture {
 			b.Fatal(err)
 		}
 		list := "ffconcat version 1.0\n"
-		var eps []Episode
+		var eps []video.Episode
 		acc := 0.0
 		for i := 0; i < 12; i++ {
 			f := filepath.Join(dir, fmt.Sprintf("episode_%06d.mp4", i))
@@ -36,7 +40,7 @@ func benchFile(b *testing.B) concatFixture {
 				"-pix_fmt", "yuv420p", "-movflags", "+faststart", f)
 			list += fmt.Sprintf("file '%s'\n", filepath.Base(f))
 			d := streamDuration(b, f)
-			eps = append(eps, Episode{Index: i, FromNS: SecondsToNS(acc), ToNS: SecondsToNS(acc + d), Frames: 300})
+			eps = append(eps, video.Episode{Index: i, FromNS: video.SecondsToNS(acc), ToNS: video.SecondsToNS(acc + d), Frames: 300})
 			acc += d
 		}
 		lp := filepath.Join(dir, "list.ffconcat")
@@ -94,11 +98,11 @@ func BenchmarkSplit12(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rep, err := CheckBoundaries(s, "cam", "bench.mp4", fx.Episodes, Options{FPS: 30})
+		rep, err := video.CheckBoundaries(s, "cam", "bench.mp4", fx.Episodes, video.Options{FPS: 30})
 		if err != nil {
 			b.Fatal(err)
 		}
-		outs, err := Split(ctx, rep, DirDest(dir))
+		outs, err := Split(ctx, rep, video.DirDest(dir))
 		if err != nil {
 			b.Fatal(err)
 		}

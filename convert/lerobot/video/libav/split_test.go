@@ -1,20 +1,26 @@
-package video
+//go:build cgo
+
+package libav
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
-	"github.com/bpconvert/bpconvert/internal/testtool"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/convert/lerobot/video"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
-func parseTB(t testing.TB, s string) Rational {
+func parseTB(t testing.TB, s string) video.Rational {
 	t.Helper()
 	a, b, ok := strings.Cut(s, "/")
 	num, err1 := strconv.ParseInt(a, 10, 64)
@@ -22,7 +28,7 @@ func parseTB(t testing.TB, s string) Rational {
 	if !ok || err1 != nil || err2 != nil {
 		t.Fatalf("bad time base %q", s)
 	}
-	return Rational{num, den}
+	return video.Rational{Num: num, Den: den}
 }
 
 // verifyCut checks an episode container against the source with ffprobe
@@ -30,7 +36,7 @@ func parseTB(t testing.TB, s string) Rational {
 // independently of Split's run), in decode order, must equal the output's
 // packets in count, size, flags and SHA-256, with PTS and DTS shifted by
 // the first one's PTS; the output starts at 0 and decodes without error.
-func verifyCut(t *testing.T, src string, e Episode, o Output) {
+func verifyCut(t *testing.T, src string, e video.Episode, o video.Output) {
 	t.Helper()
 	srcStream, outStream := ffprobeStream(t, src), ffprobeStream(t, o.Path)
 	for _, k := range []string{"codec_name", "codec_tag_string", "time_base", "extradata_hash", "width", "height"} {
@@ -140,7 +146,7 @@ func TestSplitConcatenated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := CheckBoundaries(s, "observation.image", "concat_"+codec+".mp4", fx.Episodes, Options{FPS: fixFPS})
+			rep, err := video.CheckBoundaries(s, "observation.image", "concat_"+codec+".mp4", fx.Episodes, video.Options{FPS: fixFPS})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +158,7 @@ func TestSplitConcatenated(t *testing.T) {
 					rep.StartsOnKeyframes, rep.EndsOnKeyframes, rep.PreRollNS, rep.TrailingNS)
 			}
 			dir := t.TempDir()
-			outs, err := Split(ctx, rep, DirDest(dir))
+			outs, err := Split(ctx, rep, video.DirDest(dir))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +179,7 @@ func TestSplitConcatenated(t *testing.T) {
 
 			// a second run gives the same bytes (bitexact muxing)
 			dir2 := t.TempDir()
-			outs2, err := Split(ctx, rep, DirDest(dir2))
+			outs2, err := Split(ctx, rep, video.DirDest(dir2))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,12 +204,12 @@ func TestSplitUnclaimedFootage(t *testing.T) {
 	ep := fx.Episodes
 	cases := []struct {
 		name                    string
-		eps                     []Episode
+		eps                     []video.Episode
 		preRoll, gaps, trailing int64
 		files                   []string
 	}{
 		{"middle episode only", ep[1:2], ep[1].FromNS, 0, ep[2].ToNS - ep[1].ToNS, []string{"episode_000001.mp4"}},
-		{"first and last", []Episode{ep[0], ep[2]}, 0, ep[2].FromNS - ep[0].ToNS, 0, []string{"episode_000000.mp4", "episode_000002.mp4"}},
+		{"first and last", []video.Episode{ep[0], ep[2]}, 0, ep[2].FromNS - ep[0].ToNS, 0, []string{"episode_000000.mp4", "episode_000002.mp4"}},
 	}
 	ctx := context.Background()
 	s, err := ScanKeyframes(ctx, fx.Path)
@@ -212,7 +218,7 @@ func TestSplitUnclaimedFootage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := CheckBoundaries(s, "cam", "f.mp4", c.eps, Options{FPS: fixFPS})
+			rep, err := video.CheckBoundaries(s, "cam", "f.mp4", c.eps, video.Options{FPS: fixFPS})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +226,7 @@ func TestSplitUnclaimedFootage(t *testing.T) {
 				t.Errorf("pre-roll %d gaps %d trailing %d, want %d %d %d", rep.PreRollNS, rep.GapsNS, rep.TrailingNS, c.preRoll, c.gaps, c.trailing)
 			}
 			dir := t.TempDir()
-			outs, err := Split(ctx, rep, DirDest(dir))
+			outs, err := Split(ctx, rep, video.DirDest(dir))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -247,15 +253,15 @@ func TestSplitEndInsideGOP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := Episode{Index: 7, FromNS: 1_000_000_000, ToNS: 1_550_000_000, Frames: 6} // ends between 1.5 and 1.6
-	rep, err := CheckBoundaries(s, "cam", "f.mp4", []Episode{e}, Options{FPS: fixFPS})
+	e := video.Episode{Index: 7, FromNS: 1_000_000_000, ToNS: 1_550_000_000, Frames: 6} // ends between 1.5 and 1.6
+	rep, err := video.CheckBoundaries(s, "cam", "f.mp4", []video.Episode{e}, video.Options{FPS: fixFPS})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.EndsOnKeyframes != 0 {
 		t.Errorf("end counted as on a keyframe")
 	}
-	outs, err := Split(ctx, rep, DirDest(t.TempDir()))
+	outs, err := Split(ctx, rep, video.DirDest(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +280,7 @@ func TestSplitRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := CheckBoundaries(s, "cam", "single.mp4", fx.Episodes, Options{FPS: fixFPS})
+		rep, err := video.CheckBoundaries(s, "cam", "single.mp4", fx.Episodes, video.Options{FPS: fixFPS})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +292,7 @@ func TestSplitRefusals(t *testing.T) {
 			t.Errorf("starts %d ends %d on keyframes, want 1 1", rep.StartsOnKeyframes, rep.EndsOnKeyframes)
 		}
 		dir := t.TempDir()
-		if _, err := Split(ctx, rep, DirDest(dir)); !errors.Is(err, ErrNotSplittable) {
+		if _, err := Split(ctx, rep, video.DirDest(dir)); !errors.Is(err, video.ErrNotSplittable) {
 			t.Fatalf("Split: %v, want ErrNotSplittable", err)
 		}
 		noStrayFiles(t, dir)
@@ -298,7 +304,7 @@ func TestSplitRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := CheckBoundaries(s, "cam", "f.mp4", fx.Episodes, Options{FPS: fixFPS})
+		rep, err := video.CheckBoundaries(s, "cam", "f.mp4", fx.Episodes, video.Options{FPS: fixFPS})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +312,7 @@ func TestSplitRefusals(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "episode_000002.mp4"), []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Split(ctx, rep, DirDest(dir)); !errors.Is(err, ErrExists) {
+		if _, err := Split(ctx, rep, video.DirDest(dir)); !errors.Is(err, video.ErrExists) {
 			t.Fatalf("Split: %v, want ErrExists", err)
 		}
 		noStrayFiles(t, dir, "episode_000002.mp4")
@@ -321,14 +327,14 @@ func TestSplitRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := CheckBoundaries(s, "cam", "f.mp4", fx.Episodes, Options{FPS: fixFPS})
+		rep, err := video.CheckBoundaries(s, "cam", "f.mp4", fx.Episodes, video.Options{FPS: fixFPS})
 		if err != nil {
 			t.Fatal(err)
 		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		dir := t.TempDir()
-		if _, err := Split(cctx, rep, DirDest(dir)); !errors.Is(err, context.Canceled) {
+		if _, err := Split(cctx, rep, video.DirDest(dir)); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Split: %v, want context.Canceled", err)
 		}
 		noStrayFiles(t, dir)
@@ -347,13 +353,13 @@ func TestSplitRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := CheckBoundaries(s, "cam", "f.mp4", fx.Episodes, Options{FPS: fixFPS})
+		rep, err := video.CheckBoundaries(s, "cam", "f.mp4", fx.Episodes, video.Options{FPS: fixFPS})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s.Path = other.Path // as if the file had been replaced
 		dir := t.TempDir()
-		_, err = Split(ctx, rep, DirDest(dir))
+		_, err = Split(ctx, rep, video.DirDest(dir))
 		if err == nil || !strings.Contains(err.Error(), "the file changed") {
 			t.Fatalf("Split: %v, want a changed-file error", err)
 		}
@@ -366,7 +372,7 @@ func TestSplitConcurrent(t *testing.T) {
 	ctx := context.Background()
 	fxs := []concatFixture{concatenated(t, "h264_bframes"), concatenated(t, "mpeg4")}
 	type result struct {
-		outs []Output
+		outs []video.Output
 		err  error
 	}
 	for _, fx := range fxs {
@@ -386,12 +392,12 @@ func TestSplitConcurrent(t *testing.T) {
 				res[i].err = err
 				return
 			}
-			rep, err := CheckBoundaries(s, "cam", filepath.Base(fx.Path), fx.Episodes, Options{FPS: fixFPS})
+			rep, err := video.CheckBoundaries(s, "cam", filepath.Base(fx.Path), fx.Episodes, video.Options{FPS: fixFPS})
 			if err != nil {
 				res[i].err = err
 				return
 			}
-			res[i].outs, res[i].err = Split(ctx, rep, DirDest(dir))
+			res[i].outs, res[i].err = Split(ctx, rep, video.DirDest(dir))
 		}()
 	}
 	wg.Wait()
@@ -405,5 +411,56 @@ func TestSplitConcurrent(t *testing.T) {
 		for j, o := range res[i].outs {
 			verifyCut(t, fx.Path, fx.Episodes[j], o)
 		}
+	}
+}
+
+// TestSplitModes checks that episode containers get the mode os.Create
+// would give them under the process umask (not os.CreateTemp's 0600), and
+// that only they are left in the directory.
+func TestSplitModes(t *testing.T) {
+	fx := concatenated(t, "h264")
+	if fx.Skip != "" {
+		t.Skip(fx.Skip)
+	}
+	ctx := context.Background()
+	s, err := ScanKeyframes(ctx, fx.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := video.CheckBoundaries(s, "cam", "f.mp4", fx.Episodes, video.Options{FPS: fixFPS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		umask int
+		want  os.FileMode
+	}{
+		{0o022, 0o644},
+		{0o077, 0o600},
+		{0o002, 0o664},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("umask %03o", c.umask), func(t *testing.T) {
+			old := syscall.Umask(c.umask)
+			defer syscall.Umask(old)
+			dir := t.TempDir()
+			outs, err := Split(ctx, rep, video.DirDest(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range outs {
+				fi, err := os.Stat(o.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.Mode().Perm(); got != c.want {
+					t.Errorf("%s: mode %03o, want %03o", o.Path, got, c.want)
+				}
+				if fi.Size() != o.Bytes {
+					t.Errorf("%s: %d bytes, Split says %d", o.Path, fi.Size(), o.Bytes)
+				}
+			}
+			noStrayFiles(t, dir, "episode_000000.mp4", "episode_000001.mp4", "episode_000002.mp4")
+		})
 	}
 }

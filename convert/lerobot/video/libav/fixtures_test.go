@@ -1,4 +1,6 @@
-package video
+//go:build cgo
+
+package libav
 
 // Test fixtures are made at test time by the ffmpeg CLI (Debian 12's
 // FFmpeg 5.1: libx264, libx265, the native mpeg4 encoder, libsvtav1 or
@@ -21,10 +23,15 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/lerobot/video"
+
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 const fixFPS = 10
+
+// sec is one second in nanoseconds.
+const sec = int64(1e9)
 
 // fixLengths are the episode lengths in frames: not multiples of the GOP
 // (10), so every episode ends with a short GOP, as real recordings do.
@@ -129,7 +136,7 @@ func codecArgs(t testing.TB, codec string) []string {
 // concatFixture is a v3.0-style camera file and its episodes.
 type concatFixture struct {
 	Path     string
-	Episodes []Episode
+	Episodes []video.Episode
 	Skip     string // reason when the encoder is missing
 }
 
@@ -150,7 +157,7 @@ func concatenated(t testing.TB, codec string) concatFixture {
 			t.Fatal(err)
 		}
 		list := "ffconcat version 1.0\n"
-		var eps []Episode
+		var eps []video.Episode
 		acc := 0.0 // LeRobot sums float seconds: from = sum of previous durations
 		for i, n := range fixLengths {
 			f := filepath.Join(dir, fmt.Sprintf("episode_%06d.mp4", i))
@@ -159,7 +166,7 @@ func concatenated(t testing.TB, codec string) concatFixture {
 			ffmpeg(t, append(args, "-movflags", "+faststart", f)...)
 			list += fmt.Sprintf("file '%s'\n", filepath.Base(f))
 			d := streamDuration(t, f)
-			eps = append(eps, Episode{Index: i, FromNS: SecondsToNS(acc), ToNS: SecondsToNS(acc + d), Frames: n})
+			eps = append(eps, video.Episode{Index: i, FromNS: video.SecondsToNS(acc), ToNS: video.SecondsToNS(acc + d), Frames: n})
 			acc += d
 		}
 		lp := filepath.Join(dir, "list.ffconcat")
@@ -182,7 +189,7 @@ func singleStream(t testing.TB) concatFixture {
 		out := filepath.Join(fixtureDir(t), "single_stream.mp4")
 		ffmpeg(t, "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=7", "-c:v", "mpeg4", "-g", "10", "-bf", "0",
 			"-q:v", "5", "-pix_fmt", "yuv420p", "-movflags", "+faststart", out)
-		return concatFixture{Path: out, Episodes: []Episode{
+		return concatFixture{Path: out, Episodes: []video.Episode{
 			{Index: 0, FromNS: 0, ToNS: 2_300_000_000, Frames: 23},
 			{Index: 1, FromNS: 2_300_000_000, ToNS: 5_300_000_000, Frames: 30},
 			{Index: 2, FromNS: 5_300_000_000, ToNS: 7_000_000_000, Frames: 17},

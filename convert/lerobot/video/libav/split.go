@@ -1,4 +1,6 @@
-package video
+//go:build cgo
+
+package libav
 
 import (
 	"context"
@@ -10,44 +12,10 @@ import (
 	"strings"
 
 	"github.com/asticode/go-astiav"
+
+	"github.com/bpconvert/bpconvert/convert/lerobot/video"
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
-
-// ErrNotSplittable is matched (errors.Is) by Split's refusal of a file
-// whose report says it cannot be cut by packet copy.
-var ErrNotSplittable = errors.New("cannot be split without re-encoding")
-
-// ErrExists is matched by Split's refusal to overwrite an existing output.
-var ErrExists = errors.New("output already exists")
-
-// Dest names the final path of one episode's container.
-type Dest func(e Episode) string
-
-// DirDest puts episode containers in dir as episode_NNNNNN.mp4 (the
-// episode_index, six digits, as LeRobot v2 and the reference name them).
-func DirDest(dir string) Dest {
-	return func(e Episode) string { return filepath.Join(dir, fmt.Sprintf("episode_%06d.mp4", e.Index)) }
-}
-
-// Output is one episode container written by Split.
-type Output struct {
-	Episode Episode
-	Path    string
-	// Packets is the number of packets copied (frames, for the codecs
-	// LeRobot writes).
-	Packets int
-	// OffsetPTS is the source PTS (ticks, source time base) of the
-	// episode's first keyframe, subtracted from every PTS and DTS.
-	OffsetPTS int64
-	// TimeBase is the output stream's time base (the source's, unless the
-	// mp4 muxer had to refine a coarse one).
-	TimeBase Rational
-	// SpanNS is the container's exact presentation span: it starts at 0
-	// and ends at the largest PTS+duration of its packets.
-	SpanNS int64
-	// DroppedTail and KeptTail are as in Run.
-	DroppedTail, KeptTail int
-	Bytes                 int64
-}
 
 // Split cuts the file of r (a report from CheckBoundaries whose Decide
 // says Split) into one MP4 per episode, in one sequential read of the
@@ -65,13 +33,13 @@ type Output struct {
 // +0.2 s instead of 0. Each output is written under a temporary name in
 // its final directory, synced and renamed; the directory is synced.
 //
-// Existing outputs are never overwritten (ErrExists). On failure or
+// Existing outputs are never overwritten (video.ErrExists). On failure or
 // cancellation nothing this call created is left behind: the temporary
 // file and the outputs already renamed are removed.
-func Split(ctx context.Context, r *Report, dest Dest) (outs []Output, err error) {
+func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.Output, err error) {
 	s := r.Scan
 	if d := r.Decide(); !d.Split {
-		return nil, fmt.Errorf("video: %s: %s: %w: %s", r.Key, r.File, ErrNotSplittable, strings.Join(d.Reasons, "; "))
+		return nil, fmt.Errorf("video: %s: %s: %w: %s", r.Key, r.File, video.ErrNotSplittable, strings.Join(d.Reasons, "; "))
 	}
 	paths := make([]string, len(r.Episodes))
 	seen := map[string]int{}
@@ -83,7 +51,7 @@ func Split(ctx context.Context, r *Report, dest Dest) (outs []Output, err error)
 		}
 		seen[p] = i
 		if _, err := os.Lstat(p); err == nil {
-			return nil, fmt.Errorf("video: %s: %s: episode %d: %s: %w", r.Key, r.File, e.Index, p, ErrExists)
+			return nil, fmt.Errorf("video: %s: %s: episode %d: %s: %w", r.Key, r.File, e.Index, p, video.ErrExists)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("video: %s: %s: episode %d: %w", r.Key, r.File, e.Index, err)
 		}
@@ -173,8 +141,8 @@ func Split(ctx context.Context, r *Report, dest Dest) (outs []Output, err error)
 				return nil, fmt.Errorf("video: %s: %s: episode %d: %w", r.Key, r.File, e.Index, err)
 			}
 			otb := m.st.TimeBase()
-			outs = append(outs, Output{Episode: e.Episode, Path: paths[ei], Packets: m.n, OffsetPTS: e.Run.OffsetPTS,
-				TimeBase: Rational{int64(otb.Num()), int64(otb.Den())}, SpanNS: e.Run.SpanNS,
+			outs = append(outs, video.Output{Episode: e.Episode, Path: paths[ei], Packets: m.n, OffsetPTS: e.Run.OffsetPTS,
+				TimeBase: video.Rational{Num: int64(otb.Num()), Den: int64(otb.Den())}, SpanNS: e.Run.SpanNS,
 				DroppedTail: e.Run.DroppedTail, KeptTail: e.Run.KeptTail, Bytes: size})
 			m = nil
 			ei++
@@ -184,40 +152,32 @@ func Split(ctx context.Context, r *Report, dest Dest) (outs []Output, err error)
 		return nil, fmt.Errorf("video: %s: input ended inside episode %d (read %d of %d packets); the file changed",
 			s.Path, r.Episodes[ei].Index, idx+1, len(s.Packets))
 	}
-	dirs := map[string]bool{}
-	for _, o := range outs {
-		dirs[filepath.Dir(o.Path)] = true
-	}
-	for d := range dirs {
-		if err := syncDir(d); err != nil {
-			return nil, fmt.Errorf("video: %s: %w", d, err)
-		}
-	}
 	return outs, nil
 }
 
-// muxer writes one episode container to a temporary file.
+// muxer writes one episode container to a temporary file beside its final
+// name, created by atomicfile (so it gets the mode os.Create would give it
+// under the umask) and written by libav through its path.
 type muxer struct {
 	fc  *astiav.FormatContext
 	io  *astiav.IOContext
 	st  *astiav.Stream
-	tmp string
+	f   *atomicfile.File
 	dst string
 	n   int
 }
 
 func openMuxer(dst string, in *astiav.Stream, keepTag bool) (*muxer, error) {
-	f, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".*.part")
+	f, err := atomicfile.Create(dst, 0o666)
 	if err != nil {
 		return nil, err
 	}
-	tmp := f.Name()
-	_ = f.Close()
-	m := &muxer{tmp: tmp, dst: dst}
+	m := &muxer{f: f, dst: dst}
+	tmp := f.TempName()
 	// faststart re-opens the output by this URL for its second pass.
 	fc, err := astiav.AllocOutputFormatContext(nil, "mp4", fileURL(tmp))
 	if err != nil {
-		_ = os.Remove(tmp)
+		m.abort()
 		return nil, fmt.Errorf("allocate mp4 muxer: %w", err)
 	}
 	m.fc = fc
@@ -242,6 +202,9 @@ func openMuxer(dst string, in *astiav.Stream, keepTag bool) (*muxer, error) {
 	m.st = st
 	// no "Lavf…" version string: the same input gives the same bytes
 	fc.SetFlags(fc.Flags().Add(astiav.FormatContextFlagBitexact))
+	// libav opens the temporary file again by name (truncating it, keeping
+	// its mode); the atomicfile descriptor stays open on the same file for
+	// the sync and rename in finish.
 	ioc, err := astiav.OpenIOContext(fileURL(tmp), astiav.NewIOContextFlags(astiav.IOContextFlagWrite))
 	if err != nil {
 		m.abort()
@@ -277,9 +240,10 @@ func (m *muxer) write(pk *astiav.Packet, inTB astiav.Rational, offset int64) err
 	return nil
 }
 
-// finish writes the trailer (and moves the moov atom to the front),
-// syncs the temporary file and renames it to its final name. It returns
-// the final size. On failure it removes the temporary file.
+// finish writes the trailer (and moves the moov atom to the front), then
+// syncs the temporary file, renames it to its final name and syncs the
+// directory (atomicfile.Commit). It returns the final size. On failure it
+// removes the temporary file.
 func (m *muxer) finish() (int64, error) {
 	if err := m.fc.WriteTrailer(); err != nil {
 		m.abort()
@@ -289,25 +253,24 @@ func (m *muxer) finish() (int64, error) {
 	m.io = nil
 	if err != nil {
 		m.abort()
-		return 0, fmt.Errorf("close %s: %w", m.tmp, err)
+		return 0, fmt.Errorf("close %s: %w", m.f.TempName(), err)
 	}
 	m.fc.Free()
 	m.fc = nil
-	size, err := syncFile(m.tmp)
-	if err == nil {
-		// never replace a file that appeared since Split checked
-		if _, serr := os.Lstat(m.dst); serr == nil {
-			err = fmt.Errorf("%s: %w", m.dst, ErrExists)
-		}
-	}
-	if err == nil {
-		err = os.Rename(m.tmp, m.dst)
-	}
+	fi, err := m.f.Stat()
 	if err != nil {
-		_ = os.Remove(m.tmp)
+		m.abort()
 		return 0, err
 	}
-	return size, nil
+	// never replace a file that appeared since Split checked
+	if _, serr := os.Lstat(m.dst); serr == nil {
+		m.abort()
+		return 0, fmt.Errorf("%s: %w", m.dst, video.ErrExists)
+	}
+	if err := m.f.Commit(); err != nil {
+		return 0, fmt.Errorf("%s: %w", m.dst, err)
+	}
+	return fi.Size(), nil
 }
 
 // abort releases the muxer and removes its temporary file.
@@ -320,38 +283,5 @@ func (m *muxer) abort() {
 		m.fc.Free()
 		m.fc = nil
 	}
-	_ = os.Remove(m.tmp)
-}
-
-func syncFile(path string) (int64, error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	// os.CreateTemp made it 0600; give it the mode a file created with the
-	// common 022 umask would have
-	if err := f.Chmod(0o644); err != nil {
-		return 0, err
-	}
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("sync %s: %w", path, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return fi.Size(), nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync: %w", err)
-	}
-	return nil
+	m.f.Abort()
 }
