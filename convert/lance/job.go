@@ -1,0 +1,218 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/convert"
+	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/plan"
+)
+
+// TableDir is the rewritten dataset, relative to DST.
+const TableDir = "table.lance"
+
+// MetaKey is the schema metadata key under which the rewritten dataset
+// records what was extracted (JSON, see Record).
+const MetaKey = "bpconvert"
+
+// External says what happens to blob v2 values stored outside the dataset.
+type External string
+
+// External modes.
+const (
+	// ExternalCopy packs the external file's bytes like any other blob.
+	ExternalCopy External = "copy"
+	// ExternalKeep leaves the URI string as the cell's value.
+	ExternalKeep External = "keep"
+)
+
+// Options configure a Lance conversion.
+type Options struct {
+	// PackOptions bound the pack shards and turn the manifest off.
+	convert.PackOptions
+	// Version selects the source version; 0 the latest.
+	Version uint64
+	// Columns names the columns to extract; none selects every blob
+	// column.
+	Columns []string
+	// External is what happens to external blobs (default ExternalCopy).
+	External External
+	// ToolVersion is recorded in the rewritten dataset's metadata.
+	ToolVersion string
+}
+
+// candidate is a column that may hold payloads.
+type candidate struct {
+	field *ld.Field
+	kind  string // "binary column", "large_binary column", "blob v1 column", "blob v2 column"
+	blob  int    // blob version, 0 for plain binary
+	ev    *columnEvidence
+}
+
+// Job converts one version of one Lance dataset.
+type Job struct {
+	src, dst string
+	opts     Options
+	ds       *ld.Dataset
+	cands    []*candidate
+	sel      []*candidate
+	rw       *ld.RewritePlan
+}
+
+var (
+	_ convert.Job     = (*Job)(nil)
+	_ convert.Chooser = (*Job)(nil)
+)
+
+// NewJob opens the dataset at src (the version opts name) and checks the
+// named columns. Nothing is read beyond the manifest.
+func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
+	if opts.External == "" {
+		opts.External = ExternalCopy
+	}
+	if opts.External != ExternalCopy && opts.External != ExternalKeep {
+		return nil, &convert.UsageError{Err: fmt.Errorf("lance: --external %q: want copy or keep", opts.External)}
+	}
+	ds, err := ld.Open(ctx, src, ld.OpenOptions{Version: opts.Version})
+	if err != nil {
+		ie := (&Job{src: src}).located(err)
+		if errors.Is(err, ld.ErrVersionNotFound) {
+			ie.Hint = "run bpconvert lance-inspect on the dataset to list its versions"
+		}
+		return nil, ie
+	}
+	j := &Job{src: src, dst: dst, opts: opts, ds: ds}
+	for _, f := range ds.Schema().Fields {
+		c := &candidate{field: f, blob: f.BlobVersion()}
+		switch {
+		case c.blob == 1:
+			c.kind = "blob v1 column"
+		case c.blob == 2:
+			c.kind = "blob v2 column"
+		case f.LogicalType == "binary" || f.LogicalType == "large_binary":
+			c.kind = f.LogicalType + " column"
+		default:
+			continue
+		}
+		j.cands = append(j.cands, c)
+	}
+	for _, name := range opts.Columns {
+		if j.candidate(name) == nil {
+			return nil, j.unknown(name)
+		}
+	}
+	return j, nil
+}
+
+// candidate returns the candidate column named name, or nil.
+func (j *Job) candidate(name string) *candidate {
+	for _, c := range j.cands {
+		if c.field.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// candidateList names the candidates with their kinds.
+func (j *Job) candidateList() string {
+	if len(j.cands) == 0 {
+		return "none (no binary, large_binary or blob column)"
+	}
+	var parts []string
+	for _, c := range j.cands {
+		parts = append(parts, fmt.Sprintf("%s (%s)", c.field.Name, strings.TrimSuffix(c.kind, " column")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (j *Job) unknown(name string) error {
+	why := "is not a column"
+	if j.ds.Schema().Field(name) != nil {
+		why = "is not a binary, large_binary or blob column"
+	}
+	return &convert.UsageError{Err: fmt.Errorf("lance: --column %q %s; candidates: %s", name, why, j.candidateList()),
+		Hint: "run with --dry-run to see every candidate with its evidence"}
+}
+
+// NeedChoice returns a usage error when no column was named and the dataset
+// has no blob column: plain binary columns may hold hashes or embeddings,
+// so they are extracted only when named.
+func (j *Job) NeedChoice() error {
+	if len(j.opts.Columns) > 0 {
+		return nil
+	}
+	for _, c := range j.cands {
+		if c.blob > 0 {
+			return nil
+		}
+	}
+	return &convert.UsageError{
+		Err:  fmt.Errorf("lance: no payload column selected and the dataset has no blob column; candidates: %s", j.candidateList()),
+		Hint: "name the payload columns with --column NAME (repeatable), or run on a terminal to choose",
+	}
+}
+
+// choose sets the selection: names, when not nil, else the named columns,
+// else every blob column.
+func (j *Job) choose(names []string) error {
+	if names == nil {
+		names = j.opts.Columns
+		if len(names) == 0 {
+			for _, c := range j.cands {
+				if c.blob > 0 {
+					names = append(names, c.field.Name)
+				}
+			}
+		}
+	}
+	j.sel = nil
+	for _, n := range names {
+		c := j.candidate(n)
+		if c == nil {
+			return j.unknown(n)
+		}
+		if !j.selected(c) {
+			j.sel = append(j.sel, c)
+		}
+	}
+	var cols []string
+	for _, c := range j.sel {
+		cols = append(cols, c.field.Name)
+	}
+	rw, err := j.ds.PlanRewrite(cols)
+	if err != nil {
+		return j.located(err)
+	}
+	j.rw = rw
+	return nil
+}
+
+func (j *Job) selected(c *candidate) bool {
+	for _, s := range j.sel {
+		if s == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Plan computes the plan for the selection (see convert.Job).
+func (j *Job) Plan(ctx context.Context, selected []string) (plan.Plan, error) {
+	if err := j.choose(selected); err != nil {
+		return plan.Plan{}, err
+	}
+	for _, c := range j.cands {
+		if c.ev == nil {
+			ev, err := j.evidence(ctx, c)
+			if err != nil {
+				return plan.Plan{}, err
+			}
+			c.ev = ev
+		}
+	}
+	return j.plan(), nil
+}

@@ -1,0 +1,129 @@
+package lance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/convert"
+	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
+)
+
+// plan renders the plan of the current selection; evidence is computed.
+func (j *Job) plan() plan.Plan {
+	m := j.ds.Manifest()
+	var physical, onDisk int64
+	for _, f := range j.ds.Fragments() {
+		physical += int64(f.PhysicalRows)
+		for _, df := range f.Files {
+			onDisk += int64(df.SizeBytes)
+		}
+	}
+	p := plan.Plan{
+		Source: plan.Source{
+			Format:  "Lance",
+			Version: m.DataVersion,
+			Path:    j.src,
+			Counts: plan.Counts{
+				{Name: "rows", N: int64(j.ds.NumRows())},
+				{Name: "fragments", N: int64(len(j.ds.Fragments()))},
+			},
+			Details: []string{fmt.Sprintf("version %d of %d", j.ds.Version(), len(j.ds.Versions()))},
+			Bytes:   onDisk,
+		},
+		Dest: j.dst,
+	}
+	if deleted := physical - int64(j.ds.NumRows()); deleted > 0 {
+		p.Source.Counts = append(p.Source.Counts, plan.Count{Name: "deleted rows", N: deleted})
+	}
+	var kept []string
+	for _, f := range j.ds.Schema().Fields {
+		if c := j.candidate(f.Name); c == nil || !j.selected(c) {
+			if c == nil {
+				kept = append(kept, f.Name)
+			}
+		}
+	}
+	var members, bytes int64
+	for _, c := range j.cands {
+		e := plan.Entry{Name: c.field.Name, Kind: c.kind, Selectable: true, Action: plan.ActionSkip, Fidelity: plan.FidelitySkipped}
+		ev := c.ev.ev
+		e.Evidence = &ev
+		if j.selected(c) {
+			e.Action, e.Fidelity = plan.ActionExtract, plan.FidelitySchemaChanges
+			e.Notes = append(e.Notes, "packed into "+convert.MediaDir+"/ as "+c.field.Name+"/<row:012d><ext>; the column becomes utf8 zip:// references (null stays null)")
+			members += c.ev.members
+			bytes += c.ev.bytes
+			if c.ev.disagree != nil {
+				p.Warnings = append(p.Warnings, c.ev.disagree.Error())
+			}
+		} else {
+			kept = append(kept, c.field.Name)
+			e.Notes = append(e.Notes, "left as it is (pages copied); name it with --column to extract it")
+		}
+		e.Notes = append(e.Notes, c.facts(j.opts.External)...)
+		p.Entries = append(p.Entries, e)
+	}
+	copyNote := "pages copied byte for byte: encodings, compression, row order and deletions unchanged"
+	for _, f := range j.rw.Fragments {
+		if f.Transcode {
+			copyNote = "legacy (0.1) data files cannot be page-copied: values decoded and written as Lance file version " + j.rw.DataVersion
+			break
+		}
+	}
+	p.Entries = append(p.Entries, plan.Entry{Name: "other columns", Kind: "columns", Detail: strings.Join(kept, ", "),
+		Action: plan.ActionCopy, Fidelity: plan.FidelityLossless, Notes: []string{copyNote}})
+
+	p.Layout = []plan.Output{{Path: convert.MediaDir + "/pack-NNNN.zip",
+		Description: fmt.Sprintf("%s, %s", plan.CountText(members, "members"), plan.HumanBytes(bytes))}}
+	if !j.opts.NoManifest {
+		p.Layout = append(p.Layout, plan.Output{Path: convert.MediaDir + "/" + packcore.ManifestName, Description: "size and SHA-256 of every pack shard"})
+	}
+	p.Layout = append(p.Layout, plan.Output{Path: TableDir,
+		Description: fmt.Sprintf("the dataset as Lance %s, one version, same fragments, row addresses and deletions", j.rw.DataVersion)})
+	p.Notes = append(p.Notes, "References are zip://KEY::"+convert.MediaDir+"/pack-NNNN.zip, relative to the output directory; "+
+		"the schema metadata key \""+MetaKey+"\" records what was extracted. Lance readers read "+TableDir+" as is; "+
+		"payload bytes are read by resolving the references (bpconvert, or any zip reader).")
+	for _, ix := range j.rw.Indices {
+		if ix.Carried {
+			p.Notes = append(p.Notes, fmt.Sprintf("Index %q on %s is carried over unchanged.", ix.Name, strings.Join(ix.Columns, ", ")))
+		} else {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("index %q on %s is dropped: %s; %s", ix.Name, strings.Join(ix.Columns, ", "), ix.Reason, ix.Hint))
+		}
+	}
+	if n := len(j.rw.DroppedBlobFiles); n > 0 && len(j.sel) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s of the extracted blob columns are not carried: their bytes are in the packs.", plan.CountText(int64(n), "sidecar blob files")))
+	}
+	return p
+}
+
+// facts describes a blob column's storage and sharing.
+func (c *candidate) facts(ext External) []string {
+	if c.blob != 2 {
+		return nil
+	}
+	ev := c.ev
+	var parts []string
+	for k, n := range ev.kinds {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", plan.Thousands(n), ld.BlobKind(k)))
+		}
+	}
+	var out []string
+	if len(parts) > 0 {
+		out = append(out, "stored: "+strings.Join(parts, ", "))
+	}
+	if ev.shared.Rows > 0 {
+		out = append(out, fmt.Sprintf("%s share %s (ref_id or same stored bytes) -> one member each, %s not written twice",
+			plan.CountText(ev.shared.Rows+ev.shared.Blobs, "rows"), plan.CountText(ev.shared.Blobs, "blobs"), plan.HumanBytes(ev.shared.Bytes)))
+	}
+	if ev.kinds[ld.BlobExternal] > 0 {
+		if ext == ExternalKeep {
+			out = append(out, "external blobs keep their URI as the cell's value (--external keep)")
+		} else {
+			out = append(out, "external blobs are copied into the packs (--external copy)")
+		}
+	}
+	return out
+}

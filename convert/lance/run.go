@@ -1,0 +1,236 @@
+package lance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/bpconvert/bpconvert/convert"
+	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/sniff"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// Record is the JSON value stored under MetaKey in the rewritten dataset's
+// schema metadata.
+type Record struct {
+	Tool          string   `json:"tool"`
+	Version       string   `json:"version"`
+	SourceFormat  string   `json:"source_format"`
+	SourceVersion uint64   `json:"source_version"`
+	PackBase      string   `json:"pack_base"`
+	Extracted     []string `json:"extracted"`
+	External      External `json:"external"`
+}
+
+// refs holds one column's new cell values, per fragment, by physical row.
+type refs struct {
+	vals  map[uint64][]string
+	valid map[uint64][]bool
+}
+
+func (r *refs) set(j *Job, frag, phys uint64, v string) {
+	if r.vals[frag] == nil {
+		n := j.physicalRows(frag)
+		r.vals[frag], r.valid[frag] = make([]string, n), make([]bool, n)
+	}
+	r.vals[frag][phys], r.valid[frag][phys] = v, true
+}
+
+func (j *Job) physicalRows(frag uint64) uint64 {
+	for _, f := range j.ds.Fragments() {
+		if f.ID == frag {
+			return f.PhysicalRows
+		}
+	}
+	return 0
+}
+
+// Run packs the selected columns' values and writes the rewritten dataset
+// (see convert.Job).
+func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
+	prog = progress.OrNop(prog)
+	if len(j.sel) == 0 {
+		return plan.Summary{}, j.NeedChoice()
+	}
+	for _, c := range j.sel {
+		if c.ev != nil && c.ev.disagree != nil {
+			return plan.Summary{}, c.ev.disagree
+		}
+	}
+	if err := stage.CheckDisjoint(j.src, j.dst); err != nil {
+		return plan.Summary{}, err
+	}
+	out, err := convert.Begin(ctx, j.dst, convert.OutputOptions{Pack: j.opts.PackOptions, Progress: prog})
+	if err != nil {
+		return plan.Summary{}, err
+	}
+	defer out.Abort()
+
+	var total int64
+	for _, c := range j.sel {
+		if c.ev != nil {
+			total += c.ev.bytes
+		}
+	}
+	prog.SetTotal(int64(j.ds.NumRows()), total)
+	cols := make([]*refs, len(j.sel))
+	its := make([]rowIter, len(j.sel))
+	seen := make([]map[shareID]*shareEntry, len(j.sel))
+	defer func() {
+		for _, it := range its {
+			if it != nil {
+				it.Close()
+			}
+		}
+	}()
+	for i, c := range j.sel {
+		if its[i], err = j.iterate(ctx, c); err != nil {
+			return plan.Summary{}, err
+		}
+		cols[i] = &refs{vals: map[uint64][]string{}, valid: map[uint64][]bool{}}
+		seen[i] = map[shareID]*shareEntry{}
+	}
+	var st shareStats
+	var kept int64
+	// Rows advance in step across the columns, so one row's members sit
+	// together (one placement group per row).
+	for row := uint64(0); ; row++ {
+		if row%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return plan.Summary{}, err
+			}
+		}
+		more := 0
+		var rowBytes int64
+		for i, c := range j.sel {
+			it := its[i]
+			if !it.Next() {
+				if err := it.Err(); err != nil {
+					return plan.Summary{}, j.invalid(c, err)
+				}
+				continue
+			}
+			more++
+			cl := it.Cell()
+			if cl.null {
+				continue
+			}
+			if cl.blob != nil && cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
+				cols[i].set(j, cl.frag, cl.phys, cl.blob.URI)
+				kept++
+				continue
+			}
+			id, shares := identity(cl)
+			if shares {
+				if first := seen[i][id]; first != nil {
+					if first.size != cl.size {
+						return plan.Summary{}, j.rowErr(c, cl, row, fmt.Errorf("ref_id %d: size %d, but row %d with the same ref_id has size %d", id.ref, cl.size, first.row, first.size))
+					}
+					if first.count == 1 {
+						st.Blobs++
+					}
+					first.count++
+					st.Rows++
+					st.Bytes += cl.size
+					cols[i].set(j, cl.frag, cl.phys, first.ref)
+					continue
+				}
+			}
+			ref, err := j.pack(out, c, cl, row)
+			if err != nil {
+				return plan.Summary{}, err
+			}
+			if shares {
+				seen[i][id] = &shareEntry{row: row, size: cl.size, ref: ref, count: 1}
+			}
+			cols[i].set(j, cl.frag, cl.phys, ref)
+			rowBytes += cl.size
+		}
+		if more == 0 {
+			break
+		}
+		if more != len(j.sel) {
+			return plan.Summary{}, convert.Invalid("lance", j.src, fmt.Errorf("row %d: the selected columns have different row counts", row))
+		}
+		prog.Add(1, rowBytes)
+	}
+	if _, err := out.ClosePack(); err != nil {
+		return plan.Summary{}, err
+	}
+
+	prog.Milestone("writing " + TableDir)
+	var names []string
+	replace := make([]ld.Replacement, len(j.sel))
+	for i, c := range j.sel {
+		names = append(names, c.field.Name)
+		r := cols[i]
+		replace[i] = ld.Replacement{Column: c.field.Name, Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
+			if r.vals[frag] == nil {
+				return make([]string, n), make([]bool, n), nil
+			}
+			if uint64(len(r.vals[frag])) != n {
+				return nil, nil, fmt.Errorf("fragment %d: %d references for %d physical rows", frag, len(r.vals[frag]), n)
+			}
+			return r.vals[frag], r.valid[frag], nil
+		}}
+	}
+	rec, err := json.Marshal(Record{Tool: "bpconvert", Version: j.opts.ToolVersion, SourceFormat: "lance", SourceVersion: j.ds.Version(),
+		PackBase: convert.MediaDir, Extracted: names, External: j.opts.External})
+	if err != nil {
+		return plan.Summary{}, err
+	}
+	res, err := j.ds.Rewrite(ctx, out.Path(TableDir), ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}})
+	if err != nil {
+		return plan.Summary{}, j.located(err)
+	}
+	if _, err := out.Commit(); err != nil {
+		return plan.Summary{}, err
+	}
+	sum := out.Summary(plan.Summary{
+		Format: "Lance",
+		Source: j.src,
+		Counts: plan.Counts{
+			{Name: "rows", N: int64(j.ds.NumRows())},
+			{Name: "extracted columns", N: int64(len(j.sel))},
+			{Name: "shared rows", N: st.Rows},
+			{Name: "shared blobs", N: st.Blobs},
+			{Name: "bytes not written twice", N: st.Bytes},
+			{Name: "kept external uris", N: kept},
+			{Name: "fragments", N: int64(len(res.DataFiles))},
+		},
+	})
+	for _, ix := range res.Plan.Indices {
+		if !ix.Carried {
+			sum.Warnings = append(sum.Warnings, fmt.Sprintf("index %q dropped: %s; %s", ix.Name, ix.Reason, ix.Hint))
+		}
+	}
+	return sum, nil
+}
+
+// pack writes one value as member <column>/<row:012d><ext>.
+func (j *Job) pack(out *convert.Output, c *candidate, cl *cell, row uint64) (string, error) {
+	p, err := cl.prefix()
+	if err != nil {
+		return "", j.rowErr(c, cl, row, err)
+	}
+	r, err := cl.reader()
+	if err != nil {
+		return "", j.rowErr(c, cl, row, err)
+	}
+	key := fmt.Sprintf("%s/%012d%s", c.field.Name, row, sniff.Ext("", p))
+	ref, err := out.Pack.Add(key, r, cl.size, strconv.FormatUint(row, 10))
+	if errors.Is(err, packcore.ErrSizeMismatch) || errors.Is(err, packcore.ErrInvalidKey) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", j.rowErr(c, cl, row, err) // the source is short or unusable
+	}
+	if err != nil {
+		return "", fmt.Errorf("lance: %s: column %q: row %d: %w", j.src, c.field.Name, row, err)
+	}
+	return ref, nil
+}
