@@ -182,7 +182,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 			{Name: "rewritten tables", N: int64(res.Tables)},
 			{Name: "copied files", N: int64(res.Copied)},
 		},
-		Warnings: slices.Clone(ins.Warnings),
+		Warnings: append([]string{}, ins.Warnings...),
 	})
 	return res, nil
 }
