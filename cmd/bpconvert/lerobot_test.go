@@ -162,12 +162,13 @@ func testLerobotExitCodes(t *testing.T, root string) {
 		args     []string
 		wantCode int
 		wantErr  string
+		wantHint string
 	}{
 		{name: "overlapping intervals", src: filepath.Join(root, "v3.0-overlap"), args: []string{"--yes"}, wantCode: exitInvalid, wantErr: "overlaps"},
 		{name: "missing timing column", src: filepath.Join(root, "v3.0-notiming"), args: []string{"--yes"}, wantCode: exitInvalid, wantErr: "to_timestamp"},
 		{name: "unsupported version", src: badInfo, args: []string{"--yes"}, wantCode: exitInvalid, wantErr: "v1.6"},
 		{name: "not a dataset", src: filepath.Join(root, "v3.0", "data"), args: []string{"--yes", "--dry-run"}, wantCode: exitInvalid, wantErr: "does not look like a LeRobot dataset"},
-		{name: "everything skipped", src: filepath.Join(root, "v3.0"), args: []string{"--yes", "--video", "skip"}, wantCode: exitUsage, wantErr: "nothing to convert"},
+		{name: "everything skipped", src: filepath.Join(root, "v3.0"), args: []string{"--yes", "--video", "skip"}, wantCode: exitUsage, wantErr: "nothing to convert", wantHint: "bpconvert: hint: drop --images skip or --video skip"},
 		{name: "bad mode", src: filepath.Join(root, "v3.0"), args: []string{"--yes", "--images", "keep"}, wantCode: exitUsage, wantErr: "--images"},
 		{name: "no prompt without a terminal", src: filepath.Join(root, "v2.1"), wantCode: exitUsage, wantErr: "refusing to prompt"},
 	}
@@ -180,6 +181,9 @@ func testLerobotExitCodes(t *testing.T, root string) {
 			}
 			if !strings.Contains(r.stderr, "bpconvert: error: ") || !strings.Contains(r.stderr, tc.wantErr) {
 				t.Errorf("stderr %q does not mention %q", r.stderr, tc.wantErr)
+			}
+			if !strings.Contains(r.stderr, tc.wantHint) {
+				t.Errorf("stderr %q lacks %q", r.stderr, tc.wantHint)
 			}
 			if exists(dst) || exists(stage.Path(dst)) {
 				t.Errorf("destination %s or its staging directory exists after a refused run", dst)
