@@ -8,27 +8,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
-// fakeConversion records whether its plan was executed.
-func fakeConversion(flags *convertFlags, executed *bool) conversion {
-	return conversion{
-		flags: flags,
-		plan: func(ctx context.Context, selected []string) (plan.Plan, error) {
-			return plan.Plan{
-				Source:  plan.Source{Format: "Test", Path: "/src", Bytes: 10},
-				Entries: []plan.Entry{{Name: "image", Kind: "binary column", Selectable: true, Action: plan.ActionExtract}},
-			}, nil
-		},
-		confirm: true,
-		execute: func(ctx context.Context, p plan.Plan, prog progress.Counter) (plan.Summary, error) {
-			*executed = true
-			return plan.Summary{Status: plan.StatusOK, Blobs: 3}, nil
-		},
-	}
+// fakeJob is a converter job that records whether it ran.
+type fakeJob struct {
+	executed  bool
+	chooseErr error
 }
+
+func (f *fakeJob) Plan(ctx context.Context, selected []string) (plan.Plan, error) {
+	return plan.Plan{
+		Source:  plan.Source{Format: "Test", Path: "/src", Bytes: 10},
+		Entries: []plan.Entry{{Name: "image", Kind: "binary column", Selectable: true, Action: plan.ActionExtract}},
+	}, nil
+}
+
+func (f *fakeJob) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
+	f.executed = true
+	return plan.Summary{Status: plan.StatusOK, Blobs: 3}, nil
+}
+
+func (f *fakeJob) NeedChoice() error { return f.chooseErr }
 
 func TestFlowWithoutTerminal(t *testing.T) {
 	tests := []struct {
@@ -50,18 +53,18 @@ func TestFlowWithoutTerminal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var so, se bytes.Buffer
 			e := &env{stdin: strings.NewReader(""), stdout: &so, stderr: &se, json: tc.json}
-			executed := false
 			flags := tc.flags
-			c := fakeConversion(&flags, &executed)
-			c.mustChoose = tc.mustPick
-			c.chooseError = &usageError{msg: "name the columns to extract"}
-			res, err := e.runConversion(context.Background(), c)
+			job := &fakeJob{}
+			if tc.mustPick {
+				job.chooseErr = &convert.UsageError{Err: errors.New("name the columns to extract")}
+			}
+			res, err := e.runJob(context.Background(), &flags, job, true)
+			executed := job.executed
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
 				}
-				var ue *usageError
-				if !errors.As(err, &ue) {
+				if exitCode(context.Background(), err) != exitUsage {
 					t.Fatalf("err %T is not a usage error (exit 2)", err)
 				}
 			} else if err != nil {
