@@ -3,7 +3,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: deps build demo test test-short fixtures-deps bench
+.PHONY: deps build demo test test-short fixtures-deps bench lint fuzz-smoke
 
 deps:
 	bash scripts/install-deps.sh
@@ -32,6 +32,24 @@ test: deps fixtures-deps
 	$(GO) vet ./...
 	$(GO) vet -tags lerobot ./cmd/bpconvert
 	$(GO) test -count=1 -timeout 40m ./...
+
+# Static checks: formatting, vet, staticcheck (pinned, installed into bin/),
+# and a go.mod/go.sum that `go mod tidy` would not change.
+STATICCHECK := bin/staticcheck
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: deps $(STATICCHECK)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags lerobot ./cmd/bpconvert ./convert/lerobot/...
+	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags lerobot ./cmd/bpconvert ./convert/lerobot/...
+	$(GO) mod tidy -diff
+
+# Every fuzz target for a few seconds each (FUZZTIME=5s).
+fuzz-smoke: deps
+	bash scripts/fuzz-smoke.sh
 
 # Quick loop for development: skips the multi-gigabyte zip64 test.
 test-short: fixtures-deps

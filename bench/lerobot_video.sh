@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the LeRobot video path (package convert/lerobot/video) against the
+# Measures the LeRobot video path (package convert/lerobot/video/libav) against the
 # reference converter's route, both in the same run with a warm page cache,
 # median of RUNS runs:
 #   1. split: 12 episodes x 2 cameras, v3.0-style files (each episode encoded
@@ -105,7 +105,7 @@ printf '  videobench scan:                     %.3f s   (%s x faster; target >= 
 if [ "${SKIP_GO_BENCH:-}" != 1 ]; then
   echo "in-process (go test -bench, its own 12 x 10 s 640x480 file, one camera):"
   (cd "$root" && go test -run '^$' -bench 'ScanKeyframes|FFprobeSkipFrameNokey|Split12|SegmentMuxer12' \
-    -benchtime "${runs}x" -count 1 ./convert/lerobot/video/) |
+    -benchtime "${runs}x" -count 1 ./convert/lerobot/video/libav/) |
     awk '/^Benchmark/ {name=$1; sub(/-[0-9]+$/, "", name); ns[name]=$3; printf "  %-32s %8.1f ms/op\n", name, $3/1e6}
          END {
            if (ns["BenchmarkScanKeyframes"] > 0) printf "  scan ratio:  %.1f x (target >= 10)\n", ns["BenchmarkFFprobeSkipFrameNokey"]/ns["BenchmarkScanKeyframes"];

@@ -54,6 +54,10 @@ type walker struct {
 }
 
 // startShard resets the per-shard state.
+// typeOldReg is the pre-POSIX type flag of a regular file (NUL), which old
+// tar writers still emit.
+const typeOldReg = '\x00'
+
 func (w *walker) startShard(i int, src shardSource) {
 	w.shard, w.shardName, w.stem = i, src.Name, src.Stem
 	w.keys = map[string]int64{}
@@ -75,7 +79,7 @@ func (w *walker) classify(h *tar.Header, off int64) (item, error) {
 	case tar.TypeXGlobalHeader:
 		it.kind = itemSkip
 		return it, nil
-	case tar.TypeReg, tar.TypeRegA, tar.TypeCont, tar.TypeGNUSparse:
+	case tar.TypeReg, typeOldReg, tar.TypeCont, tar.TypeGNUSparse:
 		it.kind, it.size = itemFile, h.Size
 	case tar.TypeLink, tar.TypeSymlink:
 		it.kind = itemLink

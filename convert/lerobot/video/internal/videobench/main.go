@@ -38,7 +38,7 @@ func main() {
 	os.Exit(code)
 }
 
-var errUsage = errors.New("usage: videobench scan FILE... | videobench split -fps F -times T0,T1,...,Tn OUTDIR FILE...")
+var errUsage = errors.New("usage: videobench scan FILES | videobench split -fps F -times T0,T1,...,Tn OUTDIR FILES")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := errUsage
