@@ -175,13 +175,20 @@ func (s *BlobScanner) Close() error {
 	return nil
 }
 
-// fragmentBlobs decodes the blob descriptors of one fragment.
+// fragmentBlobs decodes the blob descriptors of one fragment, deleted rows
+// excluded.
 func (d *Dataset) fragmentBlobs(frag *Fragment, f *Field, files *blobFiles) ([]Blob, error) {
-	loc := d.where(frag.ID, f.Name)
 	deleted, err := d.Deleted(frag)
 	if err != nil {
 		return nil, fmt.Errorf("lance: %s: fragment %d: %w", d.dir, frag.ID, err)
 	}
+	return d.fragmentBlobRows(frag, f, files, deleted)
+}
+
+// fragmentBlobRows decodes the blob descriptors of one fragment, skipping
+// the rows in deleted (nil: every physical row).
+func (d *Dataset) fragmentBlobRows(frag *Fragment, f *Field, files *blobFiles, deleted *roaring.Bitmap) ([]Blob, error) {
+	loc := d.where(frag.ID, f.Name)
 	fr := &fragmentReader{ds: d, frag: frag, files: make([]*dataFile, len(frag.Files))}
 	defer fr.close()
 	file, df, ci, err := fr.column(f.ID)

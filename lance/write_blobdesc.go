@@ -5,21 +5,26 @@ import (
 	"fmt"
 )
 
-// blobDescriptor is one row of a blob v2 descriptor column written by the
-// unexported test hook RewriteOptions.blobDescriptors. Released Lance cannot
-// write descriptors with the sixth ref_id field (lance-format/lance#6587);
-// the hook makes such files from real blob v2 datasets for the reader tests.
+// blobDescriptor is one row of a blob v2 descriptor column written through
+// RewriteOptions.blobDescriptors (see WriteSharedBlobDataset). Released
+// Lance cannot write descriptors with the sixth ref_id field
+// (lance-format/lance#6587); this makes such files from real blob v2
+// datasets for tests.
 type blobDescriptor struct {
 	Null bool
 	Kind uint8 // BlobKind
-	// Payload holds the bytes of an inline blob; they are stored in the new
-	// data file, once per RefID when RefID > 0.
+	// Payload holds the bytes of an inline blob, stored in the new data
+	// file unless SameAs is set.
 	Payload  []byte
 	Position uint64 // packed/dedicated: offset in the sidecar file
 	Size     uint64 // packed/dedicated: size
 	BlobID   uint32
 	URI      string
 	RefID    uint32
+	// SameAs, when positive, makes an inline row point at the stored
+	// payload of row SameAs-1 (same position and size) instead of storing
+	// its own.
+	SameAs int
 }
 
 // blobDescriptorHook supplies the descriptors of one fragment and the
@@ -30,8 +35,20 @@ type blobDescriptorHook func(frag uint64) (rows []blobDescriptor, sidecarDir str
 // 6-field descriptors (kind u8, position u64, size u64, blob_id u32,
 // blob_uri utf8, ref_id u32) as a new column of w.
 func (w *fileWriter) writeBlobDescriptors(rows []blobDescriptor) error {
-	shared := map[uint32][2]uint64{}
 	le := binary.LittleEndian
+	// Inline payloads first, so that a row may point at a later row's.
+	stored := make([][2]uint64, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		if r.Null || r.Kind != uint8(BlobInline) || r.SameAs > 0 {
+			continue
+		}
+		at, err := w.writeBuffer(r.Payload)
+		if err != nil {
+			return fmt.Errorf("blob payload of row %d: %w", i, err)
+		}
+		stored[i] = [2]uint64{at, uint64(len(r.Payload))}
+	}
 	var data []byte
 	starts := make([]uint64, 0, len(rows)+1)
 	for i := range rows {
@@ -43,18 +60,14 @@ func (w *fileWriter) writeBlobDescriptors(rows []blobDescriptor) error {
 		}
 		pos, size := r.Position, r.Size
 		if r.Kind == uint8(BlobInline) {
-			if loc, ok := shared[r.RefID]; ok && r.RefID > 0 {
-				pos, size = loc[0], loc[1]
-			} else {
-				at, err := w.writeBuffer(r.Payload)
-				if err != nil {
-					return err
-				}
-				pos, size = at, uint64(len(r.Payload))
-				if r.RefID > 0 {
-					shared[r.RefID] = [2]uint64{pos, size}
+			src := i
+			if r.SameAs > 0 {
+				src = r.SameAs - 1
+				if src >= len(rows) || rows[src].Null || rows[src].Kind != uint8(BlobInline) || rows[src].SameAs > 0 {
+					return fmt.Errorf("row %d: SameAs names row %d, which stores no inline payload", i, src)
 				}
 			}
+			pos, size = stored[src][0], stored[src][1]
 		}
 		row := []byte{r.Kind}
 		row = le.AppendUint64(row, pos)
