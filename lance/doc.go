@@ -22,9 +22,25 @@
 // packed structs). Dictionary-typed columns are materialised: the reader
 // yields their values, not indices.
 //
-// It is not a Lance writer, a query engine or an index reader: it does not
-// evaluate filters, read secondary indices, stable row ids, overlays, remote
-// object stores, or the unstable file version 2.3. An encoding it does not
-// know is reported as an error naming the dataset, fragment, column, page
-// and encoding; it never guesses values.
+// It also writes, narrowly: Dataset.Rewrite (planned without touching disk
+// by Dataset.PlanRewrite) writes a new one-version dataset from an opened
+// one, keeping its fragments, physical rows, deletion files, schema, table
+// configuration and the indices whose columns are kept. Kept columns of 2.0,
+// 2.1 and 2.2 data files are page-copied, not re-encoded; chosen top-level
+// columns are replaced by nullable utf8 columns of strings the caller gives
+// (encoded as 2.0 or 2.1/2.2 pages, like the rest of the file). It refuses:
+// blob columns that are not replaced (their payloads live at absolute file
+// offsets or in sidecar files that page copies do not carry), legacy (0.1)
+// data files, file version 2.3, fragments mixing file versions, data files
+// with global buffers, external row id or version sequences and overlays.
+// Indices on replaced columns are dropped, with a hint how to rebuild them.
+// WriteSharedBlobDataset, for tests only, writes blob v2 descriptors with
+// the ref_id field that released Lance cannot write yet.
+//
+// It is not a general Lance writer (it does not append, update or compact,
+// nor encode arbitrary Arrow data), a query engine or an index reader: it
+// does not evaluate filters, read secondary indices, stable row ids,
+// overlays, remote object stores, or the unstable file version 2.3. An
+// encoding it does not know is reported as an error naming the dataset,
+// fragment, column, page and encoding; it never guesses values.
 package lance
