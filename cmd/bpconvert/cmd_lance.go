@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 // lance-inspect describes one version of a Lance dataset: its versions,
@@ -379,8 +380,8 @@ func renderLance(w io.Writer, ins *lanceInspection) error {
 		p.printf(", written by %s", ins.Writer)
 	}
 	p.printf("\n")
-	p.printf("rows      %s (%s physical, %s deleted) in %d fragment(s)\n", thousands(int64(ins.NumRows)),
-		thousands(int64(ins.PhysicalRows)), thousands(int64(ins.DeletedRows)), len(ins.Fragments))
+	p.printf("rows      %s (%s physical, %s deleted) in %d fragment(s)\n", plan.Thousands(int64(ins.NumRows)),
+		plan.Thousands(int64(ins.PhysicalRows)), plan.Thousands(int64(ins.DeletedRows)), len(ins.Fragments))
 	for _, k := range sortedKeys(ins.SchemaMetadata) {
 		p.printf("schema metadata %s = %s\n", k, shorten(ins.SchemaMetadata[k]))
 	}
@@ -395,7 +396,7 @@ func renderLance(w io.Writer, ins *lanceInspection) error {
 		if del == "" {
 			del = "-"
 		}
-		p.printf("  %-6d %12s %10s  %-9s %s\n", f.ID, thousands(int64(f.PhysicalRows)), thousands(int64(f.DeletedRows)), del, strings.Join(files, ", "))
+		p.printf("  %-6d %12s %10s  %-9s %s\n", f.ID, plan.Thousands(int64(f.PhysicalRows)), plan.Thousands(int64(f.DeletedRows)), del, strings.Join(files, ", "))
 	}
 	p.printf("\nschema:\n")
 	p.printf("  %-5s %-24s %-34s %s\n", "id", "name", "type", "notes")
@@ -438,7 +439,7 @@ func renderLance(w io.Writer, ins *lanceInspection) error {
 		if strings.Contains(c.Encoding, "blob") {
 			name += " [blob]"
 		}
-		p.printf("  %-24s %-5d %-12s %6d %12s  %s\n", name, c.FieldID, strings.Join(c.FileVersions, ","), c.Pages, thousands(int64(c.Bytes)), strings.Join(encs, "; "))
+		p.printf("  %-24s %-5d %-12s %6d %12s  %s\n", name, c.FieldID, strings.Join(c.FileVersions, ","), c.Pages, plan.Thousands(int64(c.Bytes)), strings.Join(encs, "; "))
 	}
 	if ins.RowColumns != nil {
 		p.printf("\nfirst %d row(s), JSON lines (columns: %s):\n", len(ins.Rows), strings.Join(ins.RowColumns, ", "))

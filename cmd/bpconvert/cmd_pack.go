@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -92,7 +93,7 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	prog := e.newProgress("pack")
 	opts.OnShard = func(s packcore.ShardInfo) {
-		prog.Milestone(fmt.Sprintf("wrote %s (%s members, %s)", s.Name, thousands(int64(s.Members)), humanBytes(s.Bytes)))
+		prog.Milestone(fmt.Sprintf("wrote %s (%s members, %s)", s.Name, plan.Thousands(int64(s.Members)), plan.HumanBytes(s.Bytes)))
 	}
 	w, err := packcore.Create(ctx, st.Dir, opts)
 	if err != nil {
@@ -114,7 +115,7 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	absSrc, _ := filepath.Abs(src)
-	e.infof("packed %s blobs (%s bytes) into %d shards under %s", thousands(stats.Members), thousands(stats.Bytes), stats.Shards, dst)
+	e.infof("packed %s blobs (%s bytes) into %d shards under %s", plan.Thousands(stats.Members), plan.Thousands(stats.Bytes), stats.Shards, dst)
 	return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
 		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
 }

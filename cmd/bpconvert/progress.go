@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
@@ -97,44 +98,13 @@ func (l *logCounter) Add(items, bytes int64) {
 }
 
 func (l *logCounter) status() {
-	line := fmt.Sprintf("bpconvert: %s: %s items, %s", l.label, thousands(l.items), humanBytes(l.bytes))
+	line := fmt.Sprintf("bpconvert: %s: %s items, %s", l.label, plan.Thousands(l.items), plan.HumanBytes(l.bytes))
 	if l.totalBytes > 0 {
-		line += fmt.Sprintf(" of %s (%d%%)", humanBytes(l.totalBytes), l.bytes*100/l.totalBytes)
+		line += fmt.Sprintf(" of %s (%d%%)", plan.HumanBytes(l.totalBytes), l.bytes*100/l.totalBytes)
 	}
 	fmt.Fprintln(l.w, line)
 }
 
 func (l *logCounter) Milestone(msg string) {
 	fmt.Fprintln(l.w, "bpconvert: "+msg)
-}
-
-// humanBytes renders a size with base-1024 units and one decimal.
-func humanBytes(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	v := float64(n)
-	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
-		v /= 1024
-		if v < 1024 || u == "TiB" {
-			return fmt.Sprintf("%.1f %s", v, u)
-		}
-	}
-	return ""
-}
-
-// thousands renders n with comma separators.
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
 }

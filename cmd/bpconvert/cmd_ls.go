@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"syscall"
+
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+type lsResult struct {
+	Members []lsMember `json:"members"`
+}
+
+type lsMember struct {
+	Key   string `json:"key"`
+	Shard string `json:"shard"`
+	Size  int64  `json:"size"`
+	Ref   string `json:"ref"`
+}
+
+func cmdLs(ctx context.Context, e *env, args []string) (any, error) {
+	fset := flag.NewFlagSet("ls", flag.ContinueOnError)
+	var refBase string
+	fset.StringVar(&refBase, "ref-base", "", "directory the references name (default: the pack directory's name)")
+	pos, err := e.parse(fset, args, 1, "DIR|SHARD")
+	if err != nil {
+		return nil, err
+	}
+	set, err := packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: refBase})
+	if err != nil {
+		return nil, &inputError{err: fmt.Errorf("ls: %w", err)}
+	}
+	defer set.Close()
+	var res lsResult
+	for m := range set.Members() {
+		if e.json {
+			res.Members = append(res.Members, lsMember{m.Key, m.Shard, m.Size, set.Ref(m)})
+			continue
+		}
+		if _, err := fmt.Fprintf(e.stdout, "%d\t%s\t%s\n", m.Size, m.Shard, m.Key); err != nil {
+			if errors.Is(err, syscall.EPIPE) {
+				return nil, nil // a closed pipe (ls | head) is not an error
+			}
+			return nil, err
+		}
+	}
+	if e.json {
+		return res, nil
+	}
+	return nil, nil
+}
