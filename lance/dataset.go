@@ -230,7 +230,7 @@ func parseDeletionArrow(b []byte, alloc memory.Allocator) (bm *roaring.Bitmap, e
 	defer rd.Close()
 	bm = roaring.New()
 	for i := 0; i < rd.NumRecords(); i++ {
-		rec, err := rd.RecordAt(i)
+		rec, err := rd.RecordBatchAt(i)
 		if err != nil {
 			return nil, fmt.Errorf("%w: arrow ipc: %v", errCorrupt, err)
 		}

@@ -363,7 +363,7 @@ func TestUnsupportedEncodingError(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := fm.columns[0].pages[0].encoding.value // column "id": a MiniBlockLayout
-	if i := bytes.Index(b, enc); i < 0 || bytes.Index(b[i+1:], enc) >= 0 || b[i] != 0x0a {
+	if i := bytes.Index(b, enc); i < 0 || bytes.Contains(b[i+1:], enc) || b[i] != 0x0a {
 		t.Fatalf("page encoding not found exactly once (first byte %x)", enc[0])
 	} else {
 		b[i] = 0x2a // PageLayout field 5: SparseLayout (file version 2.3)
