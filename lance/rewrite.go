@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // Replacement replaces one top-level column with a nullable utf8 column of
@@ -43,7 +45,7 @@ type RewritePlan struct {
 	Dataset       string // source dataset directory
 	SourceVersion uint64 // the opened version
 	// DataVersion is the data storage version of the output ("2.0",
-	// "2.1" or "2.2"): the source's.
+	// "2.1" or "2.2"): the source's, or "2.0" for a legacy (0.1) source.
 	DataVersion string
 	Replace     []string       // replaced columns
 	Fragments   []FragmentPlan // one per fragment, in order
@@ -59,10 +61,14 @@ type FragmentPlan struct {
 	PhysicalRows uint64   // physical rows, kept
 	Files        []string // source data files, relative to the data directory
 	// FileVersion is the version of the fragment's new data file, the
-	// version of its source files ("2.0", "2.1", "2.2").
+	// version of its source files ("2.0", "2.1", "2.2"), or "2.0" when the
+	// fragment is transcoded.
 	FileVersion string
 	// Transcode is true when pages cannot be copied (legacy 0.1 files) and
-	// the fragment is decoded and re-encoded.
+	// the fragment is decoded with this package's reader and written as a
+	// 2.0 file (primitive, boolean, binary and string types, fixed-size
+	// lists of fixed-width items, lists and structs; dictionary columns and
+	// packed structs are refused unless replaced).
 	Transcode bool
 	// DeletionFile is the deletion file copied as it is (relative to
 	// _deletions), or "" when no row is deleted.
@@ -307,7 +313,16 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 				return nil, fmt.Errorf("lance: %s: fragment %d: %s: %w", d.dir, fr.ID, df.Path, err)
 			}
 			if v == "0.1" {
-				return nil, fmt.Errorf("lance: %s: fragment %d: %s: legacy (0.1) data files cannot be page-copied and transcoding them is not implemented", d.dir, fr.ID, df.Path)
+				// Legacy pages cannot be copied: the fragment is decoded
+				// and written as a 2.0 file.
+				if fp.FileVersion != "" && !fp.Transcode {
+					return nil, fmt.Errorf("lance: %s: fragment %d: %s: legacy (0.1) file mixed with %s in one fragment", d.dir, fr.ID, df.Path, fp.FileVersion)
+				}
+				fp.Transcode, fp.FileVersion = true, "2.0"
+				continue
+			}
+			if fp.Transcode {
+				return nil, fmt.Errorf("lance: %s: fragment %d: %s: file version %s mixed with legacy (0.1) files in one fragment", d.dir, fr.ID, df.Path, v)
 			}
 			if fp.FileVersion != "" && fp.FileVersion != v {
 				return nil, fmt.Errorf("lance: %s: fragment %d: %s: file version %s mixed with %s in one fragment", d.dir, fr.ID, df.Path, v, fp.FileVersion)
@@ -329,6 +344,9 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 		}
 		if fp.FileVersion == "" {
 			fp.FileVersion = m.DataVersion
+			if fp.FileVersion == "0.1" {
+				fp.FileVersion = "2.0"
+			}
 		}
 		if fr.Deletion != nil {
 			fp.DeletionFile = deletionFileName(&fr)
@@ -341,8 +359,25 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 	if plan.DataVersion == "" {
 		plan.DataVersion = m.DataVersion
 	}
+	transcode := false
+	for _, fp := range plan.Fragments {
+		transcode = transcode || fp.Transcode
+		if fp.FileVersion != plan.DataVersion {
+			return nil, fail("fragment %d has file version %s, fragment %d %s: one output version is needed", fp.ID, fp.FileVersion, plan.Fragments[0].ID, plan.DataVersion)
+		}
+	}
 	if plan.DataVersion == "0.1" || plan.DataVersion == "" {
-		return nil, fail("legacy (0.1) datasets cannot be page-copied and transcoding them is not implemented")
+		return nil, fail("legacy (0.1) datasets without data files cannot be rewritten")
+	}
+	if transcode {
+		for _, f := range d.schema.Fields {
+			if replaced[f.Name] != nil {
+				continue
+			}
+			if err := check20(f); err != nil {
+				return nil, fail("column %q: %v (legacy fragments are transcoded; replace the column or convert the dataset with Lance first)", f.Name, err)
+			}
+		}
 	}
 	if plan.DataVersion != "2.0" && plan.DataVersion != "2.1" && plan.DataVersion != "2.2" {
 		return nil, fail("data storage version %q is not supported", plan.DataVersion)
@@ -615,7 +650,20 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 	}()
 	var major, minor uint16
 	var dfMajor, dfMinor uint32
+	var fp *FragmentPlan
+	for i := range rw.plan.Fragments {
+		if rw.plan.Fragments[i].ID == fr.ID {
+			fp = &rw.plan.Fragments[i]
+		}
+	}
+	if fp == nil {
+		return nil, "", where("", fmt.Errorf("fragment is not in the plan"))
+	}
 	for i := range fr.Files {
+		if fp.Transcode {
+			major, minor, dfMajor, dfMinor = 0, 3, 2, 0
+			break
+		}
 		df := &fr.Files[i]
 		p, err := d.dataFilePath(df)
 		if err != nil {
@@ -666,6 +714,17 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 	}()
 	var outFields, outCols []uint64
 	inFile := map[int32]bool{}
+	var decoded map[int32]arrow.Array
+	if fp.Transcode {
+		if decoded, err = rw.d.readFragmentPhysical(rw.ctx, fr, rw.keptTop(fr)); err != nil {
+			return nil, "", where(name, err)
+		}
+		defer func() {
+			for _, a := range decoded {
+				a.Release()
+			}
+		}()
+	}
 	for _, id := range rw.order {
 		if err := rw.ctx.Err(); err != nil {
 			return nil, "", err
@@ -712,6 +771,17 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 			}
 			outFields = append(outFields, uint64(int64(id)))
 			outCols = append(outCols, uint64(len(w.cols)-1))
+			inFile[id] = true
+			continue
+		}
+		if fp.Transcode {
+			a := decoded[id]
+			if a == nil {
+				continue // a child (written with its parent) or a field without data
+			}
+			if err := w.writeField20(rw.d.fieldByID(id), a, &outFields, &outCols); err != nil {
+				return nil, "", where(name, err)
+			}
 			inFile[id] = true
 			continue
 		}
