@@ -111,6 +111,7 @@ func TestConvertDatasets(t *testing.T) {
 		{"blob1_2_0", nil},
 		{"blob1_2_1", nil},
 		{"blob2_2_2", nil},
+		{"blob1_legacy", nil}, // legacy files are transcoded to 2.0
 	}
 	for _, tc := range cases {
 		t.Run(tc.dataset, func(t *testing.T) {
