@@ -14,7 +14,10 @@ var ErrFormat = errors.New("malformed zip")
 
 // Entry is one member as the central directory records it.
 type Entry struct {
-	Name           string
+	Name string
+	// NameLen is the length in bytes of the name as stored (a code page 437
+	// name decodes to more bytes of UTF-8 than the header holds).
+	NameLen        int
 	Flags          uint16
 	Method         uint16
 	CRC32          uint32
@@ -114,6 +117,14 @@ func ReadDirectory(r io.ReaderAt, size int64) (*Directory, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every member's header and stored bytes lie inside the file: bounding
+	// offsets and stored sizes by the file size (and sizes by 2^62, in
+	// applyZip64) keeps offset + size sums from overflowing int64.
+	for _, e := range entries {
+		if e.CompressedSize < 0 || e.CompressedSize > size || e.HeaderOffset < 0 || e.HeaderOffset > size {
+			return nil, fmt.Errorf("%w: member %q: size %d at offset %d does not fit in a file of %d bytes", ErrFormat, e.Name, e.Size, e.HeaderOffset, size)
+		}
+	}
 	return &Directory{Entries: entries, Start: start, Size: cdSize}, nil
 }
 
@@ -146,6 +157,7 @@ func parseCentral(buf []byte, count, base int64) ([]Entry, error) {
 		}
 		nameBytes := h[centralLen : centralLen+nameLen]
 		e.Name = decodeName(nameBytes, e.Flags)
+		e.NameLen = nameLen
 		extra := h[centralLen+nameLen : centralLen+nameLen+extraLen]
 		if err := applyZip64(&e, extra); err != nil {
 			return nil, fmt.Errorf("%w: member %q: %v", ErrFormat, e.Name, err)

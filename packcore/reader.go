@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
+	"hash/crc32"
 	"io"
 	"iter"
 	"os"
@@ -16,6 +18,10 @@ import (
 
 // ErrNotFound is wrapped when a key or reference is not in a pack set.
 var ErrNotFound = errors.New("not in this pack set")
+
+// ErrChecksum is wrapped when a member's bytes do not match the CRC-32 its
+// central directory records. It matches ErrFormat too.
+var ErrChecksum = fmt.Errorf("%w: CRC-32 mismatch", ErrFormat)
 
 // SetOptions configures OpenSet.
 type SetOptions struct {
@@ -233,16 +239,30 @@ func (s *Set) Stat(refOrKey string) (Member, error) {
 // local extra field (the writer's zip64 field is 20 bytes).
 const headerSlack = 64
 
-// Read returns a member's bytes. The first read of a member checks its local
-// header in the same positioned read that fetches the payload; later reads
-// are one positioned read of exactly the payload. No CRC is computed (Verify
-// does that).
+// Read returns a member's bytes after checking them against the CRC-32 the
+// central directory records (an error wrapping ErrChecksum when they
+// differ: corrupt bytes are never returned). The first read of a member
+// checks its local header in the same positioned read that fetches the
+// payload; later reads are one positioned read of exactly the payload.
 func (s *Set) Read(refOrKey string) ([]byte, error) {
 	loc, err := s.resolve(refOrKey)
 	if err != nil {
 		return nil, err
 	}
-	return loc.shard.read(loc.i)
+	b, err := loc.shard.read(loc.i)
+	if err != nil {
+		return nil, err
+	}
+	e := loc.shard.dir.Entries[loc.i]
+	if got := crc32.ChecksumIEEE(b); got != e.CRC32 {
+		return nil, loc.shard.crcError(loc.i, got)
+	}
+	return b, nil
+}
+
+func (sf *shardFile) crcError(i int, got uint32) error {
+	e := sf.dir.Entries[i]
+	return fmt.Errorf("%s:%s: %w (computed %08x, directory records %08x)", sf.name, e.Name, ErrChecksum, got, e.CRC32)
 }
 
 func (sf *shardFile) read(i int) ([]byte, error) {
@@ -254,9 +274,9 @@ func (sf *shardFile) read(i int) ([]byte, error) {
 		}
 		return buf, nil
 	}
-	want := localLen + int64(len(e.Name)) + headerSlack + e.Size
+	want := localLen + int64(e.NameLen) + headerSlack + e.Size
 	want = min(want, sf.bounds[i]-e.HeaderOffset)
-	if want < localLen+int64(len(e.Name))+e.Size {
+	if want < localLen+int64(e.NameLen)+e.Size {
 		return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
 	}
 	buf := make([]byte, want)
@@ -303,17 +323,56 @@ func (sf *shardFile) checkHeader(i int, hdr []byte) (int64, error) {
 }
 
 // Open returns a reader bounded to a member's bytes: reads and seeks stay
-// inside the blob.
+// inside the blob. It is for random access and computes no CRC; a caller
+// that streams a whole member uses OpenChecked.
 func (s *Set) Open(refOrKey string) (*io.SectionReader, error) {
 	loc, err := s.resolve(refOrKey)
 	if err != nil {
 		return nil, err
 	}
-	sf, i := loc.shard, loc.i
+	return loc.shard.open(loc.i)
+}
+
+// OpenChecked returns a reader of a member's bytes, front to back, that
+// computes their CRC-32 as they pass and, at the end, returns an error
+// wrapping ErrChecksum instead of io.EOF when it differs from the central
+// directory's: a caller that reads to io.EOF has read the stored bytes.
+func (s *Set) OpenChecked(refOrKey string) (io.Reader, error) {
+	loc, err := s.resolve(refOrKey)
+	if err != nil {
+		return nil, err
+	}
+	sr, err := loc.shard.open(loc.i)
+	if err != nil {
+		return nil, err
+	}
+	return &checkedReader{r: sr, crc: crc32.NewIEEE(), sf: loc.shard, i: loc.i}, nil
+}
+
+// checkedReader checks a member's CRC-32 when its reader reaches the end.
+type checkedReader struct {
+	r   io.Reader
+	crc hash.Hash32
+	sf  *shardFile
+	i   int
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.crc.Write(p[:n])
+	if err == io.EOF {
+		if got := c.crc.Sum32(); got != c.sf.dir.Entries[c.i].CRC32 {
+			return n, c.sf.crcError(c.i, got)
+		}
+	}
+	return n, err
+}
+
+func (sf *shardFile) open(i int) (*io.SectionReader, error) {
 	e := sf.dir.Entries[i]
 	off := sf.dataOff[i].Load()
 	if off == 0 {
-		n := min(localLen+int64(len(e.Name))+headerSlack, sf.bounds[i]-e.HeaderOffset)
+		n := min(localLen+int64(e.NameLen)+headerSlack, sf.bounds[i]-e.HeaderOffset)
 		if n < localLen {
 			return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
 		}
@@ -321,6 +380,7 @@ func (s *Set) Open(refOrKey string) (*io.SectionReader, error) {
 		if _, err := sf.f.ReadAt(hdr, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
 		}
+		var err error
 		if off, err = sf.checkHeader(i, hdr); err != nil {
 			return nil, err
 		}
@@ -329,7 +389,8 @@ func (s *Set) Open(refOrKey string) (*io.SectionReader, error) {
 }
 
 // ReadMany reads several members concurrently with up to workers goroutines
-// and returns their bytes in input order.
+// and returns their bytes in input order; like Read, it checks every
+// member's CRC-32 and fails rather than return corrupt bytes.
 func (s *Set) ReadMany(ctx context.Context, items []string, workers int) ([][]byte, error) {
 	out := make([][]byte, len(items))
 	if workers < 1 {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 )
 
 // VerifyReport lists what Verify checked and every problem it found.
@@ -84,6 +85,14 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 		}
 		rep.Problems = append(rep.Problems, res.problems...)
 		for _, e := range res.dir.Entries {
+			if err := ValidateKey(e.Name); err != nil {
+				var ke *KeyError
+				reason := err.Error()
+				if errors.As(err, &ke) {
+					reason = ke.Reason
+				}
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: unusable key (%s)", name, quoteName(e.Name), reason))
+			}
 			if other, dup := owner[e.Name]; dup && other != name {
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: duplicate key (also in %s)", name, e.Name, other))
 				continue
@@ -160,7 +169,11 @@ func verifyShard(ctx context.Context, path string, crc bool) (*shardCheck, error
 			continue // overlapping member, already reported
 		}
 		if err := skip(e.HeaderOffset); err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header at offset %d unreadable (%v)", name, e.Name, e.HeaderOffset, err))
+			break
 		}
 		var fixed [localLen]byte
 		if _, err := io.ReadFull(br, fixed[:]); err != nil {
@@ -200,18 +213,29 @@ func verifyShard(ctx context.Context, path string, crc bool) (*shardCheck, error
 		n, err := io.CopyN(c, br, e.Size)
 		pos += n
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: payload unreadable after %d of %d bytes (%v)", name, e.Name, n, e.Size, err))
+			break
 		}
 		if c.Sum32() != e.CRC32 {
 			res.problems = append(res.problems, fmt.Sprintf("%s:%s: CRC mismatch", name, e.Name))
 		}
 	}
 	if _, err := io.Copy(io.Discard, br); err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
 		return nil, err
 	}
 	res.sha256 = hex.EncodeToString(sha.Sum(nil))
 	return res, nil
+}
+
+// quoteName shows a member name that is not a usable key so a reader can
+// see it: quoted (control bytes, NUL and invalid UTF-8 escaped), and cut
+// when long.
+func quoteName(name string) string {
+	if len(name) > 256 {
+		name = name[:128] + "..." + name[len(name)-64:]
+	}
+	return strconv.Quote(name)
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -270,6 +271,9 @@ func (w *Writer) scanExisting() error {
 	}
 	return nil
 }
+
+// Completed returns the shards completed so far, resumed ones first.
+func (w *Writer) Completed() []ShardInfo { return slices.Clone(w.done) }
 
 // RefBase returns the reference base the writer puts into references.
 func (w *Writer) RefBase() string { return w.refBase }
@@ -705,7 +709,7 @@ func structuralProblems(shard string, dir *Directory) []string {
 		}
 		seen[e.Name] = true
 		// The local header holds at least the fixed part and the name.
-		end := e.HeaderOffset + localLen + int64(len(e.Name)) + e.Size
+		end := e.HeaderOffset + localLen + int64(e.NameLen) + e.Size
 		spans = append(spans, span{e.Name, e.HeaderOffset, end})
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/packcore"
@@ -18,6 +21,8 @@ type unpackResult struct {
 	Dst     string `json:"dst"`
 	Members int    `json:"members"`
 	Bytes   int64  `json:"bytes"`
+	// Warnings name keys that differ only in case or Unicode normalization.
+	Warnings []string `json:"warnings"`
 }
 
 func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
@@ -37,10 +42,25 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	var members []packcore.Member
 	for m := range set.Members() {
 		if err := packcore.ValidateKey(m.Key); err != nil {
-			return nil, &inputError{err: fmt.Errorf("unpack: refusing to extract unsafe member: %w", err)}
+			return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, err)}
 		}
 		keys[m.Key] = true
 		members = append(members, m)
+	}
+	// Keys that differ only in case or normalization are distinct files
+	// here, but not on macOS or Windows: say so before extracting.
+	warnings := []string{}
+	var names []string
+	for _, m := range members {
+		names = append(names, m.Key)
+	}
+	twinOf := map[string][]string{}
+	for _, tw := range packcore.FindTwins(names) {
+		warnings = append(warnings, tw.String())
+		e.infof("bpconvert: warning: unpack: %s", tw)
+		for _, k := range tw.Keys {
+			twinOf[k] = tw.Keys
+		}
 	}
 	for _, m := range members {
 		for d := filepath.Dir(m.Key); d != "."; d = filepath.Dir(d) {
@@ -70,7 +90,14 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 			return nil, &inputError{err: fmt.Errorf("unpack: member escapes destination: %q", m.Key)}
 		}
 		if err := extract(set, m, target); err != nil {
-			return nil, fmt.Errorf("unpack: %s: %w", m.Key, err)
+			switch {
+			case errors.Is(err, fs.ErrExist):
+				return nil, &inputError{err: fmt.Errorf("unpack: %s:%s: collides with a file already extracted: this file system does not tell apart %s", m.Shard, m.Key, strings.Join(quoteAll(twinOf[m.Key]), " and ")),
+					hint: "unpack onto a case-sensitive file system that does not normalize names (Linux ext4, for example)"}
+			case errors.Is(err, packcore.ErrFormat):
+				return nil, fmt.Errorf("unpack: %w", err) // names shard and member already
+			}
+			return nil, fmt.Errorf("unpack: %s:%s: %w", m.Shard, m.Key, err)
 		}
 		prog.Add(1, m.Size)
 	}
@@ -78,14 +105,24 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	e.infof("unpacked %s blobs into %s", plan.Thousands(int64(len(members))), pos[1])
-	return unpackResult{Dst: absDst, Members: len(members), Bytes: total}, nil
+	return unpackResult{Dst: absDst, Members: len(members), Bytes: total, Warnings: warnings}, nil
 }
 
+func quoteAll(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strconv.Quote(k)
+	}
+	return out
+}
+
+// extract writes one member to target, checking its CRC-32 as the bytes
+// pass; a mismatch is an error wrapping packcore.ErrChecksum.
 func extract(set *packcore.Set, m packcore.Member, target string) error {
 	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 		return err
 	}
-	r, err := set.Open(packcore.FormatRef(m.Key, m.Shard))
+	r, err := set.OpenChecked(packcore.FormatRef(m.Key, m.Shard))
 	if err != nil {
 		return err
 	}
