@@ -40,7 +40,13 @@ func TestManifestVersionFromName(t *testing.T) {
 // TestVersions checks version discovery (V1 names for the types datasets,
 // V2 names for the others) and the row count of every version.
 func TestVersions(t *testing.T) {
-	dir := fixtures(t)
+	for _, set := range fixtureSets {
+		t.Run(set.name, func(t *testing.T) { checkVersions(t, set.dir(t)) })
+	}
+}
+
+// checkVersions checks the datasets of one fixture directory.
+func checkVersions(t *testing.T, dir string) {
 	for _, name := range datasetNames(t, dir) {
 		t.Run(name, func(t *testing.T) {
 			exp := loadExpected(t, dir, name)
@@ -81,7 +87,7 @@ func TestVersions(t *testing.T) {
 			for _, e := range ents {
 				v2 = v2 || len(e.Name()) == 29
 			}
-			if wantV2 := !strings.HasPrefix(name, "types_"); v2 != wantV2 {
+			if wantV2 := !strings.HasPrefix(strings.TrimPrefix(name, "s_"), "types_"); v2 != wantV2 {
 				t.Errorf("V2 manifest names = %v, want %v", v2, wantV2)
 			}
 		})

@@ -102,6 +102,24 @@ func fixtures(t testing.TB) string {
 	return fixtureDir
 }
 
+// committedFixtures returns testdata/lance: small datasets written by
+// `node fixtures/lance/gen.mjs --small` and committed with Lance's scan of
+// them (testdata/README.md), so that the decoders are tested without node.
+func committedFixtures(testing.TB) string {
+	return filepath.Join("testdata", "lance")
+}
+
+// fixtureSets are the two sources of Lance-written datasets the
+// value-for-value tests run on: the committed small ones, always, and the
+// ones gen.mjs writes at test time, when node is available.
+var fixtureSets = []struct {
+	name string
+	dir  func(testing.TB) string
+}{
+	{"committed", committedFixtures},
+	{"generated", fixtures},
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if fixtureDir != "" {
@@ -133,6 +151,9 @@ type expectedDataset struct {
 	} `json:"versions"`
 	Scans []expectedScan                      `json:"scans"`
 	Blobs map[string]map[string]*expectedBlob `json:"blobs"`
+	// ScansFrom names the dataset whose scans hold this one's values too
+	// (the small datasets write equal scans once).
+	ScansFrom string `json:"scansFrom"`
 }
 
 // loadExpected reads the expectations of dataset name.
@@ -150,6 +171,9 @@ func loadExpected(t testing.TB, dir, name string) *expectedDataset {
 	var e expectedDataset
 	if err := json.NewDecoder(zr).Decode(&e); err != nil {
 		t.Fatalf("%s: %v", name, err)
+	}
+	if e.ScansFrom != "" && e.ScansFrom != name {
+		e.Scans = loadExpected(t, dir, e.ScansFrom).Scans
 	}
 	return &e
 }
