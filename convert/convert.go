@@ -58,4 +58,11 @@ type PackOptions struct {
 	MaxMembers int
 	// NoManifest skips pack.manifest.json and its SHA-256 digests.
 	NoManifest bool
+	// Record, when set, says what produced the output: it is committed with
+	// it (RecordName), and a rerun after a kill with an equal record resumes
+	// from the shards the killed run completed instead of starting over.
+	Record *Record
+	// Restart discards an interrupted run's staged work instead of
+	// resuming it.
+	Restart bool
 }

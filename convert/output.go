@@ -3,6 +3,8 @@ package convert
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/packcore"
@@ -37,9 +39,13 @@ type Output struct {
 	// Pack writes the packs; its references name MediaDir.
 	Pack *packcore.Writer
 
-	st     *stage.Stage
-	stats  packcore.Stats
-	closed bool
+	// Resumed counts the members of reused shards (a rerun after a kill).
+	Resumed int
+
+	st      *stage.Stage
+	stats   packcore.Stats
+	closed  bool
+	resumed map[string]bool // keys added or found again by this run
 }
 
 // Begin starts the output for destination dst, which must be absent or an
@@ -49,11 +55,23 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := stage.Begin(abs)
+	var rec []byte
+	if o.Pack.Record != nil {
+		rec = o.Pack.Record.Encode()
+	}
+	st, err := stage.BeginWith(abs, stage.Options{Record: rec, Resume: rec != nil && !o.Pack.Restart})
 	if err != nil {
 		return nil, err
 	}
 	pc := progress.OrNop(o.Progress)
+	if st.Resumed {
+		// Only complete pack shards are reused (each verified in full by the
+		// writer); tables and everything else are written again.
+		if err := clearForResume(st.Dir); err != nil {
+			st.Abort()
+			return nil, err
+		}
+	}
 	w, err := packcore.Create(ctx, filepath.Join(st.Dir, MediaDir), packcore.WriterOptions{
 		MaxPackBytes: o.Pack.MaxPackBytes,
 		MaxMembers:   o.Pack.MaxMembers,
@@ -61,6 +79,7 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 		RefBase:      MediaDir,
 		GroupFill:    o.GroupFill,
 		NoLock:       true, // the staging directory is locked
+		Resume:       st.Resumed,
 		OnShard: func(s packcore.ShardInfo) {
 			pc.Milestone(fmt.Sprintf("wrote %s/%s (%s)", MediaDir, s.Name, plan.CountText(int64(s.Members), "members")))
 			if o.OnShard != nil {
@@ -72,7 +91,63 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 		st.Abort()
 		return nil, err
 	}
-	return &Output{Final: abs, Dir: st.Dir, Pack: w, st: st}, nil
+	out := &Output{Final: abs, Dir: st.Dir, Pack: w, st: st, resumed: map[string]bool{}}
+	if st.Resumed {
+		for _, s := range w.Completed() {
+			out.stats.Shards++
+			out.Resumed += s.Members
+		}
+		pc.Milestone(fmt.Sprintf("resuming an interrupted run: %s verified, %s reused",
+			plan.CountText(int64(out.stats.Shards), "complete shards"), plan.CountText(int64(out.Resumed), "members")))
+		out.stats = packcore.Stats{}
+	}
+	return out, nil
+}
+
+// clearForResume removes everything from a resumed staging directory but
+// the run record and the pack directory.
+func clearForResume(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Name() == RecordName || e.Name() == MediaDir {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Add writes one member (see packcore.Writer.Add). When the run resumes an
+// interrupted one, a member that a reused shard already holds is not written
+// again: its reference is returned and r is not read.
+func (o *Output) Add(key string, r io.Reader, size int64, group string) (string, error) {
+	if o.Resumed > 0 && !o.resumed[key] {
+		if ref, sz, ok := o.Pack.Lookup(key); ok {
+			if sz != size {
+				return "", fmt.Errorf("resuming: member %q has %d bytes in the staged shard, the source now gives %d", key, sz, size)
+			}
+			o.resumed[key] = true
+			return ref, nil
+		}
+	}
+	if o.Resumed > 0 {
+		o.resumed[key] = true
+	}
+	return o.Pack.Add(key, r, size, group)
+}
+
+// Lookup returns the reference and size of a member this run added (or
+// found again in a reused shard), like packcore.Writer.Lookup.
+func (o *Output) Lookup(key string) (ref string, size int64, ok bool) {
+	if o.Resumed > 0 && !o.resumed[key] {
+		return "", 0, false
+	}
+	return o.Pack.Lookup(key)
 }
 
 // Path returns the staging path of rel, a slash-separated path relative to
@@ -116,3 +191,16 @@ func (o *Output) Summary(s plan.Summary) plan.Summary {
 	s.Blobs, s.Bytes, s.Shards = o.stats.Members, o.stats.Bytes, int64(o.stats.Shards)
 	return s
 }
+
+// Packer adds members to a run's packs. *Output satisfies it (skipping the
+// members of reused shards when a run resumes), and so does
+// *packcore.Writer.
+type Packer interface {
+	Add(key string, r io.Reader, size int64, group string) (string, error)
+	Lookup(key string) (ref string, size int64, ok bool)
+}
+
+var (
+	_ Packer = (*Output)(nil)
+	_ Packer = (*packcore.Writer)(nil)
+)

@@ -18,6 +18,9 @@ const (
 	StatusFailed      Status = "failed"      // an error stopped it
 	StatusAborted     Status = "aborted"     // the user declined or a prompt was refused
 	StatusInterrupted Status = "interrupted" // a signal stopped it
+	// StatusAlreadyDone: the destination already holds the output of the same
+	// source and plan (a retry of a finished run); nothing was written.
+	StatusAlreadyDone Status = "already_done"
 )
 
 // Summary is the outcome of a run: what was written, how long it took, and, when the run
@@ -109,6 +112,8 @@ func RenderSummaryText(w io.Writer, s Summary) error {
 			}
 			b.WriteString("; " + strings.Join(parts, ", "))
 		}
+	case StatusAlreadyDone:
+		b.WriteString("already done: " + safe(s.Dest) + " holds the output of this source and plan; nothing was written")
 	default:
 		status := string(s.Status)
 		if status == "" {

@@ -1,12 +1,16 @@
 // Package stage makes a command's output directory appear all at once: work
 // is written into a hidden staging directory beside the destination and
 // renamed into place only when the whole run succeeded. A staging directory
-// left by a killed run is recognised and removed by the next run; one held by
-// a live run is refused. It is not a general transaction manager: it moves
-// one new directory into place.
+// left by a killed run is removed by the next run, or, when that run
+// produces the same output (its record matches) and asks to resume, kept
+// so that complete work in it is reused. Runs on one destination exclude
+// each other through a lock file beside it, so two simultaneous starts never
+// remove each other's staging directory. It is not a general transaction
+// manager: it moves one new directory into place.
 package stage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,23 +30,57 @@ type Stage struct {
 	// Final is the destination path.
 	Final string
 	// Dir is the staging directory; write the output here.
-	Dir  string
-	lock *os.File
-	done bool
+	Dir string
+	// Resumed is set when Dir is an interrupted run's staging directory,
+	// kept because its record matched (see Options).
+	Resumed bool
+	lock    *os.File
+	done    bool
 }
 
 // Suffix ends the name of every staging directory.
 const Suffix = ".bpconvert-staging"
+
+// lockSuffix ends the name of the lock file beside the destination. The
+// holder removes it when it finishes; a run that locked a file that has
+// since been removed (or replaced) sees that the path no longer names the
+// file it holds and starts over, so two runs never both hold "the" lock.
+const lockSuffix = ".bpconvert-lock"
+
+// RecordName is the file, inside the staging directory and so inside the
+// committed destination, that holds Options.Record.
+const RecordName = ".bpconvert.json"
 
 // Path returns the staging directory used for final.
 func Path(final string) string {
 	return filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+Suffix)
 }
 
+// LockPath returns the lock file used for final.
+func LockPath(final string) string {
+	return filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+lockSuffix)
+}
+
+// Options tune BeginWith.
+type Options struct {
+	// Record describes what the run will produce (source identity, options,
+	// tool). It is written to RecordName in the staging directory, so the
+	// committed destination says what produced it. Nil writes no record.
+	Record []byte
+	// Resume keeps a stale staging directory whose record equals Record,
+	// instead of removing it.
+	Resume bool
+}
+
 // Begin prepares a staging directory for final, which must not exist or be
 // an empty directory. A stale staging directory from an interrupted run is
-// removed; one locked by a running process is an error.
-func Begin(final string) (*Stage, error) {
+// removed; a run holding the destination's lock is an error.
+func Begin(final string) (*Stage, error) { return BeginWith(final, Options{}) }
+
+// BeginWith is Begin with options: a record written into the staging
+// directory, and resumption of a stale staging directory with the same
+// record.
+func BeginWith(final string, o Options) (*Stage, error) {
 	final = filepath.Clean(final)
 	if err := CheckDest(final); err != nil {
 		return nil, err
@@ -51,34 +89,76 @@ func Begin(final string) (*Stage, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", final, err)
 	}
-	dir := Path(final)
-	if _, err := os.Lstat(dir); err == nil {
-		if f, err := os.Open(dir); err == nil {
-			lerr := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-			f.Close()
-			if lerr != nil {
-				return nil, fmt.Errorf("%s: another bpconvert run is writing it (%s is locked)", final, dir)
+	lock, err := acquire(final)
+	if err != nil {
+		return nil, err
+	}
+	// From here on this process owns the destination's staging directory.
+	st := &Stage{Final: final, Dir: Path(final), lock: lock}
+	if err := CheckDest(final); err != nil { // a run that just finished
+		st.unlock()
+		return nil, err
+	}
+	if _, err := os.Lstat(st.Dir); err == nil {
+		if o.Resume && o.Record != nil {
+			if old, err := os.ReadFile(filepath.Join(st.Dir, RecordName)); err == nil && bytes.Equal(old, o.Record) {
+				st.Resumed = true
+				return st, nil
 			}
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := os.RemoveAll(st.Dir); err != nil {
+			st.unlock()
 			return nil, fmt.Errorf("%s: removing stale staging directory: %w", final, err)
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := os.Mkdir(st.Dir, 0o755); err != nil {
+		st.unlock()
 		return nil, fmt.Errorf("%s: %w", final, err)
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%s: %w", final, err)
+	if o.Record != nil {
+		if err := atomicfile.WriteFile(filepath.Join(st.Dir, RecordName), o.Record, 0o644); err != nil {
+			st.Abort()
+			return nil, fmt.Errorf("%s: %w", final, err)
+		}
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("%s: locking staging directory: %w", final, err)
-	}
-	return &Stage{Final: final, Dir: dir, lock: f}, nil
+	return st, nil
 }
+
+// acquire takes the destination's lock file, exclusively and without
+// waiting. The lock is good only while the path still names the locked
+// file: a holder that finished removes it, and a run that locked the
+// removed file tries again on a new one.
+func acquire(final string) (*os.File, error) {
+	path := LockPath(final)
+	for attempt := 0; ; attempt++ {
+		lock, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", final, err)
+		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("%s: %w (%s is locked)", final, ErrBusy, path)
+		}
+		held, herr := lock.Stat()
+		named, nerr := os.Stat(path)
+		if herr == nil && nerr == nil && os.SameFile(held, named) {
+			return lock, nil
+		}
+		lock.Close()
+		if attempt == 100 {
+			return nil, fmt.Errorf("%s: %w (%s keeps being replaced)", final, ErrBusy, path)
+		}
+	}
+}
+
+// unlock removes the lock file while still holding it, then releases it.
+func (s *Stage) unlock() {
+	os.Remove(LockPath(s.Final))
+	s.lock.Close()
+}
+
+// ErrBusy is wrapped when another run holds the destination.
+var ErrBusy = errors.New("another bpconvert run is writing it")
 
 // CheckDest returns an error unless final is absent or an empty directory.
 func CheckDest(final string) error {
@@ -123,7 +203,7 @@ func (s *Stage) Commit() error {
 		return fmt.Errorf("%s: %w", s.Final, err)
 	}
 	s.done = true
-	s.lock.Close()
+	s.unlock()
 	return atomicfile.SyncDir(filepath.Dir(s.Final))
 }
 
@@ -135,7 +215,7 @@ func (s *Stage) Abort() {
 	}
 	s.done = true
 	os.RemoveAll(s.Dir)
-	s.lock.Close()
+	s.unlock()
 }
 
 // CopyFile copies the regular file src to a new file dst (creating its

@@ -2,9 +2,12 @@ package stage
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -96,4 +99,89 @@ func TestStaleAndLiveStaging(t *testing.T) {
 		t.Fatalf("after abort: %v", err)
 	}
 	st3.Abort()
+}
+
+// TestSimultaneousStarts races runs on one destination: each either commits,
+// finds the destination taken (ErrBusy while another runs, ErrExists after
+// one committed), and never removes another's staging directory. Exactly
+// one commits per round, and no lock file or staging directory is left.
+func TestSimultaneousStarts(t *testing.T) {
+	for round := range 40 {
+		root := t.TempDir()
+		final := filepath.Join(root, "out")
+		const runs = 6
+		errs := make(chan error, runs)
+		var wg sync.WaitGroup
+		for i := range runs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, err := Begin(final)
+				if err != nil {
+					errs <- err
+					return
+				}
+				name := filepath.Join(st.Dir, fmt.Sprintf("f%d", i))
+				if err := os.WriteFile(name, []byte("x"), 0o644); err != nil {
+					errs <- fmt.Errorf("staging directory taken away: %w", err)
+					st.Abort()
+					return
+				}
+				errs <- st.Commit()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		commits := 0
+		for err := range errs {
+			switch {
+			case err == nil:
+				commits++
+			case errors.Is(err, ErrBusy), errors.Is(err, ErrExists):
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if commits != 1 {
+			t.Fatalf("round %d: %d runs committed", round, commits)
+		}
+		ents, _ := os.ReadDir(root)
+		if len(ents) != 1 || ents[0].Name() != "out" {
+			t.Fatalf("round %d: left in %s: %v", round, root, ents)
+		}
+		if got, _ := os.ReadDir(final); len(got) != 1 {
+			t.Fatalf("round %d: destination holds %v", round, got)
+		}
+	}
+}
+
+// TestLockReplaced checks that a run which locked a lock file that its
+// holder has since removed does not count it as held.
+func TestLockReplaced(t *testing.T) {
+	final := filepath.Join(t.TempDir(), "out")
+	st, err := Begin(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, err := os.Open(LockPath(final)) // a run that opened the file before the holder finished
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	st.Abort()
+	if _, err := os.Stat(LockPath(final)); !os.IsNotExist(err) {
+		t.Fatalf("lock file left after abort: %v", err)
+	}
+	st2, err := Begin(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Abort()
+	// The early opener now locks the removed file: Begin must not accept it.
+	if err := syscall.Flock(int(early.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("the removed file should be lockable: %v", err)
+	}
+	if _, err := Begin(final); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second run while st2 holds the new lock: %v", err)
+	}
 }

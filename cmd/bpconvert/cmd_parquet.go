@@ -35,8 +35,11 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		fieldPaths = append(fieldPaths, strings.Split(f, "."))
 	}
 	src, dst := pos[0], pos[1]
-	absDst, err := destination(src, dst)
+	absDst, err := cf.destination(src, dst)
 	if err != nil {
+		return nil, err
+	}
+	if err := cf.identify(fset, []string{src}); err != nil {
 		return nil, err
 	}
 	job, err := parquet.NewJob(ctx, src, absDst, columns, fieldPaths, parquet.Options{

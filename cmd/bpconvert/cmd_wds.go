@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert/wds"
@@ -17,14 +19,31 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	noTable := fset.Bool("no-table", false, "do not write samples.parquet")
 	inline := fset.String("inline", "", "comma-separated fields (e.g. cls,txt,json) stored inline in samples.parquet instead of as references")
 	confirm := fset.Bool("confirm", false, "ask before converting (WebDataset conversion changes no table, so it does not ask by default)")
-	pos, err := e.parse(fset, args, 2, "SRC DST")
+	pos, err := e.parse(fset, args, -1, "SRC... DST")
 	if err != nil {
 		return nil, err
 	}
+	if len(pos) < 2 {
+		return nil, &usageError{msg: fmt.Sprintf("convert-wds: expected SRC... DST, got %d argument(s)", len(pos)), hint: "run bpconvert convert-wds --help"}
+	}
+	// Several sources (a shell glob) are joined as several patterns are.
+	src := strings.Join(pos[:len(pos)-1], "::")
+	if len(pos) > 2 && slices.Contains(pos[:len(pos)-1], "-") {
+		return nil, usagef("convert-wds: - (standard input) must be the only source")
+	}
 	// SRC may be a pattern or "-": only the destination itself is checked.
-	absDst, err := destination("", pos[1])
+	absDst, err := cf.destination("", pos[len(pos)-1])
 	if err != nil {
 		return nil, err
+	}
+	if src != "-" {
+		files, err := wds.ShardFiles(src)
+		if err != nil {
+			return nil, err
+		}
+		if err := cf.identify(fset, files); err != nil {
+			return nil, err
+		}
 	}
 	var fields []string
 	for _, f := range strings.Split(*inline, ",") {
@@ -33,7 +52,7 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 		}
 	}
 	job := &wds.Job{Options: wds.Options{
-		Src:         pos[0],
+		Src:         src,
 		Dst:         absDst,
 		Stdin:       e.stdin,
 		ShardPrefix: *shardPrefix,
@@ -43,7 +62,7 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	}}
 	// A stream can be read once: its plan says what it can without reading
 	// it, and the conversion checks as it goes.
-	if pos[0] != "-" || cf.dryRun {
+	if src != "-" || cf.dryRun {
 		job.InspectProgress = e.newProgress("inspect")
 	} else {
 		job.InspectProgress = progress.Nop{}

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/huh"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -25,33 +29,97 @@ type convertFlags struct {
 	noManifest   bool
 	dryRun       bool
 	yes          bool
+	restart      bool
+	// record says what the run produces (nil when a source cannot be
+	// identified, such as standard input); see identify.
+	record *convert.Record
+	dst    string // absolute destination, set by destination
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
+	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it")
 }
 
-// pack returns the pack settings the flags name.
+// pack returns the pack settings the flags name, with the run's record.
 func (c *convertFlags) pack() convert.PackOptions {
-	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest}
+	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest,
+		Record: c.record, Restart: c.restart}
+}
+
+// notRecorded are flags that do not change what a run writes.
+var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "restart": true}
+
+// identify records what the run produces: the command, every flag that
+// shapes the output (defaults included) and the identity of every source
+// file, so that a retry of a finished run is recognised (exit 0, already
+// done) and a rerun after a kill resumes. sources are the files and
+// directories read.
+func (c *convertFlags) identify(fs *flag.FlagSet, sources []string) error {
+	files, err := convert.Identify(sources)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	opts := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if !notRecorded[f.Name] {
+			opts[f.Name] = f.Value.String()
+		}
+	})
+	c.record = &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: fs.Name(), Options: opts, Sources: files}
+	return nil
 }
 
 // destination resolves a converter's DST to an absolute path and checks,
-// before anything is planned, that it is absent or empty and (when src is
-// not "") disjoint from the source.
-func destination(src, dst string) (string, error) {
+// before anything is planned, that it is absent or empty (or holds a
+// finished run's output, which runJob compares with this run) and (when src
+// is not "") disjoint from the source.
+func (c *convertFlags) destination(src, dst string) (string, error) {
 	abs, err := filepath.Abs(dst)
 	if err != nil {
 		return "", err
 	}
+	c.dst = abs
 	if src != "" {
 		if err := stage.CheckDisjoint(src, abs); err != nil {
 			return "", err
 		}
 	}
+	if _, err := os.Stat(filepath.Join(abs, convert.RecordName)); err == nil {
+		return abs, nil
+	}
 	return abs, stage.CheckDest(abs)
+}
+
+// alreadyDone reports whether the destination holds a finished run's
+// output: nil when it holds none; a summary with status already_done when
+// that run had the same command, options and sources; a usage error naming
+// the differences otherwise.
+func (c *convertFlags) alreadyDone(format string) (*plan.Summary, error) {
+	if c.dst == "" || c.dryRun {
+		return nil, nil
+	}
+	old, err := convert.ReadRecord(c.dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.record == nil {
+		return nil, stage.CheckDest(c.dst)
+	}
+	if diff := c.record.Diff(old); len(diff) > 0 {
+		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", c.dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
+			hint: "choose a new destination directory, or remove this one to convert again"}
+	}
+	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: c.dst}
+	if shards, err := packcore.ListShards(filepath.Join(c.dst, convert.MediaDir)); err == nil {
+		sum.Shards = int64(len(shards))
+	}
+	return &sum, nil
 }
 
 // errAborted is a declined or aborted prompt: exit 1, nothing written.
@@ -70,6 +138,15 @@ func (e *env) interactive() bool {
 // (jobs that implement convert.Chooser) and a confirmation (when confirm is
 // set and --yes is not) where needed, and runs it.
 func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
+	if done, err := cf.alreadyDone(""); done != nil || err != nil {
+		if done != nil && !e.quiet {
+			plan.RenderSummaryText(e.stderr, *done)
+		}
+		if done == nil {
+			return nil, err
+		}
+		return *done, nil
+	}
 	p, err := job.Plan(ctx, nil)
 	if err != nil {
 		if len(p.Entries) > 0 && !e.quiet {

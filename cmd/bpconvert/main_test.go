@@ -15,6 +15,9 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(rssWrapEnv) == "1" {
+		os.Exit(rssWrap())
+	}
 	dir, err := os.MkdirTemp("", "bpconvert-bin-")
 	if err != nil {
 		panic(err)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,13 +149,42 @@ func TestUnpackRefusesCollisions(t *testing.T) {
 }
 
 // peakRSS runs the program and returns its peak resident set in bytes.
+// Linux counts in a child's peak the memory of the process that started it
+// (the exec inherits the parent's high-water mark), so a test process that
+// holds a lot would inflate the figure: the program is started from a
+// fresh, small copy of the test binary (rssWrapEnv, see TestMain).
 func peakRSS(t *testing.T, name string, args ...string) int64 {
 	t.Helper()
-	cmd := exec.Command(name, args...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	cmd := exec.Command(os.Args[0], append([]string{name}, args...)...)
+	cmd.Env = append(os.Environ(), rssWrapEnv+"=1")
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, se.String())
 	}
-	return cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+	kb, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimSpace(so.String()), "maxrss="), 10, 64)
+	if err != nil {
+		t.Fatalf("%s %v: no peak RSS reported: %q", name, args, so.String())
+	}
+	return kb * 1024
+}
+
+// rssWrapEnv makes the test binary run its arguments as a program and
+// print the program's peak RSS (KiB) as "maxrss=N" on stdout.
+const rssWrapEnv = "BPCONVERT_TEST_RSS_WRAP"
+
+// rssWrap runs os.Args[1:] with its output on stderr and prints its peak
+// RSS; it returns the program's exit code.
+func rssWrap() int {
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	err := cmd.Run()
+	if cmd.ProcessState == nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("maxrss=%d\n", cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+	return cmd.ProcessState.ExitCode()
 }
 
 func copyFile(t *testing.T, from, to string) {

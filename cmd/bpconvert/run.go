@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 // command is one subcommand. Converters add themselves to commands.
@@ -110,11 +112,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		doc = summaryDoc(cmd.name, result, err, code, time.Since(e.started))
 	}
 	if e.summaryFile != "" {
-		if werr := os.WriteFile(e.summaryFile, append(doc, '\n'), 0o644); werr != nil {
+		// Checked before any work (see parse); should it fail now, the run's
+		// outcome stands: a finished conversion stays finished, and a retry
+		// finds it already done.
+		if werr := atomicfile.WriteFile(e.summaryFile, append(doc, '\n'), 0o644); werr != nil {
 			fmt.Fprintf(stderr, "bpconvert: error: writing summary file: %v\n", werr)
-			if code == exitOK {
-				code = exitFailure
-			}
 		}
 	}
 	if e.json {
@@ -137,6 +139,8 @@ func summaryDoc(name string, result any, err error, code int, took time.Duration
 	m["exit_code"] = code
 	m["seconds"] = float64(took.Milliseconds()) / 1000
 	switch {
+	case err == nil && m["status"] == string(plan.StatusAlreadyDone):
+		// a retry of a finished run: nothing was done, and that is success
 	case err == nil:
 		m["status"] = "ok"
 	case code >= 128:
@@ -217,7 +221,22 @@ func (e *env) parse(fs *flag.FlagSet, args []string, nargs int, names string) ([
 	if errors.Is(err, flag.ErrHelp) {
 		flagHelp(e, fs, names)
 	}
+	if err == nil && e.summaryFile != "" {
+		err = checkWritable(e.summaryFile)
+	}
 	return pos, err
+}
+
+// checkWritable checks, before any work, that a file can be written at path:
+// its directory exists and accepts a new file.
+func checkWritable(path string) error {
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return &usageError{msg: fmt.Sprintf("--summary-file %s: %v", path, err),
+			hint: "the summary file's directory must exist and be writable; it is checked before the run so a finished run never fails on it"}
+	}
+	f.Abort()
+	return nil
 }
 
 // flagHelp prints a command's flags when asked with --help.

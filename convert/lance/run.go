@@ -225,7 +225,7 @@ func (j *Job) pack(out *convert.Output, c *candidate, cl *cell, row uint64) (str
 		return "", j.rowErr(c, cl, row, err)
 	}
 	key := fmt.Sprintf("%s/%012d%s", c.field.Name, row, sniff.Ext("", p))
-	ref, err := out.Pack.Add(key, r, cl.size, strconv.FormatUint(row, 10))
+	ref, err := out.Add(key, r, cl.size, strconv.FormatUint(row, 10))
 	if errors.Is(err, packcore.ErrSizeMismatch) || errors.Is(err, packcore.ErrInvalidKey) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", j.rowErr(c, cl, row, err) // the source is short or unusable
 	}

@@ -113,7 +113,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ref, err := addFile(ctx, out.Pack, b.member, b.path, b.size, fmt.Sprintf("episode-%d", b.episode))
+		ref, err := addFile(ctx, out, b.member, b.path, b.size, fmt.Sprintf("episode-%d", b.episode))
 		if err != nil {
 			return nil, fmt.Errorf("lerobot: %s: %w", b.member, err)
 		}
@@ -135,7 +135,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 	}
 
 	if ins.Tables != nil {
-		r, err := parquet.ConvertTo(ctx, ins.Tables, ins.selection, out.Path("data"), out.Pack, ins.parquetOptions(prog))
+		r, err := parquet.ConvertTo(ctx, ins.Tables, ins.selection, out.Path("data"), out, ins.parquetOptions(prog))
 		if err != nil {
 			return nil, tableErr(err)
 		}
@@ -240,7 +240,7 @@ func (ins *Inspection) cut(ctx context.Context, dir string) ([]videoBlob, error)
 }
 
 // addFile packs one file.
-func addFile(ctx context.Context, w *packcore.Writer, key, p string, size int64, group string) (string, error) {
+func addFile(ctx context.Context, w convert.Packer, key, p string, size int64, group string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return "", err

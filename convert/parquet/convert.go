@@ -98,7 +98,7 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 		return nil, err
 	}
 	defer out.Abort()
-	res, err := convertTo(ctx, ins, sel, out.Dir, out.Pack, opts)
+	res, err := convertTo(ctx, ins, sel, out.Dir, out, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 // references must name MediaDir relative to the dataset root. The caller
 // owns dir and w: it closes or aborts w and removes dir on failure.
 // Result.Pack is left zero.
-func ConvertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w *packcore.Writer, opts Options) (*Result, error) {
+func ConvertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w convert.Packer, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	if len(sel.Paths) == 0 {
 		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
@@ -125,7 +125,7 @@ func ConvertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 }
 
 // convertTo rewrites and copies the tables and files of ins into dir.
-func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w *packcore.Writer, opts Options) (*Result, error) {
+func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w convert.Packer, opts Options) (*Result, error) {
 	var items, total int64
 	for _, t := range ins.Tables {
 		for _, c := range t.Candidates {
@@ -191,7 +191,7 @@ type tableConv struct {
 	ins   *Inspection
 	t     *Table
 	paths [][]string
-	w     *packcore.Writer
+	w     convert.Packer
 	opts  Options
 	key   string // table path without .parquet, for member keys
 	// jsonCols are top-level JSON columns, read as binary, written as JSON.

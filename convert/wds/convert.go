@@ -44,7 +44,7 @@ type converter struct {
 	mediaDir string
 	names    []string // shard names for the table, by index
 
-	w    *packcore.Writer
+	w    convert.Packer
 	walk *walker
 	smp  *sampler
 
@@ -102,7 +102,10 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		return nil, err
 	}
 	defer out.Abort()
-	c.w, c.mediaDir = out.Pack, out.Path(MediaDir)
+	c.w, c.mediaDir = out, out.Path(MediaDir)
+	for _, s := range out.Pack.Completed() {
+		c.completed[s.Name] = true // reused shards of an interrupted run
+	}
 	c.res = Result{Source: opts.Src, Dest: out.Final}
 	defer c.closeSets()
 	for _, s := range srcs.Shards {

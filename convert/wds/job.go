@@ -45,3 +45,22 @@ func usage(err error) error {
 	}
 	return err
 }
+
+// ShardFiles lists the shard files that src names (see Options.Src), for
+// identifying a run's sources; standard input ("-") lists none.
+func ShardFiles(src string) ([]string, error) {
+	if src == "-" {
+		return nil, nil
+	}
+	srcs, err := resolveSources(Options{Src: src})
+	if err != nil {
+		return nil, usage(err)
+	}
+	var out []string
+	for _, s := range srcs.Shards {
+		if s.Path != "" {
+			out = append(out, s.Path)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,171 @@
+package convert
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// RecordName is the file inside a converted destination that says what
+// produced it (see Record).
+const RecordName = stage.RecordName
+
+// Record says what produced a destination: the command, the options that
+// shape the output, the identity of every source file and the tool. It is
+// written into the staging directory when a run begins (so a rerun after a
+// kill can tell whether the staged work is its own) and is committed with
+// the output (so a retry of a finished run can tell it is already done).
+type Record struct {
+	// Tool and Version name the writer; they are not compared.
+	Tool    string `json:"tool"`
+	Version string `json:"version"`
+	// Command is the converter command, such as "convert-wds".
+	Command string `json:"command"`
+	// Options are the options that shape the output, by flag name.
+	Options map[string]string `json:"options"`
+	// Sources identify every source file.
+	Sources []SourceFile `json:"sources"`
+}
+
+// SourceFile identifies one source file by path, size and modification
+// time: a file rewritten in place changes at least one of them.
+type SourceFile struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	ModTime string `json:"mtime"`
+}
+
+// Identify lists the regular files of the given sources (files, or
+// directories walked recursively, symbolic links followed for files) with
+// their absolute paths, sizes and modification times, sorted by path.
+func Identify(sources []string) ([]SourceFile, error) {
+	var out []SourceFile
+	add := func(p string, info fs.FileInfo) {
+		out = append(out, SourceFile{Path: p, Size: info.Size(), ModTime: info.ModTime().UTC().Format(time.RFC3339Nano)})
+	}
+	for _, src := range sources {
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return nil, err
+		}
+		info, err := os.Stat(abs)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			add(abs, info)
+			continue
+		}
+		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			info, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			if info.Mode().IsRegular() {
+				add(p, info)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b SourceFile) int {
+		switch {
+		case a.Path < b.Path:
+			return -1
+		case a.Path > b.Path:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+// Encode returns the record as indented JSON.
+func (r *Record) Encode() []byte {
+	b, _ := json.MarshalIndent(r, "", " ")
+	return append(b, '\n')
+}
+
+// ReadRecord reads the record of a committed destination; it returns
+// fs.ErrNotExist (wrapped) when dst holds none.
+func ReadRecord(dst string) (*Record, error) {
+	b, err := os.ReadFile(filepath.Join(dst, RecordName))
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dst, RecordName), err)
+	}
+	return &r, nil
+}
+
+// Diff names what differs between r and the record of an earlier run, in
+// words for an error message; it is empty when the runs produce the same
+// output. Tool versions are not compared.
+func (r *Record) Diff(earlier *Record) []string {
+	var out []string
+	if r.Command != earlier.Command {
+		out = append(out, fmt.Sprintf("command %s, earlier %s", r.Command, earlier.Command))
+	}
+	keys := map[string]bool{}
+	for k := range r.Options {
+		keys[k] = true
+	}
+	for k := range earlier.Options {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if r.Options[k] != earlier.Options[k] {
+			out = append(out, fmt.Sprintf("--%s %q, earlier %q", k, r.Options[k], earlier.Options[k]))
+		}
+	}
+	old := map[string]SourceFile{}
+	for _, s := range earlier.Sources {
+		old[s.Path] = s
+	}
+	changed := 0
+	for _, s := range r.Sources {
+		o, ok := old[s.Path]
+		delete(old, s.Path)
+		if ok && o == s {
+			continue
+		}
+		if changed++; changed <= 3 {
+			if !ok {
+				out = append(out, "source file "+s.Path+" is new")
+			} else {
+				out = append(out, fmt.Sprintf("source file %s changed (size %d, earlier %d; mtime %s, earlier %s)", s.Path, s.Size, o.Size, s.ModTime, o.ModTime))
+			}
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(old)) {
+		if changed++; changed <= 3 {
+			out = append(out, "source file "+p+" is gone")
+		}
+	}
+	if changed > 3 {
+		out = append(out, fmt.Sprintf("and %d more source files", changed-3))
+	}
+	return out
+}
+
+// ErrDifferentRun is wrapped when a destination holds the output of a
+// different source or plan.
+var ErrDifferentRun = errors.New("destination holds the output of a different run")
