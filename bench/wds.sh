@@ -100,9 +100,9 @@ case_shards() {
   local tcp tsync twds rss
   tcp=$(time_runs "$runs" cp -r "$src" "$work/cp-out")
   tsync=$(time_runs "$runs" sh -c 'cp -r "$1" "$2" && sync "$2"/*' sh "$src" "$work/cp-out")
-  twds=$(time_runs "$runs" "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  twds=$(time_runs "$runs" "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
   eval "$BENCH_CLEAN"
-  rss=$(peak_rss_mib "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  rss=$(peak_rss_mib "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
   eval "$BENCH_CLEAN"
   echo "shards: $shards tar shards, $count members x $size B, $(echo "scale=3; $bytes/1000000000" | bc -l) GB of tar"
   echo "  cp -r:                 $tcp s  ($(echo "scale=0; $bytes/$tcp/1000000" | bc -l) MB/s)"
@@ -119,9 +119,9 @@ case_big() {
   BENCH_CLEAN="set_aside '$work/cp-out' '$work/wds-out'"
   local tcp twds rss
   tcp=$(time_runs 1 cp -r "$src" "$work/cp-out")
-  twds=$(time_runs 1 "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  twds=$(time_runs 1 "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
   eval "$BENCH_CLEAN"
-  rss=$(peak_rss_mib "$bin" convert-wds "${extra[@]}" "$src" "$work/wds-out")
+  rss=$(peak_rss_mib "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
   eval "$BENCH_CLEAN"
   echo "big member: one shard with a $big GiB member"
   echo "  cp -r: $tcp s; bpconvert convert-wds: $twds s; peak RSS $rss MiB"

@@ -39,7 +39,7 @@ echo
 echo "== bpconvert convert-wds --dry-run (the plan; nothing is written)"
 $bin convert-wds "$work/shards" "$work/dataset" --dry-run
 echo "== bpconvert convert-wds --inline cls,json"
-$bin convert-wds "$work/shards" "$work/dataset" --inline cls,json --quiet --json
+$bin convert-wds "$work/shards" "$work/dataset" --inline cls,json --yes --quiet --json
 echo
 echo "== bpconvert verify"
 $bin verify "$work/dataset/media"

@@ -91,7 +91,7 @@ func TestRetryOfFinishedRun(t *testing.T) {
 	shards := wdsShards(t, root, 2, 5, 1000)
 	dst := filepath.Join(root, "out")
 	sum := filepath.Join(root, "summary.json")
-	args := append(append([]string{"convert-wds"}, shards...), dst, "--json", "--summary-file", sum)
+	args := append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--json", "--summary-file", sum)
 	r := bp(t, args...)
 	if r.code != 0 {
 		t.Fatalf("first run: %+v", r)
@@ -119,7 +119,7 @@ func TestRetryOfFinishedRun(t *testing.T) {
 	}
 
 	// A shell glob gives the shards in another order: still the same run.
-	r = bp(t, "convert-wds", shards[1], shards[0], dst, "--json")
+	r = bp(t, "convert-wds", shards[1], shards[0], dst, "--yes", "--json")
 	if r.code != 0 || lastJSON(t, r)["status"] != "already_done" {
 		t.Fatalf("retry with sources reordered: %+v", r)
 	}
@@ -185,7 +185,7 @@ func TestKillResume(t *testing.T) {
 	root := t.TempDir()
 	shards := wdsShards(t, root, 4, 60, 1<<20)
 	base := append([]string{"convert-wds"}, shards...)
-	flags := []string{"--max-pack-bytes", "8MiB", "--json"}
+	flags := []string{"--max-pack-bytes", "8MiB", "--yes", "--json"}
 	clean := filepath.Join(root, "clean")
 	if r := bp(t, append(append(base, clean), flags...)...); r.code != 0 {
 		t.Fatalf("clean run: %+v", r)
@@ -255,7 +255,7 @@ func TestSeveralSources(t *testing.T) {
 	root := t.TempDir()
 	shards := wdsShards(t, root, 3, 2, 10)
 	dst := filepath.Join(root, "out")
-	r := bp(t, append(append([]string{"convert-wds"}, shards...), dst, "--json")...)
+	r := bp(t, append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--json")...)
 	if r.code != 0 {
 		t.Fatalf("%+v", r)
 	}

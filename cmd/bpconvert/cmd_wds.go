@@ -18,7 +18,6 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	shardPrefix := fset.Bool("shard-prefix", false, "prefix every key with its shard's stem (train-000003/000123.jpg), for keys that repeat across shards")
 	noTable := fset.Bool("no-table", false, "do not write samples.parquet")
 	inline := fset.String("inline", "", "comma-separated fields (e.g. cls,txt,json) stored inline in samples.parquet instead of as references")
-	confirm := fset.Bool("confirm", false, "ask before converting (WebDataset conversion changes no table, so it does not ask by default)")
 	pos, err := e.parse(fset, args, -1, "SRC... DST")
 	if err != nil {
 		return nil, err
@@ -67,5 +66,7 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	} else {
 		job.InspectProgress = progress.Nop{}
 	}
-	return e.runJob(ctx, &cf, job, *confirm)
+	// Like every converter: the plan, then a confirmation on a terminal;
+	// off a terminal --yes is required.
+	return e.runJob(ctx, &cf, job, true)
 }

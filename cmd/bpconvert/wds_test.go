@@ -38,7 +38,7 @@ func TestWDSCLI(t *testing.T) {
 
 	t.Run("all real shards", func(t *testing.T) {
 		dst := filepath.Join(root, "all")
-		r := bp(t, "convert-wds", shared, dst, "--shard-prefix", "--json")
+		r := bp(t, "convert-wds", shared, dst, "--shard-prefix", "--yes", "--json")
 		if r.code != 0 {
 			t.Fatalf("%+v", r)
 		}
@@ -56,7 +56,7 @@ func TestWDSCLI(t *testing.T) {
 
 	t.Run("duplicate keys across shards", func(t *testing.T) {
 		dst := filepath.Join(root, "dup")
-		r := bp(t, "convert-wds", shared, dst)
+		r := bp(t, "convert-wds", shared, dst, "--yes")
 		if r.code != 3 || !strings.Contains(r.stderr, "--shard-prefix") || exists(dst) {
 			t.Fatalf("exit %d, dst %v:\n%s", r.code, exists(dst), r.stderr)
 		}
@@ -69,7 +69,7 @@ func TestWDSCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		cmd := exec.Command(binPath, "convert-wds", "-", dst, "--json")
+		cmd := exec.Command(binPath, "convert-wds", "-", dst, "--yes", "--json")
 		cmd.Stdin = f
 		out, err := cmd.Output()
 		if err != nil || !strings.Contains(string(out), `"status":"ok"`) {
@@ -106,7 +106,7 @@ func TestWDSKillAndRerun(t *testing.T) {
 	staging := filepath.Join(root, ".dst.bpconvert-staging")
 
 	// SIGINT first: exit 130, and neither DST nor staging is left.
-	intr := exec.Command(binPath, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB")
+	intr := exec.Command(binPath, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB", "--yes")
 	if err := intr.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestWDSKillAndRerun(t *testing.T) {
 		t.Fatalf("after SIGINT: dst %v, staging %v", exists(dst), exists(staging))
 	}
 
-	cmd := exec.Command(binPath, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB")
+	cmd := exec.Command(binPath, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB", "--yes")
 	var se bytes.Buffer
 	cmd.Stderr = &se
 	if err := cmd.Start(); err != nil {
@@ -144,11 +144,11 @@ func TestWDSKillAndRerun(t *testing.T) {
 	if exists(dst) {
 		t.Fatal("DST exists after SIGKILL")
 	}
-	if r := bp(t, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB"); r.code != 0 {
+	if r := bp(t, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB", "--yes"); r.code != 0 {
 		t.Fatalf("re-run: %+v", r)
 	}
 	clean := filepath.Join(root, "clean")
-	if r := bp(t, "convert-wds", shard, clean, "--max-pack-bytes", "128MiB"); r.code != 0 {
+	if r := bp(t, "convert-wds", shard, clean, "--max-pack-bytes", "128MiB", "--yes"); r.code != 0 {
 		t.Fatalf("clean run: %+v", r)
 	}
 	for _, f := range []string{"media/pack.manifest.json", "samples.parquet"} {
