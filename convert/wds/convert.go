@@ -42,7 +42,9 @@ type converter struct {
 	opts     Options
 	pc       progress.Counter
 	mediaDir string
-	names    []string // shard names for the table, by index
+	names    []string // shard names for messages, by index
+	// tableNames are the shards' __shard__ values, by index.
+	tableNames []string
 
 	w    convert.Packer
 	walk *walker
@@ -81,6 +83,9 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		return nil, errors.New("wds: no destination given")
 	}
 	pc = progress.OrNop(pc)
+	if err := checkDisjoint(opts); err != nil {
+		return nil, err
+	}
 	srcs, err := resolveSources(opts)
 	if err != nil {
 		return nil, err
@@ -115,6 +120,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		}
 		c.names = append(c.names, name)
 	}
+	c.tableNames = tableNames(srcs.Shards)
 	var spool *spoolWriter
 	if !opts.NoTable {
 		if spool, err = createSpool(out.Path(spoolName)); err != nil {
@@ -149,7 +155,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		}
 		n, err := writeTable(out.Path(TableName), rows, tableSpec{
 			fields:  c.smp.fields,
-			shards:  c.names,
+			shards:  c.tableNames,
 			record:  TableRecord{SourceFormat: "webdataset", PackBase: MediaDir, Inline: append([]string{}, opts.Inline...), ShardPrefix: opts.ShardPrefix},
 			resolve: c.resolveCell,
 			mem:     opts.mem,
@@ -175,7 +181,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 
 // shard converts one tar shard.
 func (c *converter) shard(ctx context.Context, i int, src shardSource) error {
-	s, err := openShard(src, c.opts.Stdin, false)
+	s, err := openShard(ctx, src, c.opts.Stdin, false)
 	if err != nil {
 		return err
 	}

@@ -228,6 +228,9 @@ func runConversion(t *testing.T, src string, paths, names []string, opts Options
 		t.Fatalf("Convert: %v", err)
 	}
 	mem.AssertSize(t, 0)
+	if opts.Src != "-" {
+		names = tableNames(shardList(paths))
+	}
 	e := expect(t, paths, names, opts.ShardPrefix)
 	set := checkPack(t, out, e.members)
 	if res.Members+res.Links != int64(len(e.members)) || res.Links != e.links || res.Dirs != e.dirs {

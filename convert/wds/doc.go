@@ -55,8 +55,10 @@
 // the second group, lower-cased, is the field. Names without a dot in their
 // last element and __name__ metadata are packed but belong to no sample.
 // __key__ is the sample key of the pack key (without "./", with any shard
-// prefix), __shard__ the shard's path as listed from the source (like
-// WebDataset's __url__; StdinName for standard input), and every field a
+// prefix), __shard__ the shard's path relative to the deepest directory
+// holding every shard (the file name for a directory source; like
+// WebDataset's __url__, but never an absolute path; StdinName for standard
+// input), and every field a
 // nullable string column (sorted by name) holding the member's reference,
 // or its text for Inline fields. Link members take part like the files
 // they become (WebDataset's reader would skip them). A sample key that reappears after other members (in the

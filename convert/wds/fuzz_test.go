@@ -2,6 +2,7 @@ package wds
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -125,7 +126,7 @@ func FuzzShard(f *testing.F) {
 // scanShard reads every member of a shard through the walker, reading
 // payloads when seek is false, and checks the errors' form.
 func scanShard(t *testing.T, src shardSource, r io.Reader, seek bool) {
-	s, err := openShard(src, r, seek)
+	s, err := openShard(context.Background(), src, r, seek)
 	if err != nil {
 		checkFuzzError(t, err)
 		return

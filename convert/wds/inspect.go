@@ -37,6 +37,9 @@ func Inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan,
 		return plan.Plan{}, err
 	}
 	pc = progress.OrNop(pc)
+	if err := checkDisjoint(opts); err != nil {
+		return plan.Plan{}, err
+	}
 	srcs, err := resolveSources(opts)
 	if err != nil {
 		return plan.Plan{}, err
@@ -128,7 +131,7 @@ func (in *inspection) scan(ctx context.Context, pc progress.Counter) error {
 // shard reads one shard's headers. Problems are recorded, not returned;
 // the error is for cancellation.
 func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walker, i int, src shardSource, buf *[]byte) error {
-	s, err := openShard(src, nil, true)
+	s, err := openShard(ctx, src, nil, true)
 	if err != nil {
 		in.fail(err)
 		return nil

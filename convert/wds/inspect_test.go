@@ -131,7 +131,7 @@ func TestHeaderPassSeeks(t *testing.T) {
 	}
 	src := shardSource{Name: p, Path: p, Stem: "pax", Size: fi.Size()}
 	for _, seek := range []bool{true, false} {
-		s, err := openShard(src, nil, seek)
+		s, err := openShard(context.Background(), src, nil, seek)
 		if err != nil {
 			t.Fatal(err)
 		}

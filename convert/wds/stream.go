@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/bzip2"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
+
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // Compression names, as plans and errors show them.
@@ -104,11 +107,18 @@ type shardStream struct {
 // openShard opens a shard for reading. With seek set and a plain tar file,
 // the tar reader seeks past payloads instead of reading them (a header-only
 // pass); otherwise it reads the stream sequentially through a buffer.
-func openShard(src shardSource, stdin io.Reader, seek bool) (*shardStream, error) {
+//
+// Standard input is read through a reader that ctx cancels, so a signal
+// ends the run even while a read on a pipe is blocked. A shard that is not
+// a regular file (a FIFO, a device) is refused before any read.
+func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool) (*shardStream, error) {
 	s := &shardStream{src: src, close: func() {}}
-	var in io.Reader = stdin
+	in := stdin
+	if stdin != nil && ctx.Done() != nil {
+		in = &cancelReader{ctx: ctx, r: stdin}
+	}
 	if src.Path != "" {
-		f, err := os.Open(src.Path)
+		f, err := srcfile.Open(src.Path)
 		if err != nil {
 			return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: pathCause(err)}
 		}
@@ -187,6 +197,13 @@ func (s *shardStream) next() (*tar.Header, int64, error) {
 		if s.pos.n == 0 {
 			return nil, 0, &InputError{Source: "wds", Row: -1, File: s.src.Name, Offset: 0, Err: errors.New("empty shard: not a tar archive"), Hint: HintTruncated}
 		}
+		if s.nextHdr >= 0 && s.pos.n < s.nextHdr && s.last != "" {
+			// The stream ended inside the last member's payload or the
+			// padding after it: the tar reader reports that as the end of
+			// the archive; GNU tar and Python call it an unexpected EOF.
+			return nil, 0, &InputError{Source: "wds", Row: -1, File: s.src.Name, Member: s.last, Offset: s.lastOff, Hint: HintTruncated,
+				Err: fmt.Errorf("truncated: unexpected EOF at offset %d, inside the member's data or padding (it ends at %d)", s.eofOffset(), s.nextHdr)}
+		}
 		if s.nextHdr >= 0 && s.pos.n == s.nextHdr {
 			e := &InputError{Source: "wds", Row: -1, File: s.src.Name, Offset: s.pos.n, Hint: HintTruncated,
 				Err: errors.New("truncated: the shard ends without the end-of-archive marker")}
@@ -209,6 +226,15 @@ func (s *shardStream) next() (*tar.Header, int64, error) {
 	}
 	s.last, s.lastOff = h.Name, hdrOff
 	return h, hdrOff, nil
+}
+
+// eofOffset is where the stream ended, for truncation errors: the position
+// read to, or the file's size when the tar reader sought past its end.
+func (s *shardStream) eofOffset() int64 {
+	if s.comp == CompressionNone && s.src.Size >= 0 && s.pos.n > s.src.Size {
+		return s.src.Size
+	}
+	return s.pos.n
 }
 
 // isSparse reports whether a member is stored sparse, so its payload in the
@@ -240,15 +266,31 @@ func (s *shardStream) readError(err error) error {
 		if s.comp != CompressionNone {
 			e.Err = fmt.Errorf("truncated %s stream: %w", s.comp, err)
 		}
+	case errors.Is(err, tar.ErrFieldTooLong):
+		if s.nextHdr >= 0 {
+			e.Offset = s.nextHdr
+		}
+		e.Member = s.headerName(e.Offset)
+		e.Err = errors.New("an extended header (PAX records or a GNU long name) is larger than 1 MiB, which no tar reader accepts")
 	case errors.Is(err, tar.ErrHeader):
 		if s.nextHdr >= 0 {
 			e.Offset = s.nextHdr
+		}
+		// Garbage from a corrupt compressed stream reaches the tar reader
+		// before the decompressor's checksum fails: blame the stream when
+		// its checksum does fail.
+		if derr := s.drainCheck(); derr != nil {
+			e.Err, e.Hint = fmt.Errorf("corrupt %s stream: decompression failed: %w", s.comp, derr), HintTruncated
+			if errors.Is(derr, io.ErrUnexpectedEOF) {
+				e.Err = fmt.Errorf("truncated %s stream: %w", s.comp, derr)
+			}
+			break
 		}
 		switch {
 		case s.nextHdr == 0 && s.comp == CompressionNone:
 			e.Err = errors.New("not a tar archive (nor gzip, bzip2, xz or zstd compressed)")
 		case s.nextHdr == 0:
-			e.Err = fmt.Errorf("%s stream holds no tar archive", s.comp)
+			e.Err = fmt.Errorf("%s stream holds no tar archive (it decompresses without error)", s.comp)
 		default:
 			e.Err = fmt.Errorf("corrupt tar header: %w", err)
 		}
@@ -263,6 +305,80 @@ func (s *shardStream) readError(err error) error {
 		e.Offset = s.src.Size
 	}
 	return e
+}
+
+// drainLimit bounds how much of a compressed stream drainCheck reads to
+// find out whether the decompressor fails (a bzip2 block is at most 900 kB
+// of text, and its checksum is checked at its end).
+const drainLimit = 16 << 20
+
+// drainCheck reads on in a compressed stream whose tar bytes are corrupt
+// and returns the decompressor's error, if it reports one within
+// drainLimit bytes; nil for a plain stream.
+func (s *shardStream) drainCheck() error {
+	if s.comp == CompressionNone {
+		return nil
+	}
+	_, err := io.Copy(io.Discard, io.LimitReader(s.dec, drainLimit))
+	return err
+}
+
+// headerName returns the name field of the tar header block at off in a
+// plain shard file (the placeholder name a PAX or GNU long-name header
+// carries), or "" when it cannot be read.
+func (s *shardStream) headerName(off int64) string {
+	if s.file == nil || s.comp != CompressionNone || off < 0 {
+		return ""
+	}
+	var name [100]byte
+	if _, err := s.file.ReadAt(name[:], off); err != nil {
+		return ""
+	}
+	if i := bytes.IndexByte(name[:], 0); i >= 0 {
+		return string(name[:i])
+	}
+	return string(name[:])
+}
+
+// cancelReader reads from r (standard input) on a goroutine so that a
+// cancelled ctx ends a blocked read: Read then returns the context's error,
+// and the goroutine is left to finish when the process exits.
+type cancelReader struct {
+	ctx context.Context
+	r   io.Reader
+	res chan readResult
+	buf []byte
+}
+
+type readResult struct {
+	n   int
+	err error
+}
+
+func (c *cancelReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if c.res == nil {
+		c.res = make(chan readResult, 1)
+	}
+	if len(c.buf) < len(p) {
+		c.buf = make([]byte, len(p))
+	}
+	buf := c.buf[:len(p)]
+	go func() {
+		n, err := c.r.Read(buf)
+		c.res <- readResult{n, err}
+	}()
+	select {
+	case r := <-c.res:
+		copy(p, buf[:r.n])
+		return r.n, r.err
+	case <-c.ctx.Done():
+		// The pending read owns buf now; later reads must not share it.
+		c.buf, c.res = nil, nil
+		return 0, c.ctx.Err()
+	}
 }
 
 // isIOError reports whether err came from the operating system rather than
