@@ -65,4 +65,8 @@ type PackOptions struct {
 	// Restart discards an interrupted run's staged work instead of
 	// resuming it.
 	Restart bool
+	// Part, when set, makes the run one part of a split conversion: the
+	// converter takes its share of the work (see Part.Range) and Begin
+	// commits it to PartDir(dst, Part) for Finalize to join.
+	Part Part
 }

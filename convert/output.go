@@ -59,6 +59,11 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 	if o.Pack.Record != nil {
 		rec = o.Pack.Record.Encode()
 	}
+	if !o.Pack.Part.Whole() {
+		// A part is staged and committed beside the destination; the
+		// destination itself appears when Finalize joins the parts.
+		abs = PartDir(abs, o.Pack.Part)
+	}
 	st, err := stage.BeginWith(abs, stage.Options{Record: rec, Resume: rec != nil && !o.Pack.Restart})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("convert-wds", flag.ContinueOnError)
 	var cf convertFlags
 	cf.register(fset)
+	cf.registerPart(fset)
 	shardPrefix := fset.Bool("shard-prefix", false, "prefix every key with its shard's stem (train-000003/000123.jpg), for keys that repeat across shards")
 	noTable := fset.Bool("no-table", false, "do not write samples.parquet")
 	inline := fset.String("inline", "", "comma-separated fields (e.g. cls,txt,json) stored inline in samples.parquet instead of as references")
@@ -29,6 +30,9 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	src := strings.Join(pos[:len(pos)-1], "::")
 	if len(pos) > 2 && slices.Contains(pos[:len(pos)-1], "-") {
 		return nil, usagef("convert-wds: - (standard input) must be the only source")
+	}
+	if src == "-" && !cf.part.Whole() {
+		return nil, usagef("convert-wds: --part splits shard files; standard input cannot be split")
 	}
 	// SRC may be a pattern or "-": only the destination itself is checked.
 	absDst, err := cf.destination("", pos[len(pos)-1])

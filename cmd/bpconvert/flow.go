@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,8 @@ type convertFlags struct {
 	dryRun       bool
 	yes          bool
 	restart      bool
+	// part is --part I/N, for the converters that take it (registerPart).
+	part partFlag
 	// record says what the run produces (nil when a source cannot be
 	// identified, such as standard input); see identify.
 	record *convert.Record
@@ -43,10 +46,28 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it")
 }
 
+// registerPart adds --part, for converters that can split their work.
+func (c *convertFlags) registerPart(fs *flag.FlagSet) {
+	fs.Var(&c.part, "part", "convert only part I of N (I/N, such as 2/8) of the work, for `bpconvert finalize DST` to join")
+}
+
+// partFlag is a --part value.
+type partFlag struct{ convert.Part }
+
+// Set parses I/N.
+func (p *partFlag) Set(s string) error {
+	v, err := convert.ParsePart(s)
+	if err != nil {
+		return err
+	}
+	p.Part = v
+	return nil
+}
+
 // pack returns the pack settings the flags name, with the run's record.
 func (c *convertFlags) pack() convert.PackOptions {
 	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest,
-		Record: c.record, Restart: c.restart}
+		Record: c.record, Restart: c.restart, Part: c.part.Part}
 }
 
 // notRecorded are flags that do not change what a run writes.
@@ -101,22 +122,40 @@ func (c *convertFlags) alreadyDone(format string) (*plan.Summary, error) {
 	if c.dst == "" || c.dryRun {
 		return nil, nil
 	}
-	old, err := convert.ReadRecord(c.dst)
+	if c.part.Whole() {
+		return c.doneAt(c.dst, c.record, format)
+	}
+	// A part is done when its own output is committed, or when the parts
+	// have been joined into the destination already.
+	if c.record != nil {
+		joined := *c.record
+		joined.Options = maps.Clone(joined.Options)
+		joined.Options["part"] = ""
+		if sum, err := c.doneAt(c.dst, &joined, format); sum != nil || err != nil {
+			return sum, err
+		}
+	}
+	return c.doneAt(convert.PartDir(c.dst, c.part.Part), c.record, format)
+}
+
+// doneAt compares the record committed in dir (if any) with rec.
+func (c *convertFlags) doneAt(dir string, rec *convert.Record, format string) (*plan.Summary, error) {
+	old, err := convert.ReadRecord(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if c.record == nil {
-		return nil, stage.CheckDest(c.dst)
+	if rec == nil {
+		return nil, stage.CheckDest(dir)
 	}
-	if diff := c.record.Diff(old); len(diff) > 0 {
-		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", c.dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
+	if diff := rec.Diff(old); len(diff) > 0 {
+		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", dir, convert.ErrDifferentRun, strings.Join(diff, "; ")),
 			hint: "choose a new destination directory, or remove this one to convert again"}
 	}
-	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: c.dst}
-	if shards, err := packcore.ListShards(filepath.Join(c.dst, convert.MediaDir)); err == nil {
+	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: dir}
+	if shards, err := packcore.ListShards(filepath.Join(dir, convert.MediaDir)); err == nil {
 		sum.Shards = int64(len(shards))
 	}
 	return &sum, nil

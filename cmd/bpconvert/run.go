@@ -38,6 +38,7 @@ func commands() []command {
 		{"convert-lerobot", "SRC DST", "convert a LeRobot v2.0/v2.1/v3.0 dataset: videos per episode and frames into packs", cmdLerobot},
 		{"convert-lance", "SRC DST", "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied", cmdConvertLance},
 		{"lance-inspect", "DATASET", "describe a Lance dataset: versions, schema, fragments, column encodings, first rows", cmdLanceInspect},
+		{"finalize", "DST", "join the parts of a conversion split with --part I/N into DST (renames, no payload copied)", cmdFinalize},
 		// Converters register here.
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/bpconvert/bpconvert/convert"
 )
 
 // shardSuffixes are the file name endings that mark a tar shard when a
@@ -71,6 +73,30 @@ func shardStem(p string) string {
 // resolveSources lists the shards a source argument names: "-" (standard
 // input), an existing file or directory, or a brace pattern list.
 func resolveSources(opts Options) (sourceList, error) {
+	l, err := listSources(opts)
+	if err != nil || opts.Part.Whole() {
+		return l, err
+	}
+	return l.part(opts.Part), nil
+}
+
+// part keeps the shards of one part of a split conversion (see
+// convert.Part.Range): a contiguous run of shards, balanced by bytes.
+func (l sourceList) part(p convert.Part) sourceList {
+	sizes := make([]int64, len(l.Shards))
+	for i, s := range l.Shards {
+		sizes[i] = s.Size
+	}
+	lo, hi := p.Range(sizes)
+	out := sourceList{Shards: l.Shards[lo:hi:hi]}
+	for _, s := range out.Shards {
+		out.Bytes += s.Size
+	}
+	return out
+}
+
+// listSources lists every shard that opts.Src names.
+func listSources(opts Options) (sourceList, error) {
 	src := opts.Src
 	if src == "" {
 		return sourceList{}, fmt.Errorf("wds: no source given")

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/plan"
+)
+
+// tableJoiners names, per converter command, the tables that each part of
+// a split conversion writes and how to join them; a command missing here
+// does not take --part.
+func tableJoiners(command string) (map[string]convert.TableJoiner, bool) {
+	switch command {
+	case "convert-wds":
+		return map[string]convert.TableJoiner{wds.TableName: wds.JoinTables}, true
+	}
+	return nil, false
+}
+
+func cmdFinalize(ctx context.Context, e *env, args []string) (any, error) {
+	fset := flag.NewFlagSet("finalize", flag.ContinueOnError)
+	pos, err := e.parse(fset, args, 1, "DST")
+	if err != nil {
+		return nil, err
+	}
+	res, err := convert.Finalize(ctx, pos[0], convert.FinalizeOptions{Joiners: tableJoiners})
+	if err != nil {
+		return nil, err
+	}
+	sum := plan.Summary{Status: plan.StatusOK, Format: res.Command, Dest: pos[0], Blobs: res.Members, Bytes: res.Bytes, Shards: int64(res.Shards),
+		Counts: plan.Counts{{Name: "parts", N: int64(res.Parts)}}}
+	if res.AlreadyDone {
+		sum.Status = plan.StatusAlreadyDone
+		sum.Counts = nil
+		e.infof("%s already holds the joined output; nothing to do", pos[0])
+	} else {
+		e.infof("joined %s into %s: %s, %s in %s", plan.CountText(int64(res.Parts), "parts"), pos[0],
+			plan.CountText(res.Members, "members"), plan.HumanBytes(res.Bytes), plan.CountText(int64(res.Shards), "shards"))
+	}
+	return sum, nil
+}

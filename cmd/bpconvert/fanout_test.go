@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// runParts runs parts 1..n of a conversion as concurrent processes and
+// fails unless each exits 0.
+func runParts(t *testing.T, n int, args func(part string) []string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]string, n)
+	for i := 1; i <= n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(binPath, args(fmt.Sprintf("%d/%d", i, n))...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				errs[i-1] = fmt.Sprintf("part %d/%d: %v\n%s", i, n, err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != "" {
+			t.Fatal(e)
+		}
+	}
+}
+
+// samplesTable reads samples.parquet as rows of strings, each reference
+// replaced by "ref:KEY" (shard numbers differ between a split and a whole
+// run; the member a reference names must not).
+func samplesTable(t *testing.T, path string) [][]string {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	sc, _ := fr.Schema()
+	var names []string
+	for _, f := range sc.Fields() {
+		names = append(names, f.Name)
+	}
+	rows := [][]string{names}
+	for rr.Next() {
+		b := rr.RecordBatch()
+		for r := 0; r < int(b.NumRows()); r++ {
+			var row []string
+			for c := 0; c < int(b.NumCols()); c++ {
+				col := b.Column(c).(*array.String)
+				v := "null"
+				if !col.IsNull(r) {
+					v = col.Value(r)
+					if key, _, err := packcore.ParseRef(v); err == nil {
+						v = "ref:" + key
+					}
+				}
+				row = append(row, v)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// sameMembers fails unless two pack directories hold the same keys with the
+// same bytes.
+func sameMembers(t *testing.T, got, want string) {
+	t.Helper()
+	g, err := packcore.OpenSet(got, packcore.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	w, err := packcore.OpenSet(want, packcore.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if g.Len() != w.Len() {
+		t.Fatalf("%s holds %d members, %s %d", got, g.Len(), want, w.Len())
+	}
+	for m := range w.Members() {
+		a, err := w.Read(m.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := g.Read(m.Key)
+		if err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if string(a) != string(b) {
+			t.Fatalf("member %s differs", m.Key)
+		}
+	}
+}
+
+// TestFanOut splits convert-wds into n parts run concurrently as separate
+// processes, joins them with finalize, and checks the result against one
+// undivided run: the same members with the same bytes, the same table rows
+// (references naming the same members), shards numbered from 0 with one
+// manifest, and verify passes. Then the retries: finalize again, a part
+// again and the undivided run again all exit 0 already_done.
+func TestFanOut(t *testing.T) {
+	root := t.TempDir()
+	shards := wdsShards(t, root, 7, 12, 40_000)
+	flags := []string{"--yes", "--max-pack-bytes", "200KB", "--quiet"}
+	one := filepath.Join(root, "one")
+	if r := bp(t, append(append(append([]string{"convert-wds"}, shards...), one), flags...)...); r.code != 0 {
+		t.Fatalf("whole run: %+v", r)
+	}
+	for _, n := range []int{1, 2, 3, 10} { // 10 parts for 7 shards: some parts are empty
+		t.Run(fmt.Sprint(n, " parts"), func(t *testing.T) {
+			dst := filepath.Join(root, fmt.Sprint("split", n))
+			args := func(part string) []string {
+				return append(append(append([]string{"convert-wds"}, shards...), dst, "--part", part), flags...)
+			}
+			runParts(t, n, args)
+			r := bp(t, "finalize", dst, "--json")
+			if r.code != 0 {
+				t.Fatalf("finalize: %+v", r)
+			}
+			if doc := lastJSON(t, r); doc["status"] != "ok" || doc["blobs"] != float64(7*12*2) {
+				t.Fatalf("finalize summary: %v", doc)
+			}
+			sameMembers(t, filepath.Join(dst, "media"), filepath.Join(one, "media"))
+			if a, b := samplesTable(t, filepath.Join(dst, "samples.parquet")), samplesTable(t, filepath.Join(one, "samples.parquet")); !slices.EqualFunc(a, b, slices.Equal) {
+				t.Fatalf("joined table differs from the whole run's:\n%v\n%v", a[:min(3, len(a))], b[:min(3, len(b))])
+			}
+			got := packShards(filepath.Join(dst, "media"))
+			for i, p := range got {
+				if filepath.Base(p) != fmt.Sprintf("pack-%04d.zip", i) {
+					t.Fatalf("shard %d is %s", i, p)
+				}
+			}
+			if r := bp(t, "verify", filepath.Join(dst, "media")); r.code != 0 {
+				t.Fatalf("verify: %+v", r)
+			}
+			if exists(filepath.Join(root, fmt.Sprintf(".split%d.bpconvert-parts", n))) {
+				t.Fatal("parts left after finalize")
+			}
+			for _, retry := range [][]string{{"finalize", dst, "--json"}, append(args(fmt.Sprintf("1/%d", n)), "--json"),
+				append(append(append([]string{"convert-wds"}, shards...), dst), append(flags, "--json")...)} {
+				r := bp(t, retry...)
+				if r.code != 0 || !strings.Contains(r.stdout, `"already_done"`) {
+					t.Fatalf("retry %v: %+v", retry, r)
+				}
+			}
+		})
+	}
+}
+
+// TestFinalizeRefuses: finalize exits 2 when a part is missing, still
+// staged, or made from another plan, and 3 when two parts packed the same
+// key; nothing is written to DST in any case.
+func TestFinalizeRefuses(t *testing.T) {
+	root := t.TempDir()
+	shards := wdsShards(t, root, 4, 3, 1000)
+	run := func(dst, part string, extra ...string) {
+		t.Helper()
+		args := append(append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--quiet", "--part", part), extra...)
+		if r := bp(t, args...); r.code != 0 {
+			t.Fatalf("part %s: %+v", part, r)
+		}
+	}
+	for _, tc := range []struct {
+		name, want string
+		code       int
+		prep       func(dst string)
+	}{
+		{"none", "no parts", 2, func(string) {}},
+		{"missing", "part 2/3 missing", 2, func(dst string) { run(dst, "1/3"); run(dst, "3/3") }},
+		{"incomplete", "part 2/3 not complete", 2, func(dst string) {
+			run(dst, "1/3")
+			run(dst, "3/3")
+			os.MkdirAll(filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".bpconvert-parts", ".part-0002-of-0003.bpconvert-staging"), 0o755)
+		}},
+		{"other plan", "another plan", 2, func(dst string) { run(dst, "1/2"); run(dst, "2/2", "--max-members", "2") }},
+		{"other split", "different splits", 2, func(dst string) { run(dst, "1/2"); run(dst, "2/3") }},
+		{"duplicate key", "also in part 1/2", 3, func(dst string) {
+			run(dst, "1/2")
+			// Part 1 of the same split of copies of the shards stands in
+			// for part 2: its keys repeat part 1's.
+			dup := filepath.Join(root, "dup")
+			os.MkdirAll(dup, 0o755)
+			var copies []string
+			for _, s := range shards {
+				c := filepath.Join(dup, filepath.Base(s))
+				copyFile(t, s, c)
+				copies = append(copies, c)
+			}
+			parts := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".bpconvert-parts")
+			other := filepath.Join(root, "other")
+			if r := bp(t, append(append([]string{"convert-wds"}, copies...), other, "--yes", "--quiet", "--part", "1/2")...); r.code != 0 {
+				t.Fatalf("%+v", r)
+			}
+			otherPart := filepath.Join(root, ".other.bpconvert-parts", "part-0001-of-0002")
+			// Give it part 1's record so that only the keys tell them apart.
+			b, _ := os.ReadFile(filepath.Join(parts, "part-0001-of-0002", ".bpconvert.json"))
+			os.WriteFile(filepath.Join(otherPart, ".bpconvert.json"), []byte(strings.Replace(string(b), `"part": "1/2"`, `"part": "2/2"`, 1)), 0o644)
+			os.Rename(otherPart, filepath.Join(parts, "part-0002-of-0002"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(root, strings.ReplaceAll(tc.name, " ", "-"))
+			tc.prep(dst)
+			r := bp(t, "finalize", dst)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Fatalf("exit %d, want %d and %q in:\n%s", r.code, tc.code, tc.want, r.stderr)
+			}
+			if exists(dst) {
+				t.Fatal("finalize wrote DST")
+			}
+		})
+	}
+}

@@ -1,0 +1,361 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// TableJoiner writes out, one table of the joined output, from the same
+// table in each part (parts[i] is part i+1's copy, in part order).
+// rename maps a reference written by part i+1 to the reference of the
+// joined output (its shard renumbered); a value that is not a reference is
+// an error, so a joiner applies it only to reference columns.
+type TableJoiner func(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) error
+
+// FinalizeOptions configure Finalize.
+type FinalizeOptions struct {
+	// Joiners returns, for the command that wrote the parts, the joiner of
+	// each table (by slash path relative to the output) that every part
+	// writes. A command without joiners cannot be finalized.
+	Joiners func(command string) (map[string]TableJoiner, bool)
+}
+
+// FinalizeResult says what Finalize did.
+type FinalizeResult struct {
+	// AlreadyDone is set when dst already held the joined output.
+	AlreadyDone bool
+	// Command is the converter command that wrote the parts.
+	Command string
+	// Parts, Shards, Members and Bytes count what was joined.
+	Parts   int
+	Shards  int
+	Members int64
+	Bytes   int64
+}
+
+// Finalize joins the parts of a split conversion (see Part) into dst: the
+// pack shards of every part, in part order, become dst's shards, numbered
+// from 0, by hard links (payload bytes are never copied; the parts stay
+// whole until the joined output is committed, so a killed Finalize can run
+// again); the manifests merge into one; the tables that every part writes
+// are joined by the command's TableJoiner with their references
+// renumbered; every other file must be the same in each part that has it.
+// The joined output carries the run's record with no part, so a retry of an
+// undivided run of the same plan finds it already done. The parts'
+// directory is removed after the commit.
+//
+// A missing or incomplete part, parts made from different plans or sources,
+// or a dst that holds other output is a *UsageError; a key that two parts
+// both wrote is an *InputError.
+func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResult, error) {
+	var res FinalizeResult
+	dst, err := filepath.Abs(dst)
+	if err != nil {
+		return res, err
+	}
+	partsDir := PartsDir(dst)
+	parts, recs, err := readParts(partsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// No parts: a finished Finalize removed them, or there were none.
+		if rec, rerr := ReadRecord(dst); rerr == nil {
+			res.AlreadyDone, res.Command = true, rec.Command
+			return res, nil
+		}
+		return res, &UsageError{Err: fmt.Errorf("finalize: %s: no parts to join (%s does not exist)", dst, partsDir),
+			Hint: "run the conversion with --part I/N for every I from 1 to N first"}
+	}
+	if err != nil {
+		return res, err
+	}
+	joined := *recs[0]
+	joined.Options = maps.Clone(joined.Options)
+	joined.Options["part"] = ""
+	res.Command, res.Parts = joined.Command, len(parts)
+	if old, err := ReadRecord(dst); err == nil {
+		if diff := joined.Diff(old); len(diff) > 0 {
+			return res, &UsageError{Err: fmt.Errorf("finalize: %s: %w: %s", dst, ErrDifferentRun, strings.Join(diff, "; ")),
+				Hint: "finalize into the destination the parts were converted for"}
+		}
+		// Committed, but killed before the parts were removed.
+		res.AlreadyDone = true
+		return res, os.RemoveAll(partsDir)
+	}
+	joiners, ok := o.Joiners(joined.Command)
+	if !ok {
+		return res, &UsageError{Err: fmt.Errorf("finalize: %s: the parts were written by %s, which cannot be finalized", dst, joined.Command)}
+	}
+	st, err := stage.BeginWith(dst, stage.Options{Record: joined.Encode()})
+	if err != nil {
+		return res, err
+	}
+	defer st.Abort()
+	if err := joinParts(ctx, st.Dir, parts, joiners, &res); err != nil {
+		return res, err
+	}
+	if err := st.Commit(); err != nil {
+		return res, err
+	}
+	if err := os.RemoveAll(partsDir); err != nil {
+		return res, fmt.Errorf("finalize: %s joined, but removing its parts failed: %w", dst, err)
+	}
+	return res, nil
+}
+
+// readParts lists the committed parts under partsDir, in order, and checks
+// that all N are there, complete, and made by the same plan from the same
+// sources.
+func readParts(partsDir string) ([]string, []*Record, error) {
+	ents, err := os.ReadDir(partsDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := 0
+	found := map[int]string{}
+	staged := map[int]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if p, ok := ParsePartName(name); ok && e.IsDir() {
+			if n != 0 && p.N != n {
+				return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s holds parts of different splits (%s and %d parts)", partsDir, name, n)}
+			}
+			n = p.N
+			found[p.I] = filepath.Join(partsDir, name)
+			continue
+		}
+		if inner, ok := strings.CutSuffix(strings.TrimPrefix(name, "."), stage.Suffix); ok {
+			if p, ok := ParsePartName(inner); ok {
+				staged[p.I] = true
+				if n == 0 {
+					n = p.N
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s holds no parts", partsDir),
+			Hint: "run the conversion with --part I/N for every I from 1 to N first"}
+	}
+	var missing []string
+	for i := 1; i <= n; i++ {
+		if _, ok := found[i]; ok {
+			continue
+		}
+		what := "missing"
+		if staged[i] {
+			what = "not complete (running, or killed: rerun it)"
+		}
+		missing = append(missing, fmt.Sprintf("part %d/%d %s", i, n, what))
+	}
+	if len(missing) > 0 {
+		return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s: %s", partsDir, strings.Join(missing, "; ")),
+			Hint: "run every part to completion, then finalize again"}
+	}
+	var dirs []string
+	var recs []*Record
+	for i := 1; i <= n; i++ {
+		rec, err := ReadRecord(found[i])
+		if err != nil {
+			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: part %d/%d: %w", i, n, err)}
+		}
+		if rec.Options["part"] != (Part{I: i, N: n}).String() {
+			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s: its record names part %q", found[i], rec.Options["part"])}
+		}
+		if i > 1 {
+			a, b := *rec, *recs[0]
+			a.Options, b.Options = maps.Clone(a.Options), maps.Clone(b.Options)
+			delete(a.Options, "part")
+			delete(b.Options, "part")
+			if diff := a.Diff(&b); len(diff) > 0 {
+				return nil, nil, &UsageError{Err: fmt.Errorf("finalize: part %d/%d was made from another plan than part 1/%d: %s", i, n, n, strings.Join(diff, "; ")),
+					Hint: "rerun that part with the same command, options and sources as the others"}
+			}
+		}
+		dirs = append(dirs, found[i])
+		recs = append(recs, rec)
+	}
+	return dirs, recs, nil
+}
+
+// joinParts links the parts' shards into dir/media under new numbers,
+// merges their manifests, joins their tables and links their other files.
+func joinParts(ctx context.Context, dir string, parts []string, joiners map[string]TableJoiner, res *FinalizeResult) error {
+	media := filepath.Join(dir, MediaDir)
+	if err := os.MkdirAll(media, 0o755); err != nil {
+		return err
+	}
+	renames := make([]map[string]string, len(parts)) // old shard name -> new, per part
+	owner := map[string]int{}                        // key -> part index
+	var manifest []packcore.ShardInfo
+	withManifest := true
+	for pi, part := range parts {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		pm := filepath.Join(part, MediaDir)
+		names, err := packcore.ListShards(pm)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("finalize: %s: %w", pm, err)
+		}
+		m, err := packcore.ReadManifest(pm)
+		if err != nil {
+			return fmt.Errorf("finalize: %s: %w", pm, err)
+		}
+		if m == nil && len(names) > 0 {
+			withManifest = false
+		}
+		renames[pi] = map[string]string{}
+		for _, name := range names {
+			newName := fmt.Sprintf("%s-%04d.zip", packcore.DefaultPrefix, res.Shards)
+			res.Shards++
+			renames[pi][name] = newName
+			src := filepath.Join(pm, name)
+			keys, bytes, err := shardKeys(src)
+			if err != nil {
+				return fmt.Errorf("finalize: %w", err)
+			}
+			for _, k := range keys {
+				if other, dup := owner[k]; dup && other != pi {
+					return Invalid("finalize", src, fmt.Errorf("key %q is also in part %d/%d: %w", k, other+1, len(parts), packcore.ErrDuplicateKey))
+				}
+				owner[k] = pi
+			}
+			res.Members += int64(len(keys))
+			res.Bytes += bytes
+			if err := os.Link(src, filepath.Join(media, newName)); err != nil {
+				return fmt.Errorf("finalize: %w", err)
+			}
+			if m != nil {
+				e, ok := m.Shards[name]
+				if !ok {
+					return fmt.Errorf("finalize: %s: manifest has no entry for %s", pm, name)
+				}
+				manifest = append(manifest, packcore.ShardInfo{Name: newName, Bytes: e.Bytes, SHA256: e.SHA256})
+			}
+		}
+	}
+	if withManifest && len(manifest) > 0 {
+		if err := packcore.WriteManifest(media, manifest); err != nil {
+			return err
+		}
+	}
+	rename := func(part int, ref string) (string, error) {
+		key, shard, err := packcore.ParseRef(ref)
+		if err != nil {
+			return "", err
+		}
+		dirName, name := filepath.Split(filepath.FromSlash(shard))
+		if filepath.Clean(dirName) != MediaDir {
+			return "", fmt.Errorf("reference %q names a shard outside %s/", ref, MediaDir)
+		}
+		newName, ok := renames[part][name]
+		if !ok {
+			return "", fmt.Errorf("reference %q names no shard of part %d/%d", ref, part+1, len(parts))
+		}
+		return packcore.FormatRef(key, MediaDir+"/"+newName), nil
+	}
+	return joinFiles(ctx, dir, parts, joiners, rename)
+}
+
+// shardKeys returns a shard's member names and payload bytes.
+func shardKeys(path string) ([]string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := packcore.ReadDirectory(f, info.Size())
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	keys := make([]string, len(d.Entries))
+	var bytes int64
+	for i, e := range d.Entries {
+		keys[i] = e.Name
+		bytes += e.Size
+	}
+	return keys, bytes, nil
+}
+
+// joinFiles joins the tables that have joiners and links every other file
+// of the parts (apart from their packs and records) into dir.
+func joinFiles(ctx context.Context, dir string, parts []string, joiners map[string]TableJoiner, rename func(int, string) (string, error)) error {
+	holders := map[string][]int{}
+	for pi, part := range parts {
+		err := filepath.WalkDir(part, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(part, p)
+			rel = filepath.ToSlash(rel)
+			if rel == MediaDir || rel == RecordName {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if !d.IsDir() {
+				holders[rel] = append(holders[rel], pi)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("finalize: %w", err)
+		}
+	}
+	for _, rel := range slices.Sorted(maps.Keys(holders)) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		out := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			return err
+		}
+		if j, ok := joiners[rel]; ok {
+			paths := make([]string, len(parts))
+			for _, pi := range holders[rel] {
+				paths[pi] = filepath.Join(parts[pi], filepath.FromSlash(rel))
+			}
+			if err := j(ctx, out, paths, rename); err != nil {
+				return fmt.Errorf("finalize: %s: %w", rel, err)
+			}
+			continue
+		}
+		first := filepath.Join(parts[holders[rel][0]], filepath.FromSlash(rel))
+		for _, pi := range holders[rel][1:] {
+			if same, err := sameFile(first, filepath.Join(parts[pi], filepath.FromSlash(rel))); err != nil || !same {
+				return fmt.Errorf("finalize: %s differs between part %d and part %d (%v)", rel, holders[rel][0]+1, pi+1, err)
+			}
+		}
+		if err := os.Link(first, out); err != nil {
+			return fmt.Errorf("finalize: %w", err)
+		}
+	}
+	return nil
+}
+
+// sameFile reports whether two files hold the same bytes.
+func sameFile(a, b string) (bool, error) {
+	x, err := os.ReadFile(a)
+	if err != nil {
+		return false, err
+	}
+	y, err := os.ReadFile(b)
+	if err != nil {
+		return false, err
+	}
+	return string(x) == string(y), nil
+}
