@@ -4,19 +4,24 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
-	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
 func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("verify", flag.ContinueOnError)
-	pos, err := e.parse(fset, args, 1, "DIR|SHARD")
+	against := fset.String("against", "", "also re-read the source at `SRC` (WebDataset shards or parquet dataset) and compare every payload with its member, byte for byte")
+	pos, err := e.parse(fset, args, 1, "DATASET|DIR|SHARD")
 	if err != nil {
 		return nil, err
 	}
-	rep, err := packcore.Verify(ctx, pos[0])
+	rep, err := dsverify.Verify(ctx, pos[0], dsverify.Options{Against: *against})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
 		return nil, &inputError{err: fmt.Errorf("verify: %w", err)}
 	}
 	out := e.stdout
@@ -30,9 +35,31 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	if !rep.OK() {
 		word = "FAILED"
 	}
-	fmt.Fprintf(out, "%s: %s blobs, %s bytes, %d shards, %d problems\n", word, plan.Thousands(int64(rep.Members)), plan.Thousands(rep.Bytes), rep.Shards, len(rep.Problems))
+	parts := []string{
+		plan.CountText(int64(rep.Members), "blobs"),
+		plan.CountText(rep.Bytes, "bytes"),
+		plan.CountText(int64(rep.Shards), "shards"),
+	}
+	if len(rep.Tables) > 0 {
+		parts = append(parts, plan.CountText(int64(len(rep.Tables)), "tables"), plan.CountText(rep.Refs, "references"))
+	}
+	parts = append(parts, plan.CountText(int64(len(rep.Problems)), "problems"))
+	fmt.Fprintf(out, "%s: %s\n", word, strings.Join(parts, ", "))
+	if a := rep.Against; a != nil {
+		fmt.Fprintf(out, "against %s (%s): %s compared, %s (%s), %s\n", a.Source, a.Format,
+			plan.CountText(a.Payloads, "payloads"), plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
+			mismatches(a.Mismatches))
+	}
 	if !rep.OK() {
-		return rep, fmt.Errorf("verify: %s: %d problem(s)", pos[0], len(rep.Problems))
+		return rep, fmt.Errorf("verify: %s: %s", pos[0], plan.CountText(int64(len(rep.Problems)), "problems"))
 	}
 	return rep, nil
+}
+
+// mismatches counts mismatches in words ("1 mismatch", "2 mismatches").
+func mismatches(n int64) string {
+	if n == 1 {
+		return "1 mismatch"
+	}
+	return plan.Thousands(n) + " mismatches"
 }

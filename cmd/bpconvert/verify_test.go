@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
+)
+
+// verifyDoc is the part of verify's JSON summary the tests read.
+type verifyDoc struct {
+	Refs    int64 `json:"refs"`
+	Members int   `json:"members"`
+	Tables  []struct {
+		Path   string `json:"path"`
+		Format string `json:"format"`
+		Refs   int64  `json:"refs"`
+	} `json:"tables"`
+	Against *struct {
+		Payloads   int64 `json:"payloads"`
+		Bytes      int64 `json:"bytes"`
+		Mismatches int64 `json:"mismatches"`
+	} `json:"against"`
+	Problems []struct {
+		Table  string `json:"table"`
+		Row    int64  `json:"row"`
+		Column string `json:"column"`
+		Reason string `json:"reason"`
+	} `json:"problems"`
+}
+
+// verifyJSON runs verify with --json and parses its summary.
+func verifyJSON(t *testing.T, args ...string) (result, verifyDoc) {
+	t.Helper()
+	r := bp(t, append([]string{"verify", "--json"}, args...)...)
+	var d verifyDoc
+	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &d); err != nil {
+		t.Fatalf("verify JSON: %v\n%s\n%s", err, r.stdout, r.stderr)
+	}
+	return r, d
+}
+
+// python runs a Python snippet (Debian's python3 and its zipfile).
+func python(t *testing.T, script string, args ...string) {
+	t.Helper()
+	testtool.Require(t, "python3")
+	if out, err := exec.Command("python3", append([]string{"-c", script}, args...)...).CombinedOutput(); err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+}
+
+// flipMember rewrites a shard with Python's zipfile (STORED, as packs are),
+// one member's first byte changed: the pack stays a valid zip whose CRCs
+// match, only the payload differs from the source.
+const flipMember = `
+import sys, zipfile
+path, key = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(path) as z:
+    items = [(i, z.read(i.filename)) for i in z.infolist()]
+with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+    for i, b in items:
+        if i.filename == key:
+            b = bytes([b[0] ^ 0xff]) + b[1:]
+        z.writestr(i, b)
+`
+
+// firstKey returns the first member of a shard, as ls lists it.
+func firstKey(t *testing.T, shard string) string {
+	t.Helper()
+	r := bp(t, "ls", shard)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) == 0 {
+		t.Fatalf("ls %s: %+v", shard, r)
+	}
+	f := strings.Fields(lines[0])
+	return f[len(f)-1]
+}
+
+// TestVerifyDataset converts a dataset with each converter, checks that
+// verify passes on the clean result (every reference of every table
+// resolved) and, for WebDataset and parquet, that --against proves every
+// payload equal to the source; then breaks the result the ways a user
+// could (a member removed with Info-ZIP's zip -d, a shard renamed, a
+// payload changed) and checks each is reported with table, row and column.
+func TestVerifyDataset(t *testing.T) {
+	t.Run("webdataset", func(t *testing.T) {
+		testtool.Require(t, "zip")
+		root := t.TempDir()
+		shards := wdsShards(t, root, 2, 3, 500)
+		dst := filepath.Join(root, "out")
+		if r := bp(t, append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--quiet")...); r.code != 0 {
+			t.Fatalf("convert: %+v", r)
+		}
+		r, d := verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
+		// 6 samples with a bin and a cls reference each.
+		if r.code != 0 || d.Refs != 12 || d.Against == nil || d.Against.Payloads != 12 || d.Against.Mismatches != 0 || d.Against.Bytes != 6*500+6 {
+			t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "OK: 12 blobs, 3,006 bytes, 1 shard, 1 table, 12 references, 0 problems") {
+			t.Errorf("text:\n%s", r.stderr)
+		}
+
+		// A member removed from the pack.
+		broken := filepath.Join(root, "missing")
+		copyTree(t, dst, broken)
+		if out, err := exec.Command("zip", "-q", "-d", filepath.Join(broken, "media", "pack-0000.zip"), "000004.bin").CombinedOutput(); err != nil {
+			t.Fatalf("zip -d: %v %s", err, out)
+		}
+		r, d = verifyJSON(t, broken)
+		if r.code != 1 || !hasProblem(d, "samples.parquet", 4, "bin", `member "000004.bin" is not in media/pack-0000.zip`) {
+			t.Fatalf("missing member: exit %d %+v", r.code, d.Problems)
+		}
+
+		// The shard renamed: every reference names a shard that is gone.
+		renamed := filepath.Join(root, "renamed")
+		copyTree(t, dst, renamed)
+		os.Rename(filepath.Join(renamed, "media", "pack-0000.zip"), filepath.Join(renamed, "media", "pack-0001.zip"))
+		r, d = verifyJSON(t, renamed)
+		if r.code != 1 || !hasProblem(d, "samples.parquet", 0, "bin", "shard media/pack-0000.zip does not exist") {
+			t.Fatalf("renamed shard: exit %d %+v", r.code, d.Problems)
+		}
+
+		// A payload changed in the source after the conversion.
+		python(t, `
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+i = b.index(b"./000001.bin") + 512   # the member's first payload byte
+b[i] ^= 0xff
+open(p, "wb").write(b)
+`, shards[0])
+		r, d = verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
+		if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 || !hasProblem(d, shards[0], -1, "", `"000001.bin": differs from the source at byte 0`) {
+			t.Fatalf("changed source: exit %d %+v %+v", r.code, d.Against, d.Problems)
+		}
+	})
+
+	t.Run("parquet", func(t *testing.T) {
+		src := filepath.Join(parquetFixtureRoot(t), "hf")
+		dst := filepath.Join(t.TempDir(), "out")
+		if r := bp(t, "convert-parquet", src, dst, "--yes", "--quiet"); r.code != 0 {
+			t.Fatalf("convert: %+v", r)
+		}
+		r, d := verifyJSON(t, dst, "--against", src)
+		if r.code != 0 || d.Refs == 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
+			t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
+		}
+		// Every non-null payload of the source is one reference.
+		if d.Against.Payloads != d.Refs || int64(d.Members) != d.Refs {
+			t.Errorf("%d payloads compared, %d references, %d members", d.Against.Payloads, d.Refs, d.Members)
+		}
+		t.Logf("%d payloads, %d bytes compared", d.Against.Payloads, d.Against.Bytes)
+
+		shard := filepath.Join(dst, "media", "pack-0000.zip")
+		key := firstKey(t, shard)
+		python(t, flipMember, shard, key)
+		r, d = verifyJSON(t, dst, "--against", src)
+		if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 {
+			t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
+		}
+		found := false
+		for _, p := range d.Problems {
+			if strings.Contains(p.Reason, "differs from the source at byte 0") && p.Table != "" && p.Row >= 0 && p.Column != "" {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no problem naming table, row and column: %+v", d.Problems)
+		}
+	})
+
+	t.Run("lance", func(t *testing.T) {
+		testtool.Require(t, "zip")
+		dst := filepath.Join(t.TempDir(), "out")
+		if r := bp(t, "convert-lance", filepath.Join(lanceFixtures(t), "blob1_2_1.lance"), dst, "--yes", "--quiet"); r.code != 0 {
+			t.Fatalf("convert: %+v", r)
+		}
+		r, d := verifyJSON(t, dst)
+		if r.code != 0 || len(d.Tables) != 1 || d.Tables[0].Format != "lance" || d.Refs == 0 {
+			t.Fatalf("clean: exit %d %+v\n%s", r.code, d, r.stderr)
+		}
+		shard := filepath.Join(dst, "media", "pack-0000.zip")
+		key := firstKey(t, shard)
+		if out, err := exec.Command("zip", "-q", "-d", shard, key).CombinedOutput(); err != nil {
+			t.Fatalf("zip -d: %v %s", err, out)
+		}
+		r, d = verifyJSON(t, dst)
+		found := false
+		for _, p := range d.Problems {
+			if p.Table == "table.lance" && p.Row >= 0 && p.Column != "" && strings.Contains(p.Reason, "is not in media/pack-0000.zip") {
+				found = true
+			}
+		}
+		if r.code != 1 || !found {
+			t.Fatalf("missing member: exit %d %+v", r.code, d.Problems)
+		}
+	})
+
+	t.Run("lerobot", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("converts videos; skipped with -short")
+		}
+		dst := filepath.Join(t.TempDir(), "out")
+		if r := bp(t, "convert-lerobot", filepath.Join(lerobotFixtureRoot(t), "v3.0"), dst, "--yes", "--quiet"); r.code != 0 {
+			t.Fatalf("convert: %+v", r)
+		}
+		r, d := verifyJSON(t, dst)
+		idx := int64(-1)
+		for _, tb := range d.Tables {
+			if tb.Path == "video_index.json" {
+				idx = tb.Refs
+			}
+		}
+		// 6 episodes x 2 cameras.
+		if r.code != 0 || idx != 12 {
+			t.Fatalf("clean: exit %d, video_index.json refs %d, %+v\n%s", r.code, idx, d, r.stderr)
+		}
+	})
+}
+
+// hasProblem reports whether a problem has the table, row, column and a
+// reason containing text.
+func hasProblem(d verifyDoc, table string, row int64, column, text string) bool {
+	for _, p := range d.Problems {
+		if p.Table == table && p.Row == row && p.Column == column && strings.Contains(p.Reason, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyTree copies a directory with cp -a.
+func copyTree(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+}

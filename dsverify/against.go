@@ -1,0 +1,294 @@
+package dsverify
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/bzip2"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+
+	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// against compares every payload of the source with the member that holds
+// it: WebDataset shards when the dataset has a samples table, parquet
+// tables when it has tables that convert-parquet rewrote.
+func (v *verifier) against(src string) error {
+	switch {
+	case v.wds != nil:
+		return v.againstWDS(src)
+	case v.hasParquetRecord():
+		return v.againstParquet(src)
+	}
+	return errors.New("--against: the dataset has no samples.parquet (convert-wds) and no table rewritten by convert-parquet; comparing with the source is supported for those two")
+}
+
+// chunk is the size of the pieces compared.
+const chunk = 256 << 10
+
+// sameBytes compares a reader with a pack member, streaming both. It
+// returns the bytes compared and a reason when they differ ("" when equal).
+func sameBytes(src io.Reader, set *packcore.Set, key string) (int64, string, error) {
+	m, err := set.Stat(key)
+	if err != nil {
+		return 0, "missing from the pack", nil
+	}
+	mr, err := set.OpenChecked(key)
+	if err != nil {
+		return 0, fmt.Sprintf("member unreadable: %v", err), nil
+	}
+	a, b := make([]byte, chunk), make([]byte, chunk)
+	var n int64
+	for {
+		na, ea := io.ReadFull(src, a)
+		nb, eb := io.ReadFull(mr, b)
+		if ea != nil && ea != io.EOF && ea != io.ErrUnexpectedEOF {
+			return n, "", fmt.Errorf("reading the source: %w", ea)
+		}
+		if eb != nil && eb != io.EOF && eb != io.ErrUnexpectedEOF {
+			return n, fmt.Sprintf("member unreadable: %v", eb), nil
+		}
+		if !bytes.Equal(a[:na], b[:nb]) {
+			off := n
+			for i := 0; i < min(na, nb) && a[i] == b[i]; i++ {
+				off++
+			}
+			return n, fmt.Sprintf("differs from the source at byte %d (source %s, member %d bytes)", off, sizeText(n, na, ea), m.Size), nil
+		}
+		n += int64(na)
+		if ea != nil || na < chunk {
+			if eb == nil && nb == chunk {
+				// the member may go on: read one more byte
+				var one [1]byte
+				if k, _ := mr.Read(one[:]); k > 0 {
+					return n, fmt.Sprintf("member holds more bytes than the source (%d)", n), nil
+				}
+			}
+			return n, "", nil
+		}
+	}
+}
+
+func sizeText(n int64, na int, err error) string {
+	if err != nil {
+		return fmt.Sprintf("%d bytes", n+int64(na))
+	}
+	return "longer"
+}
+
+// compared records one comparison.
+func (v *verifier) compared(a *Against, n int64, reason string, p Problem) {
+	a.Payloads++
+	a.Bytes += n
+	if reason != "" {
+		a.Mismatches++
+		p.Reason = reason
+		v.problem(p)
+	}
+}
+
+// wdsName is WebDataset's split of a member name into sample key and field
+// (as convert/wds applies it).
+var (
+	wdsName = regexp.MustCompile(`^((?:.*/|)[^.]+)[.]([^/]*)$`)
+	wdsMeta = regexp.MustCompile(`^__[^/]*__($|/)`)
+)
+
+// shardSuffixes are the endings --shard-prefix strips from a shard's name.
+var shardSuffixes = []string{".tar.zstd", ".tar.bz2", ".tar.zst", ".tar.gz", ".tar.xz", ".tbz2", ".tzst", ".tar", ".tgz", ".tbz", ".txz"}
+
+func shardStem(p string) string {
+	base := filepath.Base(p)
+	lower := strings.ToLower(base)
+	for _, s := range shardSuffixes {
+		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
+			return base[:len(base)-len(s)]
+		}
+	}
+	if ext := filepath.Ext(base); ext != "" && len(ext) < len(base) {
+		return base[:len(base)-len(ext)]
+	}
+	return base
+}
+
+func stripDot(name string) string {
+	for strings.HasPrefix(name, "./") {
+		name = strings.TrimLeft(name[2:], "/")
+	}
+	return name
+}
+
+// againstWDS re-reads the WebDataset shards and compares every member with
+// the pack member of its key (an inline field with its table cell).
+func (v *verifier) againstWDS(src string) error {
+	files, err := wds.ShardFiles(src)
+	if err != nil {
+		return fmt.Errorf("--against %s: %w", src, err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("--against %s: no tar shards", src)
+	}
+	base := v.wds.packBase
+	if base == "" {
+		base = "media"
+	}
+	e := v.set(base)
+	if e.err != nil {
+		return fmt.Errorf("--against: pack directory %s: %w", base, e.err)
+	}
+	a := &Against{Source: src, Format: "webdataset"}
+	v.rep.Against = a
+	for _, f := range files {
+		if err := v.ctx.Err(); err != nil {
+			return err
+		}
+		if err := v.againstShard(f, e.set, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	defer f.Close()
+	r, err := decompress(bufio.NewReaderSize(f, 1<<20))
+	if err != nil {
+		return fmt.Errorf("--against: %s: %w", name, err)
+	}
+	prefix := ""
+	if v.wds.shardPrefix {
+		prefix = shardStem(name) + "/"
+	}
+	tr := tar.NewReader(r)
+	for {
+		if err := v.ctx.Err(); err != nil {
+			return err
+		}
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("--against: %s: %w", name, err)
+		}
+		p := Problem{Table: name, Row: -1}
+		member := fmt.Sprintf("member %q: ", h.Name)
+		rel := stripDot(h.Name)
+		key := prefix + rel
+		switch h.Typeflag {
+		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont:
+		case tar.TypeLink, tar.TypeSymlink:
+			target := stripDot(h.Linkname)
+			if h.Typeflag == tar.TypeSymlink {
+				target = path.Join(path.Dir(rel), h.Linkname)
+			}
+			// A link's member holds its target's bytes.
+			tr, err := set.OpenChecked(prefix + target)
+			if err != nil {
+				v.compared(a, 0, member+fmt.Sprintf("link target %q is missing from the pack", prefix+target), p)
+				continue
+			}
+			n, reason, err := sameBytes(tr, set, key)
+			if err != nil {
+				return err
+			}
+			if reason != "" {
+				reason = member + fmt.Sprintf("pack member %q (a link to %q): %s", key, prefix+target, reason)
+			}
+			v.compared(a, n, reason, p)
+			continue
+		default:
+			continue
+		}
+		if field, sample, ok := wdsField(rel); ok && v.wds.inline[field] {
+			text, ok := v.wds.inlineText[prefix+sample+"\x00"+field]
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return fmt.Errorf("--against: %s: member %q: %w", name, h.Name, err)
+			}
+			a.Inline++
+			reason := ""
+			if !ok {
+				reason = member + fmt.Sprintf("inline field %q of sample %q is not in the samples table", field, prefix+sample)
+			} else if text != string(b) {
+				reason = member + fmt.Sprintf("inline field %q of sample %q differs from the source", field, prefix+sample)
+			}
+			v.compared(a, int64(len(b)), reason, p)
+			continue
+		}
+		n, reason, err := sameBytes(tr, set, key)
+		if err != nil {
+			return fmt.Errorf("--against: %s: member %q: %w", name, h.Name, err)
+		}
+		if reason != "" {
+			reason = member + fmt.Sprintf("pack member %q: %s", key, reason)
+		}
+		v.compared(a, n, reason, p)
+	}
+}
+
+// wdsField returns a member name's WebDataset field and sample key.
+func wdsField(name string) (field, sample string, ok bool) {
+	if wdsMeta.MatchString(name) {
+		return "", "", false
+	}
+	m := wdsName.FindStringSubmatch(name)
+	if m == nil || m[2] == "" {
+		return "", "", false
+	}
+	return strings.ToLower(m[2]), m[1], true
+}
+
+// decompress detects a shard's compression from its first bytes.
+func decompress(br *bufio.Reader) (io.Reader, error) {
+	magic, _ := br.Peek(6)
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		return gzip.NewReader(br)
+	case bytes.HasPrefix(magic, []byte("BZh")):
+		return bzip2.NewReader(br), nil
+	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
+		return xz.NewReader(br)
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		d, err := zstd.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		return d.IOReadCloser(), nil
+	}
+	return br, nil
+}
+
+// parquetRecord is the part of convert-parquet's table record that the
+// comparison needs.
+type parquetRecord struct {
+	PackBase  string `json:"pack_base"`
+	Extracted []struct {
+		Path []string `json:"path"`
+	} `json:"extracted"`
+}
+
+func decodeParquetRecord(s string) (*parquetRecord, bool) {
+	var r parquetRecord
+	if json.Unmarshal([]byte(s), &r) != nil || len(r.Extracted) == 0 {
+		return nil, false
+	}
+	return &r, true
+}

@@ -1,0 +1,285 @@
+package dsverify
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+func (v *verifier) hasParquetRecord() bool { return len(v.pq) > 0 }
+
+// againstParquet reads every rewritten table's source beside it and
+// compares, row by row, each extracted value with the member its reference
+// names.
+func (v *verifier) againstParquet(src string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	srcRoot := src
+	if !st.IsDir() {
+		srcRoot = filepath.Dir(src)
+	}
+	a := &Against{Source: src, Format: "parquet"}
+	v.rep.Against = a
+	rels := make([]string, 0, len(v.pq))
+	for rel := range v.pq {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	for _, rel := range rels {
+		rec := v.pq[rel]
+		sp := filepath.Join(srcRoot, filepath.FromSlash(rel))
+		if !st.IsDir() && filepath.Base(src) != filepath.Base(rel) {
+			continue
+		}
+		if _, err := os.Stat(sp); err != nil {
+			a.Mismatches++
+			v.problem(Problem{Table: rel, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sp)})
+			continue
+		}
+		base := rec.PackBase
+		if base == "" {
+			base = "media"
+		}
+		e := v.set(base)
+		if e.err != nil {
+			return fmt.Errorf("--against: pack directory %s: %w", base, e.err)
+		}
+		for _, x := range rec.Extracted {
+			if err := v.compareColumn(a, srcRoot, sp, filepath.Join(v.root, filepath.FromSlash(rel)), rel, x.Path, e.set); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// columnCursor reads one top-level column of a parquet file row by row.
+type columnCursor struct {
+	pf  *file.Reader
+	rr  pqarrow.RecordReader
+	rec arrow.RecordBatch
+	col arrow.Array
+	i   int
+}
+
+func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
+	pf, err := file.OpenParquetFile(p, false)
+	if err != nil {
+		return nil, err
+	}
+	sd := pf.MetaData().Schema
+	var cols []int
+	for i := 0; i < sd.NumColumns(); i++ {
+		if sd.ColumnRoot(i).Name() == root {
+			cols = append(cols, i)
+		}
+	}
+	if len(cols) == 0 {
+		pf.Close()
+		return nil, fmt.Errorf("%s: no column %q", p, root)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	rr, err := fr.GetRecordReader(v.ctx, cols, nil)
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return &columnCursor{pf: pf, rr: rr}, nil
+}
+
+// next moves to the next row; false at the end.
+func (c *columnCursor) next() bool {
+	for c.col == nil || c.i+1 >= c.col.Len() {
+		if !c.rr.Next() {
+			return false
+		}
+		c.rec = c.rr.RecordBatch()
+		c.col, c.i = c.rec.Column(0), -1
+	}
+	c.i++
+	return true
+}
+
+func (c *columnCursor) close() {
+	c.rr.Release()
+	c.pf.Close()
+}
+
+// compareColumn compares one extracted field of one table.
+func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel string, fpath []string, set *packcore.Set) error {
+	sc, err := v.openColumn(srcPath, fpath[0])
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	defer sc.close()
+	oc, err := v.openColumn(outPath, fpath[0])
+	if err != nil {
+		v.problem(Problem{Table: rel, Row: -1, Column: strings.Join(fpath, "."), Reason: err.Error()})
+		a.Mismatches++
+		return nil
+	}
+	defer oc.close()
+	column := strings.Join(fpath, ".")
+	var row int64
+	for ; ; row++ {
+		if err := v.ctx.Err(); err != nil {
+			return err
+		}
+		sok, ook := sc.next(), oc.next()
+		if sok != ook {
+			a.Mismatches++
+			v.problem(Problem{Table: rel, Row: row, Column: column, Reason: "the table and its source have different row counts"})
+			return nil
+		}
+		if !sok {
+			break
+		}
+		var srcLeaves, outLeaves []leaf
+		walkLeaves(sc.col, sc.i, fpath[1:], &srcLeaves)
+		walkLeaves(oc.col, oc.i, fpath[1:], &outLeaves)
+		p := Problem{Table: rel, Row: row, Column: column}
+		if len(srcLeaves) != len(outLeaves) {
+			v.compared(a, 0, fmt.Sprintf("%d values in the source, %d in the table", len(srcLeaves), len(outLeaves)), p)
+			continue
+		}
+		for k, s := range srcLeaves {
+			o := outLeaves[k]
+			switch {
+			case s.null && o.null:
+				continue
+			case s.null != o.null:
+				v.compared(a, 0, "null in one of the source and the table only", p)
+				continue
+			case s.str:
+				continue // not a payload
+			}
+			if !packcore.IsRef(o.text) {
+				v.compared(a, 0, fmt.Sprintf("value %q is not a reference", o.text), p)
+				continue
+			}
+			p.Ref = o.text
+			key, _, _ := packcore.ParseRef(o.text)
+			if s.bytes == nil && s.path != "" {
+				// a struct<bytes, path> whose bytes are the file at path,
+				// relative to the dataset root
+				fp := filepath.FromSlash(s.path)
+				if !filepath.IsAbs(fp) {
+					fp = filepath.Join(srcRoot, fp)
+				}
+				f, err := os.Open(fp)
+				if err != nil {
+					v.compared(a, 0, fmt.Sprintf("source file %s: %v", s.path, err), p)
+					continue
+				}
+				n, reason, err := sameBytes(f, set, key)
+				f.Close()
+				if err != nil {
+					return err
+				}
+				v.compared(a, n, reason, p)
+				continue
+			}
+			n, reason, err := sameBytes(bytes.NewReader(s.bytes), set, key)
+			if err != nil {
+				return err
+			}
+			v.compared(a, n, reason, p)
+		}
+	}
+	return nil
+}
+
+// leaf is one value at the end of a field path: a payload (bytes, or a
+// struct<bytes, path>) in a source, a string in a rewritten table.
+type leaf struct {
+	null  bool
+	bytes []byte
+	path  string
+	text  string
+	str   bool
+}
+
+// walkLeaves collects the values a field path reaches from row i: struct
+// fields by name, every element of lists (list levels are not named in the
+// path, as convert-parquet records them).
+func walkLeaves(a arrow.Array, i int, fpath []string, out *[]leaf) {
+	if a.IsNull(i) {
+		if len(fpath) == 0 {
+			*out = append(*out, leaf{null: true})
+		}
+		return
+	}
+	switch arr := a.(type) {
+	case array.ListLike:
+		start, end := arr.ValueOffsets(i)
+		for k := start; k < end; k++ {
+			walkLeaves(arr.ListValues(), int(k), fpath, out)
+		}
+		return
+	case *array.Struct:
+		st := arr.DataType().(*arrow.StructType)
+		if len(fpath) > 0 {
+			if k, ok := st.FieldIdx(fpath[0]); ok {
+				walkLeaves(arr.Field(k), i, fpath[1:], out)
+			}
+			return
+		}
+		l := leaf{}
+		if k, ok := st.FieldIdx("bytes"); ok && !arr.Field(k).IsNull(i) {
+			l.bytes = binaryValue(arr.Field(k), i)
+			if l.bytes == nil {
+				l.bytes = []byte{}
+			}
+		}
+		if k, ok := st.FieldIdx("path"); ok && !arr.Field(k).IsNull(i) {
+			if s, ok := arr.Field(k).(*array.String); ok {
+				l.path = s.Value(i)
+			}
+		}
+		l.null = l.bytes == nil && l.path == ""
+		*out = append(*out, l)
+		return
+	case *array.String:
+		*out = append(*out, leaf{text: arr.Value(i), str: true})
+		return
+	case *array.LargeString:
+		*out = append(*out, leaf{text: arr.Value(i), str: true})
+		return
+	}
+	b := binaryValue(a, i)
+	if b == nil {
+		b = []byte{}
+	}
+	*out = append(*out, leaf{bytes: b})
+}
+
+func binaryValue(a arrow.Array, i int) []byte {
+	switch arr := a.(type) {
+	case *array.Binary:
+		return arr.Value(i)
+	case *array.LargeBinary:
+		return arr.Value(i)
+	case *array.FixedSizeBinary:
+		return arr.Value(i)
+	case *array.BinaryView:
+		return arr.Value(i)
+	}
+	return nil
+}

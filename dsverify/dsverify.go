@@ -1,0 +1,330 @@
+// Package dsverify checks a converted dataset as a whole: its blob packs
+// (every shard, CRC and manifest, as packcore.Verify does), every table the
+// converters write (samples.parquet, rewritten parquet tables, LeRobot
+// tables and video_index.json, Lance datasets) and every zip:// reference
+// they hold: that it parses, names a shard that exists under the dataset
+// root and a member that shard holds. With a source to compare against, it
+// also proves that every payload of the source equals the member that holds
+// it, byte for byte, so that the source may be deleted.
+//
+// It is not a repair tool and writes nothing; it reads every shard once and
+// every table's string columns once.
+package dsverify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// Problem is one thing wrong with a dataset. Table, Row and Column locate
+// it when it is about a table cell (Row is -1 otherwise).
+type Problem struct {
+	Table  string `json:"table,omitempty"`
+	Row    int64  `json:"row"`
+	Column string `json:"column,omitempty"`
+	Ref    string `json:"ref,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// String renders a problem on one line: table, row, column, reference,
+// reason.
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Table != "" {
+		b.WriteString(p.Table)
+		if p.Row >= 0 {
+			fmt.Fprintf(&b, ": row %d", p.Row)
+		}
+		if p.Column != "" {
+			fmt.Fprintf(&b, ": column %s", p.Column)
+		}
+		b.WriteString(": ")
+	}
+	if p.Ref != "" {
+		fmt.Fprintf(&b, "%s: ", p.Ref)
+	}
+	b.WriteString(p.Reason)
+	return b.String()
+}
+
+// Pack is the check of one pack directory.
+type Pack struct {
+	// Dir is the pack directory relative to the dataset root ("." for the
+	// root itself).
+	Dir string `json:"dir"`
+	*packcore.VerifyReport
+}
+
+// Table is one table read for references.
+type Table struct {
+	// Path is the table relative to the dataset root.
+	Path string `json:"path"`
+	// Format is parquet, lance or json.
+	Format string `json:"format"`
+	Rows   int64  `json:"rows"`
+	// Refs counts the references found (and checked).
+	Refs int64 `json:"refs"`
+}
+
+// Against is the outcome of a comparison with the source.
+type Against struct {
+	Source string `json:"source"`
+	// Format is the source format recognised: webdataset or parquet.
+	Format string `json:"format"`
+	// Payloads counts the source payloads compared, Bytes their size.
+	Payloads int64 `json:"payloads"`
+	Bytes    int64 `json:"bytes"`
+	// Inline counts payloads compared with a table cell instead of a member.
+	Inline int64 `json:"inline"`
+	// Mismatches counts payloads that differ or are missing.
+	Mismatches int64 `json:"mismatches"`
+}
+
+// Report lists what was checked and every problem found.
+type Report struct {
+	Root    string   `json:"root"`
+	Packs   []Pack   `json:"packs"`
+	Tables  []Table  `json:"tables"`
+	Shards  int      `json:"shards"`
+	Members int      `json:"members"`
+	Bytes   int64    `json:"bytes"`
+	Refs    int64    `json:"refs"`
+	Against *Against `json:"against,omitempty"`
+	// Problems lists every problem, packs' first.
+	Problems []Problem `json:"problems"`
+}
+
+// OK reports whether no problem was found.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
+
+// Options tunes Verify.
+type Options struct {
+	// Against is a source to compare every payload with ("" compares
+	// nothing): the WebDataset shards (a file, directory or brace pattern)
+	// or the parquet dataset the destination was converted from.
+	Against string
+	// MaxProblems bounds the problems listed (0 means 10,000); the counts
+	// keep counting.
+	MaxProblems int
+}
+
+// ErrNothingToVerify is returned for a directory that holds neither packs
+// nor tables.
+var ErrNothingToVerify = errors.New("no pack shards and no tables")
+
+// Verify checks the dataset at root (a converted dataset's root, any
+// directory holding packs and tables, a pack directory, or a single shard).
+// It reports every problem it finds; the error is for failures to run at
+// all (an unreadable root, a cancelled context).
+func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
+	if opts.MaxProblems <= 0 {
+		opts.MaxProblems = 10000
+	}
+	st, err := os.Stat(root)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Root: root, Packs: []Pack{}, Tables: []Table{}, Problems: []Problem{}}
+	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}}
+	defer v.close()
+	if !st.IsDir() {
+		// A single shard: the pack check alone.
+		pr, err := packcore.Verify(ctx, root)
+		if err != nil {
+			return nil, err
+		}
+		v.addPack(filepath.Base(root), pr)
+		return rep, nil
+	}
+	packDirs, tables, err := discover(root)
+	if err != nil {
+		return nil, err
+	}
+	if len(packDirs) == 0 && len(tables) == 0 {
+		return nil, fmt.Errorf("%s: %w", root, ErrNothingToVerify)
+	}
+	for _, d := range packDirs {
+		pr, err := packcore.Verify(ctx, filepath.Join(root, filepath.FromSlash(d)))
+		if err != nil {
+			return nil, err
+		}
+		v.addPack(d, pr)
+	}
+	for _, t := range tables {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := v.table(t); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Against != "" {
+		if err := v.against(opts.Against); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// verifier holds one run's state.
+type verifier struct {
+	ctx  context.Context
+	root string
+	rep  *Report
+	opts Options
+	// sets caches opened pack directories by their path relative to root.
+	sets map[string]*setEntry
+	// wds is what the samples table records, for --against.
+	wds *wdsTable
+	// pq holds the tables convert-parquet rewrote, by path relative to
+	// root, with what they record.
+	pq map[string]*parquetRecord
+}
+
+type setEntry struct {
+	set    *packcore.Set
+	err    error
+	shards map[string]bool
+}
+
+func (v *verifier) close() {
+	for _, e := range v.sets {
+		if e.set != nil {
+			e.set.Close()
+		}
+	}
+}
+
+// problem records a problem, up to the limit.
+func (v *verifier) problem(p Problem) {
+	if len(v.rep.Problems) < v.opts.MaxProblems {
+		v.rep.Problems = append(v.rep.Problems, p)
+	} else if len(v.rep.Problems) == v.opts.MaxProblems {
+		v.rep.Problems = append(v.rep.Problems, Problem{Row: -1, Reason: "more problems not listed"})
+	}
+}
+
+func (v *verifier) addPack(dir string, pr *packcore.VerifyReport) {
+	v.rep.Packs = append(v.rep.Packs, Pack{Dir: dir, VerifyReport: pr})
+	v.rep.Shards += pr.Shards
+	v.rep.Members += pr.Members
+	v.rep.Bytes += pr.Bytes
+	for _, p := range pr.Problems {
+		if dir != "." && !strings.HasSuffix(dir, ".zip") {
+			p = dir + "/" + p
+		}
+		v.problem(Problem{Row: -1, Reason: p})
+	}
+}
+
+// set returns the pack set of a directory relative to root.
+func (v *verifier) set(dir string) *setEntry {
+	if e, ok := v.sets[dir]; ok {
+		return e
+	}
+	e := &setEntry{shards: map[string]bool{}}
+	e.set, e.err = packcore.OpenSet(filepath.Join(v.root, filepath.FromSlash(dir)), packcore.SetOptions{RefBase: "."})
+	if e.set != nil {
+		for _, s := range e.set.Shards() {
+			e.shards[s] = true
+		}
+	}
+	v.sets[dir] = e
+	return e
+}
+
+// resolve checks one reference and returns the reason it does not resolve
+// ("" when it does).
+func (v *verifier) resolve(ref string) string {
+	key, shardPath, err := packcore.ParseRef(ref)
+	if err != nil {
+		return "not a valid reference (want zip://KEY::DIR/pack-NNNN.zip)"
+	}
+	if strings.HasPrefix(shardPath, "/") || path.Clean(shardPath) != shardPath || shardPath == ".." || strings.HasPrefix(shardPath, "../") {
+		return fmt.Sprintf("shard path %q is not a clean path inside the dataset", shardPath)
+	}
+	dir, shard := path.Split(shardPath)
+	dir = packcore.CleanRefBase(dir)
+	if dir == "" {
+		dir = "."
+	}
+	if _, err := os.Stat(filepath.Join(v.root, filepath.FromSlash(shardPath))); err != nil {
+		return fmt.Sprintf("shard %s does not exist", shardPath)
+	}
+	e := v.set(dir)
+	if e.err != nil {
+		return fmt.Sprintf("pack directory %s cannot be read: %v", dir, e.err)
+	}
+	if !e.shards[shard] {
+		return fmt.Sprintf("shard %s is not a pack shard", shardPath)
+	}
+	m, err := e.set.Stat(key)
+	if err != nil {
+		return fmt.Sprintf("member %q is not in %s", key, shardPath)
+	}
+	if m.Shard != shard {
+		return fmt.Sprintf("member %q is in %s, not in %s", key, path.Join(path.Dir(shardPath), m.Shard), shardPath)
+	}
+	return ""
+}
+
+// tableFile is a table found under the root.
+type tableFile struct {
+	rel    string // slash-separated, relative to root
+	format string // parquet, lance, json, jsonl
+}
+
+// discover lists the pack directories and tables under root. Hidden
+// entries (staging directories, the run record) are skipped, and so is the
+// inside of Lance datasets and pack directories.
+func discover(root string) (packDirs []string, tables []tableFile, err error) {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		rel = filepath.ToSlash(rel)
+		name := d.Name()
+		if rel != "." && strings.HasPrefix(name, ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if strings.HasSuffix(name, ".lance") {
+				tables = append(tables, tableFile{rel, "lance"})
+				return filepath.SkipDir
+			}
+			shards, err := packcore.ListShards(p)
+			if err != nil {
+				return err
+			}
+			if len(shards) > 0 {
+				packDirs = append(packDirs, rel)
+			}
+			return nil
+		}
+		switch {
+		case strings.HasSuffix(name, ".parquet"):
+			tables = append(tables, tableFile{rel, "parquet"})
+		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
+			tables = append(tables, tableFile{rel, "json"})
+		case strings.HasSuffix(name, ".jsonl"):
+			tables = append(tables, tableFile{rel, "jsonl"})
+		}
+		return nil
+	})
+	sort.Strings(packDirs)
+	sort.Slice(tables, func(i, j int) bool { return tables[i].rel < tables[j].rel })
+	return packDirs, tables, err
+}
