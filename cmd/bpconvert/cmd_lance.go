@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -37,76 +35,14 @@ type lanceInspectOptions struct {
 }
 
 // lanceInspection is the result of lance-inspect, printed as text or as one
-// JSON document.
+// JSON document: the command's status, then the dataset's description.
 type lanceInspection struct {
-	Command        string             `json:"command"`
-	OK             bool               `json:"ok"`
-	Status         string             `json:"status"`
-	ExitCode       int                `json:"exit_code"`
-	Dataset        string             `json:"dataset"`
-	Version        uint64             `json:"version"`
-	LatestVersion  uint64             `json:"latest_version"`
-	Versions       []uint64           `json:"versions"`
-	StorageVersion string             `json:"data_storage_version"`
-	Writer         string             `json:"writer,omitempty"`
-	NumRows        uint64             `json:"num_rows"`
-	PhysicalRows   uint64             `json:"physical_rows"`
-	DeletedRows    uint64             `json:"deleted_rows"`
-	Fragments      []lanceFragment    `json:"fragments"`
-	SchemaMetadata map[string]string  `json:"schema_metadata,omitempty"`
-	Fields         []lanceField       `json:"fields"`
-	Columns        []lanceColumn      `json:"columns"`
-	RowColumns     []string           `json:"row_columns,omitempty"`
-	Rows           []lance.JSONObject `json:"rows,omitempty"`
-}
-
-// lanceFragment is one fragment of the inspected version.
-type lanceFragment struct {
-	ID           uint64          `json:"id"`
-	PhysicalRows uint64          `json:"physical_rows"`
-	DeletedRows  uint64          `json:"deleted_rows"`
-	DeletionFile string          `json:"deletion_file,omitempty"` // "arrow" or "bitmap"
-	Files        []lanceDataFile `json:"files"`
-}
-
-// lanceDataFile is one data file of a fragment.
-type lanceDataFile struct {
-	Path        string  `json:"path"`
-	FileVersion string  `json:"file_version"`
-	FieldIDs    []int32 `json:"field_ids"`
-	SizeBytes   uint64  `json:"size_bytes,omitempty"`
-}
-
-// lanceField is one field of the schema, children nested.
-type lanceField struct {
-	ID          int32             `json:"id"`
-	ParentID    int32             `json:"parent_id"`
-	Name        string            `json:"name"`
-	Type        string            `json:"type"`
-	LogicalType string            `json:"logical_type"`
-	Nullable    bool              `json:"nullable"`
-	Extension   string            `json:"extension,omitempty"`
-	Blob        int               `json:"blob,omitempty"` // blob version (1 or 2), 0 otherwise
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	Unsupported string            `json:"unsupported,omitempty"`
-	Children    []lanceField      `json:"children,omitempty"`
-}
-
-// lanceColumn is one stored column (a field path), summed over fragments.
-type lanceColumn struct {
-	Path         string          `json:"path"`
-	FieldID      int32           `json:"field_id"`
-	FileVersions []string        `json:"file_versions"`
-	Encoding     string          `json:"column_encoding"`
-	Pages        int             `json:"pages"`
-	Bytes        uint64          `json:"bytes"`
-	Encodings    []lanceEncoding `json:"page_encodings"`
-}
-
-// lanceEncoding is one page encoding of a column and how many pages use it.
-type lanceEncoding struct {
-	Encoding string `json:"encoding"`
-	Pages    int    `json:"pages"`
+	Command  string `json:"command"`
+	OK       bool   `json:"ok"`
+	Status   string `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	Dataset  string `json:"dataset"`
+	*lance.Description
 }
 
 func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
@@ -160,7 +96,8 @@ func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
 	return jsonDoc(b), nil
 }
 
-// inspectLance opens the dataset and gathers the inspection.
+// inspectLance opens the dataset and describes it, turning the reader's
+// errors into the command's usage and input errors.
 func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanceInspection, error) {
 	ds, err := lance.Open(ctx, dir, lance.OpenOptions{Version: o.version})
 	if errors.Is(err, lance.ErrVersionNotFound) {
@@ -179,155 +116,17 @@ func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanc
 		}
 		return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err), hint: hint}
 	}
-	sc := ds.Schema()
-	for _, c := range o.columns {
-		if sc.Field(c) == nil {
-			names := make([]string, len(sc.Fields))
-			for i, f := range sc.Fields {
-				names[i] = f.Name
-			}
-			return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: no column %q", dir, c), hint: "columns: " + strings.Join(names, ", ")}
-		}
-	}
-	m := ds.Manifest()
-	versions := ds.Versions()
-	ins := &lanceInspection{
-		Command: "lance-inspect", OK: true, Status: "ok",
-		Dataset: dir, Version: ds.Version(), LatestVersion: versions[len(versions)-1], Versions: versions,
-		StorageVersion: m.DataVersion, NumRows: ds.NumRows(), SchemaMetadata: textMap(sc.Metadata),
-	}
-	if m.WriterLibrary != "" {
-		ins.Writer = strings.TrimSpace(m.WriterLibrary + " " + m.WriterVersion)
-	}
-	if ins.StorageVersion == "0.1" {
-		ins.StorageVersion = "0.1 (legacy)"
-	}
-	// Fields, restricted to the chosen columns.
-	var tops []*lance.Field
-	for _, f := range sc.Fields {
-		if len(o.columns) == 0 || contains(o.columns, f.Name) {
-			tops = append(tops, f)
-		}
-	}
-	for _, f := range tops {
-		lf := describeField(f)
-		if reason, ok := sc.Unsupported[f.Name]; ok {
-			lf.Unsupported = reason.Error()
-		}
-		ins.Fields = append(ins.Fields, lf)
-	}
-	// Fragments and the encodings of their columns.
-	byPath := map[string]*lanceColumn{}
-	var order []string
-	for _, fr := range ds.Fragments() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		lf := lanceFragment{ID: fr.ID, PhysicalRows: fr.PhysicalRows}
-		if fr.Deletion != nil {
-			lf.DeletedRows = fr.Deletion.NumDeleted
-			lf.DeletionFile = "arrow"
-			if fr.Deletion.Bitmap {
-				lf.DeletionFile = "bitmap"
-			}
-		}
-		for _, df := range fr.Files {
-			lf.Files = append(lf.Files, lanceDataFile{Path: df.Path, FileVersion: fileVersion(df.Major, df.Minor), FieldIDs: df.Fields, SizeBytes: df.SizeBytes})
-		}
-		ins.Fragments = append(ins.Fragments, lf)
-		ins.PhysicalRows += fr.PhysicalRows
-		ins.DeletedRows += lf.DeletedRows
-		ces, err := ds.ColumnEncodings(&fr, o.columns) // nil: every column
-		if err != nil {
-			return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err)}
-		}
-		for _, ce := range ces {
-			c := byPath[ce.Path]
-			if c == nil {
-				c = &lanceColumn{Path: ce.Path, FieldID: ce.FieldID, Encoding: ce.Encoding}
-				byPath[ce.Path] = c
-				order = append(order, ce.Path)
-			}
-			if v := fileVersion(ce.Major, ce.Minor); !contains(c.FileVersions, v) {
-				c.FileVersions = append(c.FileVersions, v)
-			}
-			if ce.Encoding != c.Encoding && !strings.Contains(c.Encoding, ce.Encoding) {
-				c.Encoding += ", " + ce.Encoding
-			}
-			for _, p := range ce.Pages {
-				c.Pages++
-				c.Bytes += p.Bytes
-				found := false
-				for i := range c.Encodings {
-					if c.Encodings[i].Encoding == p.Encoding {
-						c.Encodings[i].Pages++
-						found = true
-						break
-					}
-				}
-				if !found {
-					c.Encodings = append(c.Encodings, lanceEncoding{Encoding: p.Encoding, Pages: 1})
-				}
-			}
-		}
-	}
-	// Columns in schema order (field ids are pre-order), then by path.
-	sort.SliceStable(order, func(i, j int) bool { return byPath[order[i]].FieldID < byPath[order[j]].FieldID })
-	for _, p := range order {
-		ins.Columns = append(ins.Columns, *byPath[p])
-	}
-	if o.rows > 0 {
-		for _, f := range tops {
-			if _, bad := sc.Unsupported[f.Name]; !bad || len(o.columns) > 0 {
-				ins.RowColumns = append(ins.RowColumns, f.Name)
-			}
-		}
-		rows, err := ds.Head(ctx, ins.RowColumns, o.rows)
-		if err != nil {
-			return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err)}
-		}
-		ins.Rows = rows
-	}
-	return ins, nil
-}
-
-// describeField describes a field and its children.
-func describeField(f *lance.Field) lanceField {
-	lf := lanceField{ID: f.ID, ParentID: f.ParentID, Name: f.Name, Type: f.ArrowTypeName(), LogicalType: f.LogicalType,
-		Nullable: f.Nullable, Extension: f.ExtensionName, Blob: f.BlobVersion(), Metadata: textMap(f.Metadata)}
-	for _, c := range f.Children {
-		lf.Children = append(lf.Children, describeField(c))
-	}
-	return lf
-}
-
-// textMap renders metadata values as text: UTF-8 values as they are,
-// others as "base64:" and their base64.
-func textMap(m map[string][]byte) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if utf8.Valid(v) {
-			out[k] = string(v)
-		} else {
-			out[k] = "base64:" + base64.StdEncoding.EncodeToString(v)
-		}
-	}
-	return out
-}
-
-// fileVersion names a data file format version as Lance's storage
-// versions do: 0.1/0.2 are the legacy format, 0.3 is 2.0.
-func fileVersion(major, minor uint32) string {
+	d, err := lance.Describe(ctx, ds, lance.DescribeOptions{Columns: o.columns, Rows: o.rows})
+	var unknown *lance.UnknownColumnError
 	switch {
-	case major == 0 && minor < 3:
-		return fmt.Sprintf("0.%d (legacy)", minor)
-	case major == 0 && minor == 3:
-		return "2.0"
+	case errors.As(err, &unknown):
+		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: no column %q", dir, unknown.Column), hint: "columns: " + strings.Join(unknown.Columns, ", ")}
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err)}
 	}
-	return fmt.Sprintf("%d.%d", major, minor)
+	return &lanceInspection{Command: "lance-inspect", OK: true, Status: "ok", Dataset: dir, Description: d}, nil
 }
 
 // versionRanges renders sorted versions compactly: "1-5, 7".
@@ -400,8 +199,8 @@ func renderLance(w io.Writer, ins *lanceInspection) error {
 	}
 	p.printf("\nschema:\n")
 	p.printf("  %-5s %-24s %-34s %s\n", "id", "name", "type", "notes")
-	var walk func(f lanceField, depth int)
-	walk = func(f lanceField, depth int) {
+	var walk func(f lance.FieldInfo, depth int)
+	walk = func(f lance.FieldInfo, depth int) {
 		var notes []string
 		if !f.Nullable {
 			notes = append(notes, "not null")
