@@ -2,82 +2,208 @@ package packcore
 
 import (
 	"crypto/sha256"
+	"encoding"
+	"fmt"
 	"hash"
+	"os"
 )
 
-// hashPipe computes a shard's SHA-256 on a second goroutine so hashing
-// overlaps with reading and writing. Buffers come from a small free list, so
-// memory stays bounded at pipeBuffers buffers.
+// bufPool lends the writer's member buffers. A buffer goes back to the pool
+// once written and, when the shard is hashed, once its hasher is done with
+// it, so memory stays bounded at poolBuffers buffers whatever the number of
+// shards being hashed.
+type bufPool struct{ free chan []byte }
+
+// poolBuffers is how many buffers a writer lends: enough for the reader to
+// fill one while the hasher works through the others.
+const poolBuffers = 4
+
+// pipeBufSize fits a local header with the longest name plus a small member,
+// and is the chunk size of streamed members.
+const pipeBufSize = localLen + MaxKeyBytes + 20 + smallMember
+
+func newBufPool() *bufPool {
+	p := &bufPool{free: make(chan []byte, poolBuffers)}
+	for range poolBuffers {
+		p.free <- make([]byte, 0, pipeBufSize)
+	}
+	return p
+}
+
+// get returns an empty buffer of capacity pipeBufSize, waiting for one.
+func (p *bufPool) get() []byte { return <-p.free }
+
+// put returns a buffer to the pool.
+func (p *bufPool) put(b []byte) { p.free <- b[:0] }
+
+// hashJob is one piece of a shard, in shard order, or a mark.
+type hashJob struct {
+	kind   jobKind
+	b      []byte // jobBuf: bytes to hash
+	pooled bool   // b goes back to the pool afterwards
+	off, n int64  // jobRange: bytes of the shard file
+}
+
+type jobKind uint8
+
+const (
+	jobBuf      jobKind = iota // hash b
+	jobRange                   // read n bytes of the shard at off and hash them
+	jobMark                    // remember the digest's state
+	jobRollback                // return to the remembered state
+)
+
+// hashPipe computes one shard's SHA-256 on a goroutine of its own, so that
+// hashing overlaps reading and writing, and a completed shard's hashing
+// overlaps the next shard's writing. Work arrives in shard order: buffers
+// (small members with their headers, hashed from memory, never read twice)
+// and ranges of the shard file (a streamed member whose header could only be
+// completed after its payload was written: the hasher reads those bytes
+// back, from the page cache, while the writer goes on).
 type hashPipe struct {
-	ch   chan []byte
-	free chan []byte
+	jobs chan hashJob
+	pool *bufPool
 	done chan struct{}
+	f    *os.File
 	h    hash.Hash
+	// err is the first failure of the hashing goroutine; read after done.
+	err  error
 	shut bool
 }
 
-const pipeBuffers = 4
+// pipeJobs bounds the queued work; a full queue makes the writer wait.
+const pipeJobs = 64
 
-// pipeBufSize fits a local header with the longest name plus a small member.
-const pipeBufSize = localLen + MaxKeyBytes + 20 + smallMember
-
-// newHashPipe starts a pipe; a pipe that does not hash (for packs written
-// without a manifest) only lends buffers.
-func newHashPipe(hashing bool) *hashPipe {
-	p := &hashPipe{
-		ch:   make(chan []byte, pipeBuffers),
-		free: make(chan []byte, pipeBuffers),
-		done: make(chan struct{}),
-	}
-	for range pipeBuffers {
-		p.free <- make([]byte, 0, pipeBufSize)
-	}
+// newHashPipe starts a pipe over the shard file f. A pipe that does not hash
+// (for packs written without a manifest) only returns buffers to the pool.
+func newHashPipe(hashing bool, f *os.File, pool *bufPool) *hashPipe {
+	p := &hashPipe{pool: pool, f: f, done: make(chan struct{})}
 	if !hashing {
 		p.shut = true
 		close(p.done)
 		return p
 	}
 	p.h = sha256.New()
-	go func() {
-		defer close(p.done)
-		for b := range p.ch {
-			p.h.Write(b)
-			p.free <- b[:0]
-		}
-	}()
+	p.jobs = make(chan hashJob, pipeJobs)
+	go p.run()
 	return p
 }
 
-// buf returns an empty buffer of capacity pipeBufSize.
-func (p *hashPipe) buf() []byte { return <-p.free }
+func (p *hashPipe) run() {
+	defer close(p.done)
+	var (
+		rbuf []byte
+		mark []byte
+	)
+	for j := range p.jobs {
+		switch j.kind {
+		case jobBuf:
+			if p.err == nil {
+				p.h.Write(j.b)
+			}
+			if j.pooled {
+				p.pool.put(j.b)
+			}
+		case jobRange:
+			if p.err != nil {
+				continue
+			}
+			if rbuf == nil {
+				rbuf = make([]byte, copyBuf)
+			}
+			for j.n > 0 {
+				chunk := rbuf[:min(int64(len(rbuf)), j.n)]
+				if _, err := p.f.ReadAt(chunk, j.off); err != nil {
+					p.err = fmt.Errorf("reading back for the digest: %w", err)
+					break
+				}
+				p.h.Write(chunk)
+				j.off += int64(len(chunk))
+				j.n -= int64(len(chunk))
+			}
+		case jobMark:
+			if p.err == nil {
+				mark, p.err = p.h.(encoding.BinaryMarshaler).MarshalBinary()
+			}
+		case jobRollback:
+			if p.err == nil {
+				p.err = p.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(mark)
+			}
+		}
+	}
+}
 
-// release returns a buffer that will not be sent.
-func (p *hashPipe) release(b []byte) { p.free <- b[:0] }
+// hashing reports whether the pipe computes a digest.
+func (p *hashPipe) hashing() bool { return p.h != nil }
 
-// send queues b for hashing; b belongs to the pipe afterwards.
+// send queues a pooled buffer for hashing; it belongs to the pipe afterwards.
 func (p *hashPipe) send(b []byte) {
 	if p.h == nil {
-		p.release(b)
+		p.pool.put(b)
 		return
 	}
-	p.ch <- b
+	p.jobs <- hashJob{kind: jobBuf, b: b, pooled: true}
 }
 
-// sum waits for queued buffers and returns the digest, or nil when the pipe
-// does not hash.
-func (p *hashPipe) sum() []byte {
-	p.stop()
-	if p.h == nil {
-		return nil
+// sendOwned queues bytes that are not from the pool; the caller must not
+// change them afterwards.
+func (p *hashPipe) sendOwned(b []byte) {
+	if p.h != nil {
+		p.jobs <- hashJob{kind: jobBuf, b: b}
 	}
-	return p.h.Sum(nil)
 }
 
-// stop ends the hashing goroutine; it may be called more than once.
-func (p *hashPipe) stop() {
+// sendRange queues n bytes of the shard file at off, already written.
+func (p *hashPipe) sendRange(off, n int64) {
+	if p.h != nil && n > 0 {
+		p.jobs <- hashJob{kind: jobRange, off: off, n: n}
+	}
+}
+
+// mark remembers the digest's state at this point of the shard; rollback
+// returns to it, for a member cut off after some of its bytes were queued.
+func (p *hashPipe) mark() {
+	if p.h != nil {
+		p.jobs <- hashJob{kind: jobMark}
+	}
+}
+
+func (p *hashPipe) rollback() {
+	if p.h != nil {
+		p.jobs <- hashJob{kind: jobRollback}
+	}
+}
+
+// finished reports, without waiting, whether everything queued before the
+// pipe was closed has been hashed.
+func (p *hashPipe) finished() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// close ends the queue: the goroutine finishes what is queued and stops.
+// It may be called more than once.
+func (p *hashPipe) close() {
 	if !p.shut {
 		p.shut = true
-		close(p.ch)
-		<-p.done
+		close(p.jobs)
 	}
+}
+
+// sum closes the pipe, waits for the queued work and returns the digest, or
+// nil when the pipe does not hash.
+func (p *hashPipe) sum() ([]byte, error) {
+	p.close()
+	<-p.done
+	if p.h == nil {
+		return nil, nil
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.h.Sum(nil), nil
 }

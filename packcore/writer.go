@@ -110,6 +110,10 @@ type Writer struct {
 	cur      *shardWriter
 	done     []ShardInfo
 	buf      []byte // chunk buffer for streamed members
+	pool     *bufPool
+	// hashing lists shards renamed into place whose digests are still
+	// being computed, oldest first; they join done in order.
+	hashing  []*shardWriter
 	closed   bool
 	stats    Stats
 	group    string
@@ -133,6 +137,7 @@ type shardWriter struct {
 	count   int64
 	sha     *hashPipe
 	failed  bool
+	info    ShardInfo // set once the shard is renamed into place
 }
 
 var shardRE = regexp.MustCompile(`^(.+)-([0-9]+)\.zip$`)
@@ -181,6 +186,7 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 		refBase: CleanRefBase(refBase),
 		keys:    make(map[string]keyLoc),
 		buf:     make([]byte, copyBuf),
+		pool:    newBufPool(),
 	}
 	if !opts.NoLock {
 		if err := w.lockDir(); err != nil {
@@ -308,6 +314,9 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	if err := w.ctx.Err(); err != nil {
 		return "", err
 	}
+	if err := w.collect(maxHashing); err != nil {
+		return "", err
+	}
 	if err := ValidateKey(key); err != nil {
 		return "", err
 	}
@@ -392,7 +401,7 @@ func (w *Writer) roll() error {
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest)}
+	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool)}
 	w.next++
 	return nil
 }
@@ -404,62 +413,170 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 	var crc uint32
 	if size <= smallMember {
 		hdrLen := localLen + len(key)
-		buf := s.sha.buf()[:hdrLen+int(size)]
+		buf := w.pool.get()[:hdrLen+int(size)]
 		if _, err := io.ReadFull(r, buf[hdrLen:]); err != nil {
-			s.sha.release(buf)
+			w.pool.put(buf)
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return fmt.Errorf("%w: stream ended before %d declared bytes", ErrSizeMismatch, size)
 			}
 			return err
 		}
 		if err := expectEOF(r, size); err != nil {
-			s.sha.release(buf)
+			w.pool.put(buf)
 			return err
 		}
 		crc = crc32.ChecksumIEEE(buf[hdrLen:])
 		appendLocalHeader(buf[:0], key, size, crc)
 		if _, err := s.f.Write(buf); err != nil {
-			s.sha.release(buf)
+			w.pool.put(buf)
 			return w.failShard(err)
 		}
 		s.sha.send(buf)
 		s.off += int64(len(buf))
 	} else {
-		hdr := appendLocalHeader(make([]byte, 0, localLen+len(key)+20), key, size, 0)
-		hdrLen := int64(len(hdr))
-		if _, err := s.f.Write(hdr); err != nil {
-			return w.failShard(err)
-		}
-		h := crc32.NewIEEE()
-		n, err := w.copyData(io.MultiWriter(s.f, h), r, size)
-		if err == nil && n < size {
-			err = fmt.Errorf("%w: stream ended after %d of %d declared bytes", ErrSizeMismatch, n, size)
-		}
-		if err == nil {
-			err = expectEOF(r, size)
+		var err error
+		if pre, ok := w.fileCRC(r, size); ok {
+			crc, err = w.streamKnownCRC(key, r, size, pre)
+		} else {
+			crc, err = w.streamThenHash(key, r, size)
 		}
 		if err != nil {
-			return w.cutMember(hdrOff, err)
+			return err
 		}
-		crc = h.Sum32()
-		var c [4]byte
-		c[0], c[1], c[2], c[3] = byte(crc), byte(crc>>8), byte(crc>>16), byte(crc>>24)
-		if _, err := s.f.WriteAt(c[:], hdrOff+localCRCOffset); err != nil {
-			return w.failShard(err)
-		}
-		copy(hdr[localCRCOffset:], c[:])
-		s.sha.send(append(s.sha.buf(), hdr...))
-		// The header changed after the payload was written, so the digest
-		// takes the payload from the file (page cache) right away.
-		if err := w.hashBack(hdrOff+hdrLen, size); err != nil {
-			return w.failShard(err)
-		}
-		s.off += hdrLen + size
 	}
 	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
 	s.count++
 	s.startWriteback(false)
 	return nil
+}
+
+// fileCRC computes the CRC-32 of the next size bytes of r ahead of copying
+// them, when r is a regular file that holds them: with the CRC known, the
+// local header is complete before the payload, so the payload is hashed
+// from the copy buffers as it passes instead of read back afterwards. The
+// pass reads the file's pages (warm after it) at CRC-32 speed.
+func (w *Writer) fileCRC(r io.Reader, size int64) (uint32, bool) {
+	f, ok := r.(*os.File)
+	if !ok || !w.cur.sha.hashing() {
+		return 0, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return 0, false
+	}
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || st.Size()-pos < size {
+		return 0, false
+	}
+	h := crc32.NewIEEE()
+	for off := pos; off < pos+size; {
+		if w.ctx.Err() != nil {
+			return 0, false
+		}
+		chunk := w.buf[:min(int64(len(w.buf)), pos+size-off)]
+		if _, err := f.ReadAt(chunk, off); err != nil {
+			return 0, false
+		}
+		h.Write(chunk)
+		off += int64(len(chunk))
+	}
+	return h.Sum32(), true
+}
+
+// streamKnownCRC copies a member whose CRC-32 was computed beforehand: the
+// header goes first, then the payload through pooled buffers that the
+// hasher takes as they are written. The CRC is computed again on the way; a
+// source that changed in between fails the member, which is cut off.
+func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32) (uint32, error) {
+	s := w.cur
+	hdrOff := s.off
+	hdr := appendLocalHeader(w.pool.get(), key, size, want)
+	if _, err := s.f.Write(hdr); err != nil {
+		w.pool.put(hdr)
+		return 0, w.failShard(err)
+	}
+	s.sha.mark()
+	s.sha.send(hdr)
+	h := crc32.NewIEEE()
+	var n int64
+	var err error
+	for n < size {
+		if err = w.ctx.Err(); err != nil {
+			break
+		}
+		buf := w.pool.get()
+		chunk := buf[:min(int64(cap(buf)), size-n)]
+		var m int
+		m, err = io.ReadFull(r, chunk)
+		if m > 0 {
+			if _, werr := s.f.Write(chunk[:m]); werr != nil {
+				w.pool.put(buf)
+				return 0, w.failShard(werr)
+			}
+			h.Write(chunk[:m])
+			n += int64(m)
+			s.sha.send(chunk[:m])
+		} else {
+			w.pool.put(buf)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = fmt.Errorf("%w: stream ended after %d of %d declared bytes", ErrSizeMismatch, n, size)
+			}
+			break
+		}
+	}
+	if err == nil {
+		err = expectEOF(r, size)
+	}
+	if err == nil && h.Sum32() != want {
+		err = fmt.Errorf("source changed while it was read (CRC-32 %08x before copying, %08x while copying)", want, h.Sum32())
+	}
+	if err != nil {
+		s.sha.rollback()
+		return 0, w.cutMember(hdrOff, err)
+	}
+	s.off += int64(len(hdr)) + size
+	return want, nil
+}
+
+// streamThenHash copies a member from a stream whose CRC-32 is known only
+// at its end: the header is written with a zero CRC and completed after the
+// payload, and the hasher then reads the payload back from the shard file
+// while the writer goes on with the next member.
+func (w *Writer) streamThenHash(key string, r io.Reader, size int64) (uint32, error) {
+	s := w.cur
+	hdrOff := s.off
+	hdr := appendLocalHeader(w.pool.get(), key, size, 0)
+	hdrLen := int64(len(hdr))
+	if _, err := s.f.Write(hdr); err != nil {
+		w.pool.put(hdr)
+		return 0, w.failShard(err)
+	}
+	h := crc32.NewIEEE()
+	n, err := w.copyData(io.MultiWriter(s.f, h), r, size)
+	if err == nil && n < size {
+		err = fmt.Errorf("%w: stream ended after %d of %d declared bytes", ErrSizeMismatch, n, size)
+	}
+	if err == nil {
+		err = expectEOF(r, size)
+	}
+	if err != nil {
+		w.pool.put(hdr)
+		return 0, w.cutMember(hdrOff, err)
+	}
+	crc := h.Sum32()
+	var c [4]byte
+	c[0], c[1], c[2], c[3] = byte(crc), byte(crc>>8), byte(crc>>16), byte(crc>>24)
+	if _, err := s.f.WriteAt(c[:], hdrOff+localCRCOffset); err != nil {
+		w.pool.put(hdr)
+		return 0, w.failShard(err)
+	}
+	copy(hdr[localCRCOffset:], c[:])
+	s.sha.send(hdr)
+	s.sha.sendRange(hdrOff+hdrLen, size)
+	s.off += hdrLen + size
+	return crc, nil
 }
 
 // writebackChunk is how many written bytes accumulate before the writer asks
@@ -505,22 +622,6 @@ func (w *Writer) copyData(dst io.Writer, src io.Reader, size int64) (int64, erro
 	return n, nil
 }
 
-// hashBack feeds size bytes of the current shard at off into its digest.
-func (w *Writer) hashBack(off, size int64) error {
-	for size > 0 {
-		buf := w.cur.sha.buf()
-		chunk := buf[:min(int64(cap(buf)), size)]
-		if _, err := w.cur.f.ReadAt(chunk, off); err != nil {
-			w.cur.sha.release(buf)
-			return err
-		}
-		w.cur.sha.send(chunk)
-		off += int64(len(chunk))
-		size -= int64(len(chunk))
-	}
-	return nil
-}
-
 // expectEOF checks that r has nothing left after size bytes.
 func expectEOF(r io.Reader, size int64) error {
 	var one [1]byte
@@ -559,16 +660,21 @@ func (w *Writer) failShard(err error) error {
 	return err
 }
 
+// maxHashing bounds how many shards renamed into place may still be
+// waiting for their digests; the writer waits for the oldest beyond it.
+const maxHashing = 4
+
 // finishShard writes the central directory and end records, syncs, and
-// renames the shard into place.
+// renames the shard into place. Its digest may still be computed: the
+// shard joins the completed ones (and OnShard is called) once it is.
 func (w *Writer) finishShard() error {
 	s := w.cur
 	tail := appendEndRecords(s.cd, s.count, int64(len(s.cd)), s.off)
 	if _, err := s.f.Write(tail); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
 	}
-	s.sha.send(append(s.sha.buf(), tail...))
-	digest := s.sha.sum()
+	s.sha.sendOwned(tail)
+	s.sha.close()
 	total := s.off + int64(len(tail))
 	if err := s.f.Chmod(0o644); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
@@ -576,26 +682,60 @@ func (w *Writer) finishShard() error {
 	if err := s.f.Sync(); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
 	}
-	if err := s.f.Close(); err != nil {
-		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
-	}
 	final := filepath.Join(w.dir, s.name)
 	if err := os.Rename(s.tmp, final); err != nil {
-		os.Remove(s.tmp)
-		w.cur = nil
-		w.closed = true
-		return fmt.Errorf("pack %s: %w", w.dir, err)
+		return w.failShard(fmt.Errorf("pack %s: %w", w.dir, err))
 	}
-	if err := atomicfile.SyncDir(w.dir); err != nil {
-		return fmt.Errorf("pack %s: %w", w.dir, err)
-	}
-	info := ShardInfo{Name: s.name, Bytes: total, SHA256: hex.EncodeToString(digest), Members: int(s.count)}
-	w.done = append(w.done, info)
 	w.cur = nil
-	if w.opts.OnShard != nil {
-		w.opts.OnShard(info)
+	s.info = ShardInfo{Name: s.name, Bytes: total, Members: int(s.count)}
+	w.hashing = append(w.hashing, s)
+	if err := atomicfile.SyncDir(w.dir); err != nil {
+		w.closed = true
+		w.drainHashing()
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	return w.collect(maxHashing)
+}
+
+// collect moves shards whose digests are computed, oldest first, to the
+// completed ones and calls OnShard for each. It waits until at most keep
+// shards are still being hashed, and takes the finished ones beyond.
+func (w *Writer) collect(keep int) error {
+	for len(w.hashing) > 0 {
+		s := w.hashing[0]
+		if len(w.hashing) <= keep && !s.sha.finished() {
+			return nil
+		}
+		w.hashing = w.hashing[1:]
+		digest, err := s.sha.sum()
+		if cerr := s.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			w.closed = true
+			w.abortCurrent()
+			w.drainHashing()
+			return fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err)
+		}
+		if digest != nil {
+			s.info.SHA256 = hex.EncodeToString(digest)
+		}
+		w.done = append(w.done, s.info)
+		if w.opts.OnShard != nil {
+			w.opts.OnShard(s.info)
+		}
 	}
 	return nil
+}
+
+// drainHashing stops waiting for digests after a failure: the hashing
+// goroutines finish and their files are closed.
+func (w *Writer) drainHashing() {
+	for _, s := range w.hashing {
+		s.sha.sum() //nolint:errcheck // the writer already failed
+		s.f.Close()
+	}
+	w.hashing = nil
 }
 
 // abortCurrent closes and removes the current temporary shard.
@@ -603,7 +743,7 @@ func (w *Writer) abortCurrent() {
 	if w.cur == nil {
 		return
 	}
-	w.cur.sha.stop()
+	w.cur.sha.sum() //nolint:errcheck // the shard is discarded
 	w.cur.f.Close()
 	os.Remove(w.cur.tmp)
 	w.cur = nil
@@ -622,6 +762,9 @@ func (w *Writer) Close() (Stats, error) {
 		if err := w.finishShard(); err != nil {
 			return w.stats, err
 		}
+	}
+	if err := w.collect(0); err != nil {
+		return w.stats, err
 	}
 	for _, sh := range w.done {
 		if sh.Resumed {
@@ -642,14 +785,12 @@ func (w *Writer) Close() (Stats, error) {
 }
 
 // Abort stops the writer and removes its temporary shard. Completed shards
-// stay. Abort after Close does nothing.
+// stay, and those whose digests were still being computed are completed
+// first. Abort after Close does nothing.
 func (w *Writer) Abort() {
-	if w.closed && w.cur == nil {
-		w.unlock()
-		return
-	}
 	w.closed = true
 	w.abortCurrent()
+	_ = w.collect(0) // shards already in place stay whatever this reports
 	w.unlock()
 }
 
