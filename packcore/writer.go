@@ -100,17 +100,17 @@ type Stats struct {
 // Writer adds members to a pack directory, rolling to new shards as limits
 // require. It is not safe for concurrent use.
 type Writer struct {
-	ctx      context.Context
-	dir      string
-	opts     WriterOptions
-	refBase  string
-	lock     *os.File
-	keys     map[string]keyLoc
-	next     int // index of the next shard to open
-	cur      *shardWriter
-	done     []ShardInfo
-	buf      []byte // chunk buffer for streamed members
-	pool     *bufPool
+	ctx     context.Context
+	dir     string
+	opts    WriterOptions
+	refBase string
+	lock    *os.File
+	keys    map[string]keyLoc
+	next    int // index of the next shard to open
+	cur     *shardWriter
+	done    []ShardInfo
+	buf     []byte // chunk buffer for streamed members
+	pool    *bufPool
 	// hashing lists shards renamed into place whose digests are still
 	// being computed, oldest first; they join done in order.
 	hashing  []*shardWriter
