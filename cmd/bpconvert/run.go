@@ -28,8 +28,9 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"pack", "SRC DST", "pack every file under SRC into a new pack directory DST", cmdPack},
-		{"verify", "DIR|SHARD", "check shards, CRCs and the manifest; report every problem", cmdVerify},
+		{"verify", "DATASET", "check packs, CRCs, manifests and every table reference; --against SRC compares payloads", cmdVerify},
 		{"ls", "DIR|SHARD", "list members: size, shard, key", cmdLs},
+		{"cat", "REF|KEY [DIR]", "write one blob to stdout (CRC-checked; --offset/--length for a part)", cmdCat},
 		{"unpack", "DIR DST", "extract every member into a new directory DST", cmdUnpack},
 		{"manifest", "DIR", "write pack.manifest.json for a pack written without one", cmdManifest},
 		{"version", "", "print the version", cmdVersion},

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// catResult is cat's JSON summary (written with --summary-file; stdout
+// carries the blob).
+type catResult struct {
+	Key    string `json:"key"`
+	Shard  string `json:"shard"`
+	Size   int64  `json:"size"`
+	Offset int64  `json:"offset"`
+	Bytes  int64  `json:"bytes"`
+	// CRCChecked is true when the whole member was read and its CRC-32
+	// matched.
+	CRCChecked bool `json:"crc_checked"`
+}
+
+func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
+	fset := flag.NewFlagSet("cat", flag.ContinueOnError)
+	offset := fset.Int64("offset", 0, "start `N` bytes into the blob (a positioned read: nothing before it is read)")
+	length := fset.Int64("length", -1, "write at most `N` bytes (-1: to the end)")
+	pos, err := e.parse(fset, args, -1, "REF|KEY [DIR]")
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return nil, &usageError{msg: fmt.Sprintf("cat: expected REF|KEY [DIR], got %d argument(s)", len(pos)), hint: "run bpconvert cat --help"}
+	}
+	if e.json {
+		return nil, &usageError{msg: "cat: --json is not available: stdout carries the blob", hint: "use --summary-file PATH for the JSON summary"}
+	}
+	if *offset < 0 || *length < -1 {
+		return nil, usagef("cat: --offset must be 0 or more and --length -1 or more")
+	}
+	dir := "."
+	if len(pos) == 2 {
+		dir = pos[1]
+	}
+	set, name, err := openForCat(pos[0], dir)
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	m, err := set.Stat(name)
+	if err != nil {
+		return nil, &hintError{err: fmt.Errorf("cat: %w", err), hint: "bpconvert ls DIR lists the keys"}
+	}
+	res := catResult{Key: m.Key, Shard: m.Shard, Size: m.Size, Offset: *offset}
+	if *offset > m.Size {
+		return nil, usagef("cat: --offset %d is past the end of %q (%d bytes)", *offset, m.Key, m.Size)
+	}
+	n := m.Size - *offset
+	if *length >= 0 && *length < n {
+		n = *length
+	}
+	var r io.Reader
+	if *offset == 0 && n == m.Size {
+		// The whole blob: its CRC-32 is checked as it streams.
+		if r, err = set.OpenChecked(name); err != nil {
+			return nil, fmt.Errorf("cat: %w", err)
+		}
+		res.CRCChecked = true
+	} else {
+		sr, err := set.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("cat: %w", err)
+		}
+		r = io.NewSectionReader(sr, *offset, n)
+	}
+	w, err := io.Copy(e.stdout, &ctxReader{ctx: ctx, r: r})
+	res.Bytes = w
+	if err != nil {
+		if errors.Is(err, packcore.ErrChecksum) {
+			return res, &inputError{err: fmt.Errorf("cat: %q: %w", m.Key, err)}
+		}
+		return res, fmt.Errorf("cat: %q: %w", m.Key, err)
+	}
+	return res, nil
+}
+
+// openForCat opens the pack set that resolves arg. A reference's shard path
+// is relative to dir (the dataset root); a bare key is looked up in dir, or
+// in dir/media when dir is a dataset root. It returns the set and the name
+// to resolve in it (the reference itself, checked against its shard).
+func openForCat(arg, dir string) (*packcore.Set, string, error) {
+	if packcore.IsRef(arg) {
+		_, shardPath, err := packcore.ParseRef(arg)
+		if err != nil {
+			return nil, "", usagef("cat: %v", err)
+		}
+		sdir, _ := path.Split(shardPath)
+		p := filepath.Join(dir, filepath.FromSlash(sdir))
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(shardPath))); err != nil {
+			return nil, "", &hintError{err: fmt.Errorf("cat: %s: shard %s: %w", arg, shardPath, err),
+				hint: "a reference's shard path is relative to the dataset root: give the root as DIR, or run cat from it"}
+		}
+		set, err := packcore.OpenSet(p, packcore.SetOptions{RefBase: "."})
+		if err != nil {
+			return nil, "", &inputError{err: fmt.Errorf("cat: %w", err)}
+		}
+		return set, arg, nil
+	}
+	p := dir
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		if shards, err := packcore.ListShards(dir); err == nil && len(shards) == 0 {
+			p = filepath.Join(dir, convert.MediaDir) // a dataset root
+		}
+	}
+	set, err := packcore.OpenSet(p, packcore.SetOptions{})
+	if err != nil {
+		return nil, "", &inputError{err: fmt.Errorf("cat: %w", err)}
+	}
+	return set, arg, nil
+}
+
+// ctxReader stops a copy when ctx is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
