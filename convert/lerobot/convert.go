@@ -16,6 +16,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -241,9 +242,9 @@ func (ins *Inspection) cut(ctx context.Context, dir string) ([]videoBlob, error)
 
 // addFile packs one file.
 func addFile(ctx context.Context, w convert.Packer, key, p string, size int64, group string) (string, error) {
-	f, err := os.Open(p)
+	f, err := srcfile.Open(p)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	defer f.Close()
 	return w.Add(key, f, size, group)

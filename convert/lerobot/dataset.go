@@ -19,6 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // Versions are the codebase versions this package converts.
@@ -53,6 +55,50 @@ type Dataset struct {
 	// EpisodeFiles are the files the episodes were read from, relative to
 	// Root, slash-separated.
 	EpisodeFiles []string
+
+	// rootReal is Root with its symbolic links resolved: no file the
+	// conversion reads may resolve outside it.
+	rootReal string
+}
+
+// maxInfoBytes bounds meta/info.json (real ones are a few KiB).
+const maxInfoBytes = 64 << 20
+
+// sourceFile returns the real path of rel (slash-separated, relative to
+// root) after checking that its symbolic links stay inside rootReal and
+// that it is a regular file. Errors do not repeat rel, which callers name;
+// a missing file matches fs.ErrNotExist.
+func sourceFile(rootReal, root, rel string) (string, error) {
+	real, err := srcfile.Resolve(rootReal, filepath.Join(root, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", pathCause(err)
+	}
+	if _, err := srcfile.Stat(real); err != nil {
+		return "", pathCause(err)
+	}
+	return real, nil
+}
+
+// file is sourceFile for a path of the dataset.
+func (d *Dataset) file(rel string) (string, error) {
+	if d.rootReal == "" {
+		real, err := filepath.EvalSymlinks(d.Root)
+		if err != nil {
+			return "", err
+		}
+		d.rootReal = real
+	}
+	return sourceFile(d.rootReal, d.Root, rel)
+}
+
+// pathCause strips the operation and path from an *fs.PathError, whose
+// path the caller names already.
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // V3 reports whether the dataset uses the v3.0 layout (many episodes per file).
@@ -120,19 +166,26 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	} else if !st.IsDir() {
 		return nil, invalid("", fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", src))
 	}
-	infoPath := filepath.Join(root, "meta", "info.json")
-	b, err := os.ReadFile(infoPath)
+	rootReal, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, invalid(src, err)
+	}
+	infoPath, err := sourceFile(rootReal, root, "meta/info.json")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, invalid("", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
 	}
 	if err != nil {
-		return nil, err
+		return nil, invalid("meta/info.json", err)
+	}
+	b, err := srcfile.ReadFile(infoPath, maxInfoBytes)
+	if err != nil {
+		return nil, invalid("meta/info.json", pathCause(err))
 	}
 	var ri rawInfo
 	if err := json.Unmarshal(b, &ri); err != nil {
 		return nil, invalid("meta/info.json", err)
 	}
-	d := &Dataset{Root: root, ChunksSize: defaultChunksSize}
+	d := &Dataset{Root: root, rootReal: rootReal, ChunksSize: defaultChunksSize}
 	if ri.CodebaseVersion == nil {
 		return nil, invalid("meta/info.json", errors.New("no codebase_version"))
 	}
@@ -218,12 +271,16 @@ func cmpInt(a, b int64) int {
 // readEpisodesV2 reads meta/episodes.jsonl.
 func (d *Dataset) readEpisodesV2() error {
 	const rel = "meta/episodes.jsonl"
-	f, err := os.Open(filepath.Join(d.Root, filepath.FromSlash(rel)))
+	p, err := d.file(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return invalid("", fmt.Errorf("%s is missing", rel))
 	}
 	if err != nil {
-		return err
+		return invalid(rel, err)
+	}
+	f, err := srcfile.Open(p)
+	if err != nil {
+		return invalid(rel, pathCause(err))
 	}
 	defer f.Close()
 	d.EpisodeFiles = []string{rel}
@@ -281,7 +338,11 @@ func (d *Dataset) readEpisodesV3(ctx context.Context) error {
 		rel, _ := filepath.Rel(d.Root, p)
 		rel = filepath.ToSlash(rel)
 		d.EpisodeFiles = append(d.EpisodeFiles, rel)
-		eps, err := readEpisodeTable(ctx, p, d.VideoKeys)
+		real, err := d.file(rel)
+		if err != nil {
+			return invalid(rel, err)
+		}
+		eps, err := readEpisodeTable(ctx, real, d.VideoKeys)
 		if err != nil {
 			return invalid(rel, err)
 		}

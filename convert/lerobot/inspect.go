@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
@@ -278,24 +280,11 @@ func (ins *Inspection) checkDataFiles() error {
 			continue
 		}
 		seen[rel] = true
-		if err := regularFile(d.Root, rel); err != nil {
-			return invalid("", fmt.Errorf("episode %d: table %w", e.Index, err))
+		if _, err := d.file(rel); errors.Is(err, fs.ErrNotExist) {
+			return invalid("", fmt.Errorf("episode %d: table %s is missing from %s", e.Index, rel, d.Root))
+		} else if err != nil {
+			return invalid(rel, fmt.Errorf("episode %d's table %w", e.Index, err))
 		}
-	}
-	return nil
-}
-
-// regularFile checks that rel names a regular file under root.
-func regularFile(root, rel string) error {
-	fi, err := os.Stat(filepath.Join(root, filepath.FromSlash(rel)))
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%s is missing from %s", rel, root)
-	}
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", rel)
 	}
 	return nil
 }
@@ -319,7 +308,11 @@ func (ins *Inspection) locateVideos() error {
 				ep.FromNS, ep.ToNS = video.SecondsToNS(v.From), video.SecondsToNS(v.To)
 			} else {
 				vals["episode_chunk"], vals["episode_index"] = e.Index/d.ChunksSize, e.Index
-				ep.FromNS, ep.ToNS = 0, video.SecondsToNS(float64(e.Length)/d.FPS)
+				secs := float64(e.Length) / d.FPS
+				if secs*1e9 >= math.MaxInt64 {
+					return invalid(d.EpisodeFiles[0], fmt.Errorf("episode %d: length %d frames lasts %.3g s at %g fps, beyond any video", e.Index, e.Length, secs, d.FPS))
+				}
+				ep.FromNS, ep.ToNS = 0, video.SecondsToNS(secs)
 			}
 			rel, err := formatTemplate(d.VideoPath, vals)
 			if err != nil {
@@ -327,10 +320,16 @@ func (ins *Inspection) locateVideos() error {
 			}
 			f := byRel[rel]
 			if f == nil {
-				f = &VideoFile{Key: key, Rel: rel, Path: filepath.Join(d.Root, filepath.FromSlash(rel))}
-				fi, err := os.Stat(f.Path)
-				if err != nil || !fi.Mode().IsRegular() {
+				real, err := d.file(rel)
+				if errors.Is(err, fs.ErrNotExist) {
 					return invalid("", fmt.Errorf("%s: %s is missing from %s", key, rel, d.Root))
+				} else if err != nil {
+					return invalid(rel, fmt.Errorf("%s: %w", key, err))
+				}
+				f = &VideoFile{Key: key, Rel: rel, Path: real}
+				fi, err := os.Stat(real)
+				if err != nil {
+					return invalid(rel, fmt.Errorf("%s: %w", key, pathCause(err)))
 				}
 				f.Size = fi.Size()
 				byRel[rel] = f
@@ -400,6 +399,9 @@ func (ins *Inspection) scanVideos(ctx context.Context) error {
 	var problems []string
 	for _, vf := range ins.Videos {
 		for _, f := range vf.Files {
+			if err := checkVideoFile(f); err != nil {
+				return err
+			}
 			scan, err := ins.Options.Engine.ScanKeyframes(ctx, f.Path)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -445,6 +447,9 @@ func (ins *Inspection) decide(f *VideoFile) {
 func (ins *Inspection) inspectTables(ctx context.Context) error {
 	d := ins.Dataset
 	dataDir := filepath.Join(d.Root, "data")
+	if _, err := d.file("data"); errors.Is(err, srcfile.ErrOutside) {
+		return invalid("data", err)
+	}
 	pins, err := parquet.Inspect(ctx, dataDir, ins.parquetOptions(nil))
 	if err != nil {
 		return tableErr(err)
@@ -509,3 +514,26 @@ func frameKey(id parquet.PayloadID) (key, group string) {
 type noTotals struct{ progress.Counter }
 
 func (noTotals) SetTotal(items, bytes int64) {}
+
+// checkVideoFile checks that a camera file still has the size it was listed
+// with and that its MP4 boxes tile it (see video.CheckBoxes): libav reads a
+// file that lost its last bytes as if it were shorter.
+func checkVideoFile(f *VideoFile) error {
+	r, err := srcfile.Open(f.Path)
+	if err != nil {
+		return invalid(f.Rel, fmt.Errorf("%s: %w", f.Key, pathCause(err)))
+	}
+	defer r.Close()
+	fi, err := r.Stat()
+	if err != nil {
+		return invalid(f.Rel, fmt.Errorf("%s: %w", f.Key, err))
+	}
+	if fi.Size() != f.Size {
+		return invalid(f.Rel, fmt.Errorf("%s: the file changed size while it was read (%d bytes, then %d)", f.Key, f.Size, fi.Size()))
+	}
+	if err := video.CheckBoxes(r, fi.Size()); err != nil {
+		return &convert.InputError{Source: "lerobot", File: f.Rel, Offset: -1, Row: -1,
+			Err: fmt.Errorf("%s: not a complete MP4 file: %w", f.Key, err), Hint: "the video is incomplete (an interrupted copy or download): fetch it again"}
+	}
+	return nil
+}

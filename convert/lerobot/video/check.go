@@ -21,7 +21,20 @@ type Episode struct {
 // SecondsToNS converts LeRobot's float seconds (from_timestamp,
 // to_timestamp) to integer nanoseconds, rounding to nearest, as the
 // reference converter does.
-func SecondsToNS(s float64) int64 { return int64(math.Round(s * 1e9)) }
+// Values beyond the int64 range saturate (an episode length of 10^15
+// frames must not wrap to a negative time); NaN gives 0.
+func SecondsToNS(s float64) int64 {
+	ns := math.Round(s * 1e9)
+	switch {
+	case math.IsNaN(ns):
+		return 0
+	case ns >= math.MaxInt64:
+		return math.MaxInt64
+	case ns <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(ns)
+}
 
 // DefaultToleranceFrames is how many frames an interval's length may differ
 // from the episode's frame count (the reference's --tolerance-frames).
@@ -184,11 +197,11 @@ func sortedEpisodes(eps []Episode) []Episode {
 
 // fmtNS formats nanoseconds as seconds with 6 decimals, e.g. "2.300000s".
 func fmtNS(ns int64) string {
-	sign := ""
+	sign, a := "", uint64(ns)
 	if ns < 0 {
-		sign, ns = "-", -ns
+		sign, a = "-", uint64(-(ns+1))+1 // |MinInt64| without overflow
 	}
-	return fmt.Sprintf("%s%d.%06ds", sign, ns/1e9, ns%1e9/1e3)
+	return fmt.Sprintf("%s%d.%06ds", sign, a/1e9, a%1e9/1e3)
 }
 
 // Boundary is one end of an episode interval compared with the keyframes.
