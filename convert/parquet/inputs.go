@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -48,6 +49,10 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 		return nil, &InputError{Source: "parquet", Row: -1, Offset: -1, Err: err}
 	}
 	in := &inputs{}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		// a FIFO would block the read that no signal interrupts
+		return nil, &InputError{Source: "parquet", File: src, Row: -1, Offset: -1, Err: srcfile.CheckMode(st.Mode())}
+	}
 	if !st.IsDir() {
 		in.root = filepath.Dir(abs)
 		in.single = true

@@ -348,8 +348,12 @@ func inspectTable(ctx context.Context, f inputFile, opts Options, warnings *[]st
 	var features json.RawMessage
 	if v := md.KeyValueMetadata().FindValue(HFKey); v != nil {
 		t.HF = *v
+		var syntax any
+		if jerr := json.Unmarshal([]byte(*v), &syntax); jerr != nil {
+			return nil, inputErr(f.rel, -1, "", "the %q metadata (Hugging Face features) is broken JSON: %v", HFKey, jerr)
+		}
 		if features, err = hfFeatures(*v); err != nil {
-			*warnings = append(*warnings, fmt.Sprintf("%s: %v; media columns are not recognised from it", f.rel, err))
+			return nil, inputErr(f.rel, -1, "", "the %q metadata (Hugging Face features) is unusable: %v", HFKey, err)
 		}
 	}
 	t.annotated = findAnnotated(md.Schema)
