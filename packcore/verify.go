@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 )
@@ -69,15 +70,17 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 	}
 	owner := make(map[string]string)
 	present := make(map[string]bool)
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	// Shards are checked on all cores and their results taken in order;
+	// SHA-256 only when a manifest has digests to compare.
+	results := checkShards(ctx, dir, names, manifest != nil)
+	for i, name := range names {
+		r := results.result(i)
 		present[name] = true
 		rep.Shards++
-		res, err := verifyShard(ctx, filepath.Join(dir, name), true)
+		res, err := r.res, r.err
 		if err != nil {
 			if ctx.Err() != nil {
+				results.drain(i + 1)
 				return nil, ctx.Err()
 			}
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: unreadable (%v)", name, err))
@@ -125,10 +128,60 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 	return rep, nil
 }
 
+// shardResult is one shard's check or the failure to run it.
+type shardResult struct {
+	res *shardCheck
+	err error
+}
+
+// shardChecks checks shards on all cores; results are taken in shard order.
+// A shard starts only while fewer than one per core are running or waiting
+// to be taken, which bounds the directories held at once.
+type shardChecks struct {
+	out   []chan shardResult
+	slots chan struct{}
+}
+
+// checkShards starts checking the named shards of dir, with SHA-256 when
+// hash is set.
+func checkShards(ctx context.Context, dir string, names []string, hash bool) *shardChecks {
+	c := &shardChecks{
+		out:   make([]chan shardResult, len(names)),
+		slots: make(chan struct{}, max(1, min(runtime.GOMAXPROCS(0), len(names)))),
+	}
+	for i := range c.out {
+		c.out[i] = make(chan shardResult, 1)
+	}
+	go func() {
+		for i, name := range names {
+			c.slots <- struct{}{}
+			go func() {
+				res, err := verifyShard(ctx, filepath.Join(dir, name), true, hash)
+				c.out[i] <- shardResult{res, err}
+			}()
+		}
+	}()
+	return c
+}
+
+// result waits for shard i's result; results are taken in order, each once.
+func (c *shardChecks) result(i int) shardResult {
+	r := <-c.out[i]
+	<-c.slots
+	return r
+}
+
+// drain takes the results from i on, so that no check outlives its caller.
+func (c *shardChecks) drain(i int) {
+	for ; i < len(c.out); i++ {
+		c.result(i)
+	}
+}
+
 // verifyShard parses a shard's directory, checks its structure, and reads
-// the file once from start to end to hash it and check each member's local
-// header and CRC-32.
-func verifyShard(ctx context.Context, path string, crc bool) (*shardCheck, error) {
+// the file once from start to end to check each member's local header and,
+// with crc, CRC-32, and, with hash, to compute the file's SHA-256.
+func verifyShard(ctx context.Context, path string, crc, hash bool) (*shardCheck, error) {
 	name := filepath.Base(path)
 	f, err := os.Open(path)
 	if err != nil {
@@ -155,8 +208,12 @@ func verifyShard(ctx context.Context, path string, crc bool) (*shardCheck, error
 	sort.SliceStable(order, func(a, b int) bool {
 		return dir.Entries[order[a]].HeaderOffset < dir.Entries[order[b]].HeaderOffset
 	})
+	var src io.Reader = ctxReader{ctx, f}
 	sha := sha256.New()
-	br := bufio.NewReaderSize(io.TeeReader(ctxReader{ctx, f}, sha), 4<<20)
+	if hash {
+		src = io.TeeReader(src, sha)
+	}
+	br := bufio.NewReaderSize(src, 4<<20)
 	pos := int64(0)
 	skip := func(to int64) error {
 		n, err := br.Discard(int(to - pos))
@@ -226,7 +283,9 @@ func verifyShard(ctx context.Context, path string, crc bool) (*shardCheck, error
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		return nil, err
 	}
-	res.sha256 = hex.EncodeToString(sha.Sum(nil))
+	if hash {
+		res.sha256 = hex.EncodeToString(sha.Sum(nil))
+	}
 	return res, nil
 }
 

@@ -252,28 +252,35 @@ func (w *Writer) scanExisting() error {
 		return fmt.Errorf("pack %s: %w: it already contains %d zip file(s); packs are immutable, write to a fresh directory", w.dir, ErrNotEmpty, len(zips))
 	}
 	sortShardNames(zips)
-	for _, name := range zips {
+	idxs := make([]int, len(zips))
+	for i, name := range zips {
 		m := shardRE.FindStringSubmatch(name)
 		if m == nil || m[1] != w.opts.Prefix {
 			return fmt.Errorf("pack %s: cannot resume: %s is not a shard of prefix %q", w.dir, name, w.opts.Prefix)
 		}
-		idx, _ := strconv.Atoi(m[2])
-		res, err := verifyShard(w.ctx, filepath.Join(w.dir, name), true)
-		if err != nil {
-			return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
+		idxs[i], _ = strconv.Atoi(m[2])
+	}
+	checks := checkShards(w.ctx, w.dir, zips, !w.opts.NoManifest)
+	for i, name := range zips {
+		r := checks.result(i)
+		res, err := r.res, r.err
+		if err == nil && len(res.problems) > 0 {
+			err = errors.New(res.problems[0])
 		}
-		if len(res.problems) > 0 {
-			return fmt.Errorf("pack %s: cannot resume: %s", w.dir, res.problems[0])
+		if err != nil {
+			checks.drain(i + 1)
+			return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
 		}
 		for _, e := range res.dir.Entries {
 			if prev, dup := w.keys[e.Name]; dup {
+				checks.drain(i + 1)
 				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, prev.shard, name)
 			}
 			w.keys[e.Name] = keyLoc{shard: name, size: e.Size}
 		}
 		info := ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(res.dir.Entries), Resumed: true}
 		w.done = append(w.done, info)
-		w.next = max(w.next, idx+1)
+		w.next = max(w.next, idxs[i]+1)
 	}
 	return nil
 }
