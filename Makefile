@@ -8,12 +8,16 @@ export PATH := /usr/local/go/bin:$(PATH)
 deps:
 	bash scripts/install-deps.sh
 
+# The version --version prints: git describe of the checkout (a tag, commits
+# since it and the revision; -dirty for uncommitted changes).
+VERSION_LDFLAGS = -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 # Two programs from one command package: bpconvert (pure Go) and
 # bpconvert-lerobot (the same CLI linked with libav), which bpconvert runs
 # for convert-lerobot.
 build: deps
-	$(GO) build -o bin/bpconvert ./cmd/bpconvert
-	$(GO) build -tags lerobot -o bin/bpconvert-lerobot ./cmd/bpconvert
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/bpconvert ./cmd/bpconvert
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -tags lerobot -o bin/bpconvert-lerobot ./cmd/bpconvert
 
 demo: build
 	bash scripts/demo.sh

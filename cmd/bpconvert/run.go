@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,15 +72,19 @@ func (e *env) commonFlags(fs *flag.FlagSet) {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, started: time.Now()}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || (args[0] == "help" && len(args) == 1) {
 		usage(stdout)
 		if len(args) == 0 {
 			return exitUsage
 		}
 		return exitOK
 	}
-	if args[0] == "--version" {
-		args = []string{"version"}
+	switch args[0] {
+	case "--version", "-version", "-V":
+		args = append([]string{"version"}, args[1:]...)
+	case "help":
+		// help CMD is CMD --help.
+		args = []string{args[1], "--help"}
 	}
 	var cmd *command
 	for _, c := range commands() {
@@ -89,7 +94,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	if cmd == nil {
-		fmt.Fprintf(stderr, "bpconvert: error: unknown command %q\nbpconvert: hint: run bpconvert --help for the list\n", args[0])
+		fmt.Fprintf(stderr, "bpconvert: error: unknown command %q\n", args[0])
+		if s := suggest(args[0]); s != "" {
+			fmt.Fprintf(stderr, "bpconvert: hint: did you mean bpconvert %s? (bpconvert --help lists every command)\n", s)
+		} else {
+			fmt.Fprintln(stderr, "bpconvert: hint: run bpconvert --help for the list")
+		}
 		return exitUsage
 	}
 	result, err := cmd.run(ctx, e, args[1:])
@@ -170,11 +180,16 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	cmds := commands()
+	nameW, argW := 0, 0
 	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-16s %-10s %s\n", c.name, c.args, c.summary)
+		nameW, argW = max(nameW, len(c.name)), max(argW, len(c.args))
+	}
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-*s %-*s  %s\n", nameW, c.name, argW, c.args, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Flags every command takes: --json, --quiet, --summary-file PATH.")
+	fmt.Fprintln(w, "bpconvert help COMMAND (or COMMAND --help) shows a command's flags; --version the version.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Exit codes:")
 	fmt.Fprintln(w, "  0    success")
@@ -244,11 +259,108 @@ func checkWritable(path string) error {
 // flagHelp prints a command's flags when asked with --help.
 func flagHelp(e *env, fs *flag.FlagSet, args string) {
 	fmt.Fprintf(e.stdout, "Usage: bpconvert %s [flags] %s\n\nFlags:\n", fs.Name(), args)
-	fs.SetOutput(e.stdout)
-	fs.PrintDefaults()
+	printDefaults(e.stdout, fs)
 }
 
-// byteSize is a flag value accepting sizes like 4GiB, 512MiB, 100MB or 1000.
+// printDefaults lists a command's flags like flag.PrintDefaults, with one
+// difference: a flag whose usage already names its default (sizes, written
+// as people write them: "(default 4GiB)") does not get it a second time,
+// and a size's default is written in the same units.
+func printDefaults(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		if _, ok := f.Value.(*byteSize); ok && name == "value" {
+			name = "SIZE"
+		}
+		line := "  -" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		if len(line) <= 4 { // a one-letter flag: usage on the same line
+			line += "\t"
+		} else {
+			line += "\n    \t"
+		}
+		line += strings.ReplaceAll(usage, "\n", "\n    \t")
+		if !strings.Contains(usage, "(default ") {
+			if d := defaultText(f); d != "" {
+				line += " (default " + d + ")"
+			}
+		}
+		fmt.Fprintln(w, line)
+	})
+}
+
+// defaultText is a flag's default as help shows it: "" for a zero value
+// (nothing is shown), sizes in binary units, strings quoted.
+func defaultText(f *flag.Flag) string {
+	if v, ok := f.Value.(*byteSize); ok {
+		if *v == 0 {
+			return ""
+		}
+		return v.human()
+	}
+	d := f.DefValue
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		if d == "false" {
+			return ""
+		}
+		return d
+	}
+	if d == "" || d == "0" {
+		return ""
+	}
+	if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+		return strconv.Quote(d)
+	}
+	return d
+}
+
+// suggest returns the command closest to a mistyped name (at most two
+// edits away, or a unique prefix), or "".
+func suggest(name string) string {
+	best, bestD := "", 3
+	var prefixed []string
+	for _, c := range commands() {
+		if d := editDistance(strings.ToLower(name), c.name); d < bestD {
+			best, bestD = c.name, d
+		}
+		if len(name) >= 2 && strings.HasPrefix(c.name, name) {
+			prefixed = append(prefixed, c.name)
+		}
+	}
+	if best == "" && len(prefixed) == 1 {
+		return prefixed[0]
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// byteSize is a flag value accepting sizes as people write them: binary
+// units (4GiB, 512MiB, 1.5GiB, and K/M/G/T meaning KiB/MiB/GiB/TiB),
+// decimal units (1.5GB, 100MB), or a plain number of bytes. Units are not
+// case-sensitive. String gives the exact number of bytes (it is what a
+// run's record keeps).
 type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
@@ -262,25 +374,59 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
+// human writes the size in the largest binary unit that divides it
+// exactly ("4GiB"), else in bytes.
+func (b byteSize) human() string {
+	n := int64(b)
+	for _, u := range []struct {
+		name string
+		mult int64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// sizeUnits are the units parseSize accepts, longest first.
+var sizeUnits = []struct {
+	suffix string
+	mult   float64
+}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+	{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1}}
+
 func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := 1.0
+	for _, u := range sizeUnits {
 		if strings.HasSuffix(t, u.suffix) {
 			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
 			break
 		}
 	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("invalid size %q (want a positive number of bytes, e.g. 4GiB, 512MiB, 1000000)", s)
+	bad := fmt.Errorf("invalid size %q (want a positive size such as 4GiB, 512MiB, 1.5GB or 1000000)", s)
+	if t == "" || strings.ContainsAny(t, "eEx_+-") || strings.HasPrefix(t, ".") {
+		return 0, bad
 	}
-	return n * mult, nil
+	if !strings.Contains(t, ".") {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n <= 0 || float64(n) > float64(1<<62)/mult {
+			return 0, bad
+		}
+		return n * int64(mult), nil
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 || f*mult > 1<<62 {
+		return 0, bad
+	}
+	// A fraction of a byte is refused; float rounding is not.
+	n := int64(math.Round(f * mult))
+	if n <= 0 || math.Abs(float64(n)-f*mult) > 1e-3 {
+		return 0, bad
+	}
+	return n, nil
 }
 
 // sortedKeys returns a map's keys in order.
