@@ -82,7 +82,7 @@ func parseBufferCompression(b []byte) (int, error) {
 		}
 		return nil
 	})
-	if scheme > 2 {
+	if scheme > schemeZstd {
 		return 0, fmt.Errorf("unsupported buffer compression scheme %d", scheme)
 	}
 	return scheme, err
@@ -231,12 +231,19 @@ var (
 	zstdDec  *zstd.Decoder
 )
 
-// decompress undoes a General/BufferCompression scheme (1 lz4, 2 zstd).
+// Buffer compression schemes (BufferCompression.scheme).
+const (
+	schemeNone = 0
+	schemeLz4  = 1
+	schemeZstd = 2
+)
+
+// decompress undoes a General/BufferCompression scheme.
 func decompress(scheme int, b []byte) ([]byte, error) {
 	switch scheme {
-	case 0:
+	case schemeNone:
 		return b, nil
-	case 1:
+	case schemeLz4:
 		if len(b) < 4 {
 			return nil, fmt.Errorf("%w: lz4 buffer of %d bytes", errCorrupt, len(b))
 		}
@@ -250,7 +257,7 @@ func decompress(scheme int, b []byte) ([]byte, error) {
 			return nil, fmt.Errorf("%w: lz4: %d of %d bytes: %v", errCorrupt, m, n, err)
 		}
 		return out, nil
-	case 2:
+	case schemeZstd:
 		zstdOnce.Do(func() {
 			zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecodedBytes))
 		})

@@ -3,6 +3,8 @@ package lance
 import (
 	"encoding/binary"
 	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ArrayEncoding (file version 2.0) oneof field numbers.
@@ -16,6 +18,44 @@ const (
 	aeDictionary    = 7
 	aeFsst          = 8
 	aePackedStruct  = 9
+)
+
+// Field numbers of the 2.0 encoding messages.
+const (
+	bufferIndex = 1 // Buffer
+	bufferType  = 2
+
+	flatBitsPerValue = 1 // Flat
+	flatBuffer       = 2
+	flatCompression  = 3
+
+	compressionScheme = 1 // Compression (of Flat)
+
+	nullableNoNull   = 1 // Nullable (oneof)
+	nullableSomeNull = 2
+	nullableAllNull  = 3
+	noNullValues     = 1 // Nullable.NoNull
+	someNullValidity = 1 // Nullable.SomeNull
+	someNullValues   = 2
+
+	fslDimension   = 1 // FixedSizeList
+	fslItems       = 2
+	fslHasValidity = 3
+
+	listOffsets          = 1 // List
+	listNullOffsetAdjust = 2
+	listNumItems         = 3
+
+	binaryIndices        = 1 // Binary
+	binaryBytes          = 2
+	binaryNullAdjustment = 3
+
+	dictIndices  = 1 // Dictionary
+	dictItems    = 2
+	dictNumItems = 3
+
+	packedInner  = 1 // PackedStruct
+	packedBuffer = 2
 )
 
 var aeNames = map[int]string{1: "Flat", 2: "Nullable", 3: "FixedSizeList", 4: "List", 5: "SimpleStruct", 6: "Binary",
@@ -51,9 +91,9 @@ func pageBuffer(b []byte, bufs pageBuffers) ([]byte, error) {
 	var idx, typ uint64
 	err := walk(b, func(f pbField) error {
 		switch f.num {
-		case 1:
+		case bufferIndex:
 			idx = f.u
-		case 2:
+		case bufferType:
 			typ = f.u
 		}
 		return nil
@@ -93,288 +133,359 @@ func decode20x(enc []byte, bufs pageBuffers, n int, depth int, arrowDict bool) (
 	}
 	switch kind {
 	case aeFlat:
-		var bitsPer uint64
-		var buf []byte
-		scheme := ""
-		err := walk(val, func(f pbField) error {
-			var err error
-			switch f.num {
-			case 1:
-				bitsPer = f.u
-			case 2:
-				buf, err = pageBuffer(f.b, bufs)
-			case 3:
-				err = walk(f.b, func(g pbField) error {
-					if g.num == 1 {
-						scheme = string(g.b)
-					}
-					return nil
-				})
-			}
-			return err
-		})
-		if err != nil {
-			return leaf{}, nil, err
-		}
-		switch scheme {
-		case "", "none":
-		case "zstd":
-			if buf, err = decompress(2, buf); err != nil {
-				return leaf{}, nil, err
-			}
-		case "lz4":
-			if buf, err = decompress(1, buf); err != nil {
-				return leaf{}, nil, err
-			}
-		default:
-			return leaf{}, nil, fmt.Errorf("flat compression %q is not supported", scheme)
-		}
-		if bitsPer > 1<<20 {
-			return leaf{}, nil, fmt.Errorf("%w: %d bits per value", errCorrupt, bitsPer)
-		}
-		l, err := fixedLeaf(buf, n, int(bitsPer))
+		l, err := decodeFlat20(val, bufs, n)
 		return l, nil, err
 	case aeNullable:
-		nk, nv, err := oneof(val)
-		if err != nil {
-			return leaf{}, nil, err
-		}
-		switch nk {
-		case 1: // no nulls
-			var values []byte
-			if err := walk(nv, func(f pbField) error {
-				if f.num == 1 {
-					values = f.b
-				}
-				return nil
-			}); err != nil {
-				return leaf{}, nil, err
-			}
-			return decode20x(values, bufs, n, depth+1, arrowDict)
-		case 2: // some nulls
-			var validity, values []byte
-			if err := walk(nv, func(f pbField) error {
-				switch f.num {
-				case 1:
-					validity = f.b
-				case 2:
-					values = f.b
-				}
-				return nil
-			}); err != nil {
-				return leaf{}, nil, err
-			}
-			vl, _, err := decode20(validity, bufs, n, depth+1)
-			if err != nil {
-				return leaf{}, nil, fmt.Errorf("validity: %w", err)
-			}
-			if vl.bits != 1 {
-				return leaf{}, nil, fmt.Errorf("%w: validity of %d bits", errCorrupt, vl.bits)
-			}
-			l, inner, err := decode20x(values, bufs, n, depth+1, arrowDict)
-			if err != nil {
-				return leaf{}, nil, err
-			}
-			valid := make([]bool, n)
-			for i := range valid {
-				valid[i] = vl.data[i/8]&(1<<(i%8)) != 0 && (inner == nil || inner[i])
-			}
-			return l, valid, nil
-		case 3: // all null
-			return leaf{n: n}, make([]bool, n), nil
-		}
-		return leaf{}, nil, fmt.Errorf("nullable variant %d is not supported", nk)
+		return decodeNullable20(val, bufs, n, depth, arrowDict)
 	case aeFixedSizeList:
-		var dim uint64
-		var items []byte
-		if err := walk(val, func(f pbField) error {
-			switch f.num {
-			case 1:
-				dim = f.u
-			case 2:
-				items = f.b
-			case 3:
-				if f.u != 0 {
-					return fmt.Errorf("fixed size list with validity is not supported")
-				}
-			}
-			return nil
-		}); err != nil {
-			return leaf{}, nil, err
-		}
-		if dim == 0 || dim > 1<<20 || uint64(n)*dim > maxPageItems {
-			return leaf{}, nil, fmt.Errorf("%w: fixed size list of %d items", errCorrupt, dim)
-		}
-		il, iv, err := decode20(items, bufs, n*int(dim), depth+1)
-		if err != nil {
-			return leaf{}, nil, err
-		}
-		if il.offs != nil || il.bits == 1 {
-			return leaf{}, nil, fmt.Errorf("fixed size list of %d-bit or variable items is not supported", il.bits)
-		}
-		out := leaf{n: n, bits: il.bits * int(dim), data: il.data, dim: int(dim)}
-		if iv != nil {
-			out.itemValid = boolsToBitmap(iv)
-		}
-		return out, nil, nil
+		l, err := decodeFixedSizeList20(val, bufs, n, depth)
+		return l, nil, err
 	case aeBinary:
-		var idx, data []byte
-		var adj uint64
-		if err := walk(val, func(f pbField) error {
-			switch f.num {
-			case 1:
-				idx = f.b
-			case 2:
-				data = f.b
-			case 3:
-				adj = f.u
-			}
-			return nil
-		}); err != nil {
-			return leaf{}, nil, err
-		}
-		il, _, err := decode20(idx, bufs, n, depth+1)
-		if err != nil {
-			return leaf{}, nil, fmt.Errorf("binary offsets: %w", err)
-		}
-		if il.bits != 64 && il.bits != 32 {
-			return leaf{}, nil, fmt.Errorf("%w: binary offsets of %d bits", errCorrupt, il.bits)
-		}
-		ends := make([]uint64, n)
-		var valid []bool
-		var total uint64
-		for i := range ends {
-			v := readWord(il.data, i, il.bits)
-			if adj > 0 && v >= adj {
-				if valid == nil {
-					valid = make([]bool, n)
-					for k := 0; k < i; k++ {
-						valid[k] = true
-					}
-				}
-				v -= adj
-			} else if valid != nil {
-				valid[i] = true
-			}
-			ends[i] = v
-			total = max(total, v)
-		}
-		bl, _, err := decode20(data, bufs, int(min(total, uint64(maxDecodedBytes))), depth+1)
-		if err != nil {
-			return leaf{}, nil, fmt.Errorf("binary bytes: %w", err)
-		}
-		out := leaf{n: n, offs: make([]uint64, n+1), data: bl.data}
-		for i, e := range ends {
-			if e < out.offs[i] || e > uint64(len(bl.data)) {
-				return leaf{}, nil, fmt.Errorf("%w: binary offset %d out of order", errCorrupt, e)
-			}
-			out.offs[i+1] = e
-		}
-		return out, valid, nil
+		return decodeBinary20(val, bufs, n, depth)
 	case aeDictionary:
-		var idx, items []byte
-		var nd uint64
-		if err := walk(val, func(f pbField) error {
-			switch f.num {
-			case 1:
-				idx = f.b
-			case 2:
-				items = f.b
-			case 3:
-				nd = f.u
-			}
-			return nil
-		}); err != nil {
-			return leaf{}, nil, err
-		}
-		if nd > uint64(n)+1<<16 {
-			return leaf{}, nil, fmt.Errorf("%w: dictionary of %d items", errCorrupt, nd)
-		}
-		il, _, err := decode20(idx, bufs, n, depth+1)
-		if err != nil {
-			return leaf{}, nil, fmt.Errorf("dictionary indices: %w", err)
-		}
-		dl, dv, err := decode20(items, bufs, int(nd), depth+1)
-		if err != nil {
-			return leaf{}, nil, fmt.Errorf("dictionary items: %w", err)
-		}
-		if il.bits < 8 || il.offs != nil {
-			return leaf{}, nil, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, il.bits)
-		}
-		if arrowDict {
-			valid := make([]bool, n)
-			anyNull := false
-			keys := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
-			for i := 0; i < n; i++ {
-				k := readWord(il.data, i, il.bits)
-				if k >= nd {
-					return leaf{}, nil, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, k, nd)
-				}
-				valid[i] = dv == nil || dv[k]
-				anyNull = anyNull || !valid[i]
-				binary.LittleEndian.PutUint64(keys.data[8*i:], k)
-			}
-			out, err := applyDictionary(keys, dl)
-			if !anyNull {
-				valid = nil
-			}
-			return out, valid, err
-		}
-		// Index 0 is null; k > 0 is item k-1.
-		shifted := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
-		valid := make([]bool, n)
-		anyNull := false
-		for i := 0; i < n; i++ {
-			k := readWord(il.data, i, il.bits)
-			if k == 0 {
-				anyNull = true
-				continue
-			}
-			valid[i] = true
-			binary.LittleEndian.PutUint64(shifted.data[8*i:], k-1)
-		}
-		out, err := applyDictionary(shifted, dl)
-		if err != nil {
-			return leaf{}, nil, err
-		}
-		if !anyNull {
-			valid = nil
-		}
-		return out, valid, nil
+		return decodeDictionary20(val, bufs, n, depth, arrowDict)
 	case aePackedStruct:
-		// Row-major fixed-width children: one value of their total width
-		// per row.
-		total := 0
-		var buf []byte
-		found := false
-		if err := walk(val, func(f pbField) error {
-			switch f.num {
-			case 1:
-				b, err := flatBits20(f.b, depth+1)
-				if err != nil {
-					return err
-				}
-				total += b
-			case 2:
-				var err error
-				buf, err = pageBuffer(f.b, bufs)
-				found = err == nil
-				return err
-			}
-			return nil
-		}); err != nil {
-			return leaf{}, nil, err
-		}
-		if !found {
-			if len(bufs) != 1 {
-				return leaf{}, nil, fmt.Errorf("%w: packed struct without a buffer", errCorrupt)
-			}
-			buf = bufs[0]
-		}
-		l, err := fixedLeaf(buf, n, total)
+		l, err := decodePackedStruct20(val, bufs, n, depth)
 		return l, nil, err
 	}
 	return leaf{}, nil, fmt.Errorf("array encoding %s is not supported", aeName(kind))
+}
+
+// decodeFlat20 decodes a Flat encoding of n fixed-width values, possibly
+// compressed as a whole.
+func decodeFlat20(val []byte, bufs pageBuffers, n int) (leaf, error) {
+	var bitsPer uint64
+	var buf []byte
+	scheme := ""
+	err := walk(val, func(f pbField) error {
+		var err error
+		switch f.num {
+		case flatBitsPerValue:
+			bitsPer = f.u
+		case flatBuffer:
+			buf, err = pageBuffer(f.b, bufs)
+		case flatCompression:
+			err = walk(f.b, func(g pbField) error {
+				if g.num == compressionScheme {
+					scheme = string(g.b)
+				}
+				return nil
+			})
+		}
+		return err
+	})
+	if err != nil {
+		return leaf{}, err
+	}
+	switch scheme {
+	case "", "none":
+	case "zstd":
+		if buf, err = decompress(schemeZstd, buf); err != nil {
+			return leaf{}, err
+		}
+	case "lz4":
+		if buf, err = decompress(schemeLz4, buf); err != nil {
+			return leaf{}, err
+		}
+	default:
+		return leaf{}, fmt.Errorf("flat compression %q is not supported", scheme)
+	}
+	if bitsPer > 1<<20 {
+		return leaf{}, fmt.Errorf("%w: %d bits per value", errCorrupt, bitsPer)
+	}
+	return fixedLeaf(buf, n, int(bitsPer))
+}
+
+// decodeNullable20 decodes a Nullable encoding of n values: its inner
+// values and their validity.
+func decodeNullable20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool) (leaf, []bool, error) {
+	nk, nv, err := oneof(val)
+	if err != nil {
+		return leaf{}, nil, err
+	}
+	switch nk {
+	case nullableNoNull:
+		values, err := bytesField(nv, noNullValues)
+		if err != nil {
+			return leaf{}, nil, err
+		}
+		return decode20x(values, bufs, n, depth+1, arrowDict)
+	case nullableSomeNull:
+		var validity, values []byte
+		if err := walk(nv, func(f pbField) error {
+			switch f.num {
+			case someNullValidity:
+				validity = f.b
+			case someNullValues:
+				values = f.b
+			}
+			return nil
+		}); err != nil {
+			return leaf{}, nil, err
+		}
+		vl, _, err := decode20(validity, bufs, n, depth+1)
+		if err != nil {
+			return leaf{}, nil, fmt.Errorf("validity: %w", err)
+		}
+		if vl.bits != 1 {
+			return leaf{}, nil, fmt.Errorf("%w: validity of %d bits", errCorrupt, vl.bits)
+		}
+		l, inner, err := decode20x(values, bufs, n, depth+1, arrowDict)
+		if err != nil {
+			return leaf{}, nil, err
+		}
+		valid := make([]bool, n)
+		for i := range valid {
+			valid[i] = vl.data[i/8]&(1<<(i%8)) != 0 && (inner == nil || inner[i])
+		}
+		return l, valid, nil
+	case nullableAllNull:
+		return leaf{n: n}, make([]bool, n), nil
+	}
+	return leaf{}, nil, fmt.Errorf("nullable variant %d is not supported", nk)
+}
+
+// bytesField returns the last value of length-delimited field num of
+// message b (nil when absent).
+func bytesField(b []byte, num protowire.Number) ([]byte, error) {
+	var v []byte
+	err := walk(b, func(f pbField) error {
+		if f.num == num {
+			v = f.b
+		}
+		return nil
+	})
+	return v, err
+}
+
+// decodeFixedSizeList20 decodes a FixedSizeList encoding of n lists of
+// fixed-width items.
+func decodeFixedSizeList20(val []byte, bufs pageBuffers, n, depth int) (leaf, error) {
+	var dim uint64
+	var items []byte
+	if err := walk(val, func(f pbField) error {
+		switch f.num {
+		case fslDimension:
+			dim = f.u
+		case fslItems:
+			items = f.b
+		case fslHasValidity:
+			if f.u != 0 {
+				return fmt.Errorf("fixed size list with validity is not supported")
+			}
+		}
+		return nil
+	}); err != nil {
+		return leaf{}, err
+	}
+	if dim == 0 || dim > 1<<20 || uint64(n)*dim > maxPageItems {
+		return leaf{}, fmt.Errorf("%w: fixed size list of %d items", errCorrupt, dim)
+	}
+	il, iv, err := decode20(items, bufs, n*int(dim), depth+1)
+	if err != nil {
+		return leaf{}, err
+	}
+	if il.offs != nil || il.bits == 1 {
+		return leaf{}, fmt.Errorf("fixed size list of %d-bit or variable items is not supported", il.bits)
+	}
+	out := leaf{n: n, bits: il.bits * int(dim), data: il.data, dim: int(dim)}
+	if iv != nil {
+		out.itemValid = boolsToBitmap(iv)
+	}
+	return out, nil
+}
+
+// decodeBinary20 decodes a Binary encoding of n values: end offsets (nulls
+// marked by a null adjustment) and the bytes.
+func decodeBinary20(val []byte, bufs pageBuffers, n, depth int) (leaf, []bool, error) {
+	var idx, data []byte
+	var adj uint64
+	if err := walk(val, func(f pbField) error {
+		switch f.num {
+		case binaryIndices:
+			idx = f.b
+		case binaryBytes:
+			data = f.b
+		case binaryNullAdjustment:
+			adj = f.u
+		}
+		return nil
+	}); err != nil {
+		return leaf{}, nil, err
+	}
+	il, _, err := decode20(idx, bufs, n, depth+1)
+	if err != nil {
+		return leaf{}, nil, fmt.Errorf("binary offsets: %w", err)
+	}
+	if il.bits != 64 && il.bits != 32 {
+		return leaf{}, nil, fmt.Errorf("%w: binary offsets of %d bits", errCorrupt, il.bits)
+	}
+	ends, valid := unadjustOffsets(il, n, adj)
+	var total uint64
+	for _, e := range ends {
+		total = max(total, e)
+	}
+	bl, _, err := decode20(data, bufs, int(min(total, uint64(maxDecodedBytes))), depth+1)
+	if err != nil {
+		return leaf{}, nil, fmt.Errorf("binary bytes: %w", err)
+	}
+	out := leaf{n: n, offs: make([]uint64, n+1), data: bl.data}
+	for i, e := range ends {
+		if e < out.offs[i] || e > uint64(len(bl.data)) {
+			return leaf{}, nil, fmt.Errorf("%w: binary offset %d out of order", errCorrupt, e)
+		}
+		out.offs[i+1] = e
+	}
+	return out, valid, nil
+}
+
+// unadjustOffsets reads n offsets of ol, whose null entries are marked by
+// adding adj (0: none), and returns them with their validity (nil when every
+// entry is valid).
+func unadjustOffsets(ol leaf, n int, adj uint64) ([]uint64, []bool) {
+	vals := make([]uint64, n)
+	var valid []bool
+	for i := range vals {
+		v := readWord(ol.data, i, ol.bits)
+		if adj > 0 && v >= adj {
+			if valid == nil {
+				valid = make([]bool, n)
+				for k := 0; k < i; k++ {
+					valid[k] = true
+				}
+			}
+			v -= adj
+		} else if valid != nil {
+			valid[i] = true
+		}
+		vals[i] = v
+	}
+	return vals, valid
+}
+
+// decodeDictionary20 decodes a Dictionary encoding of n values: indices
+// into dictionary items, materialised into the items' values.
+func decodeDictionary20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool) (leaf, []bool, error) {
+	var idx, items []byte
+	var nd uint64
+	if err := walk(val, func(f pbField) error {
+		switch f.num {
+		case dictIndices:
+			idx = f.b
+		case dictItems:
+			items = f.b
+		case dictNumItems:
+			nd = f.u
+		}
+		return nil
+	}); err != nil {
+		return leaf{}, nil, err
+	}
+	if nd > uint64(n)+1<<16 {
+		return leaf{}, nil, fmt.Errorf("%w: dictionary of %d items", errCorrupt, nd)
+	}
+	il, _, err := decode20(idx, bufs, n, depth+1)
+	if err != nil {
+		return leaf{}, nil, fmt.Errorf("dictionary indices: %w", err)
+	}
+	dl, dv, err := decode20(items, bufs, int(nd), depth+1)
+	if err != nil {
+		return leaf{}, nil, fmt.Errorf("dictionary items: %w", err)
+	}
+	if il.bits < 8 || il.offs != nil {
+		return leaf{}, nil, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, il.bits)
+	}
+	var keys leaf
+	var valid []bool
+	if arrowDict {
+		keys, valid, err = arrowDictKeys(il, n, nd, dv)
+	} else {
+		keys, valid = lanceDictKeys(il, n)
+	}
+	if err != nil {
+		return leaf{}, nil, err
+	}
+	out, err := applyDictionary(keys, dl)
+	if err != nil {
+		return leaf{}, nil, err
+	}
+	return out, valid, nil
+}
+
+// arrowDictKeys reads n 0-based dictionary indices (Arrow's): a row is
+// null when its item is (dv, nil when every item is valid). The validity
+// is nil when every row is valid.
+func arrowDictKeys(il leaf, n int, nd uint64, dv []bool) (leaf, []bool, error) {
+	valid := make([]bool, n)
+	anyNull := false
+	keys := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
+	for i := 0; i < n; i++ {
+		k := readWord(il.data, i, il.bits)
+		if k >= nd {
+			return leaf{}, nil, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, k, nd)
+		}
+		valid[i] = dv == nil || dv[k]
+		anyNull = anyNull || !valid[i]
+		binary.LittleEndian.PutUint64(keys.data[8*i:], k)
+	}
+	if !anyNull {
+		valid = nil
+	}
+	return keys, valid, nil
+}
+
+// lanceDictKeys reads n 1-based dictionary indices (Lance's): index 0 is
+// null, k > 0 is item k-1. The validity is nil when every row is valid.
+func lanceDictKeys(il leaf, n int) (leaf, []bool) {
+	keys := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
+	valid := make([]bool, n)
+	anyNull := false
+	for i := 0; i < n; i++ {
+		k := readWord(il.data, i, il.bits)
+		if k == 0 {
+			anyNull = true
+			continue
+		}
+		valid[i] = true
+		binary.LittleEndian.PutUint64(keys.data[8*i:], k-1)
+	}
+	if !anyNull {
+		valid = nil
+	}
+	return keys, valid
+}
+
+// decodePackedStruct20 decodes a PackedStruct encoding of n rows:
+// row-major fixed-width children, one value of their total width per row.
+func decodePackedStruct20(val []byte, bufs pageBuffers, n, depth int) (leaf, error) {
+	total := 0
+	var buf []byte
+	found := false
+	if err := walk(val, func(f pbField) error {
+		switch f.num {
+		case packedInner:
+			b, err := flatBits20(f.b, depth+1)
+			if err != nil {
+				return err
+			}
+			total += b
+		case packedBuffer:
+			var err error
+			buf, err = pageBuffer(f.b, bufs)
+			found = err == nil
+			return err
+		}
+		return nil
+	}); err != nil {
+		return leaf{}, err
+	}
+	if !found {
+		if len(bufs) != 1 {
+			return leaf{}, fmt.Errorf("%w: packed struct without a buffer", errCorrupt)
+		}
+		buf = bufs[0]
+	}
+	return fixedLeaf(buf, n, total)
 }
 
 // flatBits20 returns the bit width of a fixed-width 2.0 encoding (Flat,
@@ -391,7 +502,7 @@ func flatBits20(enc []byte, depth int) (int, error) {
 	case aeFlat:
 		var bits uint64
 		walk(val, func(f pbField) error {
-			if f.num == 1 {
+			if f.num == flatBitsPerValue {
 				bits = f.u
 			}
 			return nil
@@ -405,16 +516,10 @@ func flatBits20(enc []byte, depth int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if nk != 1 {
+		if nk != nullableNoNull {
 			return 0, fmt.Errorf("packed struct child with nulls is not supported")
 		}
-		var values []byte
-		walk(nv, func(f pbField) error {
-			if f.num == 1 {
-				values = f.b
-			}
-			return nil
-		})
+		values, _ := bytesField(nv, noNullValues)
 		return flatBits20(values, depth+1)
 	}
 	return 0, fmt.Errorf("packed struct child encoding %s is not supported", aeName(kind))
@@ -445,11 +550,11 @@ func decodeList20(val []byte, bufs pageBuffers, n int) (*listPage20, error) {
 	var adj, numItems uint64
 	if err := walk(val, func(f pbField) error {
 		switch f.num {
-		case 1:
+		case listOffsets:
 			offsEnc = f.b
-		case 2:
+		case listNullOffsetAdjust:
 			adj = f.u
-		case 3:
+		case listNumItems:
 			numItems = f.u
 		}
 		return nil
@@ -463,20 +568,9 @@ func decodeList20(val []byte, bufs pageBuffers, n int) (*listPage20, error) {
 	if ol.bits != 64 && ol.bits != 32 {
 		return nil, fmt.Errorf("%w: list offsets of %d bits", errCorrupt, ol.bits)
 	}
-	lp := &listPage20{offs: make([]int64, n+1), numItems: numItems}
-	for i := 0; i < n; i++ {
-		v := readWord(ol.data, i, ol.bits)
-		if adj > 0 && v >= adj {
-			if lp.valid == nil {
-				lp.valid = make([]bool, n)
-				for k := 0; k < i; k++ {
-					lp.valid[k] = true
-				}
-			}
-			v -= adj
-		} else if lp.valid != nil {
-			lp.valid[i] = true
-		}
+	ends, valid := unadjustOffsets(ol, n, adj)
+	lp := &listPage20{valid: valid, offs: make([]int64, n+1), numItems: numItems}
+	for i, v := range ends {
 		if v > numItems || int64(v) < lp.offs[i] {
 			return nil, fmt.Errorf("%w: list offset %d of %d items", errCorrupt, v, numItems)
 		}
