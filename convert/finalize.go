@@ -24,10 +24,11 @@ type TableJoiner func(ctx context.Context, out string, parts []string, rename fu
 
 // FinalizeOptions configure Finalize.
 type FinalizeOptions struct {
-	// Joiners returns, for the command that wrote the parts, the joiner of
-	// each table (by slash path relative to the output) that every part
-	// writes. A command without joiners cannot be finalized.
-	Joiners func(command string) (map[string]TableJoiner, bool)
+	// Joiners returns, for the command that wrote the parts, the function
+	// that names the joiner of each table (by slash path relative to the
+	// output; nil for a file that is not a table). A command without
+	// joiners cannot be finalized.
+	Joiners func(command string) (func(rel string) TableJoiner, bool)
 }
 
 // FinalizeResult says what Finalize did.
@@ -188,7 +189,7 @@ func readParts(partsDir string) ([]string, []*Record, error) {
 
 // joinParts links the parts' shards into dir/media under new numbers,
 // merges their manifests, joins their tables and links their other files.
-func joinParts(ctx context.Context, dir string, parts []string, joiners map[string]TableJoiner, res *FinalizeResult) error {
+func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel string) TableJoiner, res *FinalizeResult) error {
 	media := filepath.Join(dir, MediaDir)
 	if err := os.MkdirAll(media, 0o755); err != nil {
 		return err
@@ -292,7 +293,7 @@ func shardKeys(path string) ([]string, int64, error) {
 
 // joinFiles joins the tables that have joiners and links every other file
 // of the parts (apart from their packs and records) into dir.
-func joinFiles(ctx context.Context, dir string, parts []string, joiners map[string]TableJoiner, rename func(int, string) (string, error)) error {
+func joinFiles(ctx context.Context, dir string, parts []string, joiners func(rel string) TableJoiner, rename func(int, string) (string, error)) error {
 	holders := map[string][]int{}
 	for pi, part := range parts {
 		err := filepath.WalkDir(part, func(p string, d fs.DirEntry, err error) error {
@@ -324,7 +325,7 @@ func joinFiles(ctx context.Context, dir string, parts []string, joiners map[stri
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
-		if j, ok := joiners[rel]; ok {
+		if j := joiners(rel); j != nil {
 			paths := make([]string, len(parts))
 			for _, pi := range holders[rel] {
 				paths[pi] = filepath.Join(parts[pi], filepath.FromSlash(rel))

@@ -3,19 +3,33 @@ package main
 import (
 	"context"
 	"flag"
+	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
-// tableJoiners names, per converter command, the tables that each part of
-// a split conversion writes and how to join them; a command missing here
+// tableJoiners names, per converter command, how the tables that the
+// parts of a split conversion write are joined; a command missing here
 // does not take --part.
-func tableJoiners(command string) (map[string]convert.TableJoiner, bool) {
+func tableJoiners(command string) (func(rel string) convert.TableJoiner, bool) {
 	switch command {
 	case "convert-wds":
-		return map[string]convert.TableJoiner{wds.TableName: wds.JoinTables}, true
+		return func(rel string) convert.TableJoiner {
+			if rel == wds.TableName {
+				return wds.JoinTables
+			}
+			return nil
+		}, true
+	case "convert-parquet":
+		return func(rel string) convert.TableJoiner {
+			if strings.HasSuffix(rel, ".parquet") {
+				return parquet.JoinTable
+			}
+			return nil
+		}, true
 	}
 	return nil, false
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -153,6 +154,9 @@ func TestFanOut(t *testing.T) {
 			if a, b := samplesTable(t, filepath.Join(dst, "samples.parquet")), samplesTable(t, filepath.Join(one, "samples.parquet")); !slices.EqualFunc(a, b, slices.Equal) {
 				t.Fatalf("joined table differs from the whole run's:\n%v\n%v", a[:min(3, len(a))], b[:min(3, len(b))])
 			}
+			if n := refsResolve(t, dst, tableDump(t, filepath.Join(dst, "samples.parquet"))); n != 7*12*2 {
+				t.Fatalf("%d references resolve, want %d", n, 7*12*2)
+			}
 			got := packShards(filepath.Join(dst, "media"))
 			for i, p := range got {
 				if filepath.Base(p) != fmt.Sprintf("pack-%04d.zip", i) {
@@ -236,6 +240,136 @@ func TestFinalizeRefuses(t *testing.T) {
 			}
 			if exists(dst) {
 				t.Fatal("finalize wrote DST")
+			}
+		})
+	}
+}
+
+// tableDump renders a parquet file's schema (with metadata) and values as
+// text, with the shard of every reference masked (a split and a whole run
+// number shards differently; the members references name must not differ).
+func tableDump(t *testing.T, path string) string {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString(sc.String() + "\n")
+	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		for c := 0; c < int(rec.NumCols()); c++ {
+			j, err := rec.Column(c).MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(j)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+var (
+	shardRef = regexp.MustCompile(`::media/pack-[0-9]+\.zip`)
+	fullRef  = regexp.MustCompile(`zip://[^"]*?::media/pack-[0-9]+\.zip`)
+)
+
+// masked is a tableDump with the shard of every reference masked.
+func masked(dump string) string { return shardRef.ReplaceAllString(dump, "::media/pack-NNNN.zip") }
+
+// refsResolve fails unless every reference in text names a member of the
+// shard it names, under dir/media, and returns how many it checked.
+func refsResolve(t *testing.T, dir, text string) int {
+	t.Helper()
+	set, err := packcore.OpenSet(filepath.Join(dir, "media"), packcore.SetOptions{RefBase: "media"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	refs := fullRef.FindAllString(text, -1)
+	for _, ref := range refs {
+		if _, err := set.Stat(ref); err != nil {
+			t.Fatalf("reference %s: %v", ref, err)
+		}
+	}
+	return len(refs)
+}
+
+// TestFanOutParquet splits convert-parquet of the Hugging Face fixture
+// (tables balanced by bytes over the parts, other files in part 1) and
+// checks the joined result against one undivided run: the same members,
+// every table's schema, metadata and values (references naming the same
+// members), every other file byte for byte.
+func TestFanOutParquet(t *testing.T) {
+	fixtures := parquetFixtureRoot(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"hf", nil},
+		{"plain", []string{"--column", "jpg", "--field", "meta.thumb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { fanOutParquet(t, filepath.Join(fixtures, tc.name), tc.args) })
+	}
+}
+
+func fanOutParquet(t *testing.T, src string, args []string) {
+	root := t.TempDir()
+	flags := append([]string{"--yes", "--max-pack-bytes", "32KiB", "--quiet"}, args...)
+	one := filepath.Join(root, "one")
+	if r := bp(t, append([]string{"convert-parquet", src, one}, flags...)...); r.code != 0 {
+		t.Fatalf("whole run: %+v", r)
+	}
+	want := treeBytes(t, one)
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprint(n, " parts"), func(t *testing.T) {
+			dst := filepath.Join(root, fmt.Sprint("split", n))
+			runParts(t, n, func(part string) []string {
+				return append([]string{"convert-parquet", src, dst, "--part", part}, flags...)
+			})
+			if r := bp(t, "finalize", dst); r.code != 0 {
+				t.Fatalf("finalize: %+v", r)
+			}
+			sameMembers(t, filepath.Join(dst, "media"), filepath.Join(one, "media"))
+			got := treeBytes(t, dst)
+			refs := 0
+			for name, sum := range want {
+				switch {
+				case strings.HasPrefix(name, "media/"):
+				case strings.HasSuffix(name, ".parquet"):
+					a, b := tableDump(t, filepath.Join(dst, name)), tableDump(t, filepath.Join(one, name))
+					if masked(a) != masked(b) {
+						t.Errorf("%s differs from the whole run's:\n%s\n---\n%s", name, a, b)
+					}
+					refs += refsResolve(t, dst, a)
+				case got[name] != sum:
+					t.Errorf("%s: %q, whole run %q", name, got[name], sum)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d files, whole run %d", len(got), len(want))
+			}
+			if refs == 0 {
+				t.Fatal("no reference checked")
+			}
+			t.Logf("%d references resolve in the joined tables", refs)
+			if r := bp(t, "verify", filepath.Join(dst, "media")); r.code != 0 {
+				t.Fatalf("verify: %+v", r)
 			}
 		})
 	}

@@ -126,8 +126,9 @@ func ConvertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 
 // convertTo rewrites and copies the tables and files of ins into dir.
 func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w convert.Packer, opts Options) (*Result, error) {
+	tables, others := partOf(ins, opts.Part)
 	var items, total int64
-	for _, t := range ins.Tables {
+	for _, t := range tables {
 		for _, c := range t.Candidates {
 			if selected(sel.Paths, c.Path) {
 				items += t.Rows
@@ -137,8 +138,8 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 	}
 	opts.Progress.SetTotal(items, total)
 
-	res := &Result{Tables: len(ins.Tables), Files: len(ins.Others)}
-	for _, t := range ins.Tables {
+	res := &Result{Tables: len(tables), Files: len(others)}
+	for _, t := range tables {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -168,12 +169,31 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		res.Rows += t.Rows
 		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
-	for _, o := range ins.in.others {
+	for _, o := range others {
 		if err := stage.CopyFile(ctx, o.path, filepath.Join(dir, filepath.FromSlash(o.rel))); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		}
 	}
 	return res, nil
+}
+
+// partOf returns the tables and other files that part p converts: a
+// contiguous run of tables balanced by bytes (see convert.Part.Range), and
+// the other files in part 1 only. The whole conversion has them all.
+func partOf(ins *Inspection, p convert.Part) ([]*Table, []inputFile) {
+	if p.Whole() {
+		return ins.Tables, ins.in.others
+	}
+	sizes := make([]int64, len(ins.Tables))
+	for i, t := range ins.Tables {
+		sizes[i] = t.Size
+	}
+	lo, hi := p.Range(sizes)
+	var others []inputFile
+	if p.I == 1 {
+		others = ins.in.others
+	}
+	return ins.Tables[lo:hi:hi], others
 }
 
 // selected reports whether path is one of paths.

@@ -1,0 +1,247 @@
+package parquet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	pq "github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+var _ convert.TableJoiner = JoinTable
+
+// JoinTable is the convert.TableJoiner of a table that one part of a split
+// conversion wrote (each table belongs to one part): it writes the table
+// again with every reference renumbered by rename, row group by row group,
+// with the same schema, metadata and column codecs. Strings that are not
+// references are kept as they are; a table that holds no reference is
+// linked unchanged.
+func JoinTable(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) (err error) {
+	defer recovered(out, &err)
+	part, path := -1, ""
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		if part >= 0 {
+			return fmt.Errorf("written by part %d and by part %d", part+1, i+1)
+		}
+		part, path = i, p
+	}
+	if part < 0 {
+		return fmt.Errorf("no part wrote it")
+	}
+	mem := memory.DefaultAllocator
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
+	if err != nil {
+		return err
+	}
+	schema, err := fr.Schema()
+	if err != nil {
+		return err
+	}
+	md := pf.MetaData()
+	props := []pq.WriterProperty{
+		pq.WithAllocator(mem),
+		pq.WithStoreDecimalAsInteger(true),
+		pq.WithMaxRowGroupLength(math.MaxInt32),
+		pq.WithRootName(md.Schema.Root().Name()),
+	}
+	if md.NumRowGroups() > 0 {
+		rg := md.RowGroup(0)
+		for i := 0; i < md.Schema.NumColumns(); i++ {
+			if cc, err := rg.ColumnChunk(i); err == nil {
+				props = append(props, pq.WithCompressionFor(md.Schema.Column(i).ColumnPath().String(), cc.Compression()))
+			}
+		}
+	} else {
+		props = append(props, pq.WithCompression(compress.Codecs.Snappy))
+	}
+	var aprops []pqarrow.WriterOption
+	aprops = append(aprops, pqarrow.WithAllocator(mem))
+	if md.KeyValueMetadata().FindValue("ARROW:schema") != nil {
+		aprops = append(aprops, pqarrow.WithStoreSchema())
+	}
+	f, err := atomicfile.Create(out, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	fw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	if err != nil {
+		return err
+	}
+	defer fw.Close()
+	changed := false
+	renameRef := func(s string) (string, bool, error) {
+		if _, _, err := packcore.ParseRef(s); err != nil {
+			return s, false, nil
+		}
+		r, err := rename(part, s)
+		changed = changed || r != s
+		return r, r != s, err
+	}
+	leaves := make([]int, md.Schema.NumColumns())
+	for i := range leaves {
+		leaves[i] = i
+	}
+	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tbl, err := fr.ReadRowGroups(ctx, leaves, []int{rg})
+		if err != nil {
+			return fmt.Errorf("row group %d: %w", rg, err)
+		}
+		cols := make([]arrow.Column, tbl.NumCols())
+		for c := 0; c < int(tbl.NumCols()); c++ {
+			col := tbl.Column(c)
+			var chunks []arrow.Array
+			for _, ch := range col.Data().Chunks() {
+				nch, err := renameRefs(ch, renameRef, mem)
+				if err != nil {
+					tbl.Release()
+					return fmt.Errorf("row group %d: column %q: %w", rg, col.Name(), err)
+				}
+				chunks = append(chunks, nch)
+			}
+			chunked := arrow.NewChunked(col.DataType(), chunks)
+			for _, ch := range chunks {
+				ch.Release()
+			}
+			cols[c] = *arrow.NewColumn(col.Field(), chunked)
+			chunked.Release()
+		}
+		out := array.NewTable(schema, cols, tbl.NumRows())
+		tbl.Release()
+		err = fw.WriteTable(out, max(out.NumRows(), 1))
+		out.Release()
+		for i := range cols {
+			cols[i].Release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := fw.Close(); err != nil {
+		return err
+	}
+	if !changed {
+		// A table without references (copied unchanged by the converter)
+		// stays byte for byte what the part wrote.
+		f.Abort()
+		return os.Link(path, out)
+	}
+	return f.Commit()
+}
+
+// renameRefs returns arr with every string value (in string columns and
+// inside structs and lists) passed through f; arr itself (retained) when f
+// changes nothing.
+func renameRefs(arr arrow.Array, f func(string) (string, bool, error), mem memory.Allocator) (arrow.Array, error) {
+	switch a := arr.(type) {
+	case *array.String:
+		return renameStrings(a, a.Len(), a.IsNull, a.Value, array.NewStringBuilder(mem), f)
+	case *array.LargeString:
+		return renameStrings(a, a.Len(), a.IsNull, a.Value, array.NewLargeStringBuilder(mem), f)
+	case *array.Struct:
+		if a.Data().Offset() != 0 {
+			break // children are sliced; never the case for arrays read from a file
+		}
+		changed := false
+		children := make([]arrow.ArrayData, a.NumField())
+		var keep []arrow.Array
+		defer func() {
+			for _, k := range keep {
+				k.Release()
+			}
+		}()
+		for i := 0; i < a.NumField(); i++ {
+			nc, err := renameRefs(a.Field(i), f, mem)
+			if err != nil {
+				return nil, err
+			}
+			keep = append(keep, nc)
+			changed = changed || nc != a.Field(i)
+			children[i] = nc.Data()
+		}
+		if !changed {
+			break
+		}
+		d := a.Data()
+		nd := array.NewData(d.DataType(), d.Len(), d.Buffers(), children, d.NullN(), 0)
+		defer nd.Release()
+		return array.MakeFromData(nd), nil
+	case array.ListLike:
+		if a.Data().Offset() != 0 {
+			break
+		}
+		if _, ok := a.(*array.Map); ok {
+			break
+		}
+		if _, ok := a.(*array.FixedSizeList); ok {
+			break
+		}
+		vals := a.ListValues()
+		nv, err := renameRefs(vals, f, mem)
+		if err != nil {
+			return nil, err
+		}
+		defer nv.Release()
+		if nv == vals {
+			break
+		}
+		d := a.Data()
+		nd := array.NewData(d.DataType(), d.Len(), d.Buffers(), []arrow.ArrayData{nv.Data()}, d.NullN(), 0)
+		defer nd.Release()
+		return array.MakeFromData(nd), nil
+	}
+	arr.Retain()
+	return arr, nil
+}
+
+// stringBuilder is what renameStrings needs of a (large) string builder.
+type stringBuilder interface {
+	array.Builder
+	Append(string)
+}
+
+func renameStrings(a arrow.Array, n int, isNull func(int) bool, value func(int) string, b stringBuilder, f func(string) (string, bool, error)) (arrow.Array, error) {
+	defer b.Release()
+	changed := false
+	b.Reserve(n)
+	for i := 0; i < n; i++ {
+		if isNull(i) {
+			b.AppendNull()
+			continue
+		}
+		v, ch, err := f(value(i))
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", i, err)
+		}
+		changed = changed || ch
+		b.Append(v)
+	}
+	if !changed {
+		a.Retain()
+		return a, nil
+	}
+	return b.NewArray(), nil
+}
