@@ -50,6 +50,12 @@ func TestReadersCheckCRC(t *testing.T) {
 	}{
 		{"Read", set.Read},
 		{"Read again (cached offset)", set.Read},
+		{"ReadInto, room to spare", func(key string) ([]byte, error) {
+			return set.ReadInto(key, make([]byte, 0, 4<<20))
+		}},
+		{"ReadInto, a buffer too small", func(key string) ([]byte, error) {
+			return set.ReadInto(key, make([]byte, 3))
+		}},
 		{"ReadMany", func(key string) ([]byte, error) {
 			out, err := set.ReadMany(context.Background(), []string{"empty.bin", key, "a:b ~x/con"}, 3)
 			if err != nil {

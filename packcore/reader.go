@@ -241,23 +241,27 @@ const headerSlack = 64
 
 // Read returns a member's bytes after checking them against the CRC-32 the
 // central directory records (an error wrapping ErrChecksum when they
-// differ: corrupt bytes are never returned). The first read of a member
-// checks its local header in the same positioned read that fetches the
-// payload; later reads are one positioned read of exactly the payload.
+// differ: corrupt bytes are never returned). It allocates one slice of
+// exactly the member's size, which the caller owns; ReadInto reuses the
+// caller's buffer instead. The first read of a member checks its local
+// header; later reads are one positioned read of exactly the payload.
 func (s *Set) Read(refOrKey string) ([]byte, error) {
+	return s.ReadInto(refOrKey, nil)
+}
+
+// ReadInto is Read into buf: the member's bytes are read into buf's
+// capacity, and buf[:size] is returned; a buf with less capacity than the
+// member is replaced by a new slice, which is returned. Reading into a
+// buffer kept by the caller allocates nothing once a member's local header
+// has been checked. As with Read, bytes whose CRC-32 differs from the
+// central directory's are never returned; buf's contents are then
+// unspecified.
+func (s *Set) ReadInto(refOrKey string, buf []byte) ([]byte, error) {
 	loc, err := s.resolve(refOrKey)
 	if err != nil {
 		return nil, err
 	}
-	b, err := loc.shard.read(loc.i)
-	if err != nil {
-		return nil, err
-	}
-	e := loc.shard.dir.Entries[loc.i]
-	if got := crc32.ChecksumIEEE(b); got != e.CRC32 {
-		return nil, loc.shard.crcError(loc.i, got)
-	}
-	return b, nil
+	return loc.shard.readInto(loc.i, buf)
 }
 
 func (sf *shardFile) crcError(i int, got uint32) error {
@@ -265,37 +269,73 @@ func (sf *shardFile) crcError(i int, got uint32) error {
 	return fmt.Errorf("%s:%s: %w (computed %08x, directory records %08x)", sf.name, e.Name, ErrChecksum, got, e.CRC32)
 }
 
-func (sf *shardFile) read(i int) ([]byte, error) {
+// readInto reads member i into buf (grown when too small) and checks its
+// CRC-32. The first read of a member takes its local header in the same
+// positioned read as the payload when buf has room for both.
+func (sf *shardFile) readInto(i int, buf []byte) ([]byte, error) {
 	e := sf.dir.Entries[i]
-	if off := sf.dataOff[i].Load(); off > 0 {
-		buf := make([]byte, e.Size)
-		if _, err := sf.f.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
-			return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+	off := sf.dataOff[i].Load()
+	var want int64 // header and payload, for a member whose header is unchecked
+	if off == 0 {
+		want = localLen + int64(e.NameLen) + headerSlack + e.Size
+		want = min(want, sf.bounds[i]-e.HeaderOffset)
+		if want < localLen+int64(e.NameLen)+e.Size {
+			return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
 		}
-		return buf, nil
 	}
-	want := localLen + int64(e.NameLen) + headerSlack + e.Size
-	want = min(want, sf.bounds[i]-e.HeaderOffset)
-	if want < localLen+int64(e.NameLen)+e.Size {
-		return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
+	if int64(cap(buf)) < e.Size {
+		buf = make([]byte, e.Size, max(e.Size, want))
 	}
-	buf := make([]byte, want)
-	if _, err := sf.f.ReadAt(buf, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+	buf = buf[:e.Size]
+	if off == 0 {
+		if int64(cap(buf)) >= want {
+			// One read of header and payload, the payload then moved to
+			// the front of buf.
+			all := buf[:want]
+			if _, err := sf.f.ReadAt(all, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+			}
+			start, err := sf.checkHeader(i, all)
+			if err != nil {
+				return nil, err
+			}
+			rel := start - e.HeaderOffset
+			copy(buf, all[rel:rel+e.Size])
+			return sf.checkCRC(i, buf)
+		}
+		var err error
+		if off, err = sf.readHeader(i); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := sf.f.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
 		return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
 	}
-	start, err := sf.checkHeader(i, buf)
-	if err != nil {
-		return nil, err
+	return sf.checkCRC(i, buf)
+}
+
+// checkCRC returns b when its CRC-32 is the one member i's directory entry
+// records.
+func (sf *shardFile) checkCRC(i int, b []byte) ([]byte, error) {
+	if got := crc32.ChecksumIEEE(b); got != sf.dir.Entries[i].CRC32 {
+		return nil, sf.crcError(i, got)
 	}
-	rel := start - e.HeaderOffset
-	if rel+e.Size <= int64(len(buf)) {
-		return buf[rel : rel+e.Size : rel+e.Size], nil
+	return b, nil
+}
+
+// readHeader reads and checks member i's local header and returns its
+// payload offset.
+func (sf *shardFile) readHeader(i int) (int64, error) {
+	e := sf.dir.Entries[i]
+	n := min(localLen+int64(e.NameLen)+headerSlack, sf.bounds[i]-e.HeaderOffset)
+	if n < localLen {
+		return 0, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
 	}
-	out := make([]byte, e.Size)
-	if _, err := sf.f.ReadAt(out, start); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
-		return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+	hdr := make([]byte, n)
+	if _, err := sf.f.ReadAt(hdr, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+		return 0, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
 	}
-	return out, nil
+	return sf.checkHeader(i, hdr)
 }
 
 // checkHeader validates a member's local header (its first bytes in hdr) and
@@ -369,23 +409,14 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 }
 
 func (sf *shardFile) open(i int) (*io.SectionReader, error) {
-	e := sf.dir.Entries[i]
 	off := sf.dataOff[i].Load()
 	if off == 0 {
-		n := min(localLen+int64(e.NameLen)+headerSlack, sf.bounds[i]-e.HeaderOffset)
-		if n < localLen {
-			return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
-		}
-		hdr := make([]byte, n)
-		if _, err := sf.f.ReadAt(hdr, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
-		}
 		var err error
-		if off, err = sf.checkHeader(i, hdr); err != nil {
+		if off, err = sf.readHeader(i); err != nil {
 			return nil, err
 		}
 	}
-	return io.NewSectionReader(sf.f, off, e.Size), nil
+	return io.NewSectionReader(sf.f, off, sf.dir.Entries[i].Size), nil
 }
 
 // ReadMany reads several members concurrently with up to workers goroutines

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +185,113 @@ func TestCP437Table(t *testing.T) {
 	}
 	if got := decodeName([]byte{0x82, 'x'}, 0); got != "éx" {
 		t.Fatalf("cp437 decode %q", got)
+	}
+}
+
+// TestReadIntoReusesBuffer reads every member into one buffer, first with
+// header and payload in one read and then from the cached offset, checks
+// that the bytes land in the caller's buffer, and that a read of a member
+// whose header was checked allocates nothing.
+func TestReadIntoReusesBuffer(t *testing.T) {
+	dir := t.TempDir()
+	writePack(t, dir, WriterOptions{MaxMembers: 3}, mixedMembers)
+	set, err := OpenSet(dir, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	buf := make([]byte, 0, 2*smallMember)
+	for round := range 2 {
+		for _, m := range mixedMembers {
+			got, err := set.ReadInto(m.key, buf)
+			if err != nil || !bytes.Equal(got, m.data) {
+				t.Fatalf("round %d, %q: %d bytes, %v", round, m.key, len(got), err)
+			}
+			if len(got) > 0 && &got[:1][0] != &buf[:1][0] {
+				t.Fatalf("round %d, %q: read into a new slice, not the caller's buffer", round, m.key)
+			}
+		}
+	}
+	key := mixedMembers[2].key
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := set.ReadInto(key, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("ReadInto allocates %v times per read, want 0", allocs)
+	}
+	// A reference resolves without allocating too.
+	m, err := set.Stat(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := set.Ref(m)
+	allocs = testing.AllocsPerRun(100, func() {
+		if _, err := set.ReadInto(ref, buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("ReadInto by reference allocates %v times per read, want 0", allocs)
+	}
+}
+
+// BenchmarkRandomReads reads members of 100 KiB in random order through
+// each whole-member read path (go test -bench RandomReads ./packcore).
+func BenchmarkRandomReads(b *testing.B) {
+	dir := b.TempDir()
+	const n, size = 1000, 100 << 10
+	w, err := Create(context.Background(), dir, WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]string, n)
+	data := payload(1, size)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%06d.jpg", i)
+		data[0] = byte(i)
+		if _, err := w.Add(keys[i], bytes.NewReader(data), size, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	set, err := OpenSet(dir, SetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer set.Close()
+	paths := []struct {
+		name string
+		read func(key string, buf []byte) ([]byte, error)
+	}{
+		{"Read", func(key string, _ []byte) ([]byte, error) { return set.Read(key) }},
+		{"ReadInto", set.ReadInto},
+		{"OpenChecked", func(key string, buf []byte) ([]byte, error) {
+			r, err := set.OpenChecked(key)
+			if err != nil {
+				return nil, err
+			}
+			buf = buf[:size]
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return nil, err
+			}
+			return buf, nil
+		}},
+	}
+	for _, p := range paths {
+		b.Run(p.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			buf := make([]byte, 0, size)
+			b.SetBytes(size)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.read(keys[rng.IntN(n)], buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
