@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -32,8 +34,25 @@ func (p *packFlags) register(fs *flag.FlagSet) {
 func registerPackLimits(fs *flag.FlagSet, maxBytes *byteSize, maxMembers *int, noManifest *bool) {
 	*maxBytes = packcore.DefaultMaxPackBytes
 	fs.Var(maxBytes, "max-pack-bytes", "largest shard size on disk, e.g. 4GiB, 512MiB (default 4GiB)")
-	fs.IntVar(maxMembers, "max-members", packcore.DefaultMaxMembers, "most members in one shard")
+	*maxMembers = packcore.DefaultMaxMembers
+	fs.Var((*memberLimit)(maxMembers), "max-members", fmt.Sprintf("most members in one shard, 1 to %d", packcore.DefaultMaxMembers))
 	fs.BoolVar(noManifest, "no-manifest", false, "do not write pack.manifest.json")
+}
+
+// memberLimit is the --max-members flag: checked when parsed, so a value
+// no shard can honour is a usage error naming the flag (exit 2) before any
+// work.
+type memberLimit int
+
+func (m *memberLimit) String() string { return strconv.Itoa(int(*m)) }
+
+func (m *memberLimit) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 || n > packcore.DefaultMaxMembers {
+		return fmt.Errorf("want a whole number from 1 to %d (a zip shard every reader can list holds at most %d members)", packcore.DefaultMaxMembers, packcore.DefaultMaxMembers)
+	}
+	*m = memberLimit(n)
+	return nil
 }
 
 func (p *packFlags) options() packcore.WriterOptions {
@@ -73,6 +92,10 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return nil, usagef("pack: %s is not a directory", src)
 	}
+	absDst, _ := filepath.Abs(dst)
+	if err := stage.CheckDisjoint(src, absDst); err != nil {
+		return nil, fmt.Errorf("pack: %w", err)
+	}
 	files, total, err := listFiles(ctx, src)
 	if err != nil {
 		return nil, &inputError{err: err}
@@ -80,7 +103,13 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	if len(files) == 0 {
 		return nil, usagef("pack: no files under %s", src)
 	}
-	absDst, _ := filepath.Abs(dst)
+	created := missingParents(absDst)
+	committed := false
+	defer func() {
+		if !committed {
+			removeEmptyDirs(created)
+		}
+	}()
 	st, err := stage.Begin(absDst)
 	if err != nil {
 		return nil, err
@@ -114,6 +143,7 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	if err := st.Commit(); err != nil {
 		return nil, err
 	}
+	committed = true
 	absSrc, _ := filepath.Abs(src)
 	e.infof("packed %s blobs (%s bytes) into %d shards under %s", plan.Thousands(stats.Members), plan.Thousands(stats.Bytes), stats.Shards, dst)
 	return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
