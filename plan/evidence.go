@@ -9,8 +9,11 @@ import (
 // filled by [Evidence.Add] and [Evidence.AddNull], one call per inspected value, and by
 // the caller, who sets Values (and Unit when the values are not table values).
 //
-// Sizes and kinds describe the inspected non-null values only. When every value was
-// inspected, Sampled equals Values and TotalBytes is the entry's total.
+// Sizes and kinds describe the inspected non-null values, except TotalBytes, which is
+// the entry's total: when every value was inspected (Sampled equals Values) the sum of
+// their sizes; otherwise the converter sets it to a measure of the whole data it takes
+// without reading every value (parquet: the uncompressed size of the column chunks that
+// hold the values, from the file metadata).
 type Evidence struct {
 	// Unit names what is counted, in the plural: "values" (the default when empty),
 	// "files", "members", "frames".
@@ -21,9 +24,11 @@ type Evidence struct {
 	Sampled int64 `json:"sampled"`
 	// NonNull is how many inspected values were not null.
 	NonNull int64 `json:"non_null"`
-	// TotalBytes is the summed size of the inspected non-null values.
+	// TotalBytes is the entry's total size (see above); Add sums the inspected
+	// values into it.
 	TotalBytes int64 `json:"total_bytes"`
-	// MeanBytes is TotalBytes / NonNull, rounded down; 0 when NonNull is 0.
+	// MeanBytes is the mean size of the inspected non-null values, rounded down;
+	// 0 when NonNull is 0.
 	MeanBytes int64 `json:"mean_bytes"`
 	// MinBytes and MaxBytes bound the sizes of the inspected non-null values.
 	MinBytes int64 `json:"min_bytes"`

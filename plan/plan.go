@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
 )
 
 // Plan is what a conversion will do, computed without writing anything.
@@ -137,6 +139,10 @@ const (
 	// FidelitySchemaChanges: every payload byte is preserved, but the table's schema
 	// changes (a binary column becomes a column of references).
 	FidelitySchemaChanges Fidelity = "schema_changes"
+	// FidelitySchemaChangesPathDropped: every payload byte is preserved and the
+	// schema changes, and a source file name stored beside the bytes (the
+	// path of a Hugging Face struct<bytes, path>) is not kept.
+	FidelitySchemaChangesPathDropped Fidelity = "schema_changes_path_dropped"
 	// FidelitySkipped: the entry is not converted.
 	FidelitySkipped Fidelity = "skipped"
 )
@@ -146,6 +152,8 @@ func (f Fidelity) Describe() string {
 	switch f {
 	case FidelitySchemaChanges:
 		return "bytes lossless, SCHEMA CHANGES"
+	case FidelitySchemaChangesPathDropped:
+		return "bytes lossless, SCHEMA CHANGES, source path DROPPED"
 	}
 	return string(f)
 }
@@ -238,14 +246,14 @@ func (c Counts) MarshalJSON() ([]byte, error) {
 	buf.WriteByte('{')
 	seen := make(map[string]bool, len(c))
 	for i, n := range c {
-		if seen[n.Name] {
+		if seen[jsonKey(n.Name)] {
 			return nil, fmt.Errorf("plan: count %q appears twice", n.Name)
 		}
-		seen[n.Name] = true
+		seen[jsonKey(n.Name)] = true
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		k, err := json.Marshal(n.Name)
+		k, err := json.Marshal(jsonKey(n.Name))
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +264,19 @@ func (c Counts) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// UnmarshalJSON reads an object of integer counts, keeping the order of its keys.
+// jsonKey is a count's name as a JSON key: snake_case ("row groups" →
+// "row_groups"), so that every key of the documents is an identifier.
+func jsonKey(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '-' {
+			return '_'
+		}
+		return unicode.ToLower(r)
+	}, name)
+}
+
+// UnmarshalJSON reads an object of integer counts, keeping the order of its
+// keys; underscores become spaces again (the names as text shows them).
 func (c *Counts) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		*c = nil
@@ -282,7 +302,7 @@ func (c *Counts) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("plan: counts: %q: %w", name, err)
 		}
-		out = append(out, Count{Name: name, N: v})
+		out = append(out, Count{Name: strings.ReplaceAll(name, "_", " "), N: v})
 	}
 	*c = out
 	return nil

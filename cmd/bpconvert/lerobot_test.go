@@ -75,7 +75,7 @@ func testLerobotYes(t *testing.T, root string) {
 	doc := lastJSON(t, r)
 	counts, _ := doc["counts"].(map[string]any)
 	// 6 top episodes cut into containers + 1 whole wrist file; 12 entries.
-	if doc["status"] != "ok" || doc["blobs"] != 7.0 || counts["episode containers"] != 6.0 || counts["index entries"] != 12.0 {
+	if doc["status"] != "ok" || doc["blobs"] != 7.0 || counts["episode_containers"] != 6.0 || counts["index_entries"] != 12.0 {
 		t.Fatalf("summary %v", doc)
 	}
 	set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{})

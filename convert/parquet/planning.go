@@ -45,6 +45,11 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	}
 
 	for _, c := range ins.Candidates {
+		if c.Evidence.Sampled < c.Evidence.Values {
+			// The sample's sum is not the data's: the plan's total is the
+			// measure of all of it that the metadata gives.
+			c.Evidence.TotalBytes = c.ChunkBytes
+		}
 		e := plan.Entry{
 			Name:       c.Name(),
 			Kind:       candidateKind(c),
@@ -57,6 +62,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			e.Fidelity = plan.FidelitySchemaChanges
 			e.Notes = []string{"packed into " + MediaDir + "/, the field rewritten in place to zip:// reference strings (null stays null)"}
 			if c.Struct {
+				e.Fidelity = plan.FidelitySchemaChangesPathDropped
 				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the path's extension names the member, the path itself is not kept")
 			}
 			if c.Media != "" {
