@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Legacy (file format 0.x, "v1") data files, written for datasets whose
@@ -260,15 +258,7 @@ func dictKeyBits(lt string) (int, error) {
 // cursorLegacy builds the cursor of field f in a legacy file.
 func (fr *fragmentReader) cursorLegacy(f *Field, af arrow.Field, loc string) (cursor, error) {
 	if st, ok := af.Type.(*arrow.StructType); ok {
-		sc := &structCursor{dt: st}
-		for i, c := range f.Children {
-			cc, err := fr.cursorLegacy(c, st.Field(i), loc)
-			if err != nil {
-				return nil, err
-			}
-			sc.children = append(sc.children, cc)
-		}
-		return sc, nil
+		return structCursorOf(f, st, loc, fr.cursorLegacy)
 	}
 	file, _, _, err := fr.column(f.ID)
 	if err != nil {
@@ -288,19 +278,11 @@ func (fr *fragmentReader) cursorLegacy(f *Field, af arrow.Field, loc string) (cu
 	}
 	pc := &pagedCursor{loc: loc, npages: len(lm.batchRows), dt: af.Type, alloc: fr.ds.alloc}
 	pc.pageTag = func(int) string { return "legacy encoding " + encName }
-	var items cursor
-	switch af.Type.(type) {
-	case *arrow.ListType, *arrow.LargeListType:
-		if len(f.Children) != 1 {
-			return nil, fmt.Errorf("%s: %w: list without item field", loc, errCorrupt)
-		}
-		iaf, err := arrowField(f.Children[0], 0)
-		if err != nil {
-			return nil, err
-		}
-		if items, err = fr.cursorLegacy(f.Children[0], iaf, loc); err != nil {
-			return nil, err
-		}
+	items, err := listItemsCursor(f, af, loc, fr.cursorLegacy)
+	if err != nil {
+		return nil, err
+	}
+	if items != nil {
 		pc.subs = append(pc.subs, items)
 	}
 	pc.decode = func(batch int) (arrow.Array, error) {
@@ -348,17 +330,7 @@ func (fr *fragmentReader) cursorLegacy(f *Field, af arrow.Field, loc string) (cu
 				return nil, err
 			}
 			defer child.Release()
-			var ob2 []byte
-			if _, ok := af.Type.(*arrow.ListType); ok {
-				o32 := make([]int32, n)
-				for i, o := range offs {
-					o32[i] = int32(o)
-				}
-				ob2 = arrow.Int32Traits.CastToBytes(o32)
-			} else {
-				ob2 = arrow.Int64Traits.CastToBytes(offs)
-			}
-			return array.MakeFromData(array.NewData(af.Type, int(n-1), []*memory.Buffer{nil, memory.NewBufferBytes(ob2)}, []arrow.ArrayData{child.Data()}, 0, 0)), nil
+			return listArray(af.Type, offs, nil, child), nil
 		}
 		switch lf.encoding {
 		case legacyVarBinary:

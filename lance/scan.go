@@ -683,20 +683,8 @@ func pageEncodingName(p *pageInfo) string {
 
 // cursor20 builds the cursor of field f in a 2.0 file.
 func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor, error) {
-	switch t := af.Type.(type) {
-	case *arrow.StructType:
-		if isPacked(f) {
-			break
-		}
-		sc := &structCursor{dt: t}
-		for i, c := range f.Children {
-			cc, err := fr.cursor20(c, t.Field(i), loc)
-			if err != nil {
-				return nil, err
-			}
-			sc.children = append(sc.children, cc)
-		}
-		return sc, nil
+	if st, ok := af.Type.(*arrow.StructType); ok && !isPacked(f) {
+		return structCursorOf(f, st, loc, fr.cursor20)
 	}
 	file, _, ci, err := fr.column(f.ID)
 	if err != nil {
@@ -708,19 +696,11 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 	col := &file.meta.columns[ci]
 	pc := &pagedCursor{loc: loc, npages: len(col.pages), dt: af.Type, alloc: fr.ds.alloc}
 	pc.pageTag = func(i int) string { return "encoding " + pageEncodingName(&col.pages[i]) }
-	var items cursor
-	switch af.Type.(type) {
-	case *arrow.ListType, *arrow.LargeListType:
-		if len(f.Children) != 1 {
-			return nil, fmt.Errorf("%s: %w: list without item field", loc, errCorrupt)
-		}
-		iaf, err := arrowField(f.Children[0], 0)
-		if err != nil {
-			return nil, err
-		}
-		if items, err = fr.cursor20(f.Children[0], iaf, loc); err != nil {
-			return nil, err
-		}
+	items, err := listItemsCursor(f, af, loc, fr.cursor20)
+	if err != nil {
+		return nil, err
+	}
+	if items != nil {
 		pc.subs = append(pc.subs, items)
 	}
 	pc.decode = func(i int) (arrow.Array, error) {
@@ -756,18 +736,7 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 				return nil, err
 			}
 			defer child.Release()
-			vb, nulls := bitmapOf(lp.valid)
-			var ob []byte
-			if _, ok := af.Type.(*arrow.ListType); ok {
-				o32 := make([]int32, len(lp.offs))
-				for k, o := range lp.offs {
-					o32[k] = int32(o)
-				}
-				ob = arrow.Int32Traits.CastToBytes(o32)
-			} else {
-				ob = arrow.Int64Traits.CastToBytes(lp.offs)
-			}
-			return array.MakeFromData(array.NewData(af.Type, n, []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
+			return listArray(af.Type, lp.offs, lp.valid, child), nil
 		}
 		l, valid, err := decode20x(p.encoding.value, bufs, n, 0, strings.HasPrefix(f.LogicalType, "dict:"))
 		if err != nil {
@@ -780,4 +749,59 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 		return leafArray(af.Type, l, valid)
 	}
 	return pc, nil
+}
+
+// cursorBuilder makes the cursor of field f (Arrow field af) in the data
+// files of one format; loc names the fragment and column for errors.
+type cursorBuilder func(f *Field, af arrow.Field, loc string) (cursor, error)
+
+// structCursorOf makes the cursor of a struct field from its children's
+// cursors, made by build.
+func structCursorOf(f *Field, st *arrow.StructType, loc string, build cursorBuilder) (cursor, error) {
+	sc := &structCursor{dt: st}
+	for i, c := range f.Children {
+		cc, err := build(c, st.Field(i), loc)
+		if err != nil {
+			sc.release()
+			return nil, err
+		}
+		sc.children = append(sc.children, cc)
+	}
+	return sc, nil
+}
+
+// listItemsCursor makes, with build, the cursor of the items of a list or
+// large list field; nil for other types.
+func listItemsCursor(f *Field, af arrow.Field, loc string, build cursorBuilder) (cursor, error) {
+	switch af.Type.(type) {
+	case *arrow.ListType, *arrow.LargeListType:
+	default:
+		return nil, nil
+	}
+	if len(f.Children) != 1 {
+		return nil, fmt.Errorf("%s: %w: list without item field", loc, errCorrupt)
+	}
+	iaf, err := arrowField(f.Children[0], 0)
+	if err != nil {
+		return nil, err
+	}
+	return build(f.Children[0], iaf, loc)
+}
+
+// listArray makes a list (int32 offsets) or large list (int64 offsets)
+// array of len(offs)-1 lists over child: offs are relative to the child's
+// first item, valid is nil when every list is valid.
+func listArray(dt arrow.DataType, offs []int64, valid []bool, child arrow.Array) arrow.Array {
+	vb, nulls := bitmapOf(valid)
+	var ob []byte
+	if _, ok := dt.(*arrow.ListType); ok {
+		o32 := make([]int32, len(offs))
+		for k, o := range offs {
+			o32[k] = int32(o)
+		}
+		ob = arrow.Int32Traits.CastToBytes(o32)
+	} else {
+		ob = arrow.Int64Traits.CastToBytes(offs)
+	}
+	return array.MakeFromData(array.NewData(dt, len(offs)-1, []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0))
 }
