@@ -168,13 +168,38 @@ func parseFileTail(tail []byte, start, size int64) (*fileMeta, error) {
 	return fm, nil
 }
 
+// Field numbers of the file format's metadata messages (lance.file.v2 and
+// protobuf's Any).
+const (
+	descriptorSchema = 1 // FileDescriptor
+	descriptorLength = 2
+	schemaFields     = 1 // FileDescriptor.Schema
+
+	encodingDeferred = 1 // Encoding
+	encodingDirect   = 2
+	directEncoding   = 1 // DirectEncoding
+	anyTypeURL       = 1 // google.protobuf.Any
+	anyValue         = 2
+
+	columnEncoding      = 1 // ColumnMetadata
+	columnPages         = 2
+	columnBufferOffsets = 3
+	columnBufferSizes   = 4
+
+	pageBufferOffsets = 1 // ColumnMetadata.Page
+	pageBufferSizes   = 2
+	pageLength        = 3
+	pageEncoding      = 4
+	pagePriority      = 5
+)
+
 // parseDescriptor decodes the FileDescriptor held in global buffer 0.
 func (fm *fileMeta) parseDescriptor(b []byte) error {
 	err := walk(b, func(f pbField) error {
 		switch f.num {
-		case 1:
+		case descriptorSchema:
 			return walk(f.b, func(g pbField) error {
-				if g.num == 1 {
+				if g.num == schemaFields {
 					fl, err := parseField(g.b)
 					if err != nil {
 						return err
@@ -183,7 +208,7 @@ func (fm *fileMeta) parseDescriptor(b []byte) error {
 				}
 				return nil
 			})
-		case 2:
+		case descriptorLength:
 			fm.numRows = f.u
 		}
 		return nil
@@ -200,18 +225,18 @@ func parseEncoding(b []byte) (encodingAny, error) {
 	var e encodingAny
 	err := walk(b, func(f pbField) error {
 		switch f.num {
-		case 1:
+		case encodingDeferred:
 			return fmt.Errorf("deferred encodings are not supported")
-		case 2:
+		case encodingDirect:
 			return walk(f.b, func(g pbField) error {
-				if g.num != 1 {
+				if g.num != directEncoding {
 					return nil
 				}
 				return walk(g.b, func(h pbField) error {
 					switch h.num {
-					case 1:
+					case anyTypeURL:
 						e.typeURL = string(h.b)
-					case 2:
+					case anyValue:
 						e.value = h.b
 					}
 					return nil
@@ -229,22 +254,22 @@ func parseColumnMetadata(b []byte) (columnInfo, error) {
 	err := walk(b, func(f pbField) error {
 		var err error
 		switch f.num {
-		case 1:
+		case columnEncoding:
 			ci.encoding, err = parseEncoding(f.b)
-		case 2:
+		case columnPages:
 			var p pageInfo
 			err = walk(f.b, func(g pbField) error {
 				var err error
 				switch g.num {
-				case 1:
+				case pageBufferOffsets:
 					p.bufOffsets, err = packedUints(p.bufOffsets, g)
-				case 2:
+				case pageBufferSizes:
 					p.bufSizes, err = packedUints(p.bufSizes, g)
-				case 3:
+				case pageLength:
 					p.length = g.u
-				case 4:
+				case pageEncoding:
 					p.encoding, err = parseEncoding(g.b)
-				case 5:
+				case pagePriority:
 					p.priority = g.u
 				}
 				return err
@@ -253,9 +278,9 @@ func parseColumnMetadata(b []byte) (columnInfo, error) {
 				err = fmt.Errorf("%w: page has %d buffer offsets and %d sizes", errCorrupt, len(p.bufOffsets), len(p.bufSizes))
 			}
 			ci.pages = append(ci.pages, p)
-		case 3:
+		case columnBufferOffsets:
 			ci.bufOffsets, err = packedUints(ci.bufOffsets, f)
-		case 4:
+		case columnBufferSizes:
 			ci.bufSizes, err = packedUints(ci.bufSizes, f)
 		}
 		return err

@@ -68,6 +68,34 @@ const (
 	plSparse    = 5
 )
 
+// Field numbers of the 2.1+ layout messages.
+const (
+	miniRepCompression     = 1 // MiniBlockLayout
+	miniDefCompression     = 2
+	miniValueCompression   = 3
+	miniDictionary         = 4
+	miniNumDictItems       = 5
+	miniLayers             = 6
+	miniNumBuffers         = 7
+	miniRepIndexDepth      = 8
+	miniNumItems           = 9
+	miniHasLargeChunk      = 10
+	constLayers            = 5 // ConstantLayout
+	constInlineValue       = 6
+	constRepCompression    = 7
+	constDefCompression    = 8
+	constNumRepValues      = 9
+	constNumDefValues      = 10
+	fullZipBitsRep         = 1 // FullZipLayout
+	fullZipBitsDef         = 2
+	fullZipBitsPerValue    = 3
+	fullZipBitsPerOffset   = 4
+	fullZipNumItems        = 5
+	fullZipNumVisibleItems = 6
+	fullZipValueCompress   = 7
+	fullZipLayers          = 8
+)
+
 var plNames = map[int]string{plMiniBlock: "MiniBlockLayout", plConstant: "ConstantLayout", plFullZip: "FullZipLayout", plBlob: "BlobLayout", plSparse: "SparseLayout"}
 
 // parsePageLayout decodes the oneof of a PageLayout message.
@@ -127,25 +155,25 @@ func decodeMiniBlock(raw []byte, bufs pageBuffers, rows int) (*structPage, error
 	err := walk(raw, func(f pbField) error {
 		var err error
 		switch f.num {
-		case 1:
+		case miniRepCompression:
 			repC, err = parseCenc(f.b, 0)
-		case 2:
+		case miniDefCompression:
 			defC, err = parseCenc(f.b, 0)
-		case 3:
+		case miniValueCompression:
 			valC, err = parseCenc(f.b, 0)
-		case 4:
+		case miniDictionary:
 			dictC, err = parseCenc(f.b, 0)
-		case 5:
+		case miniNumDictItems:
 			numDict = f.u
-		case 6:
+		case miniLayers:
 			sp.layers, err = parseLayers(sp.layers, f)
-		case 7:
+		case miniNumBuffers:
 			numBuffers = f.u
-		case 8:
+		case miniRepIndexDepth:
 			repDepth = f.u
-		case 9:
+		case miniNumItems:
 			numItems = f.u
-		case 10:
+		case miniHasLargeChunk:
 			large = f.u != 0
 		}
 		return err
@@ -383,17 +411,17 @@ func decodeConstant(raw []byte, bufs pageBuffers, rows int, zero func(n int) lea
 	err := walk(raw, func(f pbField) error {
 		var err error
 		switch f.num {
-		case 5:
+		case constLayers:
 			sp.layers, err = parseLayers(sp.layers, f)
-		case 6:
+		case constInlineValue:
 			inline, hasInline = f.b, true
-		case 7:
+		case constRepCompression:
 			repC, err = parseCenc(f.b, 0)
-		case 8:
+		case constDefCompression:
 			defC, err = parseCenc(f.b, 0)
-		case 9:
+		case constNumRepValues:
 			numRep = f.u
-		case 10:
+		case constNumDefValues:
 			numDef = f.u
 		}
 		return err
@@ -582,21 +610,21 @@ func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) 
 	err := walk(raw, func(f pbField) error {
 		var err error
 		switch f.num {
-		case 1:
+		case fullZipBitsRep:
 			bitsRep = f.u
-		case 2:
+		case fullZipBitsDef:
 			bitsDef = f.u
-		case 3:
+		case fullZipBitsPerValue:
 			bitsValue = f.u
-		case 4:
+		case fullZipBitsPerOffset:
 			bitsOffset = f.u
-		case 5:
+		case fullZipNumItems:
 			numItems = f.u
-		case 6:
+		case fullZipNumVisibleItems:
 			numVisible = f.u
-		case 7:
+		case fullZipValueCompress:
 			valC, err = parseCenc(f.b, 0)
-		case 8:
+		case fullZipLayers:
 			sp.layers, err = parseLayers(sp.layers, f)
 		}
 		return err

@@ -103,72 +103,128 @@ func parseManifestFile(b []byte) (*Manifest, error) {
 	return parseManifest(b[pos+4 : pos+4+n])
 }
 
+// Field numbers of the table format's messages (lance.table and
+// lance.file.Field) that this package reads.
+const (
+	manifestFields         = 1 // Manifest
+	manifestFragments      = 2
+	manifestVersion        = 3
+	manifestSchemaMetadata = 5
+	manifestReaderFlags    = 9
+	manifestWriterFlags    = 10
+	manifestWriterVersion  = 13
+	manifestDataFormat     = 15
+	manifestConfig         = 16
+	manifestBasePaths      = 18
+
+	writerVersionLibrary = 1 // Manifest.WriterVersion
+	writerVersionVersion = 2
+
+	dataFormatFileFormat = 1 // Manifest.DataStorageFormat
+	dataFormatVersion    = 2
+
+	basePathID            = 1 // BasePath
+	basePathName          = 2
+	basePathIsDatasetRoot = 3
+	basePathPath          = 4
+
+	mapEntryKey   = 1 // map<string, ...> entries
+	mapEntryValue = 2
+
+	fieldName          = 2 // lance.file.Field
+	fieldID            = 3
+	fieldParentID      = 4
+	fieldLogicalType   = 5
+	fieldNullable      = 6
+	fieldExtensionName = 9
+	fieldMetadata      = 10
+
+	fragmentID           = 1 // DataFragment
+	fragmentFiles        = 2
+	fragmentDeletionFile = 3
+	fragmentPhysicalRows = 4
+
+	deletionFileType       = 1 // DeletionFile
+	deletionReadVersion    = 2
+	deletionID             = 3
+	deletionNumDeletedRows = 4
+	deletionBaseID         = 7
+
+	dataFilePath          = 1 // DataFile
+	dataFileFields        = 2
+	dataFileColumnIndices = 3
+	dataFileMajorVersion  = 4
+	dataFileMinorVersion  = 5
+	dataFileSizeBytes     = 6
+	dataFileBaseID        = 7
+)
+
 // parseManifest decodes a lance.table.Manifest message.
 func parseManifest(b []byte) (*Manifest, error) {
 	m := &Manifest{SchemaMetadata: map[string][]byte{}, Config: map[string]string{}}
 	err := walk(b, func(f pbField) error {
 		switch f.num {
-		case 1:
+		case manifestFields:
 			fl, err := parseField(f.b)
 			if err != nil {
 				return err
 			}
 			m.Fields = append(m.Fields, fl)
-		case 2:
+		case manifestFragments:
 			fr, err := parseFragment(f.b)
 			if err != nil {
 				return err
 			}
 			m.Fragments = append(m.Fragments, fr)
-		case 3:
+		case manifestVersion:
 			m.Version = f.u
-		case 5:
+		case manifestSchemaMetadata:
 			k, v, err := parseMapEntry(f.b)
 			if err != nil {
 				return err
 			}
 			m.SchemaMetadata[k] = v
-		case 9:
+		case manifestReaderFlags:
 			m.ReaderFeatureFlags = f.u
-		case 10:
+		case manifestWriterFlags:
 			m.WriterFeatureFlags = f.u
-		case 13:
+		case manifestWriterVersion:
 			return walk(f.b, func(g pbField) error {
 				switch g.num {
-				case 1:
+				case writerVersionLibrary:
 					m.WriterLibrary = string(g.b)
-				case 2:
+				case writerVersionVersion:
 					m.WriterVersion = string(g.b)
 				}
 				return nil
 			})
-		case 15:
+		case manifestDataFormat:
 			return walk(f.b, func(g pbField) error {
 				switch g.num {
-				case 1:
+				case dataFormatFileFormat:
 					m.DataFormat = string(g.b)
-				case 2:
+				case dataFormatVersion:
 					m.DataVersion = string(g.b)
 				}
 				return nil
 			})
-		case 16:
+		case manifestConfig:
 			k, v, err := parseMapEntry(f.b)
 			if err != nil {
 				return err
 			}
 			m.Config[k] = string(v)
-		case 18:
+		case manifestBasePaths:
 			var bp BasePath
 			err := walk(f.b, func(g pbField) error {
 				switch g.num {
-				case 1:
+				case basePathID:
 					bp.ID = uint32(g.u)
-				case 2:
+				case basePathName:
 					bp.Name = string(g.b)
-				case 3:
+				case basePathIsDatasetRoot:
 					bp.IsDatasetRoot = g.u != 0
-				case 4:
+				case basePathPath:
 					bp.Path = string(g.b)
 				}
 				return nil
@@ -203,9 +259,9 @@ func parseMapEntry(b []byte) (string, []byte, error) {
 	var v []byte
 	err := walk(b, func(f pbField) error {
 		switch f.num {
-		case 1:
+		case mapEntryKey:
 			k = string(f.b)
-		case 2:
+		case mapEntryValue:
 			v = append([]byte(nil), f.b...)
 		}
 		return nil
@@ -218,19 +274,19 @@ func parseField(b []byte) (*Field, error) {
 	fl := &Field{ParentID: -1, Metadata: map[string][]byte{}}
 	err := walk(b, func(f pbField) error {
 		switch f.num {
-		case 2:
+		case fieldName:
 			fl.Name = string(f.b)
-		case 3:
+		case fieldID:
 			fl.ID = int32Of(f.u)
-		case 4:
+		case fieldParentID:
 			fl.ParentID = int32Of(f.u)
-		case 5:
+		case fieldLogicalType:
 			fl.LogicalType = string(f.b)
-		case 6:
+		case fieldNullable:
 			fl.Nullable = f.u != 0
-		case 9:
+		case fieldExtensionName:
 			fl.ExtensionName = string(f.b)
-		case 10:
+		case fieldMetadata:
 			k, v, err := parseMapEntry(f.b)
 			if err != nil {
 				return err
@@ -285,30 +341,30 @@ func parseFragment(b []byte) (Fragment, error) {
 	var fr Fragment
 	err := walk(b, func(f pbField) error {
 		switch f.num {
-		case 1:
+		case fragmentID:
 			fr.ID = f.u
-		case 2:
+		case fragmentFiles:
 			df, err := parseDataFile(f.b)
 			if err != nil {
 				return err
 			}
 			fr.Files = append(fr.Files, df)
-		case 3:
+		case fragmentDeletionFile:
 			d := &DeletionFile{}
 			err := walk(f.b, func(g pbField) error {
 				switch g.num {
-				case 1:
+				case deletionFileType:
 					d.Bitmap = g.u == 1
 					if g.u > 1 {
 						return fmt.Errorf("%w: unknown deletion file type %d", errCorrupt, g.u)
 					}
-				case 2:
+				case deletionReadVersion:
 					d.ReadVersion = g.u
-				case 3:
+				case deletionID:
 					d.ID = g.u
-				case 4:
+				case deletionNumDeletedRows:
 					d.NumDeleted = g.u
-				case 7:
+				case deletionBaseID:
 					v := uint32(g.u)
 					d.BaseID = &v
 				}
@@ -318,7 +374,7 @@ func parseFragment(b []byte) (Fragment, error) {
 				return err
 			}
 			fr.Deletion = d
-		case 4:
+		case fragmentPhysicalRows:
 			fr.PhysicalRows = f.u
 		}
 		return nil
@@ -336,19 +392,19 @@ func parseDataFile(b []byte) (DataFile, error) {
 	err := walk(b, func(f pbField) error {
 		var err error
 		switch f.num {
-		case 1:
+		case dataFilePath:
 			df.Path = string(f.b)
-		case 2:
+		case dataFileFields:
 			fields, err = packedUints(fields, f)
-		case 3:
+		case dataFileColumnIndices:
 			cols, err = packedUints(cols, f)
-		case 4:
+		case dataFileMajorVersion:
 			df.Major = uint32(f.u)
-		case 5:
+		case dataFileMinorVersion:
 			df.Minor = uint32(f.u)
-		case 6:
+		case dataFileSizeBytes:
 			df.SizeBytes = f.u
-		case 7:
+		case dataFileBaseID:
 			v := uint32(f.u)
 			df.BaseID = &v
 		}
