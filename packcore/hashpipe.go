@@ -18,20 +18,31 @@ type bufPool struct{ free chan []byte }
 // fill one while the hasher works through the others.
 const poolBuffers = 4
 
-// pipeBufSize fits a local header with the longest name plus a small member,
-// and is the chunk size of streamed members.
-const pipeBufSize = localLen + MaxKeyBytes + 20 + smallMember
+// zip64ExtraMax is the longest extra field of a local header the writer
+// writes (zip64 sizes).
+const zip64ExtraMax = 20
 
+// newBufPool returns a pool of poolBuffers buffers, each allocated when
+// first needed and only as large as the members it held: a pack of small
+// files never holds megabytes of buffers.
 func newBufPool() *bufPool {
 	p := &bufPool{free: make(chan []byte, poolBuffers)}
 	for range poolBuffers {
-		p.free <- make([]byte, 0, pipeBufSize)
+		p.free <- nil
 	}
 	return p
 }
 
-// get returns an empty buffer of capacity pipeBufSize, waiting for one.
-func (p *bufPool) get() []byte { return <-p.free }
+// get returns an empty buffer of capacity at least n, waiting for one.
+func (p *bufPool) get(n int) []byte {
+	b := <-p.free
+	if cap(b) < n {
+		// Grow in steps so a run of slightly larger members does not
+		// reallocate every time.
+		b = make([]byte, 0, max(n, min(2*cap(b), copyBuf+localLen+MaxKeyBytes+zip64ExtraMax)))
+	}
+	return b[:0]
+}
 
 // put returns a buffer to the pool.
 func (p *bufPool) put(b []byte) { p.free <- b[:0] }

@@ -106,7 +106,8 @@ type Writer struct {
 	refBase string
 	lock    *os.File
 	keys    map[string]keyLoc
-	next    int // index of the next shard to open
+	shards  []string // names of the shards keys point into, by keyLoc.shard
+	next    int      // index of the next shard to open
 	cur     *shardWriter
 	done    []ShardInfo
 	buf     []byte // chunk buffer for streamed members
@@ -120,8 +121,10 @@ type Writer struct {
 	groupIdx int // shard index where the current group began
 }
 
+// keyLoc is where a key went: its shard's index in Writer.shards and its
+// size; 16 bytes a key beside the key itself.
 type keyLoc struct {
-	shard string
+	shard int32
 	size  int64
 }
 
@@ -274,10 +277,11 @@ func (w *Writer) scanExisting() error {
 		for _, e := range res.dir.Entries {
 			if prev, dup := w.keys[e.Name]; dup {
 				checks.drain(i + 1)
-				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, prev.shard, name)
+				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, w.shards[prev.shard], name)
 			}
-			w.keys[e.Name] = keyLoc{shard: name, size: e.Size}
+			w.keys[e.Name] = keyLoc{shard: int32(len(w.shards)), size: e.Size}
 		}
+		w.shards = append(w.shards, name)
 		info := ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(res.dir.Entries), Resumed: true}
 		w.done = append(w.done, info)
 		w.next = max(w.next, idxs[i]+1)
@@ -303,7 +307,7 @@ func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
 	if !ok {
 		return "", 0, false
 	}
-	return w.Ref(key, loc.shard), loc.size, true
+	return w.Ref(key, w.shards[loc.shard]), loc.size, true
 }
 
 // Add streams size bytes from r into the pack as member key and returns its
@@ -331,7 +335,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 		return "", fmt.Errorf("key %q: negative size %d", key, size)
 	}
 	if loc, dup := w.keys[key]; dup {
-		return "", &KeyError{Key: key, Reason: "already added (in " + loc.shard + ")", Err: ErrDuplicateKey}
+		return "", &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.shard] + ")", Err: ErrDuplicateKey}
 	}
 	startsGroup := group != "" && group != w.group
 	if startsGroup && w.cur != nil && w.cur.count > 0 && w.opts.GroupFill > 0 &&
@@ -356,7 +360,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	if err := w.writeMember(key, r, size); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)
 	}
-	w.keys[key] = keyLoc{shard: w.cur.name, size: size}
+	w.keys[key] = keyLoc{shard: int32(len(w.shards) - 1), size: size}
 	w.stats.Members++
 	w.stats.Bytes += size
 	return w.Ref(key, w.cur.name), nil
@@ -409,6 +413,7 @@ func (w *Writer) roll() error {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
 	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool)}
+	w.shards = append(w.shards, name)
 	w.next++
 	return nil
 }
@@ -420,7 +425,7 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 	var crc uint32
 	if size <= smallMember {
 		hdrLen := localLen + len(key)
-		buf := w.pool.get()[:hdrLen+int(size)]
+		buf := w.pool.get(hdrLen + int(size))[:hdrLen+int(size)]
 		if _, err := io.ReadFull(r, buf[hdrLen:]); err != nil {
 			w.pool.put(buf)
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -497,7 +502,7 @@ func (w *Writer) fileCRC(r io.Reader, size int64) (uint32, bool) {
 func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32) (uint32, error) {
 	s := w.cur
 	hdrOff := s.off
-	hdr := appendLocalHeader(w.pool.get(), key, size, want)
+	hdr := appendLocalHeader(w.pool.get(localLen+len(key)+zip64ExtraMax), key, size, want)
 	if _, err := s.f.Write(hdr); err != nil {
 		w.pool.put(hdr)
 		return 0, w.failShard(err)
@@ -511,7 +516,7 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 		if err = w.ctx.Err(); err != nil {
 			break
 		}
-		buf := w.pool.get()
+		buf := w.pool.get(copyBuf)
 		chunk := buf[:min(int64(cap(buf)), size-n)]
 		var m int
 		m, err = io.ReadFull(r, chunk)
@@ -554,7 +559,7 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 func (w *Writer) streamThenHash(key string, r io.Reader, size int64) (uint32, error) {
 	s := w.cur
 	hdrOff := s.off
-	hdr := appendLocalHeader(w.pool.get(), key, size, 0)
+	hdr := appendLocalHeader(w.pool.get(localLen+len(key)+zip64ExtraMax), key, size, 0)
 	hdrLen := int64(len(hdr))
 	if _, err := s.f.Write(hdr); err != nil {
 		w.pool.put(hdr)
