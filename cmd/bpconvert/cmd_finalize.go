@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/plan"
@@ -23,6 +24,8 @@ func tableJoiners(command string) (func(rel string) convert.TableJoiner, bool) {
 			}
 			return nil
 		}, true
+	case "convert-lerobot":
+		return lerobot.Joiner, true
 	case "convert-parquet":
 		return func(rel string) convert.TableJoiner {
 			if strings.HasSuffix(rel, ".parquet") {

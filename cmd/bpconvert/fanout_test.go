@@ -361,8 +361,8 @@ func fanOutParquet(t *testing.T, src string, args []string) {
 					t.Errorf("%s: %q, whole run %q", name, got[name], sum)
 				}
 			}
-			if len(got) != len(want) {
-				t.Errorf("%d files, whole run %d", len(got), len(want))
+			if a, b := nonMedia(got), nonMedia(want); a != b {
+				t.Errorf("%d files besides media/, whole run %d", a, b)
 			}
 			if refs == 0 {
 				t.Fatal("no reference checked")
@@ -373,4 +373,84 @@ func fanOutParquet(t *testing.T, src string, args []string) {
 			}
 		})
 	}
+}
+
+// TestFanOutLerobot splits convert-lerobot of v2.0 (a file per episode and
+// camera), v2.1-images (frames inside the tables) and v3.0 (files of many
+// episodes, cut per episode) into parts and checks the joined result
+// against one undivided run: the same members, tables and video index
+// (references resolving, naming the same members), meta/ byte for byte.
+func TestFanOutLerobot(t *testing.T) {
+	fixtures := lerobotFixtureRoot(t)
+	for _, name := range []string{"v2.0", "v2.1-images", "v3.0"} {
+		t.Run(name, func(t *testing.T) { fanOutLerobot(t, filepath.Join(fixtures, name)) })
+	}
+}
+
+func fanOutLerobot(t *testing.T, src string) {
+	root := t.TempDir()
+	flags := []string{"--yes", "--max-pack-bytes", "64KiB", "--quiet"}
+	one := filepath.Join(root, "one")
+	if r := bp(t, append([]string{"convert-lerobot", src, one}, flags...)...); r.code != 0 {
+		t.Fatalf("whole run: %+v", r)
+	}
+	want := treeBytes(t, one)
+	for _, n := range []int{2, 3} {
+		t.Run(fmt.Sprint(n, " parts"), func(t *testing.T) {
+			dst := filepath.Join(root, fmt.Sprint("split", n))
+			runParts(t, n, func(part string) []string {
+				return append([]string{"convert-lerobot", src, dst, "--part", part}, flags...)
+			})
+			if r := bp(t, "finalize", dst); r.code != 0 {
+				t.Fatalf("finalize: %+v", r)
+			}
+			sameMembers(t, filepath.Join(dst, "media"), filepath.Join(one, "media"))
+			got := treeBytes(t, dst)
+			refs := 0
+			for name, sum := range want {
+				switch {
+				case strings.HasPrefix(name, "media/"):
+				case strings.HasSuffix(name, ".parquet"):
+					a, b := tableDump(t, filepath.Join(dst, name)), tableDump(t, filepath.Join(one, name))
+					if masked(a) != masked(b) {
+						t.Errorf("%s differs from the whole run's", name)
+					}
+					refs += refsResolve(t, dst, a)
+				case name == "video_index.json":
+					a, _ := os.ReadFile(filepath.Join(dst, name))
+					b, _ := os.ReadFile(filepath.Join(one, name))
+					if masked(string(a)) != masked(string(b)) {
+						t.Errorf("%s differs from the whole run's:\n%s\n---\n%s", name, a, b)
+					}
+					refs += refsResolve(t, dst, string(a))
+				case got[name] != sum:
+					t.Errorf("%s: %q, whole run %q", name, got[name], sum)
+				}
+			}
+			for name := range got {
+				if _, ok := want[name]; !ok && !strings.HasPrefix(name, "media/") {
+					t.Errorf("%s: not in the whole run's output", name)
+				}
+			}
+			if a, b := nonMedia(got), nonMedia(want); a != b {
+				t.Errorf("%d files besides media/, whole run %d", a, b)
+			}
+			if refs == 0 {
+				t.Fatal("no reference checked")
+			}
+			t.Logf("%d references resolve", refs)
+		})
+	}
+}
+
+// nonMedia counts the files of a treeBytes map outside media/ (a split run
+// may write more, smaller shards than a whole one).
+func nonMedia(tree map[string]string) int {
+	n := 0
+	for name := range tree {
+		if !strings.HasPrefix(name, "media/") {
+			n++
+		}
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"io/fs"
 	"os"
 	"path"
@@ -105,7 +106,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 	}
 	prog.SetTotal(items, bytes)
 
-	blobs, err := ins.cut(ctx, out.Path(cutDir))
+	blobs, err := ins.cut(ctx, out.Path(cutDir), ins.partFiles(o.Part))
 	if err != nil {
 		return nil, err
 	}
@@ -142,18 +143,20 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 		}
 		res.Tables = r.Rewritten
 		res.Copied += r.Copied + r.Files
-	} else {
+	} else if o.Part.I <= 1 {
 		n, err := copyTree(ctx, d.Root, "data", out.Path("data"))
 		if err != nil {
 			return nil, err
 		}
 		res.Copied += n
 	}
-	n, err := copyTree(ctx, d.Root, "meta", out.Path("meta"))
-	if err != nil {
-		return nil, err
+	if o.Part.I <= 1 { // the whole run, or part 1 of a split one
+		n, err := copyTree(ctx, d.Root, "meta", out.Path("meta"))
+		if err != nil {
+			return nil, err
+		}
+		res.Copied += n
 	}
-	res.Copied += n
 
 	if len(entries) > 0 {
 		var keys []string
@@ -191,10 +194,13 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 // cut splits the files planned for it into containers under dir and returns
 // every video blob to pack, in (episode, camera) order, with the index
 // entries each one carries (references filled in when packed).
-func (ins *Inspection) cut(ctx context.Context, dir string) ([]videoBlob, error) {
+func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile) bool) ([]videoBlob, error) {
 	var blobs []videoBlob
 	for _, vf := range ins.Videos {
 		for fi, f := range vf.Files {
+			if !keep(f) {
+				continue
+			}
 			if !f.Split {
 				b := videoBlob{episode: int64(f.Episodes[0].Index), key: f.Key, member: f.Rel, path: f.Path, size: f.Size}
 				for _, e := range f.Episodes {
@@ -238,6 +244,44 @@ func (ins *Inspection) cut(ctx context.Context, dir string) ([]videoBlob, error)
 		return cmp.Or(cmp.Compare(a.episode, b.episode), strings.Compare(a.key, b.key), strings.Compare(a.member, b.member))
 	})
 	return blobs, nil
+}
+
+// partFiles returns which camera files part p packs: in the order of
+// their first episode (then camera), a contiguous run balanced by bytes
+// (see convert.Part.Range), so an episode's cameras mostly share a part.
+// The whole run packs every file.
+func (ins *Inspection) partFiles(p convert.Part) func(*VideoFile) bool {
+	if p.Whole() {
+		return func(*VideoFile) bool { return true }
+	}
+	type item struct {
+		f       *VideoFile
+		episode int
+		key     string
+	}
+	var items []item
+	for _, vf := range ins.Videos {
+		for _, f := range vf.Files {
+			first := math.MaxInt
+			for _, e := range f.Episodes {
+				first = min(first, e.Index)
+			}
+			items = append(items, item{f, first, f.Key})
+		}
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		return cmp.Or(cmp.Compare(a.episode, b.episode), strings.Compare(a.key, b.key))
+	})
+	sizes := make([]int64, len(items))
+	for i, it := range items {
+		sizes[i] = it.f.Size
+	}
+	lo, hi := p.Range(sizes)
+	keep := map[*VideoFile]bool{}
+	for _, it := range items[lo:hi] {
+		keep[it.f] = true
+	}
+	return func(f *VideoFile) bool { return keep[f] }
 }
 
 // addFile packs one file.
