@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
@@ -22,6 +23,7 @@ type verifyDoc struct {
 	} `json:"tables"`
 	Against *struct {
 		Payloads   int64 `json:"payloads"`
+		Inline     int64 `json:"inline"`
 		Bytes      int64 `json:"bytes"`
 		Mismatches int64 `json:"mismatches"`
 	} `json:"against"`
@@ -92,15 +94,24 @@ func TestVerifyDataset(t *testing.T) {
 		root := t.TempDir()
 		shards := wdsShards(t, root, 2, 3, 500)
 		dst := filepath.Join(root, "out")
-		if r := bp(t, append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--quiet")...); r.code != 0 {
+		old := syscall.Umask(0o022)
+		r := bp(t, append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--quiet", "--inline", "cls")...)
+		syscall.Umask(old)
+		if r.code != 0 {
 			t.Fatalf("convert: %+v", r)
 		}
+		// Readable by other users, like every output file.
+		if st, err := os.Stat(filepath.Join(dst, "samples.parquet")); err != nil || st.Mode().Perm() != 0o644 {
+			t.Errorf("samples.parquet: %v, %v; want mode 0644 under umask 022", st.Mode(), err)
+		}
 		r, d := verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
-		// 6 samples with a bin and a cls reference each.
-		if r.code != 0 || d.Refs != 12 || d.Against == nil || d.Against.Payloads != 12 || d.Against.Mismatches != 0 || d.Against.Bytes != 6*500+6 {
+		// 6 samples with a bin reference and an inline cls each: the cls
+		// members are compared with the table's text, and are not packed.
+		if r.code != 0 || d.Refs != 6 || d.Members != 6 || d.Against == nil || d.Against.Payloads != 12 || d.Against.Inline != 6 ||
+			d.Against.Mismatches != 0 || d.Against.Bytes != 6*500+6 {
 			t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
 		}
-		if !strings.Contains(r.stderr, "OK: 12 blobs, 3,006 bytes, 1 shard, 1 table, 12 references, 0 problems") {
+		if !strings.Contains(r.stderr, "OK: 6 blobs, 3,000 bytes, 1 shard, 1 table, 6 references, 0 problems") {
 			t.Errorf("text:\n%s", r.stderr)
 		}
 
@@ -136,6 +147,19 @@ open(p, "wb").write(b)
 		r, d = verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
 		if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 || !hasProblem(d, shards[0], -1, "", `"000001.bin": differs from the source at byte 0`) {
 			t.Fatalf("changed source: exit %d %+v %+v", r.code, d.Against, d.Problems)
+		}
+		// An inline field changed in the source.
+		python(t, `
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+i = b.index(b"./000005.cls") + 512
+b[i] = ord("9")
+open(p, "wb").write(b)
+`, shards[1])
+		r, d = verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
+		if r.code != 1 || d.Against.Mismatches != 2 || !hasProblem(d, shards[1], -1, "", `inline field "cls" of sample "000005" differs from the source`) {
+			t.Fatalf("changed inline field: exit %d %+v %+v", r.code, d.Against, d.Problems)
 		}
 	})
 

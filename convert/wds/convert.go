@@ -56,6 +56,7 @@ type converter struct {
 	pendingKeys map[string]bool
 	sets        map[string]*packcore.Set // completed pack shards opened for links
 	all         *packcore.Set            // the whole pack, for inline links
+	inl         *inlineStore             // inline members, which are not packed
 
 	res        Result
 	appleDoubl int64
@@ -127,11 +128,17 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 			return nil, err
 		}
 		defer spool.Close()
+		if len(opts.Inline) > 0 {
+			if c.inl, err = createInlineStore(out.Path(inlineName)); err != nil {
+				return nil, err
+			}
+			defer c.inl.Close()
+		}
 	}
 	c.smp = newSampler(!opts.NoTable, c.names, spool)
 	c.walk = &walker{prefix: opts.ShardPrefix, table: !opts.NoTable, earlier: func(k string) bool {
 		_, _, ok := c.w.Lookup(k)
-		return ok || c.pendingKeys[k]
+		return ok || c.pendingKeys[k] || (c.inl != nil && c.inl.has(k))
 	}}
 
 	pc.SetTotal(-1, srcs.Bytes)
@@ -164,6 +171,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 			return nil, fmt.Errorf("wds: %s: %w", TableName, err)
 		}
 		spool.Close()
+		c.inl.Close()
 		c.res.Table = TableName
 		c.res.Samples = n
 	} else {
@@ -257,19 +265,11 @@ func (c *converter) inlined(it *item) bool {
 // addFile streams a regular member into the pack and into its sample.
 func (c *converter) addFile(s *shardStream, shard int, it *item) error {
 	h := it.hdr
-	src := &recordingReader{r: s.tr}
-	var r io.Reader = src
-	var content *bytes.Buffer
-	inline := c.inlined(it)
-	if inline {
-		if h.Size > c.opts.InlineMax {
-			return c.walk.fail(it, "field %q is stored inline, but this member holds %s (the limit is %s)",
-				it.field, plan.HumanBytes(h.Size), plan.HumanBytes(c.opts.InlineMax))
-		}
-		content = bytes.NewBuffer(make([]byte, 0, h.Size))
-		r = io.TeeReader(src, content)
+	if c.inlined(it) {
+		return c.addInline(s, shard, it)
 	}
-	if _, err := c.w.Add(it.key, r, h.Size, ""); err != nil {
+	src := &recordingReader{r: s.tr}
+	if _, err := c.w.Add(it.key, src, h.Size, ""); err != nil {
 		switch {
 		case src.err != nil:
 			return s.payloadError(h.Name, src.err)
@@ -287,14 +287,7 @@ func (c *converter) addFile(s *shardStream, shard int, it *item) error {
 	if !it.inSample {
 		c.res.Outside++
 	} else {
-		kind, val := cellRef, it.key
-		if inline {
-			if !utf8.Valid(content.Bytes()) {
-				return c.walk.fail(it, "field %q is stored inline, but this member is not UTF-8 text", it.field)
-			}
-			kind, val = cellInline, content.String()
-		}
-		if err := c.smp.add(shard, h.Name, it.off, it.sample, it.field, kind, val); err != nil {
+		if err := c.smp.add(shard, h.Name, it.off, it.sample, it.field, cellRef, it.key); err != nil {
 			return err
 		}
 	}
@@ -304,13 +297,74 @@ func (c *converter) addFile(s *shardStream, shard int, it *item) error {
 	return nil
 }
 
+// addInline stores an inline field's member in the table only: its text
+// goes into its sample's cell, and its bytes into the inline store for links
+// that name it. It is not packed.
+func (c *converter) addInline(s *shardStream, shard int, it *item) error {
+	h := it.hdr
+	if h.Size > c.opts.InlineMax {
+		return c.walk.fail(it, "field %q is stored inline, but this member holds %s (the limit is %s)",
+			it.field, plan.HumanBytes(h.Size), plan.HumanBytes(c.opts.InlineMax))
+	}
+	b := make([]byte, h.Size)
+	if _, err := io.ReadFull(s.tr, b); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return s.payloadError(h.Name, err)
+	}
+	if !utf8.Valid(b) {
+		return c.walk.fail(it, "field %q is stored inline, but this member is not UTF-8 text", it.field)
+	}
+	if err := c.inl.put(it.key, b); err != nil {
+		return err
+	}
+	c.res.Members++
+	c.res.Inline++
+	return c.smp.add(shard, h.Name, it.off, it.sample, it.field, cellInline, string(b))
+}
+
 // addLink queues a link member: its bytes are the target's, copied from the
-// pack once the target's pack shard is complete.
+// pack once the target's pack shard is complete. A link to an inline member
+// takes its bytes from the inline store; an inline link is not packed (its
+// cell is its target's text).
 func (c *converter) addLink(shard int, it *item) error {
 	inline := c.inlined(it)
 	if inline && it.size > c.opts.InlineMax {
 		return c.walk.fail(it, "field %q is stored inline, but this member holds %s (the limit is %s)",
 			it.field, plan.HumanBytes(it.size), plan.HumanBytes(c.opts.InlineMax))
+	}
+	var targetBytes []byte
+	if c.inl != nil {
+		b, ok, err := c.inl.get(it.target)
+		if err != nil {
+			return err
+		}
+		if ok {
+			targetBytes = b
+		}
+	}
+	if inline {
+		c.inl.mark(it.key)
+		c.res.Links++
+		c.res.Inline++
+		if targetBytes != nil {
+			return c.smp.add(shard, it.hdr.Name, it.off, it.sample, it.field, cellInline, string(targetBytes))
+		}
+		// The target is packed: its text is read back when the table is written.
+		return c.smp.add(shard, it.hdr.Name, it.off, it.sample, it.field, cellInlineKey, it.target)
+	}
+	if targetBytes != nil {
+		if _, err := c.w.Add(it.key, bytes.NewReader(targetBytes), int64(len(targetBytes)), ""); err != nil {
+			return fmt.Errorf("wds: %s: member %q: copying the bytes of %q: %w", c.walk.shardName, it.hdr.Name, it.target, err)
+		}
+		c.res.Links++
+		c.res.linkPaths[0]++
+		if !it.inSample {
+			c.res.Outside++
+			return nil
+		}
+		return c.smp.add(shard, it.hdr.Name, it.off, it.sample, it.field, cellRef, it.key)
 	}
 	p := pendingLink{key: it.key, target: it.target, size: it.size, shard: c.walk.shardName, member: it.hdr.Name}
 	if sh, err := c.targetShard(p); err != nil {
@@ -328,11 +382,7 @@ func (c *converter) addLink(shard int, it *item) error {
 	if !it.inSample {
 		c.res.Outside++
 	} else {
-		kind := cellRef
-		if inline {
-			kind = cellInlineKey
-		}
-		if err := c.smp.add(shard, it.hdr.Name, it.off, it.sample, it.field, kind, it.key); err != nil {
+		if err := c.smp.add(shard, it.hdr.Name, it.off, it.sample, it.field, cellRef, it.key); err != nil {
 			return err
 		}
 	}

@@ -82,6 +82,9 @@ type inspection struct {
 	dirs     int64
 	members  int64
 	bytes    int64
+	// inline and inlineBytes count the members of inline fields, which
+	// are not packed.
+	inline, inlineBytes int64
 	comps    []string
 	smp      *sampler
 	problems []string
@@ -187,6 +190,10 @@ func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walk
 				it.field, plan.HumanBytes(it.size), plan.HumanBytes(in.opts.InlineMax)))
 			continue
 		}
+		if inline {
+			in.inline++
+			in.inlineBytes += it.size
+		}
 		sniffIt := it.kind == itemFile && fs.sniffed < plan.DefaultSamples
 		var content []byte
 		if it.kind == itemFile && (inline || sniffIt) {
@@ -264,7 +271,7 @@ func (in *inspection) plan(dest string) plan.Plan {
 		switch {
 		case o.NoTable:
 		case o.inline(f):
-			e.Notes = append(e.Notes, "text inline in column "+quoteField(f)+" of "+TableName)
+			e.Notes = []string{"text stored inline in column " + quoteField(f) + " of " + TableName + ", byte for byte; not packed"}
 		default:
 			e.Notes = append(e.Notes, "referenced from column "+quoteField(f)+" of "+TableName)
 		}
@@ -349,12 +356,16 @@ func (in *inspection) plan(dest string) plan.Plan {
 func (in *inspection) packDescription(stdin bool) string {
 	o := in.opts
 	d := "blob packs holding every member"
+	if len(o.Inline) > 0 && !o.NoTable {
+		d = "blob packs holding every member but the inline fields'"
+	}
 	if stdin {
 		return d
 	}
-	n := (in.bytes + o.MaxPackBytes - 1) / o.MaxPackBytes
-	n = max(n, (in.members+int64(o.MaxMembers)-1)/int64(o.MaxMembers), 1)
-	return fmt.Sprintf("%s, %s (about %s of up to %s)", d, plan.HumanBytes(in.bytes), plan.CountText(n, "shards"), plan.HumanBytes(o.MaxPackBytes))
+	members, bytes := in.members-in.inline, in.bytes-in.inlineBytes
+	n := (bytes + o.MaxPackBytes - 1) / o.MaxPackBytes
+	n = max(n, (members+int64(o.MaxMembers)-1)/int64(o.MaxMembers), 1)
+	return fmt.Sprintf("%s, %s (about %s of up to %s)", d, plan.HumanBytes(bytes), plan.CountText(n, "shards"), plan.HumanBytes(o.MaxPackBytes))
 }
 
 // compressed names the compressions met, or "" when all shards are plain.

@@ -108,10 +108,12 @@ type Result struct {
 	Source, Dest string
 	// Shards counts the tar shards read.
 	Shards int
-	// Members counts the regular members packed; Links the hard and
-	// symbolic links packed with their target's bytes; Dirs the directory
-	// entries skipped.
-	Members, Links, Dirs int64
+	// Members counts the regular members converted; Links the hard and
+	// symbolic links converted with their target's bytes; Dirs the
+	// directory entries skipped. Inline counts the members and links of
+	// inline fields among them, whose text is in the table and which are
+	// not packed.
+	Members, Links, Dirs, Inline int64
 	// Samples counts the samples (table rows); Outside the packed members
 	// that belong to no sample (names WebDataset skips).
 	Samples, Outside int64
@@ -136,6 +138,7 @@ func (r *Result) Summary() plan.Summary {
 		{Name: "tar shards", N: int64(r.Shards)},
 		{Name: "members", N: r.Members},
 		{Name: "links", N: r.Links},
+		{Name: "inline", N: r.Inline},
 		{Name: "skipped dirs", N: r.Dirs},
 		{Name: "samples", N: r.Samples},
 	}
