@@ -75,21 +75,21 @@ type inspection struct {
 	opts Options
 	srcs sourceList
 
-	keys     map[string]struct{} // every key, for duplicates across shards
-	fields   map[string]*fieldStats
-	outside  fieldStats // members in no sample
-	links    int64
-	dirs     int64
-	members  int64
-	bytes    int64
+	keys    map[string]struct{} // every key, for duplicates across shards
+	fields  map[string]*fieldStats
+	outside fieldStats // members in no sample
+	links   int64
+	dirs    int64
+	members int64
+	bytes   int64
 	// inline and inlineBytes count the members of inline fields, which
 	// are not packed.
 	inline, inlineBytes int64
-	comps    []string
-	smp      *sampler
-	problems []string
-	nproblem int
-	first    error
+	comps               []string
+	smp                 *sampler
+	problems            []string
+	nproblem            int
+	first               error
 }
 
 // fail records a problem that would stop the conversion.
