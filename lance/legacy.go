@@ -23,6 +23,18 @@ const (
 	legacyDictionary = 3
 )
 
+// Field numbers of the legacy file's messages.
+const (
+	legacyMetaManifestPos  = 1 // Metadata
+	legacyMetaBatchOffsets = 2
+	legacyMetaPageTablePos = 3
+	legacySchemaFields     = 1 // the schema message
+	fieldEncoding          = 7 // lance.file.Field, as legacy files use it
+	fieldDictionary        = 8
+	dictionaryOffset       = 1 // Dictionary
+	dictionaryLength       = 2
+)
+
 // legacyField is what a legacy file records about one field.
 type legacyField struct {
 	encoding uint64
@@ -101,11 +113,11 @@ func parseLegacyTail(r io.ReaderAt, tail []byte, pos uint64, size int64) (*legac
 	err := walk(tail[4:4+n], func(f pbField) error {
 		var err error
 		switch f.num {
-		case 1:
+		case legacyMetaManifestPos:
 			manifestPos = f.u
-		case 2:
+		case legacyMetaBatchOffsets:
 			offsets, err = packedUints(offsets, f)
-		case 3:
+		case legacyMetaPageTablePos:
 			lm.ptPos = f.u
 		}
 		return err
@@ -130,23 +142,23 @@ func parseLegacyTail(r io.ReaderAt, tail []byte, pos uint64, size int64) (*legac
 	}
 	first := true
 	err = walk(mb, func(f pbField) error {
-		if f.num != 1 {
+		if f.num != legacySchemaFields {
 			return nil
 		}
 		lf := &legacyField{}
 		var id int32
 		err := walk(f.b, func(g pbField) error {
 			switch g.num {
-			case 3:
+			case fieldID:
 				id = int32Of(g.u)
-			case 7:
+			case fieldEncoding:
 				lf.encoding = g.u
-			case 8:
+			case fieldDictionary:
 				return walk(g.b, func(h pbField) error {
 					switch h.num {
-					case 1:
+					case dictionaryOffset:
 						lf.dictOff = h.u
-					case 2:
+					case dictionaryLength:
 						lf.dictLen = h.u
 					}
 					return nil
@@ -272,10 +284,7 @@ func (fr *fragmentReader) cursorLegacy(f *Field, af arrow.Field, loc string) (cu
 	if lf == nil {
 		return nil, fmt.Errorf("%s: %w: field %d missing from the file schema", loc, errCorrupt, f.ID)
 	}
-	encName := map[uint64]string{legacyPlain: "plain", legacyVarBinary: "var_binary", legacyDictionary: "dictionary"}[lf.encoding]
-	if encName == "" {
-		encName = fmt.Sprintf("encoding(%d)", lf.encoding)
-	}
+	encName := legacyEncodingName(lf.encoding)
 	pc := &pagedCursor{loc: loc, npages: len(lm.batchRows), dt: af.Type, alloc: fr.ds.alloc}
 	pc.pageTag = func(int) string { return "legacy encoding " + encName }
 	items, err := listItemsCursor(f, af, loc, fr.cursorLegacy)
@@ -294,92 +303,103 @@ func (fr *fragmentReader) cursorLegacy(f *Field, af arrow.Field, loc string) (cu
 			return nil, fmt.Errorf("%w: page of %d values", errCorrupt, n)
 		}
 		if items != nil {
-			// n+1 offsets (i32 for lists, i64 for large lists), relative to
-			// the batch's first item.
-			if n == 0 {
-				return nil, fmt.Errorf("%w: list page without offsets", errCorrupt)
-			}
-			ow := uint64(4)
-			if _, large := af.Type.(*arrow.LargeListType); large {
-				ow = 8
-			}
-			ob, err := lm.readRange(file.f, pos, n*ow)
-			if err != nil {
-				return nil, err
-			}
-			offs := make([]int64, n)
-			for i := range offs {
-				if ow == 8 {
-					offs[i] = int64(binary.LittleEndian.Uint64(ob[8*i:]))
-				} else {
-					offs[i] = int64(int32(binary.LittleEndian.Uint32(ob[4*i:])))
-				}
-				if offs[i] < offs[0] || i > 0 && offs[i] < offs[i-1] {
-					return nil, fmt.Errorf("%w: list offsets out of order", errCorrupt)
-				}
-			}
-			base := offs[0]
-			for i := range offs {
-				offs[i] -= base
-			}
-			if offs[n-1] > maxPageItems {
-				return nil, fmt.Errorf("%w: %d list items", errCorrupt, offs[n-1])
-			}
-			child, err := items.next(int(offs[n-1]))
-			if err != nil {
-				return nil, err
-			}
-			defer child.Release()
-			return listArray(af.Type, offs, nil, child), nil
+			return lm.listPage(file.f, af.Type, pos, n, items)
 		}
-		switch lf.encoding {
-		case legacyVarBinary:
-			l, valid, err := lm.readVarBinary(file.f, pos, n)
-			if err != nil {
-				return nil, err
-			}
-			return leafArray(af.Type, l, valid)
-		case legacyDictionary:
-			if lf.dict == nil {
-				if lf.dictLen > maxPageItems {
-					return nil, fmt.Errorf("%w: dictionary of %d values", errCorrupt, lf.dictLen)
-				}
-				d, _, err := lm.readVarBinary(file.f, lf.dictOff, lf.dictLen)
-				if err != nil {
-					return nil, fmt.Errorf("dictionary: %w", err)
-				}
-				lf.dict = &d
-			}
-			kb, err := dictKeyBits(f.LogicalType)
-			if err != nil {
-				return nil, err
-			}
-			ib, err := lm.readRange(file.f, pos, n*uint64(kb)/8)
-			if err != nil {
-				return nil, err
-			}
-			l, err := applyDictionary(leaf{n: int(n), bits: kb, data: ib}, *lf.dict)
-			if err != nil {
-				return nil, err
-			}
-			return leafArray(af.Type, l, nil)
-		case legacyPlain:
-			bitsPer := fixedWidthBits(af.Type)
-			dim := 0
-			if fsl, ok := af.Type.(*arrow.FixedSizeListType); ok {
-				dim = int(fsl.Len())
-				bitsPer = fixedWidthBits(fsl.Elem()) * dim
-			}
-			if bitsPer == 0 {
-				return nil, fmt.Errorf("plain pages of %s are not supported", af.Type)
-			}
-			b, err := lm.readRange(file.f, pos, (n*uint64(bitsPer)+7)/8)
-			if err != nil {
-				return nil, err
-			}
-			return leafArray(af.Type, leaf{n: int(n), bits: bitsPer, data: b, dim: dim}, nil)
-		}
-		return nil, fmt.Errorf("legacy %s pages are not supported", encName)
+		return lm.leafPage(file.f, f, lf, af.Type, pos, n)
 	}
 	return pc, nil
+}
+
+// listPage reads the list page at pos: n offsets (n-1 lists; int32 for
+// lists, int64 for large lists) into the items that the items cursor
+// yields.
+func (lm *legacyMeta) listPage(r io.ReaderAt, dt arrow.DataType, pos, n uint64, items cursor) (arrow.Array, error) {
+	if n == 0 {
+		return nil, fmt.Errorf("%w: list page without offsets", errCorrupt)
+	}
+	ow := uint64(4)
+	if _, large := dt.(*arrow.LargeListType); large {
+		ow = 8
+	}
+	ob, err := lm.readRange(r, pos, n*ow)
+	if err != nil {
+		return nil, err
+	}
+	offs := make([]int64, n)
+	for i := range offs {
+		if ow == 8 {
+			offs[i] = int64(binary.LittleEndian.Uint64(ob[8*i:]))
+		} else {
+			offs[i] = int64(int32(binary.LittleEndian.Uint32(ob[4*i:])))
+		}
+		if offs[i] < offs[0] || i > 0 && offs[i] < offs[i-1] {
+			return nil, fmt.Errorf("%w: list offsets out of order", errCorrupt)
+		}
+	}
+	// Relative to the batch's first item.
+	base := offs[0]
+	for i := range offs {
+		offs[i] -= base
+	}
+	if offs[n-1] > maxPageItems {
+		return nil, fmt.Errorf("%w: %d list items", errCorrupt, offs[n-1])
+	}
+	child, err := items.next(int(offs[n-1]))
+	if err != nil {
+		return nil, err
+	}
+	defer child.Release()
+	return listArray(dt, offs, nil, child), nil
+}
+
+// leafPage reads the page of n values of field f (stored as lf) at pos.
+func (lm *legacyMeta) leafPage(r io.ReaderAt, f *Field, lf *legacyField, dt arrow.DataType, pos, n uint64) (arrow.Array, error) {
+	switch lf.encoding {
+	case legacyVarBinary:
+		l, valid, err := lm.readVarBinary(r, pos, n)
+		if err != nil {
+			return nil, err
+		}
+		return leafArray(dt, l, valid)
+	case legacyDictionary:
+		if lf.dict == nil {
+			if lf.dictLen > maxPageItems {
+				return nil, fmt.Errorf("%w: dictionary of %d values", errCorrupt, lf.dictLen)
+			}
+			d, _, err := lm.readVarBinary(r, lf.dictOff, lf.dictLen)
+			if err != nil {
+				return nil, fmt.Errorf("dictionary: %w", err)
+			}
+			lf.dict = &d
+		}
+		kb, err := dictKeyBits(f.LogicalType)
+		if err != nil {
+			return nil, err
+		}
+		ib, err := lm.readRange(r, pos, n*uint64(kb)/8)
+		if err != nil {
+			return nil, err
+		}
+		l, err := applyDictionary(leaf{n: int(n), bits: kb, data: ib}, *lf.dict)
+		if err != nil {
+			return nil, err
+		}
+		return leafArray(dt, l, nil)
+	case legacyPlain:
+		bitsPer := fixedWidthBits(dt)
+		dim := 0
+		if fsl, ok := dt.(*arrow.FixedSizeListType); ok {
+			dim = int(fsl.Len())
+			bitsPer = fixedWidthBits(fsl.Elem()) * dim
+		}
+		if bitsPer == 0 {
+			return nil, fmt.Errorf("plain pages of %s are not supported", dt)
+		}
+		b, err := lm.readRange(r, pos, (n*uint64(bitsPer)+7)/8)
+		if err != nil {
+			return nil, err
+		}
+		return leafArray(dt, leaf{n: int(n), bits: bitsPer, data: b, dim: dim}, nil)
+	}
+	return nil, fmt.Errorf("legacy %s pages are not supported", legacyEncodingName(lf.encoding))
 }
