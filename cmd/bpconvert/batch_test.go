@@ -184,10 +184,38 @@ func TestKillResume(t *testing.T) {
 	}
 	root := t.TempDir()
 	shards := wdsShards(t, root, 4, 60, 1<<20)
-	base := append([]string{"convert-wds"}, shards...)
-	flags := []string{"--max-pack-bytes", "8MiB", "--yes", "--json"}
+	killResume(t, root, func(dst string) []string {
+		return append(append(append([]string{"convert-wds"}, shards...), dst), "--max-pack-bytes", "8MiB", "--yes", "--json")
+	})
+}
+
+// TestKillResumeParquet does the same for convert-parquet on a 100 MB table
+// that DuckDB writes.
+func TestKillResumeParquet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("converts 100 MB several times; skipped with -short")
+	}
+	parquetFixtureRoot(t) // the fixtures project is installed
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	os.MkdirAll(src, 0o755)
+	script := filepath.Join("..", "..", "fixtures", "parquet", "bench.mjs")
+	if out, err := exec.Command("node", script, filepath.Join(src, "t.parquet"), "1600", "65536", "128").CombinedOutput(); err != nil {
+		t.Fatalf("bench.mjs: %v\n%s", err, out)
+	}
+	killResume(t, root, func(dst string) []string {
+		return []string{"convert-parquet", src, dst, "--column", "image", "--max-pack-bytes", "4MiB", "--yes", "--json"}
+	})
+}
+
+// killResume runs the command args(dst) to completion once (the clean
+// run), then, for each kill point, starts it, kills it with SIGKILL once
+// that many shards are complete, reruns it and compares every file with
+// the clean run's.
+func killResume(t *testing.T, root string, args func(dst string) []string) {
+	t.Helper()
 	clean := filepath.Join(root, "clean")
-	if r := bp(t, append(append(base, clean), flags...)...); r.code != 0 {
+	if r := bp(t, args(clean)...); r.code != 0 {
 		t.Fatalf("clean run: %+v", r)
 	}
 	total := len(packShards(filepath.Join(clean, "media")))
@@ -202,7 +230,7 @@ func TestKillResume(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := filepath.Join(root, strings.ReplaceAll(tc.name, " ", "-"))
 			staging := filepath.Join(root, "."+filepath.Base(dst)+".bpconvert-staging")
-			cmd := exec.Command(binPath, append(append(base, dst), flags...)...)
+			cmd := exec.Command(binPath, args(dst)...)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -220,11 +248,11 @@ func TestKillResume(t *testing.T) {
 				t.Skipf("the run finished before it was killed")
 			}
 			kept := len(packShards(filepath.Join(staging, "media")))
-			args := append(append(base, dst), flags...)
+			rerun := args(dst)
 			if tc.restart {
-				args = append(args, "--restart")
+				rerun = append(rerun, "--restart")
 			}
-			r := bp(t, args...)
+			r := bp(t, rerun...)
 			if r.code != 0 {
 				t.Fatalf("rerun: %+v", r)
 			}
