@@ -65,8 +65,11 @@ type Result struct {
 	// Tables counts every table; Rewritten those with selected fields,
 	// Copied those without (copied byte for byte).
 	Tables, Rewritten, Copied int
-	// Files counts the other files copied unchanged.
+	// Files counts the other files copied (unchanged, but for Metadata).
 	Files int
+	// Metadata lists the files beside the tables whose feature declarations
+	// were rewritten: the dataset card (README.md) and dataset_info.json.
+	Metadata []string
 	// Rows sums the rows of the rewritten tables.
 	Rows int64
 	// Pack is what the pack writer wrote.
@@ -170,7 +173,14 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
 	for _, o := range others {
-		if err := stage.CopyFile(ctx, o.path, filepath.Join(dir, filepath.FromSlash(o.rel))); err != nil {
+		dst := filepath.Join(dir, filepath.FromSlash(o.rel))
+		if done, err := rewriteMetadataFile(o, dst, sel.Paths); err != nil {
+			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
+		} else if done {
+			res.Metadata = append(res.Metadata, o.rel)
+			continue
+		}
+		if err := stage.CopyFile(ctx, o.path, dst); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		}
 	}

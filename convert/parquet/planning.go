@@ -112,13 +112,18 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 		})
 	}
 	if len(ins.Others) > 0 {
-		p.Entries = append(p.Entries, plan.Entry{
+		e := plan.Entry{
 			Name:     "other files",
 			Kind:     "files",
 			Detail:   fmt.Sprintf("%s, %s: %s", plan.CountText(int64(len(ins.Others)), "files"), plan.HumanBytes(otherBytes), listSome(ins.Others, 4)),
 			Action:   plan.ActionCopy,
 			Fidelity: plan.FidelityLossless,
-		})
+		}
+		if meta := ins.metadataRewrites(sel.Paths); len(meta) > 0 {
+			e.Notes = []string{"copied unchanged, except the feature declarations of the extracted fields in " + strings.Join(meta, " and ") +
+				", which become string (the rest of each file byte for byte)"}
+		}
+		p.Entries = append(p.Entries, e)
 	}
 
 	if len(sel.Paths) > 0 {
