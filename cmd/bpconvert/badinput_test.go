@@ -401,6 +401,23 @@ func unpackCases(t *testing.T, dir string) []badCase {
 	broken := bytes.Clone(b)
 	broken[cd+2] = 9
 	add("central directory signature broken", broken)
+	// Unsafe keys written by Python's zipfile, one of them 65,000 bytes
+	// long (the message must stay short).
+	script := `
+import sys, zipfile
+for name, key in [("dotdot", "../evil.txt"), ("absolute", "/abs.txt"), ("backslash", "a\\b.txt"), ("long", "../" + "e" * 65000)]:
+    with zipfile.ZipFile(sys.argv[1] + "/" + name + ".zip", "w", zipfile.ZIP_STORED) as z:
+        z.writestr(key, b"x")
+`
+	zdir := t.TempDir()
+	testtool.Run(t, "python3", "-c", script, zdir)
+	for _, name := range []string{"dotdot", "absolute", "backslash", "long"} {
+		zb, err := os.ReadFile(filepath.Join(zdir, name+".zip"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		add("unsafe key "+name, zb)
+	}
 	// A failing unpack must not leave the parents it created.
 	deep := badCase{name: "unpack into new parents", args: []string{"unpack", filepath.Join(dir, "payload-byte-flipped"), "DST"}, code: 3, names: "pack-0000.zip"}
 	deep.args[2] = filepath.Join(t.TempDir(), "deep", "a", "b", "out")

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
@@ -42,7 +43,7 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	var members []packcore.Member
 	for m := range set.Members() {
 		if err := packcore.ValidateKey(m.Key); err != nil {
-			return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, err)}
+			return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, shortKeyError(err))}
 		}
 		keys[m.Key] = true
 		members = append(members, m)
@@ -65,7 +66,7 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	for _, m := range members {
 		for d := filepath.Dir(m.Key); d != "."; d = filepath.Dir(d) {
 			if keys[filepath.ToSlash(d)] {
-				return nil, &inputError{err: fmt.Errorf("unpack: member %q collides with member %q, which would have to be a directory", d, m.Key)}
+				return nil, &inputError{err: fmt.Errorf("unpack: member %q collides with member %q, which would have to be a directory", convert.Cut(d), convert.Cut(m.Key))}
 			}
 		}
 	}
@@ -94,17 +95,17 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 		}
 		target := filepath.Join(st.Dir, filepath.FromSlash(m.Key))
 		if !strings.HasPrefix(target, st.Dir+string(filepath.Separator)) {
-			return nil, &inputError{err: fmt.Errorf("unpack: member escapes destination: %q", m.Key)}
+			return nil, &inputError{err: fmt.Errorf("unpack: member escapes destination: %q", convert.Cut(m.Key))}
 		}
 		if err := extract(set, m, target); err != nil {
 			switch {
 			case errors.Is(err, fs.ErrExist):
-				return nil, &inputError{err: fmt.Errorf("unpack: %s:%s: collides with a file already extracted: this file system does not tell apart %s", m.Shard, m.Key, strings.Join(quoteAll(twinOf[m.Key]), " and ")),
+				return nil, &inputError{err: fmt.Errorf("unpack: %s:%s: collides with a file already extracted: this file system does not tell apart %s", m.Shard, convert.Cut(m.Key), strings.Join(quoteAll(twinOf[m.Key]), " and ")),
 					hint: "unpack onto a case-sensitive file system that does not normalize names (Linux ext4, for example)"}
 			case errors.Is(err, packcore.ErrFormat):
 				return nil, fmt.Errorf("unpack: %w", err) // names shard and member already
 			}
-			return nil, fmt.Errorf("unpack: %s:%s: %w", m.Shard, m.Key, err)
+			return nil, fmt.Errorf("unpack: %s:%s: %w", m.Shard, convert.Cut(m.Key), err)
 		}
 		prog.Add(1, m.Size)
 	}
@@ -143,10 +144,20 @@ func removeEmptyDirs(dirs []string) {
 	}
 }
 
+// shortKeyError rewrites a key error with the key cut (see convert.Cut),
+// so a hostile 65,000-byte member name cannot flood the terminal.
+func shortKeyError(err error) error {
+	var ke *packcore.KeyError
+	if errors.As(err, &ke) && len(ke.Key) > len(convert.Cut(ke.Key)) {
+		return &packcore.KeyError{Key: convert.Cut(ke.Key), Reason: ke.Reason, Err: ke.Err}
+	}
+	return err
+}
+
 func quoteAll(keys []string) []string {
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = strconv.Quote(k)
+		out[i] = strconv.Quote(convert.Cut(k))
 	}
 	return out
 }
