@@ -7,6 +7,10 @@
 #      peak RSS. convert-wds fsyncs every shard it writes and hashes it for
 #      the manifest, cp does neither, so a second baseline, cp followed by
 #      sync of the copies, shows the cost of making the copy durable;
+#      The limit with the manifest is the slower of copying and hashing the
+#      bytes, so `sha256sum` of the shards is timed and the ratio to
+#      max(cp, sha256sum) printed; --no-manifest (no hashing) is timed
+#      against cp;
 #   2. one shard holding a 5 GiB member (BIG_GIB, default 5; 0 skips it):
 #      peak RSS, which must not grow with the member.
 # Peak RSS is the largest resident set of the child process
@@ -97,10 +101,13 @@ case_shards() {
   local bytes
   bytes=$(du -sb "$src" | cut -f1)
   BENCH_CLEAN="set_aside '$work/cp-out' '$work/wds-out'"
-  local tcp tsync twds rss
+  local tcp tsync twds rss tsha tnm limit
   tcp=$(time_runs "$runs" cp -r "$src" "$work/cp-out")
   tsync=$(time_runs "$runs" sh -c 'cp -r "$1" "$2" && sync "$2"/*' sh "$src" "$work/cp-out")
+  tsha=$(time_runs "$runs" sh -c 'cat "$1"/*.tar | sha256sum' sh "$src")
   twds=$(time_runs "$runs" "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
+  tnm=$(time_runs "$runs" "$bin" convert-wds --yes --no-manifest "${extra[@]}" "$src" "$work/wds-out")
+  limit=$(printf '%s\n%s\n' "$tcp" "$tsha" | sort -g | tail -1)
   eval "$BENCH_CLEAN"
   rss=$(peak_rss_mib "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
   eval "$BENCH_CLEAN"
@@ -108,7 +115,9 @@ case_shards() {
   echo "  cp -r:                 $tcp s  ($(echo "scale=0; $bytes/$tcp/1000000" | bc -l) MB/s)"
   echo "  cp -r, then sync:      $tsync s  ($(echo "scale=0; $bytes/$tsync/1000000" | bc -l) MB/s)"
   echo "  bpconvert convert-wds: $twds s  ($(echo "scale=0; $bytes/$twds/1000000" | bc -l) MB/s, $(echo "scale=0; $count/$twds" | bc -l) members/s), peak RSS $rss MiB"
+  echo "  sha256sum of the shards: $tsha s; convert-wds --no-manifest: $tnm s"
   echo "  throughput ratio convert-wds/cp: $(ratio "$tcp" "$twds")x; convert-wds/(cp+sync): $(ratio "$tsync" "$twds")x"
+  echo "  with manifest against max(cp, sha256sum): $(ratio "$limit" "$twds")x; --no-manifest against cp: $(ratio "$tcp" "$tnm")x, against cp + sync: $(ratio "$tsync" "$tnm")x"
   rm -rf "$src"
 }
 
