@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // BlobKind tells where the bytes of a blob are stored.
@@ -329,10 +330,10 @@ func decodeBlobPage(p *pageInfo, bufs pageBuffers, file *dataFile, df *DataFile,
 // sizes (size 0 and position != 0 marks a null row).
 func decodeBlobV1Layout(raw []byte, bufs pageBuffers, rows int) ([]uint64, []uint64, error) {
 	var inner pageLayout
-	err := walk(raw, func(f pbField) error {
+	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
-		if f.num == 1 {
-			inner, err = parsePageLayout(f.b)
+		if f.Num == 1 {
+			inner, err = parsePageLayout(f.B)
 		}
 		return err
 	})
@@ -372,10 +373,10 @@ type blobV2Desc struct {
 // page; nil entries are null rows.
 func parseBlobV2Descriptors(sp *structPage, raw []byte) ([]*blobV2Desc, error) {
 	var vc *cenc
-	if err := walk(raw, func(f pbField) error {
+	if err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
-		if f.num == 7 {
-			vc, err = parseCenc(f.b, 0)
+		if f.Num == 7 {
+			vc, err = parseCenc(f.B, 0)
 		}
 		return err
 	}); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -76,9 +77,9 @@ func (c *cenc) String() string {
 // parseBufferCompression decodes a BufferCompression message.
 func parseBufferCompression(b []byte) (int, error) {
 	scheme := 0
-	err := walk(b, func(f pbField) error {
-		if f.num == 1 {
-			scheme = int(f.u)
+	err := wire.Walk(b, func(f wire.Field) error {
+		if f.Num == 1 {
+			scheme = int(f.U)
 		}
 		return nil
 	})
@@ -94,92 +95,92 @@ func parseCenc(b []byte, depth int) (*cenc, error) {
 		return nil, fmt.Errorf("%w: compressive encoding nested too deep", errCorrupt)
 	}
 	var c *cenc
-	err := walk(b, func(f pbField) error {
+	err := wire.Walk(b, func(f wire.Field) error {
 		if c != nil {
 			return nil
 		}
-		c = &cenc{kind: int(f.num)}
-		return walk(f.b, func(g pbField) error {
+		c = &cenc{kind: int(f.Num)}
+		return wire.Walk(f.B, func(g wire.Field) error {
 			var err error
-			sub := func() (*cenc, error) { return parseCenc(g.b, depth+1) }
+			sub := func() (*cenc, error) { return parseCenc(g.B, depth+1) }
 			switch c.kind {
 			case ceFlat:
-				switch g.num {
+				switch g.Num {
 				case 1:
-					c.bits = g.u
+					c.bits = g.U
 				case 2:
-					c.comp, err = parseBufferCompression(g.b)
+					c.comp, err = parseBufferCompression(g.B)
 				}
 			case ceVariable:
-				switch g.num {
+				switch g.Num {
 				case 1:
 					c.inner, err = sub()
 				case 2:
-					c.comp, err = parseBufferCompression(g.b)
+					c.comp, err = parseBufferCompression(g.B)
 				}
 			case ceConstant:
-				if g.num == 1 {
-					c.value = g.b
+				if g.Num == 1 {
+					c.value = g.B
 				}
 			case ceOutOfLineBitpacking:
-				switch g.num {
+				switch g.Num {
 				case 1:
-					c.bits = g.u
+					c.bits = g.U
 				case 3:
 					c.inner, err = sub()
 				}
 			case ceInlineBitpacking:
-				switch g.num {
+				switch g.Num {
 				case 1:
-					c.bits = g.u
+					c.bits = g.U
 				case 2:
-					c.comp, err = parseBufferCompression(g.b)
+					c.comp, err = parseBufferCompression(g.B)
 				}
 			case ceFsst:
-				switch g.num {
+				switch g.Num {
 				case 1:
-					c.symbols = g.b
+					c.symbols = g.B
 				case 2:
 					c.inner, err = sub()
 				}
 			case ceRle:
-				switch g.num {
+				switch g.Num {
 				case 1:
 					c.inner, err = sub()
 				case 2:
 					c.runs, err = sub()
 				}
 			case ceByteStreamSplit:
-				if g.num == 1 {
+				if g.Num == 1 {
 					c.inner, err = sub()
 				}
 			case ceGeneral:
-				switch g.num {
+				switch g.Num {
 				case 1:
-					c.comp, err = parseBufferCompression(g.b)
+					c.comp, err = parseBufferCompression(g.B)
 				case 2, 3:
 					c.inner, err = sub()
 				}
 			case ceFixedSizeList:
-				switch g.num {
+				switch g.Num {
 				case 1:
-					c.bits = g.u
+					c.bits = g.U
 				case 2:
 					c.inner, err = sub()
 				case 3:
-					c.hasValidity = g.u != 0
+					c.hasValidity = g.U != 0
 				}
 			case ceVariablePackedStruc:
-				if g.num == 1 {
+				if g.Num == 1 {
 					var fe *cenc
-					fe, err = parseFieldEncoding(g.b, depth+1)
+					fe, err = parseFieldEncoding(g.B, depth+1)
 					c.fields = append(c.fields, fe)
 				}
 			case cePackedStruct:
-				switch g.num {
+				switch g.Num {
 				case 1:
 					var vs []uint64
-					vs, err = packedUints(nil, g)
+					vs, err = wire.PackedUints(nil, g)
 					for _, v := range vs {
 						c.fields = append(c.fields, &cenc{kind: ceFlat, bits: v})
 					}
@@ -205,15 +206,15 @@ func parseCenc(b []byte, depth int) (*cenc, error) {
 func parseFieldEncoding(b []byte, depth int) (*cenc, error) {
 	var fe *cenc
 	var fixed, length uint64
-	err := walk(b, func(f pbField) error {
+	err := wire.Walk(b, func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case 1:
-			fe, err = parseCenc(f.b, depth+1)
+			fe, err = parseCenc(f.B, depth+1)
 		case 2:
-			fixed = f.u
+			fixed = f.U
 		case 3:
-			length = f.u
+			length = f.U
 		}
 		return err
 	})

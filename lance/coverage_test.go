@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // encodingsOf describes the encodings of one page, e.g.
@@ -27,11 +29,11 @@ func encodingsOf(p *pageInfo) []string {
 			}
 			out = append(out, "2.0 "+aeName(k))
 			if k == aeFlat {
-				walk(v, func(f pbField) error {
-					if f.num == 3 {
-						walk(f.b, func(g pbField) error {
-							if g.num == 1 {
-								out = append(out, "2.0 Flat compressed "+string(g.b))
+				wire.Walk(v, func(f wire.Field) error {
+					if f.Num == 3 {
+						wire.Walk(f.B, func(g wire.Field) error {
+							if g.Num == 1 {
+								out = append(out, "2.0 Flat compressed "+string(g.B))
 							}
 							return nil
 						})
@@ -44,16 +46,16 @@ func encodingsOf(p *pageInfo) []string {
 				if err != nil || nk == 3 {
 					return
 				}
-				walk(nv, func(f pbField) error {
-					rec(f.b, depth+1)
+				wire.Walk(nv, func(f wire.Field) error {
+					rec(f.B, depth+1)
 					return nil
 				})
 				return
 			}
-			walk(v, func(f pbField) error {
+			wire.Walk(v, func(f wire.Field) error {
 				for _, c := range children[k] {
-					if f.num == c && f.typ == 2 {
-						rec(f.b, depth+1)
+					if f.Num == c && f.Type == 2 {
+						rec(f.B, depth+1)
 					}
 				}
 				return nil
@@ -68,13 +70,13 @@ func encodingsOf(p *pageInfo) []string {
 		}
 		out := []string{"2.1+ " + plNames[pl.kind]}
 		inline := false
-		walk(pl.raw, func(f pbField) error {
+		wire.Walk(pl.raw, func(f wire.Field) error {
 			switch {
-			case pl.kind == plConstant && f.num == 6:
+			case pl.kind == plConstant && f.Num == 6:
 				inline = true
-			case pl.kind == plFullZip && f.num == 1 && f.u > 0:
+			case pl.kind == plFullZip && f.Num == 1 && f.U > 0:
 				out = append(out, "2.1+ FullZipLayout with repetition")
-			case pl.kind == plMiniBlock && f.num == 10 && f.u > 0:
+			case pl.kind == plMiniBlock && f.Num == 10 && f.U > 0:
 				out = append(out, "2.1+ MiniBlockLayout large chunks")
 			}
 			return nil
@@ -88,26 +90,26 @@ func encodingsOf(p *pageInfo) []string {
 				out = append(out, "2.1+ ConstantLayout with levels")
 			}
 		}
-		walk(pl.raw, func(f pbField) error {
+		wire.Walk(pl.raw, func(f wire.Field) error {
 			tag := ""
 			switch {
-			case pl.kind == plMiniBlock && f.num <= 4:
-				tag = [...]string{"", "rep", "def", "values", "dictionary"}[f.num]
-			case pl.kind == plFullZip && f.num == 7:
+			case pl.kind == plMiniBlock && f.Num <= 4:
+				tag = [...]string{"", "rep", "def", "values", "dictionary"}[f.Num]
+			case pl.kind == plFullZip && f.Num == 7:
 				tag = "values"
-			case pl.kind == plConstant && f.num == 6:
+			case pl.kind == plConstant && f.Num == 6:
 				out = append(out, "2.1+ ConstantLayout inline value")
-			case pl.kind == plBlob && f.num == 1:
+			case pl.kind == plBlob && f.Num == 1:
 				tag = "inner"
 			}
 			if tag == "inner" {
-				if il, err := parsePageLayout(f.b); err == nil {
+				if il, err := parsePageLayout(f.B); err == nil {
 					out = append(out, "2.1+ BlobLayout inner "+plNames[il.kind])
 				}
 				return nil
 			}
 			if tag != "" {
-				if c, err := parseCenc(f.b, 0); err == nil {
+				if c, err := parseCenc(f.B, 0); err == nil {
 					out = append(out, "2.1+ "+plNames[pl.kind]+" "+tag+" "+c.String())
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // ErrVersionNotFound is returned by Open when the requested version has no
@@ -289,3 +290,7 @@ func (a *boundedAllocator) Free(b []byte) {
 	a.used -= int64(len(b))
 	a.inner.Free(b)
 }
+
+// errCorrupt is wrapped by every decoding error caused by malformed input
+// (the same sentinel as the wire decoder's).
+var errCorrupt = wire.ErrCorrupt

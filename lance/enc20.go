@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -66,9 +67,9 @@ var aeNames = map[int]string{1: "Flat", 2: "Nullable", 3: "FixedSizeList", 4: "L
 // oneof returns the single field of a oneof-only message.
 func oneof(b []byte) (int, []byte, error) {
 	kind, val := 0, []byte(nil)
-	err := walk(b, func(f pbField) error {
+	err := wire.Walk(b, func(f wire.Field) error {
 		if kind == 0 {
-			kind, val = int(f.num), f.b
+			kind, val = int(f.Num), f.B
 		}
 		return nil
 	})
@@ -89,12 +90,12 @@ func aeName(k int) string {
 // pageBuffer returns the page buffer referenced by a Buffer message.
 func pageBuffer(b []byte, bufs pageBuffers) ([]byte, error) {
 	var idx, typ uint64
-	err := walk(b, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(b, func(f wire.Field) error {
+		switch f.Num {
 		case bufferIndex:
-			idx = f.u
+			idx = f.U
 		case bufferType:
-			typ = f.u
+			typ = f.U
 		}
 		return nil
 	})
@@ -157,17 +158,17 @@ func decodeFlat20(val []byte, bufs pageBuffers, n int) (leaf, error) {
 	var bitsPer uint64
 	var buf []byte
 	scheme := ""
-	err := walk(val, func(f pbField) error {
+	err := wire.Walk(val, func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case flatBitsPerValue:
-			bitsPer = f.u
+			bitsPer = f.U
 		case flatBuffer:
-			buf, err = pageBuffer(f.b, bufs)
+			buf, err = pageBuffer(f.B, bufs)
 		case flatCompression:
-			err = walk(f.b, func(g pbField) error {
-				if g.num == compressionScheme {
-					scheme = string(g.b)
+			err = wire.Walk(f.B, func(g wire.Field) error {
+				if g.Num == compressionScheme {
+					scheme = string(g.B)
 				}
 				return nil
 			})
@@ -212,12 +213,12 @@ func decodeNullable20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool
 		return decode20x(values, bufs, n, depth+1, arrowDict)
 	case nullableSomeNull:
 		var validity, values []byte
-		if err := walk(nv, func(f pbField) error {
-			switch f.num {
+		if err := wire.Walk(nv, func(f wire.Field) error {
+			switch f.Num {
 			case someNullValidity:
-				validity = f.b
+				validity = f.B
 			case someNullValues:
-				values = f.b
+				values = f.B
 			}
 			return nil
 		}); err != nil {
@@ -249,9 +250,9 @@ func decodeNullable20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool
 // message b (nil when absent).
 func bytesField(b []byte, num protowire.Number) ([]byte, error) {
 	var v []byte
-	err := walk(b, func(f pbField) error {
-		if f.num == num {
-			v = f.b
+	err := wire.Walk(b, func(f wire.Field) error {
+		if f.Num == num {
+			v = f.B
 		}
 		return nil
 	})
@@ -263,14 +264,14 @@ func bytesField(b []byte, num protowire.Number) ([]byte, error) {
 func decodeFixedSizeList20(val []byte, bufs pageBuffers, n, depth int) (leaf, error) {
 	var dim uint64
 	var items []byte
-	if err := walk(val, func(f pbField) error {
-		switch f.num {
+	if err := wire.Walk(val, func(f wire.Field) error {
+		switch f.Num {
 		case fslDimension:
-			dim = f.u
+			dim = f.U
 		case fslItems:
-			items = f.b
+			items = f.B
 		case fslHasValidity:
-			if f.u != 0 {
+			if f.U != 0 {
 				return fmt.Errorf("fixed size list with validity is not supported")
 			}
 		}
@@ -300,14 +301,14 @@ func decodeFixedSizeList20(val []byte, bufs pageBuffers, n, depth int) (leaf, er
 func decodeBinary20(val []byte, bufs pageBuffers, n, depth int) (leaf, []bool, error) {
 	var idx, data []byte
 	var adj uint64
-	if err := walk(val, func(f pbField) error {
-		switch f.num {
+	if err := wire.Walk(val, func(f wire.Field) error {
+		switch f.Num {
 		case binaryIndices:
-			idx = f.b
+			idx = f.B
 		case binaryBytes:
-			data = f.b
+			data = f.B
 		case binaryNullAdjustment:
-			adj = f.u
+			adj = f.U
 		}
 		return nil
 	}); err != nil {
@@ -368,14 +369,14 @@ func unadjustOffsets(ol leaf, n int, adj uint64) ([]uint64, []bool) {
 func decodeDictionary20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool) (leaf, []bool, error) {
 	var idx, items []byte
 	var nd uint64
-	if err := walk(val, func(f pbField) error {
-		switch f.num {
+	if err := wire.Walk(val, func(f wire.Field) error {
+		switch f.Num {
 		case dictIndices:
-			idx = f.b
+			idx = f.B
 		case dictItems:
-			items = f.b
+			items = f.B
 		case dictNumItems:
-			nd = f.u
+			nd = f.U
 		}
 		return nil
 	}); err != nil {
@@ -461,17 +462,17 @@ func decodePackedStruct20(val []byte, bufs pageBuffers, n, depth int) (leaf, err
 	total := 0
 	var buf []byte
 	found := false
-	if err := walk(val, func(f pbField) error {
-		switch f.num {
+	if err := wire.Walk(val, func(f wire.Field) error {
+		switch f.Num {
 		case packedInner:
-			b, err := flatBits20(f.b, depth+1)
+			b, err := flatBits20(f.B, depth+1)
 			if err != nil {
 				return err
 			}
 			total += b
 		case packedBuffer:
 			var err error
-			buf, err = pageBuffer(f.b, bufs)
+			buf, err = pageBuffer(f.B, bufs)
 			found = err == nil
 			return err
 		}
@@ -501,9 +502,9 @@ func flatBits20(enc []byte, depth int) (int, error) {
 	switch kind {
 	case aeFlat:
 		var bits uint64
-		walk(val, func(f pbField) error {
-			if f.num == flatBitsPerValue {
-				bits = f.u
+		wire.Walk(val, func(f wire.Field) error {
+			if f.Num == flatBitsPerValue {
+				bits = f.U
 			}
 			return nil
 		})
@@ -548,14 +549,14 @@ type listPage20 struct {
 func decodeList20(val []byte, bufs pageBuffers, n int) (*listPage20, error) {
 	var offsEnc []byte
 	var adj, numItems uint64
-	if err := walk(val, func(f pbField) error {
-		switch f.num {
+	if err := wire.Walk(val, func(f wire.Field) error {
+		switch f.Num {
 		case listOffsets:
-			offsEnc = f.b
+			offsEnc = f.B
 		case listNullOffsetAdjust:
-			adj = f.u
+			adj = f.U
 		case listNumItems:
-			numItems = f.u
+			numItems = f.U
 		}
 		return nil
 	}); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // fileFooterBytes is the size of the footer of a Lance v2 data file.
@@ -195,12 +197,12 @@ const (
 
 // parseDescriptor decodes the FileDescriptor held in global buffer 0.
 func (fm *fileMeta) parseDescriptor(b []byte) error {
-	err := walk(b, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(b, func(f wire.Field) error {
+		switch f.Num {
 		case descriptorSchema:
-			return walk(f.b, func(g pbField) error {
-				if g.num == schemaFields {
-					fl, err := parseField(g.b)
+			return wire.Walk(f.B, func(g wire.Field) error {
+				if g.Num == schemaFields {
+					fl, err := parseField(g.B)
 					if err != nil {
 						return err
 					}
@@ -209,7 +211,7 @@ func (fm *fileMeta) parseDescriptor(b []byte) error {
 				return nil
 			})
 		case descriptorLength:
-			fm.numRows = f.u
+			fm.numRows = f.U
 		}
 		return nil
 	})
@@ -223,21 +225,21 @@ func (fm *fileMeta) parseDescriptor(b []byte) error {
 // encoding (a serialized Any).
 func parseEncoding(b []byte) (encodingAny, error) {
 	var e encodingAny
-	err := walk(b, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(b, func(f wire.Field) error {
+		switch f.Num {
 		case encodingDeferred:
 			return fmt.Errorf("deferred encodings are not supported")
 		case encodingDirect:
-			return walk(f.b, func(g pbField) error {
-				if g.num != directEncoding {
+			return wire.Walk(f.B, func(g wire.Field) error {
+				if g.Num != directEncoding {
 					return nil
 				}
-				return walk(g.b, func(h pbField) error {
-					switch h.num {
+				return wire.Walk(g.B, func(h wire.Field) error {
+					switch h.Num {
 					case anyTypeURL:
-						e.typeURL = string(h.b)
+						e.typeURL = string(h.B)
 					case anyValue:
-						e.value = h.b
+						e.value = h.B
 					}
 					return nil
 				})
@@ -251,26 +253,26 @@ func parseEncoding(b []byte) (encodingAny, error) {
 // parseColumnMetadata decodes a lance.file.v2.ColumnMetadata message.
 func parseColumnMetadata(b []byte) (columnInfo, error) {
 	var ci columnInfo
-	err := walk(b, func(f pbField) error {
+	err := wire.Walk(b, func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case columnEncoding:
-			ci.encoding, err = parseEncoding(f.b)
+			ci.encoding, err = parseEncoding(f.B)
 		case columnPages:
 			var p pageInfo
-			err = walk(f.b, func(g pbField) error {
+			err = wire.Walk(f.B, func(g wire.Field) error {
 				var err error
-				switch g.num {
+				switch g.Num {
 				case pageBufferOffsets:
-					p.bufOffsets, err = packedUints(p.bufOffsets, g)
+					p.bufOffsets, err = wire.PackedUints(p.bufOffsets, g)
 				case pageBufferSizes:
-					p.bufSizes, err = packedUints(p.bufSizes, g)
+					p.bufSizes, err = wire.PackedUints(p.bufSizes, g)
 				case pageLength:
-					p.length = g.u
+					p.length = g.U
 				case pageEncoding:
-					p.encoding, err = parseEncoding(g.b)
+					p.encoding, err = parseEncoding(g.B)
 				case pagePriority:
-					p.priority = g.u
+					p.priority = g.U
 				}
 				return err
 			})
@@ -279,9 +281,9 @@ func parseColumnMetadata(b []byte) (columnInfo, error) {
 			}
 			ci.pages = append(ci.pages, p)
 		case columnBufferOffsets:
-			ci.bufOffsets, err = packedUints(ci.bufOffsets, f)
+			ci.bufOffsets, err = wire.PackedUints(ci.bufOffsets, f)
 		case columnBufferSizes:
-			ci.bufSizes, err = packedUints(ci.bufSizes, f)
+			ci.bufSizes, err = wire.PackedUints(ci.bufSizes, f)
 		}
 		return err
 	})

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -223,12 +224,12 @@ func describeLayout(pl pageLayout) string {
 		return name
 	}
 	var items []string
-	err := walk(pl.raw, func(f pbField) error {
-		label, ok := parts[f.num]
+	err := wire.Walk(pl.raw, func(f wire.Field) error {
+		label, ok := parts[f.Num]
 		if !ok {
 			return nil
 		}
-		c, err := parseCenc(f.b, 0)
+		c, err := parseCenc(f.B, 0)
 		if err != nil {
 			items = append(items, label+"=invalid")
 			return nil
@@ -258,10 +259,10 @@ func describe20(enc []byte, depth int) string {
 	// sub collects the nested ArrayEncoding fields nums of val.
 	sub := func(nums ...protowire.Number) []string {
 		var out []string
-		walk(val, func(f pbField) error {
+		wire.Walk(val, func(f wire.Field) error {
 			for _, n := range nums {
-				if f.num == n {
-					out = append(out, describe20(f.b, depth+1))
+				if f.Num == n {
+					out = append(out, describe20(f.B, depth+1))
 				}
 			}
 			return nil
@@ -278,14 +279,14 @@ func describe20(enc []byte, depth int) string {
 	case aeFlat:
 		var bits uint64
 		scheme := ""
-		walk(val, func(f pbField) error {
-			switch f.num {
+		wire.Walk(val, func(f wire.Field) error {
+			switch f.Num {
 			case 1:
-				bits = f.u
+				bits = f.U
 			case 3:
-				walk(f.b, func(g pbField) error {
-					if g.num == 1 {
-						scheme = string(g.b)
+				wire.Walk(f.B, func(g wire.Field) error {
+					if g.Num == 1 {
+						scheme = string(g.B)
 					}
 					return nil
 				})
@@ -302,10 +303,10 @@ func describe20(enc []byte, depth int) string {
 			return "Nullable(invalid)"
 		}
 		var inner []string
-		walk(nv, func(f pbField) error {
+		wire.Walk(nv, func(f wire.Field) error {
 			// no nulls: values = 1; some nulls: validity = 1, values = 2
-			if (nk == 1 && f.num == 1) || (nk == 2 && f.num == 2) {
-				inner = append(inner, describe20(f.b, depth+1))
+			if (nk == 1 && f.Num == 1) || (nk == 2 && f.Num == 2) {
+				inner = append(inner, describe20(f.B, depth+1))
 			}
 			return nil
 		})
@@ -320,9 +321,9 @@ func describe20(enc []byte, depth int) string {
 		return fmt.Sprintf("Nullable(%d)", nk)
 	case aeFixedSizeList:
 		var dim uint64
-		walk(val, func(f pbField) error {
-			if f.num == 1 {
-				dim = f.u
+		wire.Walk(val, func(f wire.Field) error {
+			if f.Num == 1 {
+				dim = f.U
 			}
 			return nil
 		})

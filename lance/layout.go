@@ -3,6 +3,8 @@ package lance
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // Repetition/definition layer kinds of 2.1+ pages, innermost first.
@@ -101,9 +103,9 @@ var plNames = map[int]string{plMiniBlock: "MiniBlockLayout", plConstant: "Consta
 // parsePageLayout decodes the oneof of a PageLayout message.
 func parsePageLayout(b []byte) (pageLayout, error) {
 	var pl pageLayout
-	err := walk(b, func(f pbField) error {
+	err := wire.Walk(b, func(f wire.Field) error {
 		if pl.kind == 0 {
-			pl.kind, pl.raw = int(f.num), f.b
+			pl.kind, pl.raw = int(f.Num), f.B
 		}
 		return nil
 	})
@@ -134,8 +136,8 @@ func decodeStructPage(pl pageLayout, bufs pageBuffers, rows int, zero func(n int
 }
 
 // parseLayers decodes a repeated RepDefLayer field.
-func parseLayers(dst []int, f pbField) ([]int, error) {
-	vs, err := packedUints(nil, f)
+func parseLayers(dst []int, f wire.Field) ([]int, error) {
+	vs, err := wire.PackedUints(nil, f)
 	for _, v := range vs {
 		if v < 1 || v > 6 {
 			return nil, fmt.Errorf("%w: unknown rep/def layer %d", errCorrupt, v)
@@ -152,29 +154,29 @@ func decodeMiniBlock(raw []byte, bufs pageBuffers, rows int) (*structPage, error
 	var repDepth uint64
 	var large bool
 	sp := &structPage{rows: rows}
-	err := walk(raw, func(f pbField) error {
+	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case miniRepCompression:
-			repC, err = parseCenc(f.b, 0)
+			repC, err = parseCenc(f.B, 0)
 		case miniDefCompression:
-			defC, err = parseCenc(f.b, 0)
+			defC, err = parseCenc(f.B, 0)
 		case miniValueCompression:
-			valC, err = parseCenc(f.b, 0)
+			valC, err = parseCenc(f.B, 0)
 		case miniDictionary:
-			dictC, err = parseCenc(f.b, 0)
+			dictC, err = parseCenc(f.B, 0)
 		case miniNumDictItems:
-			numDict = f.u
+			numDict = f.U
 		case miniLayers:
 			sp.layers, err = parseLayers(sp.layers, f)
 		case miniNumBuffers:
-			numBuffers = f.u
+			numBuffers = f.U
 		case miniRepIndexDepth:
-			repDepth = f.u
+			repDepth = f.U
 		case miniNumItems:
-			numItems = f.u
+			numItems = f.U
 		case miniHasLargeChunk:
-			large = f.u != 0
+			large = f.U != 0
 		}
 		return err
 	})
@@ -408,21 +410,21 @@ func decodeConstant(raw []byte, bufs pageBuffers, rows int, zero func(n int) lea
 	var hasInline bool
 	var repC, defC *cenc
 	var numRep, numDef uint64
-	err := walk(raw, func(f pbField) error {
+	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case constLayers:
 			sp.layers, err = parseLayers(sp.layers, f)
 		case constInlineValue:
-			inline, hasInline = f.b, true
+			inline, hasInline = f.B, true
 		case constRepCompression:
-			repC, err = parseCenc(f.b, 0)
+			repC, err = parseCenc(f.B, 0)
 		case constDefCompression:
-			defC, err = parseCenc(f.b, 0)
+			defC, err = parseCenc(f.B, 0)
 		case constNumRepValues:
-			numRep = f.u
+			numRep = f.U
 		case constNumDefValues:
-			numDef = f.u
+			numDef = f.U
 		}
 		return err
 	})
@@ -607,23 +609,23 @@ func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) 
 	var bitsRep, bitsDef, bitsValue, bitsOffset, numItems, numVisible uint64
 	var valC *cenc
 	sp := &structPage{rows: rows}
-	err := walk(raw, func(f pbField) error {
+	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case fullZipBitsRep:
-			bitsRep = f.u
+			bitsRep = f.U
 		case fullZipBitsDef:
-			bitsDef = f.u
+			bitsDef = f.U
 		case fullZipBitsPerValue:
-			bitsValue = f.u
+			bitsValue = f.U
 		case fullZipBitsPerOffset:
-			bitsOffset = f.u
+			bitsOffset = f.U
 		case fullZipNumItems:
-			numItems = f.u
+			numItems = f.U
 		case fullZipNumVisibleItems:
-			numVisible = f.u
+			numVisible = f.U
 		case fullZipValueCompress:
-			valC, err = parseCenc(f.b, 0)
+			valC, err = parseCenc(f.B, 0)
 		case fullZipLayers:
 			sp.layers, err = parseLayers(sp.layers, f)
 		}

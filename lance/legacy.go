@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // Legacy (file format 0.x, "v1") data files, written for datasets whose
@@ -110,15 +111,15 @@ func parseLegacyTail(r io.ReaderAt, tail []byte, pos uint64, size int64) (*legac
 	lm := &legacyMeta{size: size, fields: map[int32]*legacyField{}}
 	var manifestPos uint64
 	var offsets []uint64
-	err := walk(tail[4:4+n], func(f pbField) error {
+	err := wire.Walk(tail[4:4+n], func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case legacyMetaManifestPos:
-			manifestPos = f.u
+			manifestPos = f.U
 		case legacyMetaBatchOffsets:
-			offsets, err = packedUints(offsets, f)
+			offsets, err = wire.PackedUints(offsets, f)
 		case legacyMetaPageTablePos:
-			lm.ptPos = f.u
+			lm.ptPos = f.U
 		}
 		return err
 	})
@@ -141,25 +142,25 @@ func parseLegacyTail(r io.ReaderAt, tail []byte, pos uint64, size int64) (*legac
 		return nil, fmt.Errorf("legacy schema: %w", err)
 	}
 	first := true
-	err = walk(mb, func(f pbField) error {
-		if f.num != legacySchemaFields {
+	err = wire.Walk(mb, func(f wire.Field) error {
+		if f.Num != legacySchemaFields {
 			return nil
 		}
 		lf := &legacyField{}
 		var id int32
-		err := walk(f.b, func(g pbField) error {
-			switch g.num {
+		err := wire.Walk(f.B, func(g wire.Field) error {
+			switch g.Num {
 			case fieldID:
-				id = int32Of(g.u)
+				id = wire.Int32(g.U)
 			case fieldEncoding:
-				lf.encoding = g.u
+				lf.encoding = g.U
 			case fieldDictionary:
-				return walk(g.b, func(h pbField) error {
-					switch h.num {
+				return wire.Walk(g.B, func(h wire.Field) error {
+					switch h.Num {
 					case dictionaryOffset:
-						lf.dictOff = h.u
+						lf.dictOff = h.U
 					case dictionaryLength:
-						lf.dictLen = h.u
+						lf.dictLen = h.U
 					}
 					return nil
 				})

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // Field is one entry of a dataset schema as stored in the manifest: the
@@ -162,70 +164,70 @@ const (
 // parseManifest decodes a lance.table.Manifest message.
 func parseManifest(b []byte) (*Manifest, error) {
 	m := &Manifest{SchemaMetadata: map[string][]byte{}, Config: map[string]string{}}
-	err := walk(b, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(b, func(f wire.Field) error {
+		switch f.Num {
 		case manifestFields:
-			fl, err := parseField(f.b)
+			fl, err := parseField(f.B)
 			if err != nil {
 				return err
 			}
 			m.Fields = append(m.Fields, fl)
 		case manifestFragments:
-			fr, err := parseFragment(f.b)
+			fr, err := parseFragment(f.B)
 			if err != nil {
 				return err
 			}
 			m.Fragments = append(m.Fragments, fr)
 		case manifestVersion:
-			m.Version = f.u
+			m.Version = f.U
 		case manifestSchemaMetadata:
-			k, v, err := parseMapEntry(f.b)
+			k, v, err := parseMapEntry(f.B)
 			if err != nil {
 				return err
 			}
 			m.SchemaMetadata[k] = v
 		case manifestReaderFlags:
-			m.ReaderFeatureFlags = f.u
+			m.ReaderFeatureFlags = f.U
 		case manifestWriterFlags:
-			m.WriterFeatureFlags = f.u
+			m.WriterFeatureFlags = f.U
 		case manifestWriterVersion:
-			return walk(f.b, func(g pbField) error {
-				switch g.num {
+			return wire.Walk(f.B, func(g wire.Field) error {
+				switch g.Num {
 				case writerVersionLibrary:
-					m.WriterLibrary = string(g.b)
+					m.WriterLibrary = string(g.B)
 				case writerVersionVersion:
-					m.WriterVersion = string(g.b)
+					m.WriterVersion = string(g.B)
 				}
 				return nil
 			})
 		case manifestDataFormat:
-			return walk(f.b, func(g pbField) error {
-				switch g.num {
+			return wire.Walk(f.B, func(g wire.Field) error {
+				switch g.Num {
 				case dataFormatFileFormat:
-					m.DataFormat = string(g.b)
+					m.DataFormat = string(g.B)
 				case dataFormatVersion:
-					m.DataVersion = string(g.b)
+					m.DataVersion = string(g.B)
 				}
 				return nil
 			})
 		case manifestConfig:
-			k, v, err := parseMapEntry(f.b)
+			k, v, err := parseMapEntry(f.B)
 			if err != nil {
 				return err
 			}
 			m.Config[k] = string(v)
 		case manifestBasePaths:
 			var bp BasePath
-			err := walk(f.b, func(g pbField) error {
-				switch g.num {
+			err := wire.Walk(f.B, func(g wire.Field) error {
+				switch g.Num {
 				case basePathID:
-					bp.ID = uint32(g.u)
+					bp.ID = uint32(g.U)
 				case basePathName:
-					bp.Name = string(g.b)
+					bp.Name = string(g.B)
 				case basePathIsDatasetRoot:
-					bp.IsDatasetRoot = g.u != 0
+					bp.IsDatasetRoot = g.U != 0
 				case basePathPath:
-					bp.Path = string(g.b)
+					bp.Path = string(g.B)
 				}
 				return nil
 			})
@@ -257,12 +259,12 @@ func (m *Manifest) checkFeatures() error {
 func parseMapEntry(b []byte) (string, []byte, error) {
 	var k string
 	var v []byte
-	err := walk(b, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(b, func(f wire.Field) error {
+		switch f.Num {
 		case mapEntryKey:
-			k = string(f.b)
+			k = string(f.B)
 		case mapEntryValue:
-			v = append([]byte(nil), f.b...)
+			v = append([]byte(nil), f.B...)
 		}
 		return nil
 	})
@@ -272,22 +274,22 @@ func parseMapEntry(b []byte) (string, []byte, error) {
 // parseField decodes a lance.file.Field message.
 func parseField(b []byte) (*Field, error) {
 	fl := &Field{ParentID: -1, Metadata: map[string][]byte{}}
-	err := walk(b, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(b, func(f wire.Field) error {
+		switch f.Num {
 		case fieldName:
-			fl.Name = string(f.b)
+			fl.Name = string(f.B)
 		case fieldID:
-			fl.ID = int32Of(f.u)
+			fl.ID = wire.Int32(f.U)
 		case fieldParentID:
-			fl.ParentID = int32Of(f.u)
+			fl.ParentID = wire.Int32(f.U)
 		case fieldLogicalType:
-			fl.LogicalType = string(f.b)
+			fl.LogicalType = string(f.B)
 		case fieldNullable:
-			fl.Nullable = f.u != 0
+			fl.Nullable = f.U != 0
 		case fieldExtensionName:
-			fl.ExtensionName = string(f.b)
+			fl.ExtensionName = string(f.B)
 		case fieldMetadata:
-			k, v, err := parseMapEntry(f.b)
+			k, v, err := parseMapEntry(f.B)
 			if err != nil {
 				return err
 			}
@@ -339,33 +341,33 @@ func linkFields(fields []*Field) error {
 // parseFragment decodes a lance.table.DataFragment message.
 func parseFragment(b []byte) (Fragment, error) {
 	var fr Fragment
-	err := walk(b, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(b, func(f wire.Field) error {
+		switch f.Num {
 		case fragmentID:
-			fr.ID = f.u
+			fr.ID = f.U
 		case fragmentFiles:
-			df, err := parseDataFile(f.b)
+			df, err := parseDataFile(f.B)
 			if err != nil {
 				return err
 			}
 			fr.Files = append(fr.Files, df)
 		case fragmentDeletionFile:
 			d := &DeletionFile{}
-			err := walk(f.b, func(g pbField) error {
-				switch g.num {
+			err := wire.Walk(f.B, func(g wire.Field) error {
+				switch g.Num {
 				case deletionFileType:
-					d.Bitmap = g.u == 1
-					if g.u > 1 {
-						return fmt.Errorf("%w: unknown deletion file type %d", errCorrupt, g.u)
+					d.Bitmap = g.U == 1
+					if g.U > 1 {
+						return fmt.Errorf("%w: unknown deletion file type %d", errCorrupt, g.U)
 					}
 				case deletionReadVersion:
-					d.ReadVersion = g.u
+					d.ReadVersion = g.U
 				case deletionID:
-					d.ID = g.u
+					d.ID = g.U
 				case deletionNumDeletedRows:
-					d.NumDeleted = g.u
+					d.NumDeleted = g.U
 				case deletionBaseID:
-					v := uint32(g.u)
+					v := uint32(g.U)
 					d.BaseID = &v
 				}
 				return nil
@@ -375,7 +377,7 @@ func parseFragment(b []byte) (Fragment, error) {
 			}
 			fr.Deletion = d
 		case fragmentPhysicalRows:
-			fr.PhysicalRows = f.u
+			fr.PhysicalRows = f.U
 		}
 		return nil
 	})
@@ -389,23 +391,23 @@ func parseFragment(b []byte) (Fragment, error) {
 func parseDataFile(b []byte) (DataFile, error) {
 	var df DataFile
 	var fields, cols []uint64
-	err := walk(b, func(f pbField) error {
+	err := wire.Walk(b, func(f wire.Field) error {
 		var err error
-		switch f.num {
+		switch f.Num {
 		case dataFilePath:
-			df.Path = string(f.b)
+			df.Path = string(f.B)
 		case dataFileFields:
-			fields, err = packedUints(fields, f)
+			fields, err = wire.PackedUints(fields, f)
 		case dataFileColumnIndices:
-			cols, err = packedUints(cols, f)
+			cols, err = wire.PackedUints(cols, f)
 		case dataFileMajorVersion:
-			df.Major = uint32(f.u)
+			df.Major = uint32(f.U)
 		case dataFileMinorVersion:
-			df.Minor = uint32(f.u)
+			df.Minor = uint32(f.U)
 		case dataFileSizeBytes:
-			df.SizeBytes = f.u
+			df.SizeBytes = f.U
 		case dataFileBaseID:
-			v := uint32(f.u)
+			v := uint32(f.U)
 			df.BaseID = &v
 		}
 		return err
@@ -417,9 +419,9 @@ func parseDataFile(b []byte) (DataFile, error) {
 		return df, fmt.Errorf("%w: data file %q has %d fields but %d column indices", errCorrupt, df.Path, len(fields), len(cols))
 	}
 	for i, v := range fields {
-		df.Fields = append(df.Fields, int32Of(v))
+		df.Fields = append(df.Fields, wire.Int32(v))
 		if len(cols) > 0 {
-			df.ColumnIndices = append(df.ColumnIndices, int32Of(cols[i]))
+			df.ColumnIndices = append(df.ColumnIndices, wire.Int32(cols[i]))
 		} else {
 			df.ColumnIndices = append(df.ColumnIndices, int32(i))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // Replacement replaces one top-level column with a nullable utf8 column of
@@ -152,32 +153,32 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 	}
 	rm := &rawManifest{fields: map[int32][]byte{}, frags: map[uint64][]byte{}}
 	var indexPos *uint64
-	err = walk(msg, func(f pbField) error {
-		switch f.num {
+	err = wire.Walk(msg, func(f wire.Field) error {
+		switch f.Num {
 		case 1:
-			fl, err := parseField(f.b)
+			fl, err := parseField(f.B)
 			if err != nil {
 				return err
 			}
-			rm.fields[fl.ID] = f.b
+			rm.fields[fl.ID] = f.B
 		case 2:
-			fr, err := parseFragment(f.b)
+			fr, err := parseFragment(f.B)
 			if err != nil {
 				return err
 			}
-			rm.frags[fr.ID] = f.b
+			rm.frags[fr.ID] = f.B
 		case 6:
-			v := f.u
+			v := f.U
 			indexPos = &v
 		case 11:
-			v := f.u
+			v := f.U
 			rm.maxFragmentID = &v
 		case 14:
-			rm.nextRowID = f.u
+			rm.nextRowID = f.U
 		case 16:
-			rm.config = append(rm.config, f.b)
+			rm.config = append(rm.config, f.B)
 		case 19:
-			rm.tableMeta = append(rm.tableMeta, f.b)
+			rm.tableMeta = append(rm.tableMeta, f.B)
 		}
 		return nil
 	})
@@ -189,27 +190,27 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 		if err != nil {
 			return nil, fmt.Errorf("manifest %s: index section: %w", name, err)
 		}
-		err = walk(sec, func(f pbField) error {
-			if f.num != 1 {
+		err = wire.Walk(sec, func(f wire.Field) error {
+			if f.Num != 1 {
 				return nil
 			}
-			ix := rawIndex{raw: f.b}
+			ix := rawIndex{raw: f.B}
 			var ids []uint64
-			err := walk(f.b, func(g pbField) error {
+			err := wire.Walk(f.B, func(g wire.Field) error {
 				var err error
-				switch g.num {
+				switch g.Num {
 				case 1:
-					err = walk(g.b, func(h pbField) error {
-						if h.num == 1 && len(h.b) == 16 {
-							u := hex.EncodeToString(h.b)
+					err = wire.Walk(g.B, func(h wire.Field) error {
+						if h.Num == 1 && len(h.B) == 16 {
+							u := hex.EncodeToString(h.B)
 							ix.uuid = u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
 						}
 						return nil
 					})
 				case 2:
-					ids, err = packedUints(ids, g)
+					ids, err = wire.PackedUints(ids, g)
 				case 3:
-					ix.name = string(g.b)
+					ix.name = string(g.B)
 				}
 				return err
 			})
@@ -217,7 +218,7 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 				return err
 			}
 			for _, v := range ids {
-				ix.fields = append(ix.fields, int32Of(v))
+				ix.fields = append(ix.fields, wire.Int32(v))
 			}
 			rm.indices = append(rm.indices, ix)
 			return nil
@@ -845,12 +846,12 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 	msg = msg.varint(4, fr.PhysicalRows)
 	// Row id and row version sequences stored inline are carried as they
 	// are; external ones would name files that are not copied.
-	err = walk(rw.rm.frags[fr.ID], func(f pbField) error {
-		switch f.num {
+	err = wire.Walk(rw.rm.frags[fr.ID], func(f wire.Field) error {
+		switch f.Num {
 		case 5, 7, 9:
 			msg = msg.raw(f)
 		case 6, 8, 10, 11:
-			return fmt.Errorf("fragment field %d (external row id or version sequences, overlays) is not supported", f.num)
+			return fmt.Errorf("fragment field %d (external row id or version sequences, overlays) is not supported", f.Num)
 		}
 		return nil
 	})
@@ -864,8 +865,8 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 // 1, the only version of the new dataset, keeping every other field.
 func rewriteIndexMeta(raw []byte) []byte {
 	out := pbuf(nil)
-	_ = walk(raw, func(f pbField) error {
-		if f.num == 4 {
+	_ = wire.Walk(raw, func(f wire.Field) error {
+		if f.Num == 4 {
 			out = out.varint(4, 1)
 		} else {
 			out = out.raw(f)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // bufferAlign is the alignment of every buffer a writer places in a data
@@ -209,16 +211,16 @@ func (w *fileWriter) copyColumn(ctx context.Context, src *srcFile, ci int) error
 func rewriteColumnMeta(raw []byte, pageOffs [][]uint64, colOffs []uint64) ([]byte, error) {
 	out := pbuf(nil)
 	pi := 0
-	err := walk(raw, func(f pbField) error {
-		switch f.num {
+	err := wire.Walk(raw, func(f wire.Field) error {
+		switch f.Num {
 		case 2:
 			if pi >= len(pageOffs) {
 				return fmt.Errorf("%w: more pages than expected", errCorrupt)
 			}
 			p := pbuf(nil).packed(1, pageOffs[pi])
 			pi++
-			if err := walk(f.b, func(g pbField) error {
-				if g.num != 1 {
+			if err := wire.Walk(f.B, func(g wire.Field) error {
+				if g.Num != 1 {
 					p = p.raw(g)
 				}
 				return nil

@@ -3,6 +3,7 @@ package lance
 import (
 	"sort"
 
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -46,17 +47,17 @@ func (b pbuf) packed(num protowire.Number, vs []uint64) pbuf {
 }
 
 // raw re-appends a field decoded by walk, unchanged.
-func (b pbuf) raw(f pbField) pbuf {
-	b = protowire.AppendTag(b, f.num, f.typ)
-	switch f.typ {
+func (b pbuf) raw(f wire.Field) pbuf {
+	b = protowire.AppendTag(b, f.Num, f.Type)
+	switch f.Type {
 	case protowire.VarintType:
-		return protowire.AppendVarint(b, f.u)
+		return protowire.AppendVarint(b, f.U)
 	case protowire.Fixed32Type:
-		return protowire.AppendFixed32(b, uint32(f.u))
+		return protowire.AppendFixed32(b, uint32(f.U))
 	case protowire.Fixed64Type:
-		return protowire.AppendFixed64(b, f.u)
+		return protowire.AppendFixed64(b, f.U)
 	default:
-		return protowire.AppendBytes(b, f.b)
+		return protowire.AppendBytes(b, f.B)
 	}
 }
 
