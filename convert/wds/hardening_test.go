@@ -165,6 +165,7 @@ with tarfile.open(out, "w", format=tarfile.GNU_FORMAT if fmt == "gnu" else tarfi
         ti.name = "second.txt"; ti.pax_headers = {"comment": "c" * (1100 * 1024)}
     tf.addfile(ti, io.BytesIO(b"y"))
 `
+	member := map[string]string{"gnu": "d/nnnn", "pax": "d/nnnn", "paxrec": "././@PaxHeader"}
 	for _, format := range []string{"gnu", "pax", "paxrec"} {
 		p := filepath.Join(dir, format+".tar")
 		testtool.Run(t, "python3", "-c", script, p, format)
@@ -176,6 +177,9 @@ with tarfile.open(out, "w", format=tarfile.GNU_FORMAT if fmt == "gnu" else tarfi
 				_, err = Convert(context.Background(), Options{Src: p, Dst: filepath.Join(t.TempDir(), "out")}, nil)
 			}
 			checkInputError(t, err, p, anyMember, 1024, "larger than 1 MiB", ErrInvalidInput, "")
+			if !strings.Contains(err.Error(), `member "`+member[format]) {
+				t.Errorf("%s %s: %v does not name the member %q", format, run, err, member[format])
+			}
 			if len(err.Error()) > 1000 {
 				t.Errorf("%s %s: message of %d bytes", format, run, len(err.Error()))
 			}

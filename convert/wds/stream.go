@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/gzip"
@@ -271,7 +272,7 @@ func (s *shardStream) readError(err error) error {
 			e.Offset = s.nextHdr
 		}
 		e.Member = s.headerName(e.Offset)
-		e.Err = errors.New("an extended header (PAX records or a GNU long name) is larger than 1 MiB, which no tar reader accepts")
+		e.Err = errors.New("its extended header (PAX records or a GNU long name) is larger than 1 MiB, the most this reader accepts (as Go's archive/tar)")
 	case errors.Is(err, tar.ErrHeader):
 		if s.nextHdr >= 0 {
 			e.Offset = s.nextHdr
@@ -323,21 +324,56 @@ func (s *shardStream) drainCheck() error {
 	return err
 }
 
-// headerName returns the name field of the tar header block at off in a
-// plain shard file (the placeholder name a PAX or GNU long-name header
-// carries), or "" when it cannot be read.
+// headerName names the member whose extended header starts at off in a
+// plain shard file: the name a GNU long-name header begins with, or the
+// path record of a PAX header when it comes within its first 4 KiB;
+// otherwise the header block's own placeholder name ("././@PaxHeader").
+// It returns "" when the file cannot be read there.
 func (s *shardStream) headerName(off int64) string {
 	if s.file == nil || s.comp != CompressionNone || off < 0 {
 		return ""
 	}
-	var name [100]byte
-	if _, err := s.file.ReadAt(name[:], off); err != nil {
+	buf := make([]byte, 512+4096)
+	n, _ := s.file.ReadAt(buf, off)
+	if n < 512 {
 		return ""
 	}
-	if i := bytes.IndexByte(name[:], 0); i >= 0 {
-		return string(name[:i])
+	hdr, data := buf[:512], buf[512:n]
+	cstr := func(b []byte) string {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			return string(b[:i])
+		}
+		return string(b)
 	}
-	return string(name[:])
+	switch hdr[156] {
+	case 'L': // GNU long name: the data is the name
+		if name := cstr(data); name != "" {
+			return name + "…"
+		}
+	case 'x': // PAX records: "LEN key=value\n"
+		for len(data) > 0 {
+			sp := bytes.IndexByte(data, ' ')
+			if sp <= 0 {
+				break
+			}
+			l, err := strconv.Atoi(string(data[:sp]))
+			if err != nil || l <= sp {
+				break
+			}
+			if l > len(data) { // a record longer than what was read
+				if v, ok := bytes.CutPrefix(data[sp+1:], []byte("path=")); ok {
+					return string(v) + "…"
+				}
+				break
+			}
+			rec := data[sp+1 : l-1]
+			if k, v, ok := bytes.Cut(rec, []byte("=")); ok && string(k) == "path" {
+				return string(v)
+			}
+			data = data[l:]
+		}
+	}
+	return cstr(hdr[:100])
 }
 
 // cancelReader reads from r (standard input) on a goroutine so that a
