@@ -356,7 +356,7 @@ func packFlagCases(t *testing.T, dir string) []badCase {
 		{"--max-pack-bytes", "0"}, {"--max-pack-bytes", "-5"}, {"--max-pack-bytes", "12XB"},
 	}
 	var cases []badCase
-	for _, cmd := range [][]string{{"pack", src}, {"convert-wds", shard}, {"convert-parquet", src}, {"convert-lerobot", src}} {
+	for _, cmd := range [][]string{{"pack", src}, {"convert-wds", shard}, {"convert-parquet", src}, {"convert-lerobot", src}, {"convert-lance", src}} {
 		for _, b := range bad {
 			args := append(append([]string{}, cmd...), "DST", b.flag, b.val, "--yes")
 			if cmd[0] == "pack" {
