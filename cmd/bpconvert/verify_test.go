@@ -243,6 +243,26 @@ open(p, "wb").write(b)
 		if r.code != 0 || idx != 12 {
 			t.Fatalf("clean: exit %d, video_index.json refs %d, %+v\n%s", r.code, idx, d, r.stderr)
 		}
+		// info.json says where the videos went; a loader that formats
+		// video_path meets a directory named for the index.
+		b, err := os.ReadFile(filepath.Join(dst, "meta", "info.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			VideoPath string `json:"video_path"`
+			Bpconvert struct {
+				VideoIndex      string `json:"video_index"`
+				SourceVideoPath string `json:"source_video_path"`
+			} `json:"bpconvert"`
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(info.VideoPath, "videos-are-packed-see-video_index.json/") || info.Bpconvert.VideoIndex != "video_index.json" ||
+			!strings.HasPrefix(info.Bpconvert.SourceVideoPath, "videos/") {
+			t.Fatalf("meta/info.json: %+v", info)
+		}
 	})
 }
 

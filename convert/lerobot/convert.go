@@ -156,6 +156,12 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 			return nil, err
 		}
 		res.Copied += n
+		if len(ins.Videos) > 0 {
+			// The videos are packed: info.json says where they went.
+			if err := rewriteInfoFile(out.Path("meta/info.json"), convert.MediaDir); err != nil {
+				return nil, fmt.Errorf("lerobot: %w", err)
+			}
+		}
 	}
 
 	if len(entries) > 0 {

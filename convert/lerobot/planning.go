@@ -79,8 +79,7 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 		table.Notes = []string{"copied unchanged (with every other file under data/)"}
 	}
 	p.Entries = append(p.Entries, table,
-		plan.Entry{Name: "meta/", Kind: "files", Detail: fmt.Sprintf("%s, %s", plan.CountText(int64(ins.MetaFiles), "files"), plan.HumanBytes(ins.MetaBytes)),
-			Action: plan.ActionCopy, Fidelity: plan.FidelityLossless, Notes: []string{"copied unchanged"}})
+		ins.metaEntry())
 
 	var media []string
 	if len(ins.Videos) > 0 {
@@ -95,7 +94,11 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 	} else {
 		p.Layout = append(p.Layout, plan.Output{Path: "data/", Description: "copied unchanged"})
 	}
-	p.Layout = append(p.Layout, plan.Output{Path: "meta/", Description: "copied unchanged"})
+	if len(ins.Videos) > 0 {
+		p.Layout = append(p.Layout, plan.Output{Path: "meta/", Description: "copied; info.json says where the videos went"})
+	} else {
+		p.Layout = append(p.Layout, plan.Output{Path: "meta/", Description: "copied unchanged"})
+	}
 	if len(ins.Videos) > 0 {
 		p.Layout = append(p.Layout, plan.Output{Path: "video_index.json", Description: "episode intervals [from_ns, to_ns) per camera"})
 	}
@@ -190,6 +193,18 @@ func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
 	}
 	if unclaimed > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("%d whole file(s) hold footage outside their episodes; it is packed but no episode claims it", unclaimed))
+	}
+	return e
+}
+
+// metaEntry is the plan entry of meta/: copied, with info.json rewritten
+// when the videos are packed (see info.go).
+func (ins *Inspection) metaEntry() plan.Entry {
+	e := plan.Entry{Name: "meta/", Kind: "files", Detail: fmt.Sprintf("%s, %s", plan.CountText(int64(ins.MetaFiles), "files"), plan.HumanBytes(ins.MetaBytes)),
+		Action: plan.ActionCopy, Fidelity: plan.FidelityLossless, Notes: []string{"copied unchanged"}}
+	if len(ins.Videos) > 0 {
+		e.Notes = []string{"copied unchanged but info.json: video_path becomes " + packedVideoDir + "/..., a directory that does not exist, so LeRobot's loader fails with a missing-file error that names video_index.json; a \"bpconvert\" member records the original template, the index and the pack directory",
+			"LeRobot's own loader does not read the converted videos: a reader resolves video_index.json's references through the packs"}
 	}
 	return e
 }

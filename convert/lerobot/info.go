@@ -1,0 +1,130 @@
+package lerobot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
+)
+
+// Where the videos went, as meta/info.json of a converted dataset says it.
+//
+// The camera files are no longer under videos/: they are members of the
+// packs, and video_index.json maps every (episode, camera) to its zip://
+// reference and [from_ns, to_ns) interval. The converted info.json keeps
+// every field but two:
+//
+//   - video_path names a directory that does not exist and says why
+//     (packedVideoDir), keeping the template's placeholders, so LeRobot's
+//     loader, which formats the template and opens the file, fails with a
+//     missing-file error whose path tells the reader to look at
+//     video_index.json, instead of a bare "videos/... not found";
+//   - a "bpconvert" object is added with the original template, the index
+//     and the pack directory, for tools that read the converted dataset.
+const packedVideoDir = "videos-are-packed-see-video_index.json"
+
+// infoRecord is the "bpconvert" object added to meta/info.json.
+type infoRecord struct {
+	Videos          string `json:"videos"`
+	VideoIndex      string `json:"video_index"`
+	PackDir         string `json:"pack_dir"`
+	SourceVideoPath string `json:"source_video_path"`
+}
+
+// rewriteVideoPath returns info.json with video_path pointing into
+// packedVideoDir and the bpconvert record added; the other members keep
+// their order and values. LeRobot writes info.json with a four-space
+// indent, and so does this.
+func rewriteVideoPath(info []byte, packDir string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(info))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	type member struct {
+		key string
+		val json.RawMessage
+	}
+	var ms []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%q: %w", key, err)
+		}
+		ms = append(ms, member{key, v})
+	}
+	var src string
+	found := false
+	for i, m := range ms {
+		switch m.key {
+		case "video_path":
+			if err := json.Unmarshal(m.val, &src); err != nil || src == "" {
+				return nil, errors.New("video_path is not a template string")
+			}
+			first, rest, _ := strings.Cut(src, "/")
+			if first == packedVideoDir {
+				return info, nil // already rewritten
+			}
+			if rest == "" {
+				rest = first
+			}
+			v, _ := json.Marshal(packedVideoDir + "/" + rest)
+			ms[i].val, found = v, true
+		case "bpconvert":
+			return nil, errors.New("already has a bpconvert member")
+		}
+	}
+	if !found {
+		return nil, errors.New("no video_path")
+	}
+	rec, _ := json.Marshal(infoRecord{
+		Videos: "packed: every camera file (or one container per episode cut from it) is a member of " + packDir +
+			"/pack-NNNN.zip; " + videoindex.FileName + " gives each (episode, camera) its zip:// reference and [from_ns, to_ns) interval",
+		VideoIndex:      videoindex.FileName,
+		PackDir:         packDir,
+		SourceVideoPath: src,
+	})
+	ms = append(ms, member{"bpconvert", rec})
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.val)
+	}
+	b.WriteByte('}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, b.Bytes(), "", "    "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// rewriteInfoFile rewrites the copied meta/info.json at path (see
+// rewriteVideoPath).
+func rewriteInfoFile(path, packDir string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := rewriteVideoPath(b, packDir)
+	if err != nil {
+		return fmt.Errorf("meta/info.json: %w", err)
+	}
+	return atomicfile.WriteFile(path, out, 0o644)
+}
