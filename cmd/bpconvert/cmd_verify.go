@@ -46,8 +46,12 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	parts = append(parts, plan.CountText(int64(len(rep.Problems)), "problems"))
 	fmt.Fprintf(out, "%s: %s\n", word, strings.Join(parts, ", "))
 	if a := rep.Against; a != nil {
-		fmt.Fprintf(out, "against %s (%s): %s compared, %s (%s), %s\n", a.Source, a.Format,
-			plan.CountText(a.Payloads, "payloads"), plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
+		inline := ""
+		if a.Inline > 0 {
+			inline = fmt.Sprintf(" (%s inline, compared with the table's text)", plan.Thousands(a.Inline))
+		}
+		fmt.Fprintf(out, "against %s (%s): %s compared%s, %s (%s), %s\n", a.Source, a.Format,
+			plan.CountText(a.Payloads, "payloads"), inline, plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
 			mismatches(a.Mismatches))
 	}
 	if !rep.OK() {
