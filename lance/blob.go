@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/bpconvert/bpconvert/lance/internal/bitpack"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
@@ -431,7 +432,7 @@ func parseBlobV2Descriptors(sp *structPage, raw []byte) ([]*blobV2Desc, error) {
 		if len(rest) < lw {
 			return nil, fmt.Errorf("%w: blob descriptor uri truncated", errCorrupt)
 		}
-		ul := readWord(rest, 0, lw*8)
+		ul := bitpack.ReadWord(rest, 0, lw*8)
 		rest = rest[lw:]
 		if ul > uint64(len(rest)) {
 			return nil, fmt.Errorf("%w: blob descriptor uri of %d bytes", errCorrupt, ul)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/bpconvert/bpconvert/lance/internal/bitpack"
+	"github.com/bpconvert/bpconvert/lance/internal/fsst"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -496,7 +498,7 @@ func decodeInlineBitpacking(b []byte, t, n int) (leaf, error) {
 		if len(b) < wb {
 			return leaf{}, fmt.Errorf("%w: bit-packed block %d truncated", errCorrupt, k)
 		}
-		w := int(readWord(b, 0, t))
+		w := int(bitpack.ReadWord(b, 0, t))
 		b = b[wb:]
 		if w > t {
 			return leaf{}, fmt.Errorf("%w: bit width %d for %d-bit values", errCorrupt, w, t)
@@ -505,7 +507,7 @@ func decodeInlineBitpacking(b []byte, t, n int) (leaf, error) {
 		if len(b) < sz {
 			return leaf{}, fmt.Errorf("%w: bit-packed block %d truncated", errCorrupt, k)
 		}
-		if err := unpackFastLanes(b[:sz], w, t, out[k*1024*wb:]); err != nil {
+		if err := bitpack.UnpackFastLanes(b[:sz], w, t, out[k*1024*wb:]); err != nil {
 			return leaf{}, err
 		}
 		b = b[sz:]
@@ -532,7 +534,7 @@ func decodeOutOfLineBitpacking(b []byte, t, w, n int) (leaf, error) {
 		return leaf{}, fmt.Errorf("%w: bit-packed buffer of %d bytes for %d values", errCorrupt, len(b), n)
 	}
 	for k := 0; k < full; k++ {
-		if err := unpackFastLanes(b[k*chunk:], w, t, out[k*1024*wb:]); err != nil {
+		if err := bitpack.UnpackFastLanes(b[k*chunk:], w, t, out[k*1024*wb:]); err != nil {
 			return leaf{}, err
 		}
 	}
@@ -542,7 +544,7 @@ func decodeOutOfLineBitpacking(b []byte, t, w, n int) (leaf, error) {
 		case len(rest) == tail*wb:
 			copy(out[full*1024*wb:], rest)
 		case len(rest) >= chunk:
-			if err := unpackFastLanes(rest, w, t, out[full*1024*wb:]); err != nil {
+			if err := bitpack.UnpackFastLanes(rest, w, t, out[full*1024*wb:]); err != nil {
 				return leaf{}, err
 			}
 		default:
@@ -568,7 +570,7 @@ func decodeVariableMini(c *cenc, b []byte, n int) (leaf, error) {
 	}
 	offs := make([]uint64, n+1)
 	for i := range offs {
-		offs[i] = readWord(b, i, w*8)
+		offs[i] = bitpack.ReadWord(b, i, w*8)
 		if i > 0 && offs[i] < offs[i-1] || offs[i] > uint64(len(b)) {
 			return leaf{}, fmt.Errorf("%w: variable offset %d out of order or range", errCorrupt, offs[i])
 		}
@@ -679,7 +681,7 @@ func decodeVariableBlock(c *cenc, b []byte, n int) (leaf, error) {
 	}
 	offs := make([]uint64, n+1)
 	for i := range offs {
-		offs[i] = readWord(body, i, w*8)
+		offs[i] = bitpack.ReadWord(body, i, w*8)
 		if i > 0 && offs[i] < offs[i-1] || offs[i] > uint64(len(b))-start {
 			return leaf{}, fmt.Errorf("%w: variable offset out of order or range", errCorrupt)
 		}
@@ -693,7 +695,7 @@ func u16Levels(l leaf) ([]uint16, error) {
 	switch l.bits {
 	case 8, 16, 32, 64:
 		for i := range out {
-			v := readWord(l.data, i, l.bits)
+			v := bitpack.ReadWord(l.data, i, l.bits)
 			if v > 0xffff {
 				return nil, fmt.Errorf("%w: level %d", errCorrupt, v)
 			}
@@ -702,5 +704,27 @@ func u16Levels(l leaf) ([]uint16, error) {
 	default:
 		return nil, fmt.Errorf("%w: levels of %d bits", errCorrupt, l.bits)
 	}
+	return out, nil
+}
+
+// fsstDecodeLeaf decompresses every value of a variable-width leaf.
+func fsstDecodeLeaf(table []byte, l leaf) (leaf, error) {
+	if l.offs == nil {
+		return leaf{}, fmt.Errorf("%w: fsst over fixed-width values", errCorrupt)
+	}
+	t, err := fsst.ParseTable(table)
+	if err != nil {
+		return leaf{}, err
+	}
+	out := leaf{n: l.n, offs: make([]uint64, l.n+1)}
+	buf := make([]byte, 0, len(l.data)*2)
+	for i := 0; i < l.n; i++ {
+		buf, err = t.Decode(buf, l.data[l.offs[i]:l.offs[i+1]], maxDecodedBytes)
+		if err != nil {
+			return leaf{}, err
+		}
+		out.offs[i+1] = uint64(len(buf))
+	}
+	out.data = buf
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/bpconvert/bpconvert/lance/internal/bitpack"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -347,7 +348,7 @@ func unadjustOffsets(ol leaf, n int, adj uint64) ([]uint64, []bool) {
 	vals := make([]uint64, n)
 	var valid []bool
 	for i := range vals {
-		v := readWord(ol.data, i, ol.bits)
+		v := bitpack.ReadWord(ol.data, i, ol.bits)
 		if adj > 0 && v >= adj {
 			if valid == nil {
 				valid = make([]bool, n)
@@ -421,7 +422,7 @@ func arrowDictKeys(il leaf, n int, nd uint64, dv []bool) (leaf, []bool, error) {
 	anyNull := false
 	keys := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
 	for i := 0; i < n; i++ {
-		k := readWord(il.data, i, il.bits)
+		k := bitpack.ReadWord(il.data, i, il.bits)
 		if k >= nd {
 			return leaf{}, nil, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, k, nd)
 		}
@@ -442,7 +443,7 @@ func lanceDictKeys(il leaf, n int) (leaf, []bool) {
 	valid := make([]bool, n)
 	anyNull := false
 	for i := 0; i < n; i++ {
-		k := readWord(il.data, i, il.bits)
+		k := bitpack.ReadWord(il.data, i, il.bits)
 		if k == 0 {
 			anyNull = true
 			continue

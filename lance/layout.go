@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/bpconvert/bpconvert/lance/internal/bitpack"
+	"github.com/bpconvert/bpconvert/lance/internal/fsst"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
@@ -211,7 +213,7 @@ func decodeMiniBlock(raw []byte, bufs pageBuffers, rows int) (*structPage, error
 	var seen uint64
 	pos := 0
 	for ci := 0; ci < nChunks; ci++ {
-		word := readWord(meta, ci, ww*8)
+		word := bitpack.ReadWord(meta, ci, ww*8)
 		size := int((word>>4)+1) * 8
 		var n uint64
 		if ci < nChunks-1 {
@@ -354,7 +356,7 @@ func applyDictionary(idx leaf, dict leaf) (leaf, error) {
 		return leaf{}, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, idx.bits)
 	}
 	get := func(i int) (int, error) {
-		v := readWord(idx.data, i, idx.bits)
+		v := bitpack.ReadWord(idx.data, i, idx.bits)
 		if idx.bits < 64 && v>>(idx.bits-1) != 0 && idx.bits != 8 {
 			// negative indices do not occur; treat as corrupt
 		}
@@ -673,7 +675,7 @@ func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) 
 			if pos+cw > len(data) {
 				return nil, fmt.Errorf("%w: full-zip item %d truncated", errCorrupt, i)
 			}
-			w := readWord(data[pos:], 0, cw*8)
+			w := bitpack.ReadWord(data[pos:], 0, cw*8)
 			pos += cw
 			def = int(w & (1<<bitsDef - 1))
 			if bitsRep > 0 {
@@ -701,7 +703,7 @@ type perValue struct {
 	c        *cenc
 	fixed    int // bytes per fixed-width value (0 for variable)
 	lenBytes int // bytes of the length prefix (variable)
-	fsst     *fsstTable
+	fsst     *fsst.Table
 	validity int // FSL: bytes of the zipped validity prefix
 	out      leaf
 }
@@ -734,7 +736,7 @@ func newPerValue(c *cenc, bitsValue, bitsOffset int) (*perValue, error) {
 		switch c.kind {
 		case ceVariable, ceGeneral:
 		case ceFsst:
-			t, err := parseFsstTable(c.symbols)
+			t, err := fsst.ParseTable(c.symbols)
 			if err != nil {
 				return nil, err
 			}
@@ -775,7 +777,7 @@ func (pv *perValue) add(b []byte, valid bool) (int, error) {
 	if len(b) < pv.lenBytes {
 		return 0, fmt.Errorf("%w: length prefix truncated", errCorrupt)
 	}
-	n := readWord(b, 0, pv.lenBytes*8)
+	n := bitpack.ReadWord(b, 0, pv.lenBytes*8)
 	if n > uint64(len(b)-pv.lenBytes) {
 		return 0, fmt.Errorf("%w: value of %d bytes exceeds the page", errCorrupt, n)
 	}
@@ -783,7 +785,7 @@ func (pv *perValue) add(b []byte, valid bool) (int, error) {
 	switch {
 	case pv.fsst != nil:
 		var err error
-		if o.data, err = pv.fsst.decode(o.data, v); err != nil {
+		if o.data, err = pv.fsst.Decode(o.data, v, maxDecodedBytes); err != nil {
 			return 0, err
 		}
 	case pv.c.kind == ceGeneral:

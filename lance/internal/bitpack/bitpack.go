@@ -1,15 +1,20 @@
-package lance
+// Package bitpack reads and writes little-endian words of 8, 16, 32 or 64
+// bits and unpacks FastLanes bit-packed chunks, for the Lance decoders. It
+// is not a general bit-packing library: it packs nothing.
+package bitpack
 
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
 // flOrder is the FastLanes row permutation within a group of 8 rows.
 var flOrder = [8]int{0, 4, 2, 6, 1, 5, 3, 7}
 
-// readWord reads the i-th little-endian word of t bits from b.
-func readWord(b []byte, i, t int) uint64 {
+// ReadWord reads the i-th little-endian word of t bits from b.
+func ReadWord(b []byte, i, t int) uint64 {
 	switch t {
 	case 8:
 		return uint64(b[i])
@@ -22,8 +27,8 @@ func readWord(b []byte, i, t int) uint64 {
 	}
 }
 
-// writeWord stores v as the i-th little-endian word of t bits in b.
-func writeWord(b []byte, i, t int, v uint64) {
+// WriteWord stores v as the i-th little-endian word of t bits in b.
+func WriteWord(b []byte, i, t int, v uint64) {
 	switch t {
 	case 8:
 		b[i] = byte(v)
@@ -36,22 +41,22 @@ func writeWord(b []byte, i, t int, v uint64) {
 	}
 }
 
-// unpackFastLanes unpacks one FastLanes chunk of 1024 values of t bits
+// UnpackFastLanes unpacks one FastLanes chunk of 1024 values of t bits
 // (t in 8, 16, 32, 64) packed at w bits each from in (1024*w/t words) into
 // out (1024 words of t bits).
-func unpackFastLanes(in []byte, w, t int, out []byte) error {
+func UnpackFastLanes(in []byte, w, t int, out []byte) error {
 	if w < 0 || w > t {
-		return fmt.Errorf("%w: bit width %d for %d-bit values", errCorrupt, w, t)
+		return fmt.Errorf("%w: bit width %d for %d-bit values", wire.ErrCorrupt, w, t)
 	}
 	if len(out) < 1024*t/8 {
-		return fmt.Errorf("%w: fastlanes output too small", errCorrupt)
+		return fmt.Errorf("%w: fastlanes output too small", wire.ErrCorrupt)
 	}
 	if w == 0 {
 		clear(out[:1024*t/8])
 		return nil
 	}
 	if len(in) < 1024*w/8 {
-		return fmt.Errorf("%w: fastlanes chunk needs %d bytes, has %d", errCorrupt, 1024*w/8, len(in))
+		return fmt.Errorf("%w: fastlanes chunk needs %d bytes, has %d", wire.ErrCorrupt, 1024*w/8, len(in))
 	}
 	lanes := 1024 / t
 	var mask uint64 = 1<<uint(w) - 1
@@ -62,12 +67,12 @@ func unpackFastLanes(in []byte, w, t int, out []byte) error {
 		for row := 0; row < t; row++ {
 			bit := row * w
 			wi, sh := bit/t, bit%t
-			v := readWord(in, lanes*wi+lane, t) >> uint(sh)
+			v := ReadWord(in, lanes*wi+lane, t) >> uint(sh)
 			if sh+w > t {
-				v |= readWord(in, lanes*(wi+1)+lane, t) << uint(t-sh)
+				v |= ReadWord(in, lanes*(wi+1)+lane, t) << uint(t-sh)
 			}
 			idx := flOrder[row/8]*16 + (row%8)*128 + lane
-			writeWord(out, idx, t, v&mask)
+			WriteWord(out, idx, t, v&mask)
 		}
 	}
 	return nil
