@@ -24,16 +24,19 @@ import (
 )
 
 // against compares every payload of the source with the member that holds
-// it: WebDataset shards when the dataset has a samples table, parquet
-// tables when it has tables that convert-parquet rewrote.
+// it: a Lance source when the dataset has a table convert-lance wrote,
+// WebDataset shards when it has a samples table, parquet tables when it
+// has tables that convert-parquet rewrote.
 func (v *verifier) against(src string) error {
 	switch {
+	case len(v.lc) > 0 && isLanceDataset(src):
+		return v.againstLance(src)
 	case v.wds != nil:
 		return v.againstWDS(src)
 	case v.hasParquetRecord():
 		return v.againstParquet(src)
 	}
-	return errors.New("--against: the dataset has no samples.parquet (convert-wds) and no table rewritten by convert-parquet; comparing with the source is supported for those two")
+	return errors.New("--against: the dataset has no samples.parquet (convert-wds), no table rewritten by convert-parquet and no Lance table written by convert-lance; comparing with the source is supported for those three")
 }
 
 // chunk is the size of the pieces compared.

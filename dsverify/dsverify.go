@@ -78,7 +78,7 @@ type Table struct {
 // Against is the outcome of a comparison with the source.
 type Against struct {
 	Source string `json:"source"`
-	// Format is the source format recognised: webdataset or parquet.
+	// Format is the source format recognised: webdataset, parquet or lance.
 	Format string `json:"format"`
 	// Payloads counts the source payloads compared, Bytes their size.
 	Payloads int64 `json:"payloads"`
@@ -109,8 +109,9 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // Options tunes Verify.
 type Options struct {
 	// Against is a source to compare every payload with ("" compares
-	// nothing): the WebDataset shards (a file, directory or brace pattern)
-	// or the parquet dataset the destination was converted from.
+	// nothing): the WebDataset shards (a file, directory or brace pattern),
+	// the parquet dataset or the Lance dataset the destination was
+	// converted from.
 	Against string
 	// MaxProblems bounds the problems listed (0 means 10,000); the counts
 	// keep counting.
@@ -134,7 +135,7 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Root: root, Packs: []Pack{}, Tables: []Table{}, Problems: []Problem{}}
-	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}}
+	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}, lc: map[string]*lanceRecord{}}
 	defer v.close()
 	if !st.IsDir() {
 		// A single shard: the pack check alone.
@@ -188,6 +189,9 @@ type verifier struct {
 	// pq holds the tables convert-parquet rewrote, by path relative to
 	// root, with what they record.
 	pq map[string]*parquetRecord
+	// lc holds the Lance tables convert-lance wrote, by path relative to
+	// root, with what they record.
+	lc map[string]*lanceRecord
 }
 
 type setEntry struct {

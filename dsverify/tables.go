@@ -153,6 +153,10 @@ func (v *verifier) lanceTable(p string, fn cellFunc) (int64, error) {
 		return 0, err
 	}
 	sc := ds.Schema()
+	if rec, ok := decodeLanceRecord(sc.Metadata[metaKey]); ok {
+		rel, _ := filepath.Rel(v.root, p)
+		v.lc[filepath.ToSlash(rel)] = rec
+	}
 	var cols []string
 	for _, f := range sc.Fields {
 		if f.IsBlob() || sc.Unsupported[f.Name] != nil {

@@ -70,16 +70,21 @@ with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
         z.writestr(i, b)
 `
 
-// firstKey returns the first member of a shard, as ls lists it.
+// firstKey returns the first member of a shard that holds bytes, as ls
+// lists it (size, shard, key).
 func firstKey(t *testing.T, shard string) string {
 	t.Helper()
 	r := bp(t, "ls", shard)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if r.code != 0 || len(lines) == 0 {
+	if r.code != 0 {
 		t.Fatalf("ls %s: %+v", shard, r)
 	}
-	f := strings.Fields(lines[0])
-	return f[len(f)-1]
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && f[0] != "0" {
+			return f[len(f)-1]
+		}
+	}
+	t.Fatalf("ls %s: no member holds bytes:\n%s", shard, r.stdout)
+	return ""
 }
 
 // TestVerifyDataset converts a dataset with each converter, checks that
@@ -200,15 +205,31 @@ open(p, "wb").write(b)
 	t.Run("lance", func(t *testing.T) {
 		testtool.Require(t, "zip")
 		dst := filepath.Join(t.TempDir(), "out")
-		if r := bp(t, "convert-lance", filepath.Join(lanceFixtures(t), "blob1_2_1.lance"), dst, "--yes", "--quiet"); r.code != 0 {
+		src := filepath.Join(lanceFixtures(t), "blob1_2_1.lance")
+		if r := bp(t, "convert-lance", src, dst, "--yes", "--quiet"); r.code != 0 {
 			t.Fatalf("convert: %+v", r)
 		}
-		r, d := verifyJSON(t, dst)
-		if r.code != 0 || len(d.Tables) != 1 || d.Tables[0].Format != "lance" || d.Refs == 0 {
-			t.Fatalf("clean: exit %d %+v\n%s", r.code, d, r.stderr)
+		r, d := verifyJSON(t, dst, "--against", src)
+		if r.code != 0 || len(d.Tables) != 1 || d.Tables[0].Format != "lance" || d.Refs == 0 ||
+			d.Against == nil || d.Against.Payloads != d.Refs || d.Against.Mismatches != 0 {
+			t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
 		}
 		shard := filepath.Join(dst, "media", "pack-0000.zip")
 		key := firstKey(t, shard)
+		python(t, flipMember, shard, key)
+		r, d = verifyJSON(t, dst, "--against", src)
+		if r.code != 1 || d.Against == nil || d.Against.Mismatches == 0 {
+			t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
+		}
+		changed := false
+		for _, p := range d.Problems {
+			if p.Table == "table.lance" && p.Row >= 0 && p.Column != "" && strings.Contains(p.Reason, "differs from the source at byte 0") {
+				changed = true
+			}
+		}
+		if !changed {
+			t.Fatalf("no problem names the changed payload: %+v", d.Problems)
+		}
 		if out, err := exec.Command("zip", "-q", "-d", shard, key).CombinedOutput(); err != nil {
 			t.Fatalf("zip -d: %v %s", err, out)
 		}

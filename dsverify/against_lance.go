@@ -1,0 +1,202 @@
+package dsverify
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// lanceRecord is the part of convert-lance's schema metadata record that
+// the comparison needs.
+type lanceRecord struct {
+	SourceVersion uint64   `json:"source_version"`
+	PackBase      string   `json:"pack_base"`
+	Extracted     []string `json:"extracted"`
+}
+
+func decodeLanceRecord(b []byte) (*lanceRecord, bool) {
+	var r lanceRecord
+	if json.Unmarshal(b, &r) != nil || len(r.Extracted) == 0 {
+		return nil, false
+	}
+	return &r, true
+}
+
+// isLanceDataset reports whether dir looks like a Lance dataset.
+func isLanceDataset(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, "_versions"))
+	return err == nil && st.IsDir()
+}
+
+// againstLance opens the source dataset at the version that was converted
+// and compares, row by row in scan order, every extracted value (blob or
+// binary) with the member its reference names.
+func (v *verifier) againstLance(src string) error {
+	a := &Against{Source: src, Format: "lance"}
+	v.rep.Against = a
+	rels := make([]string, 0, len(v.lc))
+	for rel := range v.lc {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	for _, rel := range rels {
+		rec := v.lc[rel]
+		srcDS, err := lance.Open(v.ctx, src, lance.OpenOptions{Version: rec.SourceVersion})
+		if err != nil {
+			return fmt.Errorf("--against %s: %w", src, err)
+		}
+		outDS, err := lance.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lance.OpenOptions{})
+		if err != nil {
+			return fmt.Errorf("--against: %s: %w", rel, err)
+		}
+		base := rec.PackBase
+		if base == "" {
+			base = "media"
+		}
+		e := v.set(base)
+		if e.err != nil {
+			return fmt.Errorf("--against: pack directory %s: %w", base, e.err)
+		}
+		for _, col := range rec.Extracted {
+			if err := v.compareLanceColumn(a, srcDS, outDS, rel, col, e.set); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lanceValues yields one column's values row by row: for a blob column a
+// reader of the blob (nil for null), for other columns the value's bytes.
+type lanceValues struct {
+	blobs *lance.BlobScanner
+	scan  *lance.Scanner
+	col   arrow.Array
+	i     int
+}
+
+func openLanceValues(v *verifier, ds *lance.Dataset, column string) (*lanceValues, error) {
+	f := ds.Schema().Field(column)
+	if f == nil {
+		return nil, fmt.Errorf("%s: no column %q", ds.Dir(), column)
+	}
+	if f.IsBlob() {
+		b, err := ds.Blobs(v.ctx, column)
+		if err != nil {
+			return nil, err
+		}
+		return &lanceValues{blobs: b}, nil
+	}
+	s, err := ds.Scan(v.ctx, lance.ScanOptions{Columns: []string{column}, BatchSize: 1024})
+	if err != nil {
+		return nil, err
+	}
+	return &lanceValues{scan: s}, nil
+}
+
+// next returns the next row's value: ok false at the end; r nil for null;
+// text set for a string column.
+func (lv *lanceValues) next() (r io.Reader, text string, isText, ok bool, err error) {
+	if lv.blobs != nil {
+		if !lv.blobs.Next() {
+			return nil, "", false, false, lv.blobs.Err()
+		}
+		b := lv.blobs.Blob()
+		if b.Null {
+			return nil, "", false, true, nil
+		}
+		sr, err := b.ReaderAt()
+		return sr, "", false, true, err
+	}
+	for lv.col == nil || lv.i+1 >= lv.col.Len() {
+		if !lv.scan.Next() {
+			return nil, "", false, false, lv.scan.Err()
+		}
+		lv.col, lv.i = lv.scan.RecordBatch().Column(0), -1
+	}
+	lv.i++
+	if lv.col.IsNull(lv.i) {
+		return nil, "", false, true, nil
+	}
+	switch c := lv.col.(type) {
+	case *array.String:
+		return nil, c.Value(lv.i), true, true, nil
+	case *array.LargeString:
+		return nil, c.Value(lv.i), true, true, nil
+	}
+	return bytes.NewReader(binaryValue(lv.col, lv.i)), "", false, true, nil
+}
+
+func (lv *lanceValues) close() {
+	if lv.blobs != nil {
+		lv.blobs.Close()
+	}
+	if lv.scan != nil {
+		lv.scan.Close()
+	}
+}
+
+func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lance.Dataset, rel, column string, set *packcore.Set) error {
+	sv, err := openLanceValues(v, srcDS, column)
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	defer sv.close()
+	ov, err := openLanceValues(v, outDS, column)
+	if err != nil {
+		a.Mismatches++
+		v.problem(Problem{Table: rel, Row: -1, Column: column, Reason: err.Error()})
+		return nil
+	}
+	defer ov.close()
+	for row := int64(0); ; row++ {
+		if err := v.ctx.Err(); err != nil {
+			return err
+		}
+		sr, _, _, sok, err := sv.next()
+		if err != nil {
+			return fmt.Errorf("--against: source column %q: row %d: %w", column, row, err)
+		}
+		_, ref, isText, ook, err := ov.next()
+		if err != nil {
+			a.Mismatches++
+			v.problem(Problem{Table: rel, Row: row, Column: column, Reason: err.Error()})
+			return nil
+		}
+		if sok != ook {
+			a.Mismatches++
+			v.problem(Problem{Table: rel, Row: row, Column: column, Reason: "the table and its source have different row counts"})
+			return nil
+		}
+		if !sok {
+			return nil
+		}
+		p := Problem{Table: rel, Row: row, Column: column}
+		switch {
+		case sr == nil && !isText:
+			continue // null in both
+		case sr == nil || !isText:
+			v.compared(a, 0, "null in one of the source and the table only", p)
+			continue
+		case !packcore.IsRef(ref):
+			continue // an external blob's URI, kept as the value
+		}
+		p.Ref = ref
+		key, _, _ := packcore.ParseRef(ref)
+		n, reason, err := sameBytes(sr, set, key)
+		if err != nil {
+			return err
+		}
+		v.compared(a, n, reason, p)
+	}
+}
