@@ -74,7 +74,10 @@ type WriterOptions struct {
 	// NoLock skips the writer's exclusive lock on the directory, for callers
 	// that already own it exclusively (such as a locked staging directory).
 	NoLock bool
-	// OnShard, when set, is called after each shard is renamed into place.
+	// OnShard, when set, is called after each shard is renamed into place,
+	// from the goroutine that called Add or Close. Its SHA256 is empty: the
+	// digest is computed in the background, and Close's Stats and
+	// Completed carry it.
 	OnShard func(ShardInfo)
 }
 
@@ -677,8 +680,8 @@ func (w *Writer) failShard(err error) error {
 const maxHashing = 4
 
 // finishShard writes the central directory and end records, syncs, and
-// renames the shard into place. Its digest may still be computed: the
-// shard joins the completed ones (and OnShard is called) once it is.
+// renames the shard into place, then calls OnShard. Its digest may still be
+// being computed: the shard joins the completed ones once it is.
 func (w *Writer) finishShard() error {
 	s := w.cur
 	tail := appendEndRecords(s.cd, s.count, int64(len(s.cd)), s.off)
@@ -706,12 +709,15 @@ func (w *Writer) finishShard() error {
 		w.drainHashing()
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
+	if w.opts.OnShard != nil {
+		w.opts.OnShard(s.info)
+	}
 	return w.collect(maxHashing)
 }
 
 // collect moves shards whose digests are computed, oldest first, to the
-// completed ones and calls OnShard for each. It waits until at most keep
-// shards are still being hashed, and takes the finished ones beyond.
+// completed ones. It waits until at most keep shards are still being
+// hashed, and takes the finished ones beyond.
 func (w *Writer) collect(keep int) error {
 	for len(w.hashing) > 0 {
 		s := w.hashing[0]
@@ -733,9 +739,6 @@ func (w *Writer) collect(keep int) error {
 			s.info.SHA256 = hex.EncodeToString(digest)
 		}
 		w.done = append(w.done, s.info)
-		if w.opts.OnShard != nil {
-			w.opts.OnShard(s.info)
-		}
 	}
 	return nil
 }
@@ -797,8 +800,8 @@ func (w *Writer) Close() (Stats, error) {
 }
 
 // Abort stops the writer and removes its temporary shard. Completed shards
-// stay, and those whose digests were still being computed are completed
-// first. Abort after Close does nothing.
+// stay (Abort waits for the digests still being computed). Abort after
+// Close does nothing.
 func (w *Writer) Abort() {
 	w.closed = true
 	w.abortCurrent()

@@ -758,3 +758,41 @@ func TestFileMembersDigests(t *testing.T) {
 		t.Fatalf("verify: %v %+v", err, rep)
 	}
 }
+
+// TestOnShardWhenInPlace checks that OnShard is called as soon as a shard
+// is renamed into place, within the Add that completed it, whatever the
+// progress of its digest, so that callers see the same sequence each run.
+func TestOnShardWhenInPlace(t *testing.T) {
+	dir := t.TempDir()
+	var seen []string
+	w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 2, OnShard: func(s ShardInfo) {
+		if _, err := os.Stat(filepath.Join(dir, s.Name)); err != nil {
+			t.Errorf("OnShard(%s): %v", s.Name, err)
+		}
+		seen = append(seen, s.Name)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		data := payload(uint64(i), smallMember+10)
+		if _, err := w.Add(fmt.Sprintf("m%d", i), bytes.NewReader(data), int64(len(data)), ""); err != nil {
+			t.Fatal(err)
+		}
+		if want := i / 2; len(seen) != want {
+			t.Fatalf("after member %d: OnShard called for %v, want %d shards", i, seen, want)
+		}
+	}
+	st, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 3 || st.Shards != 3 {
+		t.Fatalf("OnShard saw %v, stats %+v", seen, st)
+	}
+	for _, sh := range st.ShardFiles {
+		if len(sh.SHA256) != 64 {
+			t.Fatalf("%s: digest %q", sh.Name, sh.SHA256)
+		}
+	}
+}
