@@ -42,17 +42,26 @@ func (v *verifier) against(src string) error {
 // chunk is the size of the pieces compared.
 const chunk = 256 << 10
 
-// sameBytes compares a reader with a pack member, streaming both. It
-// returns the bytes compared and a reason when they differ ("" when equal).
+// sameBytes compares a reader with a pack member, streaming both in
+// parallel. It returns the bytes compared and a reason when they differ
+// ("" when equal).
 func sameBytes(src io.Reader, set *packcore.Set, key string) (int64, string, error) {
 	m, err := set.Stat(key)
 	if err != nil {
 		return 0, "missing from the pack", nil
 	}
-	mr, err := set.OpenChecked(key)
+	cr, err := set.OpenChecked(key)
 	if err != nil {
 		return 0, fmt.Sprintf("member unreadable: %v", err), nil
 	}
+	// The member is read on its own goroutine, a piece ahead, while the
+	// source is read here.
+	mr, pw := io.Pipe()
+	defer mr.Close()
+	go func() {
+		_, err := io.CopyBuffer(pw, struct{ io.Reader }{cr}, make([]byte, chunk))
+		pw.CloseWithError(err)
+	}()
 	a, b := make([]byte, chunk), make([]byte, chunk)
 	var n int64
 	for {
