@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
 
 // bitmapOf packs a validity slice; it returns nil and 0 when every entry is
@@ -40,83 +41,83 @@ func fixedWidthBits(dt arrow.DataType) int {
 }
 
 // zeroLeaf returns a leaf of n zero (or empty) values of type dt.
-func zeroLeaf(dt arrow.DataType, n int) leaf {
+func zeroLeaf(dt arrow.DataType, n int) decode.Leaf {
 	switch t := dt.(type) {
 	case *arrow.FixedSizeListType:
 		b := fixedWidthBits(t.Elem())
-		return leaf{n: n, bits: b * int(t.Len()), data: make([]byte, n*b*int(t.Len())/8), dim: int(t.Len())}
+		return decode.Leaf{N: n, Bits: b * int(t.Len()), Data: make([]byte, n*b*int(t.Len())/8), Dim: int(t.Len())}
 	case arrow.BinaryDataType:
-		return leaf{n: n, offs: make([]uint64, n+1)}
+		return decode.Leaf{N: n, Offs: make([]uint64, n+1)}
 	case *arrow.StructType:
 		b := 0
 		for _, f := range t.Fields() {
 			b += fixedWidthBits(f.Type)
 		}
-		return leaf{n: n, bits: b, data: make([]byte, n*b/8)}
+		return decode.Leaf{N: n, Bits: b, Data: make([]byte, n*b/8)}
 	}
 	b := fixedWidthBits(dt)
 	if b == 0 {
 		b = 8
 	}
-	return leaf{n: n, bits: b, data: make([]byte, (n*b+7)/8)}
+	return decode.Leaf{N: n, Bits: b, Data: make([]byte, (n*b+7)/8)}
 }
 
 // leafArray builds an Arrow array of type dt from decoded values and a
 // validity slice (nil = all valid).
-func leafArray(dt arrow.DataType, l leaf, valid []bool) (arrow.Array, error) {
-	if valid != nil && len(valid) != l.n {
-		return nil, fmt.Errorf("%w: %d validity entries for %d values", errCorrupt, len(valid), l.n)
+func leafArray(dt arrow.DataType, l decode.Leaf, valid []bool) (arrow.Array, error) {
+	if valid != nil && len(valid) != l.N {
+		return nil, fmt.Errorf("%w: %d validity entries for %d values", errCorrupt, len(valid), l.N)
 	}
 	vb, nulls := bitmapOf(valid)
 	switch t := dt.(type) {
 	case *arrow.BooleanType:
-		if l.bits != 1 {
-			return nil, fmt.Errorf("%w: boolean values of %d bits", errCorrupt, l.bits)
+		if l.Bits != 1 {
+			return nil, fmt.Errorf("%w: boolean values of %d bits", errCorrupt, l.Bits)
 		}
-		return array.MakeFromData(array.NewData(dt, l.n, []*memory.Buffer{vb, memory.NewBufferBytes(l.data)}, nil, nulls, 0)), nil
+		return array.MakeFromData(array.NewData(dt, l.N, []*memory.Buffer{vb, memory.NewBufferBytes(l.Data)}, nil, nulls, 0)), nil
 	case *arrow.StringType, *arrow.BinaryType, *arrow.LargeStringType, *arrow.LargeBinaryType:
-		if l.offs == nil {
+		if l.Offs == nil {
 			return nil, fmt.Errorf("%w: %s from fixed-width values", errCorrupt, dt)
 		}
-		base := l.offs[0]
-		end := l.offs[l.n]
+		base := l.Offs[0]
+		end := l.Offs[l.N]
 		var ob []byte
 		switch t.(type) {
 		case *arrow.StringType, *arrow.BinaryType:
 			if end-base > math.MaxInt32 {
 				return nil, fmt.Errorf("%d bytes overflow a %s array", end-base, dt)
 			}
-			o := make([]int32, l.n+1)
+			o := make([]int32, l.N+1)
 			for i := range o {
-				o[i] = int32(l.offs[i] - base)
+				o[i] = int32(l.Offs[i] - base)
 			}
 			ob = arrow.Int32Traits.CastToBytes(o)
 		default:
-			o := make([]int64, l.n+1)
+			o := make([]int64, l.N+1)
 			for i := range o {
-				o[i] = int64(l.offs[i] - base)
+				o[i] = int64(l.Offs[i] - base)
 			}
 			ob = arrow.Int64Traits.CastToBytes(o)
 		}
-		return array.MakeFromData(array.NewData(dt, l.n, []*memory.Buffer{vb, memory.NewBufferBytes(ob), memory.NewBufferBytes(l.data[base:end])}, nil, nulls, 0)), nil
+		return array.MakeFromData(array.NewData(dt, l.N, []*memory.Buffer{vb, memory.NewBufferBytes(ob), memory.NewBufferBytes(l.Data[base:end])}, nil, nulls, 0)), nil
 	case *arrow.FixedSizeListType:
 		dim := int(t.Len())
 		eb := fixedWidthBits(t.Elem())
-		if eb == 0 || l.offs != nil || l.bits != eb*dim {
-			return nil, fmt.Errorf("%w: %s from %d-bit values", errCorrupt, dt, l.bits)
+		if eb == 0 || l.Offs != nil || l.Bits != eb*dim {
+			return nil, fmt.Errorf("%w: %s from %d-bit values", errCorrupt, dt, l.Bits)
 		}
 		var ivb *memory.Buffer
 		inulls := 0
-		if l.itemValid != nil {
-			n := l.n * dim
-			inulls = n - bitutil.CountSetBits(l.itemValid, 0, n)
+		if l.ItemValid != nil {
+			n := l.N * dim
+			inulls = n - bitutil.CountSetBits(l.ItemValid, 0, n)
 			if inulls > 0 {
-				ivb = memory.NewBufferBytes(l.itemValid)
+				ivb = memory.NewBufferBytes(l.ItemValid)
 			}
 		}
-		child := array.NewData(t.Elem(), l.n*dim, []*memory.Buffer{ivb, memory.NewBufferBytes(l.data)}, nil, inulls, 0)
+		child := array.NewData(t.Elem(), l.N*dim, []*memory.Buffer{ivb, memory.NewBufferBytes(l.Data)}, nil, inulls, 0)
 		defer child.Release()
-		return array.MakeFromData(array.NewData(dt, l.n, []*memory.Buffer{vb}, []arrow.ArrayData{child}, nulls, 0)), nil
+		return array.MakeFromData(array.NewData(dt, l.N, []*memory.Buffer{vb}, []arrow.ArrayData{child}, nulls, 0)), nil
 	case *arrow.StructType:
 		// A packed struct: row-major fixed-width children.
 		widths := make([]int, t.NumFields())
@@ -128,35 +129,35 @@ func leafArray(dt arrow.DataType, l leaf, valid []bool) (arrow.Array, error) {
 			}
 			total += widths[i]
 		}
-		if l.offs != nil || l.bits != total {
-			return nil, fmt.Errorf("%w: packed struct of %d bits from %d-bit values", errCorrupt, total, l.bits)
+		if l.Offs != nil || l.Bits != total {
+			return nil, fmt.Errorf("%w: packed struct of %d bits from %d-bit values", errCorrupt, total, l.Bits)
 		}
 		rowBytes := total / 8
 		children := make([]arrow.ArrayData, t.NumFields())
 		off := 0
 		for i, f := range t.Fields() {
 			w := widths[i] / 8
-			b := make([]byte, l.n*w)
-			for r := 0; r < l.n; r++ {
-				copy(b[r*w:], l.data[r*rowBytes+off:r*rowBytes+off+w])
+			b := make([]byte, l.N*w)
+			for r := 0; r < l.N; r++ {
+				copy(b[r*w:], l.Data[r*rowBytes+off:r*rowBytes+off+w])
 			}
 			off += w
-			d := array.NewData(f.Type, l.n, []*memory.Buffer{nil, memory.NewBufferBytes(b)}, nil, 0, 0)
+			d := array.NewData(f.Type, l.N, []*memory.Buffer{nil, memory.NewBufferBytes(b)}, nil, 0, 0)
 			defer d.Release()
 			children[i] = d
 		}
-		return array.MakeFromData(array.NewData(dt, l.n, []*memory.Buffer{vb}, children, nulls, 0)), nil
+		return array.MakeFromData(array.NewData(dt, l.N, []*memory.Buffer{vb}, children, nulls, 0)), nil
 	case *arrow.NullType:
-		return array.NewNull(l.n), nil
+		return array.NewNull(l.N), nil
 	}
 	bw := fixedWidthBits(dt)
 	if bw == 0 {
 		return nil, fmt.Errorf("arrow type %s is not supported", dt)
 	}
-	if l.offs != nil || l.bits != bw {
-		return nil, fmt.Errorf("%w: %s from %d-bit values", errCorrupt, dt, l.bits)
+	if l.Offs != nil || l.Bits != bw {
+		return nil, fmt.Errorf("%w: %s from %d-bit values", errCorrupt, dt, l.Bits)
 	}
-	return array.MakeFromData(array.NewData(dt, l.n, []*memory.Buffer{vb, memory.NewBufferBytes(l.data[:l.n*bw/8])}, nil, nulls, 0)), nil
+	return array.MakeFromData(array.NewData(dt, l.N, []*memory.Buffer{vb, memory.NewBufferBytes(l.Data[:l.N*bw/8])}, nil, nulls, 0)), nil
 }
 
 // restrictPath returns, for a path of fields from the top level to a leaf,
@@ -180,21 +181,21 @@ func restrictPath(path []arrow.Field) []arrow.Field {
 
 // unravel turns a decoded 2.1+ page into the Arrow array of the top-level
 // field restricted to the path (top level first, leaf last).
-func unravel(sp *structPage, path []arrow.Field) (arrow.Array, error) {
+func unravel(sp *decode.StructPage, path []arrow.Field) (arrow.Array, error) {
 	path = restrictPath(path)
-	K := len(sp.layers)
+	K := len(sp.Layers)
 	if K != len(path) {
 		return nil, fmt.Errorf("page has %d rep/def layers for a field path of depth %d", K, len(path))
 	}
 	// Outer-first layer kinds.
 	kinds := make([]int, K)
 	for j := range kinds {
-		kinds[j] = sp.layers[K-1-j]
+		kinds[j] = sp.Layers[K-1-j]
 	}
 	for j, k := range kinds {
 		_, isL := path[j].Type.(*arrow.ListType)
 		_, isLL := path[j].Type.(*arrow.LargeListType)
-		if isList(k) != (isL || isLL) {
+		if decode.IsList(k) != (isL || isLL) {
 			return nil, fmt.Errorf("%w: rep/def layer %d does not match field %q of type %s", errCorrupt, k, path[j].Name, path[j].Type)
 		}
 	}
@@ -205,13 +206,13 @@ func unravel(sp *structPage, path []arrow.Field) (arrow.Array, error) {
 	next := 1
 	for j := K - 1; j >= 0; j-- {
 		switch kinds[j] {
-		case layerNullableItem, layerNullableList:
+		case decode.LayerNullableItem, decode.LayerNullableList:
 			nullLvl[j] = next
 			next++
-		case layerEmptyableList:
+		case decode.LayerEmptyableList:
 			emptyLvl[j] = next
 			next++
-		case layerNullAndEmptyList:
+		case decode.LayerNullAndEmptyList:
 			nullLvl[j], emptyLvl[j] = next, next+1
 			next += 2
 		}
@@ -224,34 +225,34 @@ func unravel(sp *structPage, path []arrow.Field) (arrow.Array, error) {
 	for j, k := range kinds {
 		R[j] = maxRep
 		lastList[j] = ll
-		if isList(k) {
+		if decode.IsList(k) {
 			maxRep++
 			ll = j
 		}
 	}
-	N := sp.vals.n
-	if sp.def != nil {
-		N = len(sp.def)
-	} else if sp.rep != nil {
-		N = len(sp.rep)
+	N := sp.Vals.N
+	if sp.Def != nil {
+		N = len(sp.Def)
+	} else if sp.Rep != nil {
+		N = len(sp.Rep)
 	}
-	if sp.rep != nil && len(sp.rep) != N {
-		return nil, fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.rep), N)
+	if sp.Rep != nil && len(sp.Rep) != N {
+		return nil, fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.Rep), N)
 	}
-	if maxRep > 0 && sp.rep == nil {
+	if maxRep > 0 && sp.Rep == nil {
 		return nil, fmt.Errorf("%w: list page without repetition levels", errCorrupt)
 	}
 	rep := func(e int) int {
-		if sp.rep == nil {
+		if sp.Rep == nil {
 			return 0
 		}
-		return int(sp.rep[e])
+		return int(sp.Rep[e])
 	}
 	def := func(e int) int {
-		if sp.def == nil {
+		if sp.Def == nil {
 			return 0
 		}
-		return int(sp.def[e])
+		return int(sp.Def[e])
 	}
 	elems := make([][]int, K)
 	for j := 0; j < K; j++ {
@@ -268,11 +269,11 @@ func unravel(sp *structPage, path []arrow.Field) (arrow.Array, error) {
 		}
 		elems[j] = es
 	}
-	if len(elems[0]) != sp.rows {
-		return nil, fmt.Errorf("%w: page levels describe %d rows, page has %d", errCorrupt, len(elems[0]), sp.rows)
+	if len(elems[0]) != sp.Rows {
+		return nil, fmt.Errorf("%w: page levels describe %d rows, page has %d", errCorrupt, len(elems[0]), sp.Rows)
 	}
-	if len(elems[K-1]) != sp.vals.n {
-		return nil, fmt.Errorf("%w: page levels describe %d values, page has %d", errCorrupt, len(elems[K-1]), sp.vals.n)
+	if len(elems[K-1]) != sp.Vals.N {
+		return nil, fmt.Errorf("%w: page levels describe %d values, page has %d", errCorrupt, len(elems[K-1]), sp.Vals.N)
 	}
 	var build func(j int) (arrow.Array, error)
 	build = func(j int) (arrow.Array, error) {
@@ -282,7 +283,7 @@ func unravel(sp *structPage, path []arrow.Field) (arrow.Array, error) {
 			valid[i] = def(e) <= hi[j+1] || (emptyLvl[j] != 0 && def(e) == emptyLvl[j])
 		}
 		if j == K-1 {
-			return leafArray(path[j].Type, sp.vals, valid)
+			return leafArray(path[j].Type, sp.Vals, valid)
 		}
 		child, err := build(j + 1)
 		if err != nil {

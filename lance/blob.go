@@ -13,6 +13,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/bpconvert/bpconvert/lance/internal/bitpack"
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
@@ -214,7 +215,7 @@ func (d *Dataset) fragmentBlobRows(frag *Fragment, f *Field, files *blobFiles, d
 	for pi := range col.pages {
 		p := &col.pages[pi]
 		bufs, err := readPageBuffers(file.f, file.meta.size, p)
-		if err == nil && p.length > maxPageItems {
+		if err == nil && p.length > decode.MaxPageItems {
 			err = fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
 		}
 		var blobs []Blob
@@ -240,7 +241,7 @@ func (d *Dataset) fragmentBlobRows(frag *Fragment, f *Field, files *blobFiles, d
 }
 
 // decodeBlobPage decodes the blob descriptors of one page.
-func decodeBlobPage(p *pageInfo, bufs pageBuffers, file *dataFile, df *DataFile, d *Dataset, version int) ([]Blob, error) {
+func decodeBlobPage(p *pageInfo, bufs decode.PageBuffers, file *dataFile, df *DataFile, d *Dataset, version int) ([]Blob, error) {
 	n := int(p.length)
 	inline := func(pos, size uint64) (Blob, error) {
 		if pos > uint64(file.meta.size) || size > uint64(file.meta.size)-pos {
@@ -250,12 +251,12 @@ func decodeBlobPage(p *pageInfo, bufs pageBuffers, file *dataFile, df *DataFile,
 	}
 	switch p.encoding.name() {
 	case "ArrayEncoding": // 2.0: PackedStruct of (position, size)
-		kind, _, err := oneof(p.encoding.value)
+		kind, _, err := decode.Oneof(p.encoding.value)
 		if err != nil {
 			return nil, err
 		}
-		if kind != aePackedStruct || len(bufs) != 1 || uint64(len(bufs[0])) < uint64(n)*16 {
-			return nil, fmt.Errorf("blob v1 descriptors with encoding %s are not supported", aeName(kind))
+		if kind != decode.Enc20PackedStruct || len(bufs) != 1 || uint64(len(bufs[0])) < uint64(n)*16 {
+			return nil, fmt.Errorf("blob v1 descriptors with encoding %s are not supported", decode.Enc20Name(kind))
 		}
 		out := make([]Blob, n)
 		for i := range out {
@@ -274,12 +275,12 @@ func decodeBlobPage(p *pageInfo, bufs pageBuffers, file *dataFile, df *DataFile,
 	default:
 		return nil, fmt.Errorf("page encoding %s is not supported", p.encoding.typeURL)
 	}
-	pl, err := parsePageLayout(p.encoding.value)
+	pl, err := decode.ParsePageLayout(p.encoding.value)
 	if err != nil {
 		return nil, err
 	}
-	if pl.kind == plBlob {
-		pos, size, err := decodeBlobV1Layout(pl.raw, bufs, n)
+	if pl.Kind == decode.LayoutBlob {
+		pos, size, err := decodeBlobV1Layout(pl.Raw, bufs, n)
 		if err != nil {
 			return nil, err
 		}
@@ -296,16 +297,16 @@ func decodeBlobPage(p *pageInfo, bufs pageBuffers, file *dataFile, df *DataFile,
 		return out, nil
 	}
 	if version != 2 {
-		return nil, fmt.Errorf("blob v1 page layout %s is not supported", plNames[pl.kind])
+		return nil, fmt.Errorf("blob v1 page layout %s is not supported", decode.LayoutNames[pl.Kind])
 	}
-	if pl.kind != plFullZip {
-		return nil, fmt.Errorf("blob v2 descriptors in layout %s are not supported", plNames[pl.kind])
+	if pl.Kind != decode.LayoutFullZip {
+		return nil, fmt.Errorf("blob v2 descriptors in layout %s are not supported", decode.LayoutNames[pl.Kind])
 	}
-	sp, err := decodeFullZip(pl.raw, bufs, n)
+	sp, err := decode.FullZip(pl.Raw, bufs, n)
 	if err != nil {
 		return nil, err
 	}
-	descs, err := parseBlobV2Descriptors(sp, pl.raw)
+	descs, err := parseBlobV2Descriptors(sp, pl.Raw)
 	if err != nil {
 		return nil, err
 	}
@@ -329,33 +330,33 @@ func decodeBlobPage(p *pageInfo, bufs pageBuffers, file *dataFile, df *DataFile,
 
 // decodeBlobV1Layout decodes a BlobLayout page into per-row positions and
 // sizes (size 0 and position != 0 marks a null row).
-func decodeBlobV1Layout(raw []byte, bufs pageBuffers, rows int) ([]uint64, []uint64, error) {
-	var inner pageLayout
+func decodeBlobV1Layout(raw []byte, bufs decode.PageBuffers, rows int) ([]uint64, []uint64, error) {
+	var inner decode.PageLayout
 	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
 		if f.Num == 1 {
-			inner, err = parsePageLayout(f.B)
+			inner, err = decode.ParsePageLayout(f.B)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	if inner.kind != plMiniBlock {
-		return nil, nil, fmt.Errorf("blob layout over %s is not supported", plNames[inner.kind])
+	if inner.Kind != decode.LayoutMiniBlock {
+		return nil, nil, fmt.Errorf("blob layout over %s is not supported", decode.LayoutNames[inner.Kind])
 	}
-	sp, err := decodeMiniBlock(inner.raw, bufs, rows)
+	sp, err := decode.MiniBlock(inner.Raw, bufs, rows)
 	if err != nil {
 		return nil, nil, err
 	}
-	if sp.vals.bits != 128 || sp.vals.n != rows {
-		return nil, nil, fmt.Errorf("%w: blob descriptions of %d bits for %d of %d rows", errCorrupt, sp.vals.bits, sp.vals.n, rows)
+	if sp.Vals.Bits != 128 || sp.Vals.N != rows {
+		return nil, nil, fmt.Errorf("%w: blob descriptions of %d bits for %d of %d rows", errCorrupt, sp.Vals.Bits, sp.Vals.N, rows)
 	}
 	pos := make([]uint64, rows)
 	size := make([]uint64, rows)
 	for i := range pos {
-		pos[i] = binary.LittleEndian.Uint64(sp.vals.data[16*i:])
-		size[i] = binary.LittleEndian.Uint64(sp.vals.data[16*i+8:])
+		pos[i] = binary.LittleEndian.Uint64(sp.Vals.Data[16*i:])
+		size[i] = binary.LittleEndian.Uint64(sp.Vals.Data[16*i+8:])
 	}
 	return pos, size, nil
 }
@@ -372,49 +373,49 @@ type blobV2Desc struct {
 
 // parseBlobV2Descriptors splits the per-row packed descriptors of a blob v2
 // page; nil entries are null rows.
-func parseBlobV2Descriptors(sp *structPage, raw []byte) ([]*blobV2Desc, error) {
-	var vc *cenc
+func parseBlobV2Descriptors(sp *decode.StructPage, raw []byte) ([]*blobV2Desc, error) {
+	var vc *decode.Compression
 	if err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
 		if f.Num == 7 {
-			vc, err = parseCenc(f.B, 0)
+			vc, err = decode.ParseCompression(f.B, 0)
 		}
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	if vc == nil || vc.kind != ceVariablePackedStruc || (len(vc.fields) != 5 && len(vc.fields) != 6) {
-		return nil, fmt.Errorf("blob v2 descriptor encoding %s with %d fields is not supported", vc, len(vc.fields))
+	if vc == nil || vc.Kind != decode.CompressVariablePackedStruct || (len(vc.Fields) != 5 && len(vc.Fields) != 6) {
+		return nil, fmt.Errorf("blob v2 descriptor encoding %s with %d fields is not supported", vc, len(vc.Fields))
 	}
 	wantBits := []uint64{8, 64, 64, 32}
 	for i, w := range wantBits {
-		if vc.fields[i].kind != ceFlat || vc.fields[i].bits != w {
+		if vc.Fields[i].Kind != decode.CompressFlat || vc.Fields[i].Bits != w {
 			return nil, fmt.Errorf("%w: blob v2 descriptor field %d", errCorrupt, i)
 		}
 	}
-	if vc.fields[4].kind != ceVariable || (vc.fields[4].bits != 32 && vc.fields[4].bits != 64) {
+	if vc.Fields[4].Kind != decode.CompressVariable || (vc.Fields[4].Bits != 32 && vc.Fields[4].Bits != 64) {
 		return nil, fmt.Errorf("%w: blob v2 descriptor uri field", errCorrupt)
 	}
-	if len(vc.fields) == 6 && (vc.fields[5].kind != ceFlat || vc.fields[5].bits != 32) {
-		return nil, fmt.Errorf("blob v2 descriptor sixth field %s is not supported", vc.fields[5])
+	if len(vc.Fields) == 6 && (vc.Fields[5].Kind != decode.CompressFlat || vc.Fields[5].Bits != 32) {
+		return nil, fmt.Errorf("blob v2 descriptor sixth field %s is not supported", vc.Fields[5])
 	}
-	mv := maxVisibleDef(sp.layers)
+	mv := decode.MaxVisibleDef(sp.Layers)
 	var out []*blobV2Desc
 	vi := 0
-	n := sp.rows
-	if sp.def != nil {
-		n = len(sp.def)
+	n := sp.Rows
+	if sp.Def != nil {
+		n = len(sp.Def)
 	}
 	for i := 0; i < n; i++ {
-		if sp.def != nil && int(sp.def[i]) > mv {
+		if sp.Def != nil && int(sp.Def[i]) > mv {
 			return nil, fmt.Errorf("%w: invisible blob descriptor", errCorrupt)
 		}
-		if vi >= sp.vals.n {
+		if vi >= sp.Vals.N {
 			return nil, fmt.Errorf("%w: blob descriptors end early", errCorrupt)
 		}
-		v := sp.vals.data[sp.vals.offs[vi]:sp.vals.offs[vi+1]]
+		v := sp.Vals.Data[sp.Vals.Offs[vi]:sp.Vals.Offs[vi+1]]
 		vi++
-		if sp.def != nil && sp.def[i] != 0 {
+		if sp.Def != nil && sp.Def[i] != 0 {
 			out = append(out, nil)
 			continue
 		}
@@ -428,7 +429,7 @@ func parseBlobV2Descriptors(sp *structPage, raw []byte) ([]*blobV2Desc, error) {
 			blobID:   binary.LittleEndian.Uint32(v[17:]),
 		}
 		rest := v[21:]
-		lw := int(vc.fields[4].bits / 8)
+		lw := int(vc.Fields[4].Bits / 8)
 		if len(rest) < lw {
 			return nil, fmt.Errorf("%w: blob descriptor uri truncated", errCorrupt)
 		}
@@ -439,7 +440,7 @@ func parseBlobV2Descriptors(sp *structPage, raw []byte) ([]*blobV2Desc, error) {
 		}
 		ds.uri = string(rest[:ul])
 		rest = rest[ul:]
-		if len(vc.fields) == 6 {
+		if len(vc.Fields) == 6 {
 			if len(rest) < 4 {
 				return nil, fmt.Errorf("%w: blob descriptor ref_id truncated", errCorrupt)
 			}
@@ -539,7 +540,7 @@ func legacyBlobs(frag *Fragment, f *Field, file *dataFile, deleted *roaring.Bitm
 	var row uint64
 	for batch := range lm.batchRows {
 		pos, n, err := lm.page(file.f, f.ID, batch)
-		if err == nil && n > maxPageItems {
+		if err == nil && n > decode.MaxPageItems {
 			err = fmt.Errorf("%w: page of %d values", errCorrupt, n)
 		}
 		var ob []byte

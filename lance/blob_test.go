@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -151,19 +152,19 @@ func pbMsg(kv ...any) []byte {
 
 // blobV2Page builds a full-zip blob v2 descriptor page (5 or 6 fields) for
 // the given rows; a nil row is null.
-func blobV2Page(withRefID bool, rows []*blobV2Desc) ([]byte, pageBuffers) {
-	flat := func(bits uint64) []byte { return pbMsg(ceFlat, pbMsg(1, bits)) }
+func blobV2Page(withRefID bool, rows []*blobV2Desc) ([]byte, decode.PageBuffers) {
+	flat := func(bits uint64) []byte { return pbMsg(decode.CompressFlat, pbMsg(1, bits)) }
 	fe := func(enc []byte, num int, bits uint64) []byte { return pbMsg(1, enc, num, bits) }
 	var vps []any
 	for _, f := range [][]byte{fe(flat(8), 2, 8), fe(flat(64), 2, 64), fe(flat(64), 2, 64), fe(flat(32), 2, 32),
-		fe(pbMsg(ceVariable, pbMsg(1, flat(32))), 3, 32)} {
+		fe(pbMsg(decode.CompressVariable, pbMsg(1, flat(32))), 3, 32)} {
 		vps = append(vps, 1, f)
 	}
 	if withRefID {
 		vps = append(vps, 1, fe(flat(32), 2, 32))
 	}
 	raw := pbMsg(2, uint64(1), 4, uint64(32), 5, uint64(len(rows)), 6, uint64(len(rows)),
-		7, pbMsg(ceVariablePackedStruc, pbMsg(vps...)), 8, []byte{layerAllValidItem, layerNullableItem})
+		7, pbMsg(decode.CompressVariablePackedStruct, pbMsg(vps...)), 8, []byte{decode.LayerAllValidItem, decode.LayerNullableItem})
 	var data []byte
 	for _, r := range rows {
 		if r == nil {
@@ -184,7 +185,7 @@ func blobV2Page(withRefID bool, rows []*blobV2Desc) ([]byte, pageBuffers) {
 		data = binary.LittleEndian.AppendUint32(data, uint32(len(v)))
 		data = append(data, v...)
 	}
-	return raw, pageBuffers{data}
+	return raw, decode.PageBuffers{data}
 }
 
 // TestBlobV2Descriptors decodes 5- and 6-field (ref_id) descriptors and
@@ -211,7 +212,7 @@ func TestBlobV2Descriptors(t *testing.T) {
 	}
 	for _, withRef := range []bool{false, true} {
 		raw, bufs := blobV2Page(withRef, rows)
-		sp, err := decodeFullZip(raw, bufs, len(rows))
+		sp, err := decode.FullZip(raw, bufs, len(rows))
 		if err != nil {
 			t.Fatal(err)
 		}

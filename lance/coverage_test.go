@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
@@ -21,14 +22,14 @@ func encodingsOf(p *pageInfo) []string {
 		var rec func(b []byte, depth int)
 		// children lists the fields of each variant holding nested
 		// ArrayEncodings.
-		children := map[int][]protowireNum{aeFixedSizeList: {2}, aeList: {1}, aeBinary: {1, 2}, aeDictionary: {1, 2}, aePackedStruct: {1}}
+		children := map[int][]protowireNum{decode.Enc20FixedSizeList: {2}, decode.Enc20List: {1}, decode.Enc20Binary: {1, 2}, decode.Enc20Dictionary: {1, 2}, decode.Enc20PackedStruct: {1}}
 		rec = func(b []byte, depth int) {
-			k, v, err := oneof(b)
+			k, v, err := decode.Oneof(b)
 			if err != nil || depth > 8 {
 				return
 			}
-			out = append(out, "2.0 "+aeName(k))
-			if k == aeFlat {
+			out = append(out, "2.0 "+decode.Enc20Name(k))
+			if k == decode.Enc20Flat {
 				wire.Walk(v, func(f wire.Field) error {
 					if f.Num == 3 {
 						wire.Walk(f.B, func(g wire.Field) error {
@@ -41,8 +42,8 @@ func encodingsOf(p *pageInfo) []string {
 					return nil
 				})
 			}
-			if k == aeNullable {
-				nk, nv, err := oneof(v)
+			if k == decode.Enc20Nullable {
+				nk, nv, err := decode.Oneof(v)
 				if err != nil || nk == 3 {
 					return
 				}
@@ -64,24 +65,24 @@ func encodingsOf(p *pageInfo) []string {
 		rec(p.encoding.value, 0)
 		return out
 	case "PageLayout":
-		pl, err := parsePageLayout(p.encoding.value)
+		pl, err := decode.ParsePageLayout(p.encoding.value)
 		if err != nil {
 			return nil
 		}
-		out := []string{"2.1+ " + plNames[pl.kind]}
+		out := []string{"2.1+ " + decode.LayoutNames[pl.Kind]}
 		inline := false
-		wire.Walk(pl.raw, func(f wire.Field) error {
+		wire.Walk(pl.Raw, func(f wire.Field) error {
 			switch {
-			case pl.kind == plConstant && f.Num == 6:
+			case pl.Kind == decode.LayoutConstant && f.Num == 6:
 				inline = true
-			case pl.kind == plFullZip && f.Num == 1 && f.U > 0:
+			case pl.Kind == decode.LayoutFullZip && f.Num == 1 && f.U > 0:
 				out = append(out, "2.1+ FullZipLayout with repetition")
-			case pl.kind == plMiniBlock && f.Num == 10 && f.U > 0:
+			case pl.Kind == decode.LayoutMiniBlock && f.Num == 10 && f.U > 0:
 				out = append(out, "2.1+ MiniBlockLayout large chunks")
 			}
 			return nil
 		})
-		if pl.kind == plConstant {
+		if pl.Kind == decode.LayoutConstant {
 			nb := len(p.bufSizes)
 			if !inline && (nb == 1 || nb == 3) {
 				out = append(out, "2.1+ ConstantLayout value buffer")
@@ -90,27 +91,27 @@ func encodingsOf(p *pageInfo) []string {
 				out = append(out, "2.1+ ConstantLayout with levels")
 			}
 		}
-		wire.Walk(pl.raw, func(f wire.Field) error {
+		wire.Walk(pl.Raw, func(f wire.Field) error {
 			tag := ""
 			switch {
-			case pl.kind == plMiniBlock && f.Num <= 4:
+			case pl.Kind == decode.LayoutMiniBlock && f.Num <= 4:
 				tag = [...]string{"", "rep", "def", "values", "dictionary"}[f.Num]
-			case pl.kind == plFullZip && f.Num == 7:
+			case pl.Kind == decode.LayoutFullZip && f.Num == 7:
 				tag = "values"
-			case pl.kind == plConstant && f.Num == 6:
+			case pl.Kind == decode.LayoutConstant && f.Num == 6:
 				out = append(out, "2.1+ ConstantLayout inline value")
-			case pl.kind == plBlob && f.Num == 1:
+			case pl.Kind == decode.LayoutBlob && f.Num == 1:
 				tag = "inner"
 			}
 			if tag == "inner" {
-				if il, err := parsePageLayout(f.B); err == nil {
-					out = append(out, "2.1+ BlobLayout inner "+plNames[il.kind])
+				if il, err := decode.ParsePageLayout(f.B); err == nil {
+					out = append(out, "2.1+ BlobLayout inner "+decode.LayoutNames[il.Kind])
 				}
 				return nil
 			}
 			if tag != "" {
-				if c, err := parseCenc(f.B, 0); err == nil {
-					out = append(out, "2.1+ "+plNames[pl.kind]+" "+tag+" "+c.String())
+				if c, err := decode.ParseCompression(f.B, 0); err == nil {
+					out = append(out, "2.1+ "+decode.LayoutNames[pl.Kind]+" "+tag+" "+c.String())
 				}
 			}
 			return nil

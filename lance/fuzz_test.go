@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
 
 // fuzzFixtures returns the fixture directory, or "" when the generator
@@ -175,14 +176,14 @@ func FuzzPage21(f *testing.F) {
 	fuzzPageSeeds(f, "PageLayout")
 	f.Add([]byte{0x12, 0x02, 0x2a, 0x00}, []byte{}, []byte{}, []byte{}, uint16(4), uint8(0))
 	f.Fuzz(func(t *testing.T, enc, b0, b1, b2 []byte, rows uint16, nbuf uint8) {
-		bufs := pageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
-		pl, err := parsePageLayout(enc)
+		bufs := decode.PageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
+		pl, err := decode.ParsePageLayout(enc)
 		if err != nil {
 			return
 		}
 		describeLayout(pl)
 		for _, dt := range fuzzTypes {
-			sp, err := decodeStructPage(pl, bufs, int(rows), func(n int) leaf { return zeroLeaf(dt, n) })
+			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return zeroLeaf(dt, n) })
 			if err != nil {
 				return
 			}
@@ -194,12 +195,12 @@ func FuzzPage21(f *testing.F) {
 			if err == nil {
 				a.Release()
 			}
-			if pl.kind == plFullZip {
-				parseBlobV2Descriptors(sp, pl.raw)
+			if pl.Kind == decode.LayoutFullZip {
+				parseBlobV2Descriptors(sp, pl.Raw)
 			}
 		}
-		if pl.kind == plBlob {
-			decodeBlobV1Layout(pl.raw, bufs, int(rows))
+		if pl.Kind == decode.LayoutBlob {
+			decodeBlobV1Layout(pl.Raw, bufs, int(rows))
 		}
 	})
 }
@@ -207,10 +208,10 @@ func FuzzPage21(f *testing.F) {
 func FuzzPage20(f *testing.F) {
 	fuzzPageSeeds(f, "ArrayEncoding")
 	f.Fuzz(func(t *testing.T, enc, b0, b1, b2 []byte, rows uint16, nbuf uint8) {
-		bufs := pageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
+		bufs := decode.PageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
 		describe20(enc, 0)
 		for _, arrowDict := range []bool{false, true} {
-			l, valid, err := decode20x(enc, bufs, int(rows), 0, arrowDict)
+			l, valid, err := decode.Array20(enc, bufs, int(rows), 0, arrowDict)
 			if err != nil {
 				continue
 			}
@@ -220,8 +221,8 @@ func FuzzPage20(f *testing.F) {
 				}
 			}
 		}
-		if k, v, err := oneof(enc); err == nil && k == aeList {
-			decodeList20(v, bufs, int(rows))
+		if k, v, err := decode.Oneof(enc); err == nil && k == decode.Enc20List {
+			decode.List20(v, bufs, int(rows))
 		}
 	})
 }

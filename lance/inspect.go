@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -166,7 +167,7 @@ func describeColumn(e encodingAny) string {
 	if e.name() != "ColumnEncoding" {
 		return e.name()
 	}
-	k, _, err := oneof(e.value)
+	k, _, err := decode.Oneof(e.value)
 	switch {
 	case err != nil:
 		return "ColumnEncoding(invalid)"
@@ -196,7 +197,7 @@ func legacyEncodingName(e uint64) string {
 func describePage(p *pageInfo) string {
 	switch p.encoding.name() {
 	case "PageLayout":
-		pl, err := parsePageLayout(p.encoding.value)
+		pl, err := decode.ParsePageLayout(p.encoding.value)
 		if err != nil {
 			return "PageLayout(invalid)"
 		}
@@ -208,28 +209,28 @@ func describePage(p *pageInfo) string {
 }
 
 // describeLayout names a 2.1+ page layout and the compressions it uses.
-func describeLayout(pl pageLayout) string {
-	name := plNames[pl.kind]
+func describeLayout(pl decode.PageLayout) string {
+	name := decode.LayoutNames[pl.Kind]
 	if name == "" {
-		name = fmt.Sprintf("PageLayout(%d)", pl.kind)
+		name = fmt.Sprintf("PageLayout(%d)", pl.Kind)
 	}
 	// The CompressiveEncoding fields of each layout message.
 	var parts map[protowire.Number]string
-	switch pl.kind {
-	case plMiniBlock:
+	switch pl.Kind {
+	case decode.LayoutMiniBlock:
 		parts = map[protowire.Number]string{1: "rep", 2: "def", 3: "values", 4: "dictionary"}
-	case plFullZip:
+	case decode.LayoutFullZip:
 		parts = map[protowire.Number]string{7: "values"}
 	default:
 		return name
 	}
 	var items []string
-	err := wire.Walk(pl.raw, func(f wire.Field) error {
+	err := wire.Walk(pl.Raw, func(f wire.Field) error {
 		label, ok := parts[f.Num]
 		if !ok {
 			return nil
 		}
-		c, err := parseCenc(f.B, 0)
+		c, err := decode.ParseCompression(f.B, 0)
 		if err != nil {
 			items = append(items, label+"=invalid")
 			return nil
@@ -251,11 +252,11 @@ func describe20(enc []byte, depth int) string {
 	if depth > 16 {
 		return "..."
 	}
-	kind, val, err := oneof(enc)
+	kind, val, err := decode.Oneof(enc)
 	if err != nil {
 		return "invalid"
 	}
-	name := aeName(kind)
+	name := decode.Enc20Name(kind)
 	// sub collects the nested ArrayEncoding fields nums of val.
 	sub := func(nums ...protowire.Number) []string {
 		var out []string
@@ -276,7 +277,7 @@ func describe20(enc []byte, depth int) string {
 		return n + "<" + strings.Join(inner, ", ") + ">"
 	}
 	switch kind {
-	case aeFlat:
+	case decode.Enc20Flat:
 		var bits uint64
 		scheme := ""
 		wire.Walk(val, func(f wire.Field) error {
@@ -297,8 +298,8 @@ func describe20(enc []byte, depth int) string {
 			return fmt.Sprintf("Flat(%d, %s)", bits, scheme)
 		}
 		return fmt.Sprintf("Flat(%d)", bits)
-	case aeNullable:
-		nk, nv, err := oneof(val)
+	case decode.Enc20Nullable:
+		nk, nv, err := decode.Oneof(val)
 		if err != nil {
 			return "Nullable(invalid)"
 		}
@@ -319,7 +320,7 @@ func describe20(enc []byte, depth int) string {
 			return "Nullable(all)"
 		}
 		return fmt.Sprintf("Nullable(%d)", nk)
-	case aeFixedSizeList:
+	case decode.Enc20FixedSizeList:
 		var dim uint64
 		wire.Walk(val, func(f wire.Field) error {
 			if f.Num == 1 {
@@ -328,11 +329,11 @@ func describe20(enc []byte, depth int) string {
 			return nil
 		})
 		return wrap(fmt.Sprintf("FixedSizeList(%d)", dim), sub(2))
-	case aeBinary:
+	case decode.Enc20Binary:
 		return wrap(name, sub(1, 2))
-	case aeDictionary:
+	case decode.Enc20Dictionary:
 		return wrap(name, sub(1, 2))
-	case aeList:
+	case decode.Enc20List:
 		return wrap(name, sub(1))
 	}
 	return name

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
@@ -39,9 +40,9 @@ const (
 // legacyField is what a legacy file records about one field.
 type legacyField struct {
 	encoding uint64
-	dictOff  uint64 // dictionary values (var-binary) position
-	dictLen  uint64 // number of dictionary values
-	dict     *leaf  // decoded dictionary, once read
+	dictOff  uint64       // dictionary values (var-binary) position
+	dictLen  uint64       // number of dictionary values
+	dict     *decode.Leaf // decoded dictionary, once read
 }
 
 // legacyMeta is the decoded metadata of a legacy data file.
@@ -128,7 +129,7 @@ func parseLegacyTail(r io.ReaderAt, tail []byte, pos uint64, size int64) (*legac
 	}
 	for i := 1; i < len(offsets); i++ {
 		d := int64(int32(offsets[i])) - int64(int32(offsets[i-1]))
-		if d < 0 || d > maxPageItems {
+		if d < 0 || d > decode.MaxPageItems {
 			return nil, fmt.Errorf("%w: legacy batch offsets", errCorrupt)
 		}
 		lm.batchRows = append(lm.batchRows, int(d))
@@ -216,24 +217,24 @@ func (lm *legacyMeta) readRange(r io.ReaderAt, pos, n uint64) ([]byte, error) {
 
 // readVarBinary reads n variable-width values whose n+1 absolute i64
 // offsets start at pos; empty values are null.
-func (lm *legacyMeta) readVarBinary(r io.ReaderAt, pos, n uint64) (leaf, []bool, error) {
-	if n > maxPageItems {
-		return leaf{}, nil, fmt.Errorf("%w: %d values", errCorrupt, n)
+func (lm *legacyMeta) readVarBinary(r io.ReaderAt, pos, n uint64) (decode.Leaf, []bool, error) {
+	if n > decode.MaxPageItems {
+		return decode.Leaf{}, nil, fmt.Errorf("%w: %d values", errCorrupt, n)
 	}
 	ob, err := lm.readRange(r, pos, (n+1)*8)
 	if err != nil {
-		return leaf{}, nil, err
+		return decode.Leaf{}, nil, err
 	}
 	offs := make([]uint64, n+1)
 	for i := range offs {
 		offs[i] = binary.LittleEndian.Uint64(ob[8*i:])
 		if i > 0 && offs[i] < offs[i-1] {
-			return leaf{}, nil, fmt.Errorf("%w: binary offsets out of order", errCorrupt)
+			return decode.Leaf{}, nil, fmt.Errorf("%w: binary offsets out of order", errCorrupt)
 		}
 	}
 	data, err := lm.readRange(r, offs[0], offs[n]-offs[0])
 	if err != nil {
-		return leaf{}, nil, err
+		return decode.Leaf{}, nil, err
 	}
 	var valid []bool
 	base := offs[0]
@@ -251,7 +252,7 @@ func (lm *legacyMeta) readVarBinary(r io.ReaderAt, pos, n uint64) (leaf, []bool,
 			valid[i] = false
 		}
 	}
-	return leaf{n: int(n), offs: offs, data: data}, valid, nil
+	return decode.Leaf{N: int(n), Offs: offs, Data: data}, valid, nil
 }
 
 // dictKeyBits returns the index width of a dict:<value>:<key>:<ordered>
@@ -300,7 +301,7 @@ func (fr *fragmentReader) cursorLegacy(f *Field, af arrow.Field, loc string) (cu
 		if err != nil {
 			return nil, err
 		}
-		if n > maxPageItems {
+		if n > decode.MaxPageItems {
 			return nil, fmt.Errorf("%w: page of %d values", errCorrupt, n)
 		}
 		if items != nil {
@@ -342,7 +343,7 @@ func (lm *legacyMeta) listPage(r io.ReaderAt, dt arrow.DataType, pos, n uint64, 
 	for i := range offs {
 		offs[i] -= base
 	}
-	if offs[n-1] > maxPageItems {
+	if offs[n-1] > decode.MaxPageItems {
 		return nil, fmt.Errorf("%w: %d list items", errCorrupt, offs[n-1])
 	}
 	child, err := items.next(int(offs[n-1]))
@@ -364,7 +365,7 @@ func (lm *legacyMeta) leafPage(r io.ReaderAt, f *Field, lf *legacyField, dt arro
 		return leafArray(dt, l, valid)
 	case legacyDictionary:
 		if lf.dict == nil {
-			if lf.dictLen > maxPageItems {
+			if lf.dictLen > decode.MaxPageItems {
 				return nil, fmt.Errorf("%w: dictionary of %d values", errCorrupt, lf.dictLen)
 			}
 			d, _, err := lm.readVarBinary(r, lf.dictOff, lf.dictLen)
@@ -381,7 +382,7 @@ func (lm *legacyMeta) leafPage(r io.ReaderAt, f *Field, lf *legacyField, dt arro
 		if err != nil {
 			return nil, err
 		}
-		l, err := applyDictionary(leaf{n: int(n), bits: kb, data: ib}, *lf.dict)
+		l, err := decode.ApplyDictionary(decode.Leaf{N: int(n), Bits: kb, Data: ib}, *lf.dict)
 		if err != nil {
 			return nil, err
 		}
@@ -400,7 +401,7 @@ func (lm *legacyMeta) leafPage(r io.ReaderAt, f *Field, lf *legacyField, dt arro
 		if err != nil {
 			return nil, err
 		}
-		return leafArray(dt, leaf{n: int(n), bits: bitsPer, data: b, dim: dim}, nil)
+		return leafArray(dt, decode.Leaf{N: int(n), Bits: bitsPer, Data: b, Dim: dim}, nil)
 	}
 	return nil, fmt.Errorf("legacy %s pages are not supported", legacyEncodingName(lf.encoding))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
 
 // defaultAlloc allocates buffers where no dataset allocator applies.
@@ -281,8 +282,8 @@ func (fr *fragmentReader) column(id int32) (*dataFile, *DataFile, int, error) {
 }
 
 // readPageBuffers reads the buffers of a page.
-func readPageBuffers(r io.ReaderAt, size int64, p *pageInfo) (pageBuffers, error) {
-	bufs := make(pageBuffers, len(p.bufOffsets))
+func readPageBuffers(r io.ReaderAt, size int64, p *pageInfo) (decode.PageBuffers, error) {
+	bufs := make(decode.PageBuffers, len(p.bufOffsets))
 	for i, off := range p.bufOffsets {
 		n := p.bufSizes[i]
 		if off > uint64(size) || n > uint64(size)-off {
@@ -610,18 +611,18 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 		if p.encoding.name() != "PageLayout" {
 			return nil, fmt.Errorf("page encoding %s in a %d.%d file", p.encoding.typeURL, file.meta.major, file.meta.minor)
 		}
-		pl, err := parsePageLayout(p.encoding.value)
+		pl, err := decode.ParsePageLayout(p.encoding.value)
 		if err != nil {
 			return nil, err
 		}
-		if p.length > maxPageItems {
+		if p.length > decode.MaxPageItems {
 			return nil, fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
 		}
 		bufs, err := readPageBuffers(file.f, file.meta.size, p)
 		if err != nil {
 			return nil, err
 		}
-		sp, err := decodeStructPage(pl, bufs, int(p.length), func(n int) leaf { return zeroLeaf(leafType, n) })
+		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return zeroLeaf(leafType, n) })
 		if err != nil {
 			return nil, err
 		}
@@ -668,14 +669,14 @@ func (c *mergeCursor) next(n int) (arrow.Array, error) {
 func pageEncodingName(p *pageInfo) string {
 	switch p.encoding.name() {
 	case "PageLayout":
-		if pl, err := parsePageLayout(p.encoding.value); err == nil {
-			if n := plNames[pl.kind]; n != "" {
+		if pl, err := decode.ParsePageLayout(p.encoding.value); err == nil {
+			if n := decode.LayoutNames[pl.Kind]; n != "" {
 				return n
 			}
 		}
 	case "ArrayEncoding":
-		if k, _, err := oneof(p.encoding.value); err == nil {
-			return aeName(k)
+		if k, _, err := decode.Oneof(p.encoding.value); err == nil {
+			return decode.Enc20Name(k)
 		}
 	}
 	return p.encoding.name()
@@ -712,37 +713,37 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 		if err != nil {
 			return nil, err
 		}
-		if p.length > maxPageItems {
+		if p.length > decode.MaxPageItems {
 			return nil, fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
 		}
 		n := int(p.length)
 		if items != nil {
-			kind, val, err := oneof(p.encoding.value)
+			kind, val, err := decode.Oneof(p.encoding.value)
 			if err != nil {
 				return nil, err
 			}
-			if kind != aeList {
-				return nil, fmt.Errorf("list column page with encoding %s", aeName(kind))
+			if kind != decode.Enc20List {
+				return nil, fmt.Errorf("list column page with encoding %s", decode.Enc20Name(kind))
 			}
-			lp, err := decodeList20(val, bufs, n)
+			lp, err := decode.List20(val, bufs, n)
 			if err != nil {
 				return nil, err
 			}
-			if lp.numItems > maxPageItems {
-				return nil, fmt.Errorf("%w: %d list items", errCorrupt, lp.numItems)
+			if lp.NumItems > decode.MaxPageItems {
+				return nil, fmt.Errorf("%w: %d list items", errCorrupt, lp.NumItems)
 			}
-			child, err := items.next(int(lp.numItems))
+			child, err := items.next(int(lp.NumItems))
 			if err != nil {
 				return nil, err
 			}
 			defer child.Release()
-			return listArray(af.Type, lp.offs, lp.valid, child), nil
+			return listArray(af.Type, lp.Offs, lp.Valid, child), nil
 		}
-		l, valid, err := decode20x(p.encoding.value, bufs, n, 0, strings.HasPrefix(f.LogicalType, "dict:"))
+		l, valid, err := decode.Array20(p.encoding.value, bufs, n, 0, strings.HasPrefix(f.LogicalType, "dict:"))
 		if err != nil {
 			return nil, err
 		}
-		if l.data == nil && l.offs == nil && valid != nil {
+		if l.Data == nil && l.Offs == nil && valid != nil {
 			// all null
 			return array.MakeArrayOfNull(fr.ds.alloc, af.Type, n), nil
 		}

@@ -3,6 +3,8 @@ package lance
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
 
 // blobDescriptor is one row of a blob v2 descriptor column written through
@@ -99,7 +101,7 @@ func (w *fileWriter) writeBlobDescriptors(rows []blobDescriptor) error {
 	vps := pbuf(nil).bytes(1, fixed(8)).bytes(1, fixed(64)).bytes(1, fixed(64)).bytes(1, fixed(32)).
 		bytes(1, pbuf(nil).bytes(1, variable).varint(3, 32)).bytes(1, fixed(32))
 	fz := pbuf(nil).varint(2, 1).varint(4, 32).varint(5, uint64(len(rows))).varint(6, uint64(len(rows))).
-		bytes(7, pbuf(nil).bytes(13, vps)).packed(8, []uint64{layerAllValidItem, layerNullableItem})
+		bytes(7, pbuf(nil).bytes(13, vps)).packed(8, []uint64{decode.LayerAllValidItem, decode.LayerNullableItem})
 	enc := anyEncoding(typePageLayout, pbuf(nil).bytes(3, fz))
 	emit, done := w.pageWriter()
 	if err := emit(outPage{buffers: [][]byte{data, repIndex}, length: uint64(len(rows)), encoding: enc}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -228,12 +229,12 @@ func encodeUTF8Pages21(vals []string, valid []bool, large bool, emit func(outPag
 		}
 		flat32 := pbuf(nil).bytes(1, pbuf(nil).varint(1, 32))
 		variable := pbuf(nil).bytes(2, pbuf(nil).bytes(1, flat32))
-		layer := uint64(layerAllValidItem)
+		layer := uint64(decode.LayerAllValidItem)
 		mb := pbuf(nil)
 		if hasNull {
 			flat16 := pbuf(nil).bytes(1, pbuf(nil).varint(1, 16))
 			mb = mb.bytes(2, flat16)
-			layer = layerNullableItem
+			layer = decode.LayerNullableItem
 		}
 		mb = mb.bytes(3, variable).packed(6, []uint64{layer}).varint(7, 1).varint(9, uint64(hi-lo))
 		if large {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
 
 // This file writes Arrow arrays as Lance file version 2.0 columns, for the
@@ -144,7 +145,7 @@ func (w *fileWriter) writeField20(f *Field, a arrow.Array, fields, cols *[]uint6
 		if isPacked(f) || len(f.Children) != t.NumFields() {
 			return fmt.Errorf("column %q: struct cannot be transcoded", f.Name)
 		}
-		enc = arrayEnc(aeStruct, nil)
+		enc = arrayEnc(decode.Enc20Struct, nil)
 		sa := a.(*array.Struct)
 		after = func() error {
 			for i, c := range f.Children {
@@ -177,7 +178,7 @@ func (w *fileWriter) writeField20(f *Field, a arrow.Array, fields, cols *[]uint6
 		}
 		oi := bufs.add(offs)
 		noNull := arrayEnc(2, pbuf(nil).bytes(1, pbuf(nil).bytes(1, flat20(64, oi))))
-		enc = arrayEnc(aeList, pbuf(nil).bytes(1, noNull).varint(2, adj).varint(3, numItems))
+		enc = arrayEnc(decode.Enc20List, pbuf(nil).bytes(1, noNull).varint(2, adj).varint(3, numItems))
 		items := array.NewSlice(la.ListValues(), start, end)
 		defer items.Release()
 		after = func() error { return w.writeField20(f.Children[0], items, fields, cols) }
@@ -211,7 +212,7 @@ func (w *fileWriter) writeField20(f *Field, a arrow.Array, fields, cols *[]uint6
 			vals := flat20(uint64(bits), bufs.add(fixedValues(items, bits)))
 			inner = arrayEnc(2, pbuf(nil).bytes(1, pbuf(nil).bytes(1, vals)))
 		}
-		fsl := arrayEnc(aeFixedSizeList, pbuf(nil).varint(1, uint64(dim)).bytes(2, inner))
+		fsl := arrayEnc(decode.Enc20FixedSizeList, pbuf(nil).varint(1, uint64(dim)).bytes(2, inner))
 		switch {
 		case nulls == 0:
 			enc = arrayEnc(2, pbuf(nil).bytes(1, pbuf(nil).bytes(1, fsl)))

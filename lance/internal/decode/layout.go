@@ -1,4 +1,4 @@
-package lance
+package decode
 
 import (
 	"encoding/binary"
@@ -11,45 +11,45 @@ import (
 
 // Repetition/definition layer kinds of 2.1+ pages, innermost first.
 const (
-	layerAllValidItem     = 1
+	LayerAllValidItem     = 1
 	layerAllValidList     = 2
-	layerNullableItem     = 3
-	layerNullableList     = 4
-	layerEmptyableList    = 5
-	layerNullAndEmptyList = 6
+	LayerNullableItem     = 3
+	LayerNullableList     = 4
+	LayerEmptyableList    = 5
+	LayerNullAndEmptyList = 6
 )
 
-// isList reports whether a layer kind describes a list.
-func isList(k int) bool { return k == layerAllValidList || k >= layerNullableList }
+// IsList reports whether a layer kind describes a list.
+func IsList(k int) bool { return k == layerAllValidList || k >= LayerNullableList }
 
 // defLevels returns the number of definition levels a layer consumes.
 func defLevels(k int) int {
 	switch k {
-	case layerNullableItem, layerNullableList, layerEmptyableList:
+	case LayerNullableItem, LayerNullableList, LayerEmptyableList:
 		return 1
-	case layerNullAndEmptyList:
+	case LayerNullAndEmptyList:
 		return 2
 	}
 	return 0
 }
 
-// structPage is one decoded 2.1+ page of a leaf column before the levels
+// StructPage is one decoded 2.1+ page of a leaf column before the levels
 // are unravelled: per item repetition and definition levels (nil when
 // absent) and the visible values.
-type structPage struct {
-	rows   int
-	rep    []uint16
-	def    []uint16
-	vals   leaf
-	layers []int // innermost first
+type StructPage struct {
+	Rows   int
+	Rep    []uint16
+	Def    []uint16
+	Vals   Leaf
+	Layers []int // innermost first
 }
 
-// maxVisibleDef returns the highest definition level whose item still owns
+// MaxVisibleDef returns the highest definition level whose item still owns
 // a value slot: the levels of the layers inside the innermost list.
-func maxVisibleDef(layers []int) int {
+func MaxVisibleDef(layers []int) int {
 	n := 0
 	for _, k := range layers {
-		if isList(k) {
+		if IsList(k) {
 			break
 		}
 		n += defLevels(k)
@@ -57,19 +57,19 @@ func maxVisibleDef(layers []int) int {
 	return n
 }
 
-// pageLayout is a decoded 2.1+ PageLayout.
-type pageLayout struct {
-	kind int // 1 mini-block, 2 all-null/constant, 3 full-zip, 4 blob
-	raw  []byte
+// PageLayout is a decoded 2.1+ PageLayout.
+type PageLayout struct {
+	Kind int // 1 mini-block, 2 all-null/constant, 3 full-zip, 4 blob
+	Raw  []byte
 }
 
 // page layout field numbers
 const (
-	plMiniBlock = 1
-	plConstant  = 2
-	plFullZip   = 3
-	plBlob      = 4
-	plSparse    = 5
+	LayoutMiniBlock = 1
+	LayoutConstant  = 2
+	LayoutFullZip   = 3
+	LayoutBlob      = 4
+	plSparse        = 5
 )
 
 // Field numbers of the 2.1+ layout messages.
@@ -100,39 +100,39 @@ const (
 	fullZipLayers          = 8
 )
 
-var plNames = map[int]string{plMiniBlock: "MiniBlockLayout", plConstant: "ConstantLayout", plFullZip: "FullZipLayout", plBlob: "BlobLayout", plSparse: "SparseLayout"}
+var LayoutNames = map[int]string{LayoutMiniBlock: "MiniBlockLayout", LayoutConstant: "ConstantLayout", LayoutFullZip: "FullZipLayout", LayoutBlob: "BlobLayout", plSparse: "SparseLayout"}
 
-// parsePageLayout decodes the oneof of a PageLayout message.
-func parsePageLayout(b []byte) (pageLayout, error) {
-	var pl pageLayout
+// ParsePageLayout decodes the oneof of a PageLayout message.
+func ParsePageLayout(b []byte) (PageLayout, error) {
+	var pl PageLayout
 	err := wire.Walk(b, func(f wire.Field) error {
-		if pl.kind == 0 {
-			pl.kind, pl.raw = int(f.Num), f.B
+		if pl.Kind == 0 {
+			pl.Kind, pl.Raw = int(f.Num), f.B
 		}
 		return nil
 	})
-	if err == nil && pl.kind == 0 {
+	if err == nil && pl.Kind == 0 {
 		err = fmt.Errorf("%w: empty page layout", errCorrupt)
 	}
 	return pl, err
 }
 
-// pageBuffers holds the buffers of one page, read from the file.
-type pageBuffers [][]byte
+// PageBuffers holds the buffers of one page, read from the file.
+type PageBuffers [][]byte
 
-// decodeStructPage decodes one 2.1+ page holding rows top-level rows.
-func decodeStructPage(pl pageLayout, bufs pageBuffers, rows int, zero func(n int) leaf) (*structPage, error) {
-	switch pl.kind {
-	case plMiniBlock:
-		return decodeMiniBlock(pl.raw, bufs, rows)
-	case plConstant:
-		return decodeConstant(pl.raw, bufs, rows, zero)
-	case plFullZip:
-		return decodeFullZip(pl.raw, bufs, rows)
+// Structural decodes one 2.1+ page holding rows top-level rows.
+func Structural(pl PageLayout, bufs PageBuffers, rows int, zero func(n int) Leaf) (*StructPage, error) {
+	switch pl.Kind {
+	case LayoutMiniBlock:
+		return MiniBlock(pl.Raw, bufs, rows)
+	case LayoutConstant:
+		return decodeConstant(pl.Raw, bufs, rows, zero)
+	case LayoutFullZip:
+		return FullZip(pl.Raw, bufs, rows)
 	}
-	name := plNames[pl.kind]
+	name := LayoutNames[pl.Kind]
 	if name == "" {
-		name = fmt.Sprintf("PageLayout(%d)", pl.kind)
+		name = fmt.Sprintf("PageLayout(%d)", pl.Kind)
 	}
 	return nil, fmt.Errorf("page layout %s is not supported", name)
 }
@@ -149,28 +149,28 @@ func parseLayers(dst []int, f wire.Field) ([]int, error) {
 	return dst, err
 }
 
-// decodeMiniBlock decodes a MiniBlockLayout page.
-func decodeMiniBlock(raw []byte, bufs pageBuffers, rows int) (*structPage, error) {
-	var repC, defC, valC, dictC *cenc
+// MiniBlock decodes a MiniBlockLayout page.
+func MiniBlock(raw []byte, bufs PageBuffers, rows int) (*StructPage, error) {
+	var repC, defC, valC, dictC *Compression
 	var numDict, numBuffers, numItems uint64
 	var repDepth uint64
 	var large bool
-	sp := &structPage{rows: rows}
+	sp := &StructPage{Rows: rows}
 	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
 		switch f.Num {
 		case miniRepCompression:
-			repC, err = parseCenc(f.B, 0)
+			repC, err = ParseCompression(f.B, 0)
 		case miniDefCompression:
-			defC, err = parseCenc(f.B, 0)
+			defC, err = ParseCompression(f.B, 0)
 		case miniValueCompression:
-			valC, err = parseCenc(f.B, 0)
+			valC, err = ParseCompression(f.B, 0)
 		case miniDictionary:
-			dictC, err = parseCenc(f.B, 0)
+			dictC, err = ParseCompression(f.B, 0)
 		case miniNumDictItems:
 			numDict = f.U
 		case miniLayers:
-			sp.layers, err = parseLayers(sp.layers, f)
+			sp.Layers, err = parseLayers(sp.Layers, f)
 		case miniNumBuffers:
 			numBuffers = f.U
 		case miniRepIndexDepth:
@@ -247,20 +247,20 @@ func decodeMiniBlock(raw []byte, bufs pageBuffers, rows int) (*structPage, error
 		if err != nil {
 			return nil, fmt.Errorf("dictionary: %w", err)
 		}
-		sp.vals, err = applyDictionary(sp.vals, dict)
+		sp.Vals, err = ApplyDictionary(sp.Vals, dict)
 		if err != nil {
 			return nil, err
 		}
 	}
-	if sp.rep == nil && sp.def == nil && sp.vals.n != rows {
-		return nil, fmt.Errorf("%w: page of %d rows holds %d values", errCorrupt, rows, sp.vals.n)
+	if sp.Rep == nil && sp.Def == nil && sp.Vals.N != rows {
+		return nil, fmt.Errorf("%w: page of %d rows holds %d values", errCorrupt, rows, sp.Vals.N)
 	}
 	return sp, nil
 }
 
 // decodeChunk decodes one mini-block chunk and appends its levels and
 // values to sp.
-func (sp *structPage) decodeChunk(c []byte, repC, defC, valC *cenc, nbuf int, large bool, n int) error {
+func (sp *StructPage) decodeChunk(c []byte, repC, defC, valC *Compression, nbuf int, large bool, n int) error {
 	rd := c
 	u16 := func() (int, error) {
 		if len(rd) < 2 {
@@ -320,7 +320,7 @@ func (sp *structPage) decodeChunk(c []byte, repC, defC, valC *cenc, nbuf int, la
 		if err != nil {
 			return err
 		}
-		sp.rep = append(sp.rep, lv...)
+		sp.Rep = append(sp.Rep, lv...)
 	}
 	if defC != nil {
 		b, err := take(defBytes)
@@ -335,7 +335,7 @@ func (sp *structPage) decodeChunk(c []byte, repC, defC, valC *cenc, nbuf int, la
 		if err != nil {
 			return err
 		}
-		sp.def = append(sp.def, lv...)
+		sp.Def = append(sp.Def, lv...)
 	}
 	vb := make([][]byte, nbuf)
 	for i := range vb {
@@ -347,82 +347,82 @@ func (sp *structPage) decodeChunk(c []byte, repC, defC, valC *cenc, nbuf int, la
 	if err != nil {
 		return fmt.Errorf("values %s: %w", valC, err)
 	}
-	return appendLeaf(&sp.vals, l)
+	return appendLeaf(&sp.Vals, l)
 }
 
-// applyDictionary replaces integer indices by dictionary values.
-func applyDictionary(idx leaf, dict leaf) (leaf, error) {
-	if idx.offs != nil || idx.bits < 8 {
-		return leaf{}, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, idx.bits)
+// ApplyDictionary replaces integer indices by dictionary values.
+func ApplyDictionary(idx Leaf, dict Leaf) (Leaf, error) {
+	if idx.Offs != nil || idx.Bits < 8 {
+		return Leaf{}, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, idx.Bits)
 	}
 	get := func(i int) (int, error) {
-		v := bitpack.ReadWord(idx.data, i, idx.bits)
-		if idx.bits < 64 && v>>(idx.bits-1) != 0 && idx.bits != 8 {
+		v := bitpack.ReadWord(idx.Data, i, idx.Bits)
+		if idx.Bits < 64 && v>>(idx.Bits-1) != 0 && idx.Bits != 8 {
 			// negative indices do not occur; treat as corrupt
 		}
-		if v >= uint64(dict.n) {
-			return 0, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, v, dict.n)
+		if v >= uint64(dict.N) {
+			return 0, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, v, dict.N)
 		}
 		return int(v), nil
 	}
-	out := leaf{n: idx.n}
-	if dict.offs != nil {
-		out.offs = make([]uint64, idx.n+1)
+	out := Leaf{N: idx.N}
+	if dict.Offs != nil {
+		out.Offs = make([]uint64, idx.N+1)
 		var buf []byte
-		for i := 0; i < idx.n; i++ {
+		for i := 0; i < idx.N; i++ {
 			k, err := get(i)
 			if err != nil {
-				if dict.n == 0 {
+				if dict.N == 0 {
 					k = -1
 				} else {
-					return leaf{}, err
+					return Leaf{}, err
 				}
 			}
 			if k >= 0 {
-				buf = append(buf, dict.data[dict.offs[k]:dict.offs[k+1]]...)
+				buf = append(buf, dict.Data[dict.Offs[k]:dict.Offs[k+1]]...)
 			}
-			out.offs[i+1] = uint64(len(buf))
+			out.Offs[i+1] = uint64(len(buf))
 		}
-		out.data = buf
+		out.Data = buf
 		return out, nil
 	}
-	if dict.bits%8 != 0 || dict.bits == 0 {
-		return leaf{}, fmt.Errorf("dictionary of %d-bit values is not supported", dict.bits)
+	if dict.Bits%8 != 0 || dict.Bits == 0 {
+		return Leaf{}, fmt.Errorf("dictionary of %d-bit values is not supported", dict.Bits)
 	}
-	w := dict.bits / 8
-	out.bits = dict.bits
-	out.data = make([]byte, idx.n*w)
-	for i := 0; i < idx.n; i++ {
+	w := dict.Bits / 8
+	out.Bits = dict.Bits
+	out.Data = make([]byte, idx.N*w)
+	for i := 0; i < idx.N; i++ {
 		k, err := get(i)
 		if err != nil {
-			if dict.n == 0 {
+			if dict.N == 0 {
 				continue
 			}
-			return leaf{}, err
+			return Leaf{}, err
 		}
-		copy(out.data[i*w:], dict.data[k*w:k*w+w])
+		copy(out.Data[i*w:], dict.Data[k*w:k*w+w])
 	}
 	return out, nil
 }
 
 // decodeConstant decodes an AllNullLayout (2.1) or ConstantLayout (2.2) page.
-func decodeConstant(raw []byte, bufs pageBuffers, rows int, zero func(n int) leaf) (*structPage, error) {
-	sp := &structPage{rows: rows}
+func decodeConstant(raw []byte, bufs PageBuffers, rows int, zero func(n int) Leaf) (*StructPage, error) {
+	sp := &StructPage{Rows: rows}
 	var inline []byte
 	var hasInline bool
-	var repC, defC *cenc
+	var repC, defC *Compression
 	var numRep, numDef uint64
 	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
 		switch f.Num {
 		case constLayers:
-			sp.layers, err = parseLayers(sp.layers, f)
+			sp.Layers, err = parseLayers(sp.Layers, f)
 		case constInlineValue:
 			inline, hasInline = f.B, true
 		case constRepCompression:
-			repC, err = parseCenc(f.B, 0)
+			repC, err = ParseCompression(f.B, 0)
 		case constDefCompression:
-			defC, err = parseCenc(f.B, 0)
+			defC, err = ParseCompression(f.B, 0)
 		case constNumRepValues:
 			numRep = f.U
 		case constNumDefValues:
@@ -440,7 +440,7 @@ func decodeConstant(raw []byte, bufs pageBuffers, rows int, zero func(n int) lea
 		valueBuf, rest = bufs[0], bufs[1:]
 	}
 	if len(rest) == 2 {
-		levels := func(c *cenc, b []byte, n uint64) ([]uint16, error) {
+		levels := func(c *Compression, b []byte, n uint64) ([]uint16, error) {
 			if len(b) == 0 {
 				return nil, nil
 			}
@@ -463,50 +463,50 @@ func decodeConstant(raw []byte, bufs pageBuffers, rows int, zero func(n int) lea
 			}
 			return u16Levels(l)
 		}
-		if sp.rep, err = levels(repC, rest[0], numRep); err != nil {
+		if sp.Rep, err = levels(repC, rest[0], numRep); err != nil {
 			return nil, fmt.Errorf("repetition levels: %w", err)
 		}
-		if sp.def, err = levels(defC, rest[1], numDef); err != nil {
+		if sp.Def, err = levels(defC, rest[1], numDef); err != nil {
 			return nil, fmt.Errorf("definition levels: %w", err)
 		}
 	} else if len(rest) != 0 {
 		return nil, fmt.Errorf("%w: constant page with %d buffers", errCorrupt, len(bufs))
 	}
-	if sp.rep != nil && sp.def != nil && len(sp.rep) != len(sp.def) {
-		return nil, fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.rep), len(sp.def))
+	if sp.Rep != nil && sp.Def != nil && len(sp.Rep) != len(sp.Def) {
+		return nil, fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.Rep), len(sp.Def))
 	}
-	if rows > maxPageItems || len(sp.def) > maxPageItems || len(sp.rep) > maxPageItems {
+	if rows > MaxPageItems || len(sp.Def) > MaxPageItems || len(sp.Rep) > MaxPageItems {
 		return nil, fmt.Errorf("%w: constant page of %d rows", errCorrupt, rows)
 	}
 	// Count the visible items.
 	n := rows
 	switch {
-	case sp.def != nil:
-		mv := maxVisibleDef(sp.layers)
+	case sp.Def != nil:
+		mv := MaxVisibleDef(sp.Layers)
 		n = 0
-		for _, d := range sp.def {
+		for _, d := range sp.Def {
 			if int(d) <= mv {
 				n++
 			}
 		}
-	case sp.rep != nil:
-		n = len(sp.rep)
+	case sp.Rep != nil:
+		n = len(sp.Rep)
 	}
 	allNull := !hasInline && valueBuf == nil
-	if allNull && sp.def == nil {
+	if allNull && sp.Def == nil {
 		// Every item is null at the innermost nullable layer.
-		sp.def = make([]uint16, n)
+		sp.Def = make([]uint16, n)
 		lvl := uint16(0)
-		for _, k := range sp.layers {
+		for _, k := range sp.Layers {
 			if d := defLevels(k); d > 0 {
 				lvl = 1
 				break
 			}
 		}
-		for i := range sp.def {
-			sp.def[i] = lvl
+		for i := range sp.Def {
+			sp.Def[i] = lvl
 		}
-		if sp.rep != nil && len(sp.rep) != n {
+		if sp.Rep != nil && len(sp.Rep) != n {
 			return nil, fmt.Errorf("%w: all-null page levels", errCorrupt)
 		}
 	}
@@ -523,46 +523,46 @@ func decodeConstant(raw []byte, bufs pageBuffers, rows int, zero func(n int) lea
 		}
 		if off != nil {
 			// variable width: replicate the bytes
-			sp.vals = leaf{n: n, offs: make([]uint64, n+1)}
-			sp.vals.data = make([]byte, 0, len(v)*n)
+			sp.Vals = Leaf{N: n, Offs: make([]uint64, n+1)}
+			sp.Vals.Data = make([]byte, 0, len(v)*n)
 			for i := 0; i < n; i++ {
-				sp.vals.data = append(sp.vals.data, v...)
-				sp.vals.offs[i+1] = uint64(len(sp.vals.data))
+				sp.Vals.Data = append(sp.Vals.Data, v...)
+				sp.Vals.Offs[i+1] = uint64(len(sp.Vals.Data))
 			}
 			return sp, nil
 		}
 		value = v
 	default:
-		sp.vals = zero(n)
+		sp.Vals = zero(n)
 		return sp, nil
 	}
 	if len(value) == 0 || len(value) > maxDecodedBytes/max(n, 1) {
 		return nil, fmt.Errorf("%w: constant value of %d bytes", errCorrupt, len(value))
 	}
 	z := zero(0)
-	if z.offs != nil {
-		sp.vals = leaf{n: n, offs: make([]uint64, n+1)}
+	if z.Offs != nil {
+		sp.Vals = Leaf{N: n, Offs: make([]uint64, n+1)}
 		for i := 0; i < n; i++ {
-			sp.vals.data = append(sp.vals.data, value...)
-			sp.vals.offs[i+1] = uint64(len(sp.vals.data))
+			sp.Vals.Data = append(sp.Vals.Data, value...)
+			sp.Vals.Offs[i+1] = uint64(len(sp.Vals.Data))
 		}
 		return sp, nil
 	}
-	if z.bits == 1 {
+	if z.Bits == 1 {
 		out := make([]byte, (n+7)/8)
 		if value[0] != 0 {
 			for i := range out {
 				out[i] = 0xff
 			}
 		}
-		sp.vals = leaf{n: n, bits: 1, data: out}
+		sp.Vals = Leaf{N: n, Bits: 1, Data: out}
 		return sp, nil
 	}
 	out := make([]byte, 0, len(value)*n)
 	for i := 0; i < n; i++ {
 		out = append(out, value...)
 	}
-	sp.vals = leaf{n: n, bits: len(value) * 8, data: out, dim: z.dim}
+	sp.Vals = Leaf{N: n, Bits: len(value) * 8, Data: out, Dim: z.Dim}
 	return sp, nil
 }
 
@@ -606,11 +606,11 @@ func parseConstantValueBuffer(b []byte) ([]byte, []byte, error) {
 	return data[start:end], offs, nil
 }
 
-// decodeFullZip decodes a FullZipLayout page.
-func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) {
+// FullZip decodes a FullZipLayout page.
+func FullZip(raw []byte, bufs PageBuffers, rows int) (*StructPage, error) {
 	var bitsRep, bitsDef, bitsValue, bitsOffset, numItems, numVisible uint64
-	var valC *cenc
-	sp := &structPage{rows: rows}
+	var valC *Compression
+	sp := &StructPage{Rows: rows}
 	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
 		switch f.Num {
@@ -627,9 +627,9 @@ func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) 
 		case fullZipNumVisibleItems:
 			numVisible = f.U
 		case fullZipValueCompress:
-			valC, err = parseCenc(f.B, 0)
+			valC, err = ParseCompression(f.B, 0)
 		case fullZipLayers:
-			sp.layers, err = parseLayers(sp.layers, f)
+			sp.Layers, err = parseLayers(sp.Layers, f)
 		}
 		return err
 	})
@@ -657,12 +657,12 @@ func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) 
 			cw = 4
 		}
 	}
-	mv := maxVisibleDef(sp.layers)
+	mv := MaxVisibleDef(sp.Layers)
 	if bitsRep > 0 {
-		sp.rep = make([]uint16, 0, numItems)
+		sp.Rep = make([]uint16, 0, numItems)
 	}
 	if bitsDef > 0 {
-		sp.def = make([]uint16, 0, numItems)
+		sp.Def = make([]uint16, 0, numItems)
 	}
 	pv, err := newPerValue(valC, int(bitsValue), int(bitsOffset))
 	if err != nil {
@@ -679,10 +679,10 @@ func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) 
 			pos += cw
 			def = int(w & (1<<bitsDef - 1))
 			if bitsRep > 0 {
-				sp.rep = append(sp.rep, uint16(w>>bitsDef))
+				sp.Rep = append(sp.Rep, uint16(w>>bitsDef))
 			}
 			if bitsDef > 0 {
-				sp.def = append(sp.def, uint16(def))
+				sp.Def = append(sp.Def, uint16(def))
 			}
 		}
 		if bitsDef > 0 && def > mv {
@@ -694,54 +694,54 @@ func decodeFullZip(raw []byte, bufs pageBuffers, rows int) (*structPage, error) 
 		}
 		pos += n
 	}
-	sp.vals = pv.out
+	sp.Vals = pv.out
 	return sp, nil
 }
 
 // perValue decodes the values of a full-zip page one by one.
 type perValue struct {
-	c        *cenc
+	c        *Compression
 	fixed    int // bytes per fixed-width value (0 for variable)
 	lenBytes int // bytes of the length prefix (variable)
 	fsst     *fsst.Table
 	validity int // FSL: bytes of the zipped validity prefix
-	out      leaf
+	out      Leaf
 }
 
-func newPerValue(c *cenc, bitsValue, bitsOffset int) (*perValue, error) {
+func newPerValue(c *Compression, bitsValue, bitsOffset int) (*perValue, error) {
 	pv := &perValue{c: c, fixed: bitsValue / 8, lenBytes: bitsOffset / 8}
 	switch {
 	case pv.fixed > 0:
-		pv.out = leaf{bits: bitsValue}
-		switch c.kind {
-		case ceFlat:
+		pv.out = Leaf{Bits: bitsValue}
+		switch c.Kind {
+		case CompressFlat:
 		case ceFixedSizeList:
-			if c.inner == nil || c.inner.kind != ceFlat || c.bits == 0 {
+			if c.inner == nil || c.inner.Kind != CompressFlat || c.Bits == 0 {
 				return nil, fmt.Errorf("full-zip value compression %s is not supported", c)
 			}
-			pv.out.dim = int(c.bits)
+			pv.out.Dim = int(c.Bits)
 			if c.hasValidity {
-				pv.validity = (int(c.bits) + 7) / 8
-				pv.out.itemValid = []byte{}
+				pv.validity = (int(c.Bits) + 7) / 8
+				pv.out.ItemValid = []byte{}
 			}
-			if int(c.bits)*int(c.inner.bits)/8+pv.validity != pv.fixed && int(c.bits)*int(c.inner.bits)/8 != pv.fixed {
-				return nil, fmt.Errorf("%w: fixed size list of %d×%d bits in %d-byte values", errCorrupt, c.bits, c.inner.bits, pv.fixed)
+			if int(c.Bits)*int(c.inner.Bits)/8+pv.validity != pv.fixed && int(c.Bits)*int(c.inner.Bits)/8 != pv.fixed {
+				return nil, fmt.Errorf("%w: fixed size list of %d×%d bits in %d-byte values", errCorrupt, c.Bits, c.inner.Bits, pv.fixed)
 			}
-			pv.out.bits = int(c.bits) * int(c.inner.bits)
+			pv.out.Bits = int(c.Bits) * int(c.inner.Bits)
 		default:
 			return nil, fmt.Errorf("full-zip value compression %s is not supported", c)
 		}
 	case pv.lenBytes > 0:
-		pv.out = leaf{offs: []uint64{0}}
-		switch c.kind {
-		case ceVariable, ceGeneral:
+		pv.out = Leaf{Offs: []uint64{0}}
+		switch c.Kind {
+		case CompressVariable, ceGeneral:
 		case ceFsst:
 			t, err := fsst.ParseTable(c.symbols)
 			if err != nil {
 				return nil, err
 			}
 			pv.fsst = t
-		case ceVariablePackedStruc:
+		case CompressVariablePackedStruct:
 		default:
 			return nil, fmt.Errorf("full-zip value compression %s is not supported", c)
 		}
@@ -759,19 +759,19 @@ func (pv *perValue) add(b []byte, valid bool) (int, error) {
 			return 0, fmt.Errorf("%w: value truncated", errCorrupt)
 		}
 		v := b[:pv.fixed]
-		if pv.out.dim > 0 && pv.validity > 0 && len(v) == pv.validity+o.bits/8 {
-			o.itemValid = appendBits(o.itemValid, o.n*o.dim, v[:pv.validity], o.dim)
+		if pv.out.Dim > 0 && pv.validity > 0 && len(v) == pv.validity+o.Bits/8 {
+			o.ItemValid = appendBits(o.ItemValid, o.N*o.Dim, v[:pv.validity], o.Dim)
 			v = v[pv.validity:]
-		} else if o.itemValid != nil {
-			o.itemValid = appendBits(o.itemValid, o.n*o.dim, allValid(o.dim), o.dim)
+		} else if o.ItemValid != nil {
+			o.ItemValid = appendBits(o.ItemValid, o.N*o.Dim, allValid(o.Dim), o.Dim)
 		}
-		o.data = append(o.data, v...)
-		o.n++
+		o.Data = append(o.Data, v...)
+		o.N++
 		return pv.fixed, nil
 	}
 	if !valid {
-		o.offs = append(o.offs, uint64(len(o.data)))
-		o.n++
+		o.Offs = append(o.Offs, uint64(len(o.Data)))
+		o.N++
 		return 0, nil
 	}
 	if len(b) < pv.lenBytes {
@@ -785,20 +785,20 @@ func (pv *perValue) add(b []byte, valid bool) (int, error) {
 	switch {
 	case pv.fsst != nil:
 		var err error
-		if o.data, err = pv.fsst.Decode(o.data, v, maxDecodedBytes); err != nil {
+		if o.Data, err = pv.fsst.Decode(o.Data, v, maxDecodedBytes); err != nil {
 			return 0, err
 		}
-	case pv.c.kind == ceGeneral:
+	case pv.c.Kind == ceGeneral:
 		d, err := decompress(pv.c.comp, v)
 		if err != nil {
 			return 0, err
 		}
-		o.data = append(o.data, d...)
+		o.Data = append(o.Data, d...)
 	default:
-		o.data = append(o.data, v...)
+		o.Data = append(o.Data, v...)
 	}
-	o.offs = append(o.offs, uint64(len(o.data)))
-	o.n++
+	o.Offs = append(o.Offs, uint64(len(o.Data)))
+	o.N++
 	return pv.lenBytes + int(n), nil
 }
 
@@ -806,5 +806,5 @@ func (pv *perValue) add(b []byte, valid bool) (int, error) {
 // is accepted to expand to (run-length encoding reaches 255 values per
 // 2-3 bytes), so that hostile counts cannot force huge allocations.
 func blockValuesBound(n int) uint64 {
-	return min(uint64(n)*512+4096, maxPageItems)
+	return min(uint64(n)*512+4096, MaxPageItems)
 }

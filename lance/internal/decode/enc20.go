@@ -1,4 +1,4 @@
-package lance
+package decode
 
 import (
 	"encoding/binary"
@@ -11,15 +11,15 @@ import (
 
 // ArrayEncoding (file version 2.0) oneof field numbers.
 const (
-	aeFlat          = 1
-	aeNullable      = 2
-	aeFixedSizeList = 3
-	aeList          = 4
-	aeStruct        = 5
-	aeBinary        = 6
-	aeDictionary    = 7
-	aeFsst          = 8
-	aePackedStruct  = 9
+	Enc20Flat          = 1
+	Enc20Nullable      = 2
+	Enc20FixedSizeList = 3
+	Enc20List          = 4
+	Enc20Struct        = 5
+	Enc20Binary        = 6
+	Enc20Dictionary    = 7
+	aeFsst             = 8
+	Enc20PackedStruct  = 9
 )
 
 // Field numbers of the 2.0 encoding messages.
@@ -65,8 +65,8 @@ var aeNames = map[int]string{1: "Flat", 2: "Nullable", 3: "FixedSizeList", 4: "L
 	13: "Constant", 14: "InlineBitpacking", 15: "OutOfLineBitpacking", 16: "Variable",
 	17: "PackedStructFixedWidthMiniBlock", 18: "Block", 19: "Rle", 20: "GeneralMiniBlock", 21: "ByteStreamSplit"}
 
-// oneof returns the single field of a oneof-only message.
-func oneof(b []byte) (int, []byte, error) {
+// Oneof returns the single field of a oneof-only message.
+func Oneof(b []byte) (int, []byte, error) {
 	kind, val := 0, []byte(nil)
 	err := wire.Walk(b, func(f wire.Field) error {
 		if kind == 0 {
@@ -80,8 +80,8 @@ func oneof(b []byte) (int, []byte, error) {
 	return kind, val, err
 }
 
-// aeName names an ArrayEncoding kind.
-func aeName(k int) string {
+// Enc20Name names an ArrayEncoding kind.
+func Enc20Name(k int) string {
 	if n := aeNames[k]; n != "" {
 		return n
 	}
@@ -89,7 +89,7 @@ func aeName(k int) string {
 }
 
 // pageBuffer returns the page buffer referenced by a Buffer message.
-func pageBuffer(b []byte, bufs pageBuffers) ([]byte, error) {
+func pageBuffer(b []byte, bufs PageBuffers) ([]byte, error) {
 	var idx, typ uint64
 	err := wire.Walk(b, func(f wire.Field) error {
 		switch f.Num {
@@ -114,48 +114,48 @@ func pageBuffer(b []byte, bufs pageBuffers) ([]byte, error) {
 
 // decode20 decodes a 2.0 ArrayEncoding holding n values into a leaf and a
 // validity slice (nil when every value is valid).
-func decode20(enc []byte, bufs pageBuffers, n int, depth int) (leaf, []bool, error) {
-	return decode20x(enc, bufs, n, depth, false)
+func decode20(enc []byte, bufs PageBuffers, n int, depth int) (Leaf, []bool, error) {
+	return Array20(enc, bufs, n, depth, false)
 }
 
-// decode20x is decode20 for a field whose Arrow type may be a dictionary:
-// arrowDict selects 0-based dictionary indices whose nulls come from the
+// Array20 decodes a 2.0 ArrayEncoding holding n values, like decode20, for
+// a field whose Arrow type may be a dictionary: arrowDict selects 0-based dictionary indices whose nulls come from the
 // dictionary items (Arrow dictionary arrays), instead of Lance's own 1-based
 // indices where 0 is null.
-func decode20x(enc []byte, bufs pageBuffers, n int, depth int, arrowDict bool) (leaf, []bool, error) {
+func Array20(enc []byte, bufs PageBuffers, n int, depth int, arrowDict bool) (Leaf, []bool, error) {
 	if depth > 16 {
-		return leaf{}, nil, fmt.Errorf("%w: array encoding nested too deep", errCorrupt)
+		return Leaf{}, nil, fmt.Errorf("%w: array encoding nested too deep", errCorrupt)
 	}
-	if n < 0 || n > maxPageItems {
-		return leaf{}, nil, fmt.Errorf("%w: page of %d values", errCorrupt, n)
+	if n < 0 || n > MaxPageItems {
+		return Leaf{}, nil, fmt.Errorf("%w: page of %d values", errCorrupt, n)
 	}
-	kind, val, err := oneof(enc)
+	kind, val, err := Oneof(enc)
 	if err != nil {
-		return leaf{}, nil, err
+		return Leaf{}, nil, err
 	}
 	switch kind {
-	case aeFlat:
+	case Enc20Flat:
 		l, err := decodeFlat20(val, bufs, n)
 		return l, nil, err
-	case aeNullable:
+	case Enc20Nullable:
 		return decodeNullable20(val, bufs, n, depth, arrowDict)
-	case aeFixedSizeList:
+	case Enc20FixedSizeList:
 		l, err := decodeFixedSizeList20(val, bufs, n, depth)
 		return l, nil, err
-	case aeBinary:
+	case Enc20Binary:
 		return decodeBinary20(val, bufs, n, depth)
-	case aeDictionary:
+	case Enc20Dictionary:
 		return decodeDictionary20(val, bufs, n, depth, arrowDict)
-	case aePackedStruct:
+	case Enc20PackedStruct:
 		l, err := decodePackedStruct20(val, bufs, n, depth)
 		return l, nil, err
 	}
-	return leaf{}, nil, fmt.Errorf("array encoding %s is not supported", aeName(kind))
+	return Leaf{}, nil, fmt.Errorf("array encoding %s is not supported", Enc20Name(kind))
 }
 
 // decodeFlat20 decodes a Flat encoding of n fixed-width values, possibly
 // compressed as a whole.
-func decodeFlat20(val []byte, bufs pageBuffers, n int) (leaf, error) {
+func decodeFlat20(val []byte, bufs PageBuffers, n int) (Leaf, error) {
 	var bitsPer uint64
 	var buf []byte
 	scheme := ""
@@ -177,41 +177,41 @@ func decodeFlat20(val []byte, bufs pageBuffers, n int) (leaf, error) {
 		return err
 	})
 	if err != nil {
-		return leaf{}, err
+		return Leaf{}, err
 	}
 	switch scheme {
 	case "", "none":
 	case "zstd":
 		if buf, err = decompress(schemeZstd, buf); err != nil {
-			return leaf{}, err
+			return Leaf{}, err
 		}
 	case "lz4":
 		if buf, err = decompress(schemeLz4, buf); err != nil {
-			return leaf{}, err
+			return Leaf{}, err
 		}
 	default:
-		return leaf{}, fmt.Errorf("flat compression %q is not supported", scheme)
+		return Leaf{}, fmt.Errorf("flat compression %q is not supported", scheme)
 	}
 	if bitsPer > 1<<20 {
-		return leaf{}, fmt.Errorf("%w: %d bits per value", errCorrupt, bitsPer)
+		return Leaf{}, fmt.Errorf("%w: %d bits per value", errCorrupt, bitsPer)
 	}
 	return fixedLeaf(buf, n, int(bitsPer))
 }
 
 // decodeNullable20 decodes a Nullable encoding of n values: its inner
 // values and their validity.
-func decodeNullable20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool) (leaf, []bool, error) {
-	nk, nv, err := oneof(val)
+func decodeNullable20(val []byte, bufs PageBuffers, n, depth int, arrowDict bool) (Leaf, []bool, error) {
+	nk, nv, err := Oneof(val)
 	if err != nil {
-		return leaf{}, nil, err
+		return Leaf{}, nil, err
 	}
 	switch nk {
 	case nullableNoNull:
 		values, err := bytesField(nv, noNullValues)
 		if err != nil {
-			return leaf{}, nil, err
+			return Leaf{}, nil, err
 		}
-		return decode20x(values, bufs, n, depth+1, arrowDict)
+		return Array20(values, bufs, n, depth+1, arrowDict)
 	case nullableSomeNull:
 		var validity, values []byte
 		if err := wire.Walk(nv, func(f wire.Field) error {
@@ -223,28 +223,28 @@ func decodeNullable20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool
 			}
 			return nil
 		}); err != nil {
-			return leaf{}, nil, err
+			return Leaf{}, nil, err
 		}
 		vl, _, err := decode20(validity, bufs, n, depth+1)
 		if err != nil {
-			return leaf{}, nil, fmt.Errorf("validity: %w", err)
+			return Leaf{}, nil, fmt.Errorf("validity: %w", err)
 		}
-		if vl.bits != 1 {
-			return leaf{}, nil, fmt.Errorf("%w: validity of %d bits", errCorrupt, vl.bits)
+		if vl.Bits != 1 {
+			return Leaf{}, nil, fmt.Errorf("%w: validity of %d bits", errCorrupt, vl.Bits)
 		}
-		l, inner, err := decode20x(values, bufs, n, depth+1, arrowDict)
+		l, inner, err := Array20(values, bufs, n, depth+1, arrowDict)
 		if err != nil {
-			return leaf{}, nil, err
+			return Leaf{}, nil, err
 		}
 		valid := make([]bool, n)
 		for i := range valid {
-			valid[i] = vl.data[i/8]&(1<<(i%8)) != 0 && (inner == nil || inner[i])
+			valid[i] = vl.Data[i/8]&(1<<(i%8)) != 0 && (inner == nil || inner[i])
 		}
 		return l, valid, nil
 	case nullableAllNull:
-		return leaf{n: n}, make([]bool, n), nil
+		return Leaf{N: n}, make([]bool, n), nil
 	}
-	return leaf{}, nil, fmt.Errorf("nullable variant %d is not supported", nk)
+	return Leaf{}, nil, fmt.Errorf("nullable variant %d is not supported", nk)
 }
 
 // bytesField returns the last value of length-delimited field num of
@@ -262,7 +262,7 @@ func bytesField(b []byte, num protowire.Number) ([]byte, error) {
 
 // decodeFixedSizeList20 decodes a FixedSizeList encoding of n lists of
 // fixed-width items.
-func decodeFixedSizeList20(val []byte, bufs pageBuffers, n, depth int) (leaf, error) {
+func decodeFixedSizeList20(val []byte, bufs PageBuffers, n, depth int) (Leaf, error) {
 	var dim uint64
 	var items []byte
 	if err := wire.Walk(val, func(f wire.Field) error {
@@ -278,28 +278,28 @@ func decodeFixedSizeList20(val []byte, bufs pageBuffers, n, depth int) (leaf, er
 		}
 		return nil
 	}); err != nil {
-		return leaf{}, err
+		return Leaf{}, err
 	}
-	if dim == 0 || dim > 1<<20 || uint64(n)*dim > maxPageItems {
-		return leaf{}, fmt.Errorf("%w: fixed size list of %d items", errCorrupt, dim)
+	if dim == 0 || dim > 1<<20 || uint64(n)*dim > MaxPageItems {
+		return Leaf{}, fmt.Errorf("%w: fixed size list of %d items", errCorrupt, dim)
 	}
 	il, iv, err := decode20(items, bufs, n*int(dim), depth+1)
 	if err != nil {
-		return leaf{}, err
+		return Leaf{}, err
 	}
-	if il.offs != nil || il.bits == 1 {
-		return leaf{}, fmt.Errorf("fixed size list of %d-bit or variable items is not supported", il.bits)
+	if il.Offs != nil || il.Bits == 1 {
+		return Leaf{}, fmt.Errorf("fixed size list of %d-bit or variable items is not supported", il.Bits)
 	}
-	out := leaf{n: n, bits: il.bits * int(dim), data: il.data, dim: int(dim)}
+	out := Leaf{N: n, Bits: il.Bits * int(dim), Data: il.Data, Dim: int(dim)}
 	if iv != nil {
-		out.itemValid = boolsToBitmap(iv)
+		out.ItemValid = boolsToBitmap(iv)
 	}
 	return out, nil
 }
 
 // decodeBinary20 decodes a Binary encoding of n values: end offsets (nulls
 // marked by a null adjustment) and the bytes.
-func decodeBinary20(val []byte, bufs pageBuffers, n, depth int) (leaf, []bool, error) {
+func decodeBinary20(val []byte, bufs PageBuffers, n, depth int) (Leaf, []bool, error) {
 	var idx, data []byte
 	var adj uint64
 	if err := wire.Walk(val, func(f wire.Field) error {
@@ -313,14 +313,14 @@ func decodeBinary20(val []byte, bufs pageBuffers, n, depth int) (leaf, []bool, e
 		}
 		return nil
 	}); err != nil {
-		return leaf{}, nil, err
+		return Leaf{}, nil, err
 	}
 	il, _, err := decode20(idx, bufs, n, depth+1)
 	if err != nil {
-		return leaf{}, nil, fmt.Errorf("binary offsets: %w", err)
+		return Leaf{}, nil, fmt.Errorf("binary offsets: %w", err)
 	}
-	if il.bits != 64 && il.bits != 32 {
-		return leaf{}, nil, fmt.Errorf("%w: binary offsets of %d bits", errCorrupt, il.bits)
+	if il.Bits != 64 && il.Bits != 32 {
+		return Leaf{}, nil, fmt.Errorf("%w: binary offsets of %d bits", errCorrupt, il.Bits)
 	}
 	ends, valid := unadjustOffsets(il, n, adj)
 	var total uint64
@@ -329,14 +329,14 @@ func decodeBinary20(val []byte, bufs pageBuffers, n, depth int) (leaf, []bool, e
 	}
 	bl, _, err := decode20(data, bufs, int(min(total, uint64(maxDecodedBytes))), depth+1)
 	if err != nil {
-		return leaf{}, nil, fmt.Errorf("binary bytes: %w", err)
+		return Leaf{}, nil, fmt.Errorf("binary bytes: %w", err)
 	}
-	out := leaf{n: n, offs: make([]uint64, n+1), data: bl.data}
+	out := Leaf{N: n, Offs: make([]uint64, n+1), Data: bl.Data}
 	for i, e := range ends {
-		if e < out.offs[i] || e > uint64(len(bl.data)) {
-			return leaf{}, nil, fmt.Errorf("%w: binary offset %d out of order", errCorrupt, e)
+		if e < out.Offs[i] || e > uint64(len(bl.Data)) {
+			return Leaf{}, nil, fmt.Errorf("%w: binary offset %d out of order", errCorrupt, e)
 		}
-		out.offs[i+1] = e
+		out.Offs[i+1] = e
 	}
 	return out, valid, nil
 }
@@ -344,11 +344,11 @@ func decodeBinary20(val []byte, bufs pageBuffers, n, depth int) (leaf, []bool, e
 // unadjustOffsets reads n offsets of ol, whose null entries are marked by
 // adding adj (0: none), and returns them with their validity (nil when every
 // entry is valid).
-func unadjustOffsets(ol leaf, n int, adj uint64) ([]uint64, []bool) {
+func unadjustOffsets(ol Leaf, n int, adj uint64) ([]uint64, []bool) {
 	vals := make([]uint64, n)
 	var valid []bool
 	for i := range vals {
-		v := bitpack.ReadWord(ol.data, i, ol.bits)
+		v := bitpack.ReadWord(ol.Data, i, ol.Bits)
 		if adj > 0 && v >= adj {
 			if valid == nil {
 				valid = make([]bool, n)
@@ -367,7 +367,7 @@ func unadjustOffsets(ol leaf, n int, adj uint64) ([]uint64, []bool) {
 
 // decodeDictionary20 decodes a Dictionary encoding of n values: indices
 // into dictionary items, materialised into the items' values.
-func decodeDictionary20(val []byte, bufs pageBuffers, n, depth int, arrowDict bool) (leaf, []bool, error) {
+func decodeDictionary20(val []byte, bufs PageBuffers, n, depth int, arrowDict bool) (Leaf, []bool, error) {
 	var idx, items []byte
 	var nd uint64
 	if err := wire.Walk(val, func(f wire.Field) error {
@@ -381,23 +381,23 @@ func decodeDictionary20(val []byte, bufs pageBuffers, n, depth int, arrowDict bo
 		}
 		return nil
 	}); err != nil {
-		return leaf{}, nil, err
+		return Leaf{}, nil, err
 	}
 	if nd > uint64(n)+1<<16 {
-		return leaf{}, nil, fmt.Errorf("%w: dictionary of %d items", errCorrupt, nd)
+		return Leaf{}, nil, fmt.Errorf("%w: dictionary of %d items", errCorrupt, nd)
 	}
 	il, _, err := decode20(idx, bufs, n, depth+1)
 	if err != nil {
-		return leaf{}, nil, fmt.Errorf("dictionary indices: %w", err)
+		return Leaf{}, nil, fmt.Errorf("dictionary indices: %w", err)
 	}
 	dl, dv, err := decode20(items, bufs, int(nd), depth+1)
 	if err != nil {
-		return leaf{}, nil, fmt.Errorf("dictionary items: %w", err)
+		return Leaf{}, nil, fmt.Errorf("dictionary items: %w", err)
 	}
-	if il.bits < 8 || il.offs != nil {
-		return leaf{}, nil, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, il.bits)
+	if il.Bits < 8 || il.Offs != nil {
+		return Leaf{}, nil, fmt.Errorf("%w: dictionary indices of %d bits", errCorrupt, il.Bits)
 	}
-	var keys leaf
+	var keys Leaf
 	var valid []bool
 	if arrowDict {
 		keys, valid, err = arrowDictKeys(il, n, nd, dv)
@@ -405,11 +405,11 @@ func decodeDictionary20(val []byte, bufs pageBuffers, n, depth int, arrowDict bo
 		keys, valid = lanceDictKeys(il, n)
 	}
 	if err != nil {
-		return leaf{}, nil, err
+		return Leaf{}, nil, err
 	}
-	out, err := applyDictionary(keys, dl)
+	out, err := ApplyDictionary(keys, dl)
 	if err != nil {
-		return leaf{}, nil, err
+		return Leaf{}, nil, err
 	}
 	return out, valid, nil
 }
@@ -417,18 +417,18 @@ func decodeDictionary20(val []byte, bufs pageBuffers, n, depth int, arrowDict bo
 // arrowDictKeys reads n 0-based dictionary indices (Arrow's): a row is
 // null when its item is (dv, nil when every item is valid). The validity
 // is nil when every row is valid.
-func arrowDictKeys(il leaf, n int, nd uint64, dv []bool) (leaf, []bool, error) {
+func arrowDictKeys(il Leaf, n int, nd uint64, dv []bool) (Leaf, []bool, error) {
 	valid := make([]bool, n)
 	anyNull := false
-	keys := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
+	keys := Leaf{N: n, Bits: 64, Data: make([]byte, 8*n)}
 	for i := 0; i < n; i++ {
-		k := bitpack.ReadWord(il.data, i, il.bits)
+		k := bitpack.ReadWord(il.Data, i, il.Bits)
 		if k >= nd {
-			return leaf{}, nil, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, k, nd)
+			return Leaf{}, nil, fmt.Errorf("%w: dictionary index %d of %d", errCorrupt, k, nd)
 		}
 		valid[i] = dv == nil || dv[k]
 		anyNull = anyNull || !valid[i]
-		binary.LittleEndian.PutUint64(keys.data[8*i:], k)
+		binary.LittleEndian.PutUint64(keys.Data[8*i:], k)
 	}
 	if !anyNull {
 		valid = nil
@@ -438,18 +438,18 @@ func arrowDictKeys(il leaf, n int, nd uint64, dv []bool) (leaf, []bool, error) {
 
 // lanceDictKeys reads n 1-based dictionary indices (Lance's): index 0 is
 // null, k > 0 is item k-1. The validity is nil when every row is valid.
-func lanceDictKeys(il leaf, n int) (leaf, []bool) {
-	keys := leaf{n: n, bits: 64, data: make([]byte, 8*n)}
+func lanceDictKeys(il Leaf, n int) (Leaf, []bool) {
+	keys := Leaf{N: n, Bits: 64, Data: make([]byte, 8*n)}
 	valid := make([]bool, n)
 	anyNull := false
 	for i := 0; i < n; i++ {
-		k := bitpack.ReadWord(il.data, i, il.bits)
+		k := bitpack.ReadWord(il.Data, i, il.Bits)
 		if k == 0 {
 			anyNull = true
 			continue
 		}
 		valid[i] = true
-		binary.LittleEndian.PutUint64(keys.data[8*i:], k-1)
+		binary.LittleEndian.PutUint64(keys.Data[8*i:], k-1)
 	}
 	if !anyNull {
 		valid = nil
@@ -459,7 +459,7 @@ func lanceDictKeys(il leaf, n int) (leaf, []bool) {
 
 // decodePackedStruct20 decodes a PackedStruct encoding of n rows:
 // row-major fixed-width children, one value of their total width per row.
-func decodePackedStruct20(val []byte, bufs pageBuffers, n, depth int) (leaf, error) {
+func decodePackedStruct20(val []byte, bufs PageBuffers, n, depth int) (Leaf, error) {
 	total := 0
 	var buf []byte
 	found := false
@@ -479,11 +479,11 @@ func decodePackedStruct20(val []byte, bufs pageBuffers, n, depth int) (leaf, err
 		}
 		return nil
 	}); err != nil {
-		return leaf{}, err
+		return Leaf{}, err
 	}
 	if !found {
 		if len(bufs) != 1 {
-			return leaf{}, fmt.Errorf("%w: packed struct without a buffer", errCorrupt)
+			return Leaf{}, fmt.Errorf("%w: packed struct without a buffer", errCorrupt)
 		}
 		buf = bufs[0]
 	}
@@ -496,12 +496,12 @@ func flatBits20(enc []byte, depth int) (int, error) {
 	if depth > 16 {
 		return 0, fmt.Errorf("%w: array encoding nested too deep", errCorrupt)
 	}
-	kind, val, err := oneof(enc)
+	kind, val, err := Oneof(enc)
 	if err != nil {
 		return 0, err
 	}
 	switch kind {
-	case aeFlat:
+	case Enc20Flat:
 		var bits uint64
 		wire.Walk(val, func(f wire.Field) error {
 			if f.Num == flatBitsPerValue {
@@ -513,8 +513,8 @@ func flatBits20(enc []byte, depth int) (int, error) {
 			return 0, fmt.Errorf("packed struct child of %d bits is not supported", bits)
 		}
 		return int(bits), nil
-	case aeNullable:
-		nk, nv, err := oneof(val)
+	case Enc20Nullable:
+		nk, nv, err := Oneof(val)
 		if err != nil {
 			return 0, err
 		}
@@ -524,7 +524,7 @@ func flatBits20(enc []byte, depth int) (int, error) {
 		values, _ := bytesField(nv, noNullValues)
 		return flatBits20(values, depth+1)
 	}
-	return 0, fmt.Errorf("packed struct child encoding %s is not supported", aeName(kind))
+	return 0, fmt.Errorf("packed struct child encoding %s is not supported", Enc20Name(kind))
 }
 
 // boolsToBitmap packs a bool slice into an LSB-first bitmap.
@@ -541,13 +541,13 @@ func boolsToBitmap(v []bool) []byte {
 // listPage20 is a decoded 2.0 List page: per list its validity and item
 // range, relative to the first item of the page.
 type listPage20 struct {
-	valid    []bool // nil when every list is valid
-	offs     []int64
-	numItems uint64
+	Valid    []bool // nil when every list is valid
+	Offs     []int64
+	NumItems uint64
 }
 
-// decodeList20 decodes a 2.0 List encoding of n lists.
-func decodeList20(val []byte, bufs pageBuffers, n int) (*listPage20, error) {
+// List20 decodes a 2.0 List encoding of n lists.
+func List20(val []byte, bufs PageBuffers, n int) (*listPage20, error) {
 	var offsEnc []byte
 	var adj, numItems uint64
 	if err := wire.Walk(val, func(f wire.Field) error {
@@ -567,16 +567,16 @@ func decodeList20(val []byte, bufs pageBuffers, n int) (*listPage20, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list offsets: %w", err)
 	}
-	if ol.bits != 64 && ol.bits != 32 {
-		return nil, fmt.Errorf("%w: list offsets of %d bits", errCorrupt, ol.bits)
+	if ol.Bits != 64 && ol.Bits != 32 {
+		return nil, fmt.Errorf("%w: list offsets of %d bits", errCorrupt, ol.Bits)
 	}
 	ends, valid := unadjustOffsets(ol, n, adj)
-	lp := &listPage20{valid: valid, offs: make([]int64, n+1), numItems: numItems}
+	lp := &listPage20{Valid: valid, Offs: make([]int64, n+1), NumItems: numItems}
 	for i, v := range ends {
-		if v > numItems || int64(v) < lp.offs[i] {
+		if v > numItems || int64(v) < lp.Offs[i] {
 			return nil, fmt.Errorf("%w: list offset %d of %d items", errCorrupt, v, numItems)
 		}
-		lp.offs[i+1] = int64(v)
+		lp.Offs[i+1] = int64(v)
 	}
 	return lp, nil
 }

@@ -1,4 +1,4 @@
-package lance
+package decode
 
 import "testing"
 
