@@ -10,9 +10,11 @@
 // IPC and roaring bitmaps); Dataset.Blobs yields, per row of a blob column
 // (blob v1 and v2), a handle that reads the payload on demand and tells
 // where it is stored, so shared blobs can be recognised;
-// for inspectors, Dataset.ColumnEncodings describes how each column of a
-// fragment is stored (file version, pages and their encodings) and
-// Dataset.Head renders the first rows as JSON-ready values.
+// for inspectors, Describe gathers what lance-inspect shows (versions,
+// fragments, schema, how every stored column is encoded, the first rows),
+// built on Dataset.ColumnEncodings (how each column of a fragment is stored:
+// file version, pages and their encodings) and Dataset.Head (the first rows
+// as JSON-ready values).
 //
 // Data files of the legacy format (0.x, storage version "legacy"), 2.0, 2.1
 // and 2.2 are decoded: the 2.0 array encodings, and the 2.1/2.2 structural
@@ -40,6 +42,14 @@
 // Indices on replaced columns are dropped, with a hint how to rebuild them.
 // WriteSharedBlobDataset, for tests only, writes blob v2 descriptors with
 // the ref_id field that released Lance cannot write yet.
+//
+// The decoding below the dataset API lives in internal packages, one job
+// each: internal/wire walks protobuf messages, internal/decode turns page
+// buffers into leaves (2.0 array encodings, 2.1+ layouts and compressions),
+// internal/fsst and internal/bitpack hold the FSST and FastLanes codecs, and
+// internal/assemble builds Arrow arrays from leaves and repetition and
+// definition levels. This package reads the files, walks the schema and
+// holds the cursors, the blob handles and the rewriter.
 //
 // It is not a general Lance writer (it does not append, update or compact,
 // nor encode arbitrary Arrow data), a query engine or an index reader: it

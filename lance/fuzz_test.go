@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/bpconvert/bpconvert/lance/internal/assemble"
 	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
 
@@ -183,15 +184,15 @@ func FuzzPage21(f *testing.F) {
 		}
 		describeLayout(pl)
 		for _, dt := range fuzzTypes {
-			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return zeroLeaf(dt, n) })
+			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return assemble.ZeroLeaf(dt, n) })
 			if err != nil {
 				return
 			}
-			a, err := unravel(sp, []arrow.Field{{Name: "x", Type: dt, Nullable: true}})
+			a, err := assemble.Unravel(sp, []arrow.Field{{Name: "x", Type: dt, Nullable: true}})
 			if err == nil {
 				a.Release()
 			}
-			a, err = unravel(sp, []arrow.Field{{Name: "l", Type: arrow.ListOf(dt), Nullable: true}, {Name: "item", Type: dt, Nullable: true}})
+			a, err = assemble.Unravel(sp, []arrow.Field{{Name: "l", Type: arrow.ListOf(dt), Nullable: true}, {Name: "item", Type: dt, Nullable: true}})
 			if err == nil {
 				a.Release()
 			}
@@ -216,7 +217,7 @@ func FuzzPage20(f *testing.F) {
 				continue
 			}
 			for _, dt := range fuzzTypes {
-				if a, err := leafArray(dt, l, valid); err == nil {
+				if a, err := assemble.LeafArray(dt, l, valid); err == nil {
 					a.Release()
 				}
 			}

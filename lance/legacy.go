@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/bpconvert/bpconvert/lance/internal/assemble"
 	"github.com/bpconvert/bpconvert/lance/internal/decode"
 	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
@@ -266,7 +267,7 @@ func dictKeyBits(lt string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return fixedWidthBits(kt), nil
+	return assemble.FixedWidthBits(kt), nil
 }
 
 // cursorLegacy builds the cursor of field f in a legacy file.
@@ -362,7 +363,7 @@ func (lm *legacyMeta) leafPage(r io.ReaderAt, f *Field, lf *legacyField, dt arro
 		if err != nil {
 			return nil, err
 		}
-		return leafArray(dt, l, valid)
+		return assemble.LeafArray(dt, l, valid)
 	case legacyDictionary:
 		if lf.dict == nil {
 			if lf.dictLen > decode.MaxPageItems {
@@ -386,13 +387,13 @@ func (lm *legacyMeta) leafPage(r io.ReaderAt, f *Field, lf *legacyField, dt arro
 		if err != nil {
 			return nil, err
 		}
-		return leafArray(dt, l, nil)
+		return assemble.LeafArray(dt, l, nil)
 	case legacyPlain:
-		bitsPer := fixedWidthBits(dt)
+		bitsPer := assemble.FixedWidthBits(dt)
 		dim := 0
 		if fsl, ok := dt.(*arrow.FixedSizeListType); ok {
 			dim = int(fsl.Len())
-			bitsPer = fixedWidthBits(fsl.Elem()) * dim
+			bitsPer = assemble.FixedWidthBits(fsl.Elem()) * dim
 		}
 		if bitsPer == 0 {
 			return nil, fmt.Errorf("plain pages of %s are not supported", dt)
@@ -401,7 +402,7 @@ func (lm *legacyMeta) leafPage(r io.ReaderAt, f *Field, lf *legacyField, dt arro
 		if err != nil {
 			return nil, err
 		}
-		return leafArray(dt, decode.Leaf{N: int(n), Bits: bitsPer, Data: b, Dim: dim}, nil)
+		return assemble.LeafArray(dt, decode.Leaf{N: int(n), Bits: bitsPer, Data: b, Dim: dim}, nil)
 	}
 	return nil, fmt.Errorf("legacy %s pages are not supported", legacyEncodingName(lf.encoding))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/bpconvert/bpconvert/lance/internal/assemble"
 	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
 
@@ -597,7 +598,7 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}
-	rpath := restrictPath(path)
+	rpath := assemble.RestrictPath(path)
 	if file == nil {
 		*out = append(*out, &nullCursor{dt: rpath[0].Type, alloc: fr.ds.alloc})
 		return nil
@@ -622,11 +623,11 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 		if err != nil {
 			return nil, err
 		}
-		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return zeroLeaf(leafType, n) })
+		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return assemble.ZeroLeaf(leafType, n) })
 		if err != nil {
 			return nil, err
 		}
-		return unravel(sp, path)
+		return assemble.Unravel(sp, path)
 	}
 	*out = append(*out, pc)
 	return nil
@@ -662,7 +663,7 @@ func (c *mergeCursor) next(n int) (arrow.Array, error) {
 			return nil, fmt.Errorf("%w: leaf column yields %d of %d rows", errCorrupt, a.Len(), n)
 		}
 	}
-	return mergeParts(c.alloc, c.dt, parts)
+	return assemble.MergeParts(c.alloc, c.dt, parts)
 }
 
 // pageEncodingName names the top encoding of a page for error messages.
@@ -747,7 +748,7 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 			// all null
 			return array.MakeArrayOfNull(fr.ds.alloc, af.Type, n), nil
 		}
-		return leafArray(af.Type, l, valid)
+		return assemble.LeafArray(af.Type, l, valid)
 	}
 	return pc, nil
 }
@@ -793,7 +794,7 @@ func listItemsCursor(f *Field, af arrow.Field, loc string, build cursorBuilder) 
 // array of len(offs)-1 lists over child: offs are relative to the child's
 // first item, valid is nil when every list is valid.
 func listArray(dt arrow.DataType, offs []int64, valid []bool, child arrow.Array) arrow.Array {
-	vb, nulls := bitmapOf(valid)
+	vb, nulls := assemble.BitmapOf(valid)
 	var ob []byte
 	if _, ok := dt.(*arrow.ListType); ok {
 		o32 := make([]int32, len(offs))

@@ -257,3 +257,9 @@ func arrowType(f *Field, depth int) (arrow.DataType, error) {
 	}
 	return scalarType(f.LogicalType)
 }
+
+// isPacked reports whether a struct field is stored packed (one column of
+// row-major fixed-width children).
+func isPacked(f *Field) bool {
+	return f.LogicalType == "struct" && (string(f.Metadata["lance-encoding:packed"]) == "true" || string(f.Metadata["packed"]) == "true")
+}

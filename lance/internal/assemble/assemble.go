@@ -1,4 +1,10 @@
-package lance
+// Package assemble turns decoded Lance leaves into Arrow arrays: a leaf and
+// its validity into an array of its Arrow type, and a 2.1+ structural page
+// (values with repetition and definition levels) into the nested arrays of a
+// field path. It does not read files or decode encodings (see decode), and
+// builds arrays only for the Arrow types the lance package maps Lance
+// fields to.
+package assemble
 
 import (
 	"fmt"
@@ -9,11 +15,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/bpconvert/bpconvert/lance/internal/decode"
+	"github.com/bpconvert/bpconvert/lance/internal/wire"
 )
 
-// bitmapOf packs a validity slice; it returns nil and 0 when every entry is
+// BitmapOf packs a validity slice; it returns nil and 0 when every entry is
 // valid.
-func bitmapOf(valid []bool) (*memory.Buffer, int) {
+func BitmapOf(valid []bool) (*memory.Buffer, int) {
 	nulls := 0
 	for _, v := range valid {
 		if !v {
@@ -32,43 +39,43 @@ func bitmapOf(valid []bool) (*memory.Buffer, int) {
 	return memory.NewBufferBytes(b), nulls
 }
 
-// fixedWidthBits returns the bit width of a fixed-width Arrow type, or 0.
-func fixedWidthBits(dt arrow.DataType) int {
+// FixedWidthBits returns the bit width of a fixed-width Arrow type, or 0.
+func FixedWidthBits(dt arrow.DataType) int {
 	if fw, ok := dt.(arrow.FixedWidthDataType); ok {
 		return fw.BitWidth()
 	}
 	return 0
 }
 
-// zeroLeaf returns a leaf of n zero (or empty) values of type dt.
-func zeroLeaf(dt arrow.DataType, n int) decode.Leaf {
+// ZeroLeaf returns a leaf of n zero (or empty) values of type dt.
+func ZeroLeaf(dt arrow.DataType, n int) decode.Leaf {
 	switch t := dt.(type) {
 	case *arrow.FixedSizeListType:
-		b := fixedWidthBits(t.Elem())
+		b := FixedWidthBits(t.Elem())
 		return decode.Leaf{N: n, Bits: b * int(t.Len()), Data: make([]byte, n*b*int(t.Len())/8), Dim: int(t.Len())}
 	case arrow.BinaryDataType:
 		return decode.Leaf{N: n, Offs: make([]uint64, n+1)}
 	case *arrow.StructType:
 		b := 0
 		for _, f := range t.Fields() {
-			b += fixedWidthBits(f.Type)
+			b += FixedWidthBits(f.Type)
 		}
 		return decode.Leaf{N: n, Bits: b, Data: make([]byte, n*b/8)}
 	}
-	b := fixedWidthBits(dt)
+	b := FixedWidthBits(dt)
 	if b == 0 {
 		b = 8
 	}
 	return decode.Leaf{N: n, Bits: b, Data: make([]byte, (n*b+7)/8)}
 }
 
-// leafArray builds an Arrow array of type dt from decoded values and a
+// LeafArray builds an Arrow array of type dt from decoded values and a
 // validity slice (nil = all valid).
-func leafArray(dt arrow.DataType, l decode.Leaf, valid []bool) (arrow.Array, error) {
+func LeafArray(dt arrow.DataType, l decode.Leaf, valid []bool) (arrow.Array, error) {
 	if valid != nil && len(valid) != l.N {
 		return nil, fmt.Errorf("%w: %d validity entries for %d values", errCorrupt, len(valid), l.N)
 	}
-	vb, nulls := bitmapOf(valid)
+	vb, nulls := BitmapOf(valid)
 	switch t := dt.(type) {
 	case *arrow.BooleanType:
 		if l.Bits != 1 {
@@ -102,7 +109,7 @@ func leafArray(dt arrow.DataType, l decode.Leaf, valid []bool) (arrow.Array, err
 		return array.MakeFromData(array.NewData(dt, l.N, []*memory.Buffer{vb, memory.NewBufferBytes(ob), memory.NewBufferBytes(l.Data[base:end])}, nil, nulls, 0)), nil
 	case *arrow.FixedSizeListType:
 		dim := int(t.Len())
-		eb := fixedWidthBits(t.Elem())
+		eb := FixedWidthBits(t.Elem())
 		if eb == 0 || l.Offs != nil || l.Bits != eb*dim {
 			return nil, fmt.Errorf("%w: %s from %d-bit values", errCorrupt, dt, l.Bits)
 		}
@@ -123,7 +130,7 @@ func leafArray(dt arrow.DataType, l decode.Leaf, valid []bool) (arrow.Array, err
 		widths := make([]int, t.NumFields())
 		total := 0
 		for i, f := range t.Fields() {
-			widths[i] = fixedWidthBits(f.Type)
+			widths[i] = FixedWidthBits(f.Type)
 			if widths[i] == 0 || widths[i]%8 != 0 {
 				return nil, fmt.Errorf("packed struct child %q of type %s is not supported", f.Name, f.Type)
 			}
@@ -150,7 +157,7 @@ func leafArray(dt arrow.DataType, l decode.Leaf, valid []bool) (arrow.Array, err
 	case *arrow.NullType:
 		return array.NewNull(l.N), nil
 	}
-	bw := fixedWidthBits(dt)
+	bw := FixedWidthBits(dt)
 	if bw == 0 {
 		return nil, fmt.Errorf("arrow type %s is not supported", dt)
 	}
@@ -160,10 +167,10 @@ func leafArray(dt arrow.DataType, l decode.Leaf, valid []bool) (arrow.Array, err
 	return array.MakeFromData(array.NewData(dt, l.N, []*memory.Buffer{vb, memory.NewBufferBytes(l.Data[:l.N*bw/8])}, nil, nulls, 0)), nil
 }
 
-// restrictPath returns, for a path of fields from the top level to a leaf,
+// RestrictPath returns, for a path of fields from the top level to a leaf,
 // the Arrow types restricted to that path: each struct keeps only the child
 // on the path.
-func restrictPath(path []arrow.Field) []arrow.Field {
+func RestrictPath(path []arrow.Field) []arrow.Field {
 	out := make([]arrow.Field, len(path))
 	copy(out, path)
 	for i := len(out) - 2; i >= 0; i-- {
@@ -179,10 +186,10 @@ func restrictPath(path []arrow.Field) []arrow.Field {
 	return out
 }
 
-// unravel turns a decoded 2.1+ page into the Arrow array of the top-level
+// Unravel turns a decoded 2.1+ page into the Arrow array of the top-level
 // field restricted to the path (top level first, leaf last).
-func unravel(sp *decode.StructPage, path []arrow.Field) (arrow.Array, error) {
-	path = restrictPath(path)
+func Unravel(sp *decode.StructPage, path []arrow.Field) (arrow.Array, error) {
+	path = RestrictPath(path)
 	K := len(sp.Layers)
 	if K != len(path) {
 		return nil, fmt.Errorf("page has %d rep/def layers for a field path of depth %d", K, len(path))
@@ -283,14 +290,14 @@ func unravel(sp *decode.StructPage, path []arrow.Field) (arrow.Array, error) {
 			valid[i] = def(e) <= hi[j+1] || (emptyLvl[j] != 0 && def(e) == emptyLvl[j])
 		}
 		if j == K-1 {
-			return leafArray(path[j].Type, sp.Vals, valid)
+			return LeafArray(path[j].Type, sp.Vals, valid)
 		}
 		child, err := build(j + 1)
 		if err != nil {
 			return nil, err
 		}
 		defer child.Release()
-		vb, nulls := bitmapOf(valid)
+		vb, nulls := BitmapOf(valid)
 		switch dt := path[j].Type.(type) {
 		case *arrow.StructType:
 			return array.MakeFromData(array.NewData(dt, len(es), []*memory.Buffer{vb}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
@@ -331,11 +338,11 @@ func unravel(sp *decode.StructPage, path []arrow.Field) (arrow.Array, error) {
 	return build(0)
 }
 
-// mergeParts combines arrays of the same field, each holding the subset of
+// MergeParts combines arrays of the same field, each holding the subset of
 // its leaves on one path (as unravel produces them), into one array of type
 // dt. Struct validity and list offsets come from the first part; every part
 // describes them identically.
-func mergeParts(alloc memory.Allocator, dt arrow.DataType, parts []arrow.Array) (arrow.Array, error) {
+func MergeParts(alloc memory.Allocator, dt arrow.DataType, parts []arrow.Array) (arrow.Array, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("field of type %s without columns", dt)
 	}
@@ -349,7 +356,7 @@ func mergeParts(alloc memory.Allocator, dt arrow.DataType, parts []arrow.Array) 
 	for i := range valid {
 		valid[i] = parts[0].IsValid(i)
 	}
-	vb, nulls := bitmapOf(valid)
+	vb, nulls := BitmapOf(valid)
 	switch t := dt.(type) {
 	case *arrow.StructType:
 		var children []arrow.ArrayData
@@ -370,7 +377,7 @@ func mergeParts(alloc memory.Allocator, dt arrow.DataType, parts []arrow.Array) 
 				m = array.MakeArrayOfNull(alloc, cf.Type, n)
 			} else {
 				var err error
-				if m, err = mergeParts(alloc, cf.Type, sub); err != nil {
+				if m, err = MergeParts(alloc, cf.Type, sub); err != nil {
 					return nil, fmt.Errorf("field %q: %w", cf.Name, err)
 				}
 			}
@@ -402,7 +409,7 @@ func mergeParts(alloc memory.Allocator, dt arrow.DataType, parts []arrow.Array) 
 			defer s.Release()
 			sub = append(sub, s)
 		}
-		child, err := mergeParts(alloc, t.(arrow.ListLikeType).Elem(), sub)
+		child, err := MergeParts(alloc, t.(arrow.ListLikeType).Elem(), sub)
 		if err != nil {
 			return nil, err
 		}
@@ -426,8 +433,5 @@ func mergeParts(alloc memory.Allocator, dt arrow.DataType, parts []arrow.Array) 
 	return parts[0], nil
 }
 
-// isPacked reports whether a struct field is stored packed (one column of
-// row-major fixed-width children).
-func isPacked(f *Field) bool {
-	return f.LogicalType == "struct" && (string(f.Metadata["lance-encoding:packed"]) == "true" || string(f.Metadata["packed"]) == "true")
-}
+// errCorrupt is wrapped by every error caused by malformed input.
+var errCorrupt = wire.ErrCorrupt
