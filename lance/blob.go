@@ -328,13 +328,21 @@ func decodeBlobPage(p *pageInfo, bufs decode.PageBuffers, file *dataFile, df *Da
 	return out, nil
 }
 
+// Field numbers of the layouts read here: BlobLayout's inner layout, and
+// FullZipLayout's value compression (blob v2 descriptors are full-zip
+// pages).
+const (
+	blobLayoutInner         = 1
+	fullZipValueCompression = 7
+)
+
 // decodeBlobV1Layout decodes a BlobLayout page into per-row positions and
 // sizes (size 0 and position != 0 marks a null row).
 func decodeBlobV1Layout(raw []byte, bufs decode.PageBuffers, rows int) ([]uint64, []uint64, error) {
 	var inner decode.PageLayout
 	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
-		if f.Num == 1 {
+		if f.Num == blobLayoutInner {
 			inner, err = decode.ParsePageLayout(f.B)
 		}
 		return err
@@ -377,7 +385,7 @@ func parseBlobV2Descriptors(sp *decode.StructPage, raw []byte) ([]*blobV2Desc, e
 	var vc *decode.Compression
 	if err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
-		if f.Num == 7 {
+		if f.Num == fullZipValueCompression {
 			vc, err = decode.ParseCompression(f.B, 0)
 		}
 		return err

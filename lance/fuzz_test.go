@@ -182,7 +182,7 @@ func FuzzPage21(f *testing.F) {
 		if err != nil {
 			return
 		}
-		describeLayout(pl)
+		decode.DescribeLayout(pl)
 		for _, dt := range fuzzTypes {
 			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return assemble.ZeroLeaf(dt, n) })
 			if err != nil {
@@ -210,7 +210,7 @@ func FuzzPage20(f *testing.F) {
 	fuzzPageSeeds(f, "ArrayEncoding")
 	f.Fuzz(func(t *testing.T, enc, b0, b1, b2 []byte, rows uint16, nbuf uint8) {
 		bufs := decode.PageBuffers{b0, b1, b2}[:min(int(nbuf), 3)]
-		describe20(enc, 0)
+		decode.Describe20(enc)
 		for _, arrowDict := range []bool{false, true} {
 			l, valid, err := decode.Array20(enc, bufs, int(rows), 0, arrowDict)
 			if err != nil {

@@ -3,11 +3,8 @@ package lance
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/bpconvert/bpconvert/lance/internal/decode"
-	"github.com/bpconvert/bpconvert/lance/internal/wire"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // ColumnEncoding describes how one column of a data file stores a field:
@@ -160,6 +157,12 @@ func (d *Dataset) fileEncodings(fr *Fragment, df *DataFile, wanted []int, paths 
 	return out, nil
 }
 
+// ColumnEncoding (the column-level encoding message) oneof field numbers.
+const (
+	columnEncodingValues = 1
+	columnEncodingBlob   = 3
+)
+
 // describeColumn names a column-level encoding: for a ColumnEncoding
 // message, the variant it holds ("values" for plain columns, "blob" for
 // blob v1 columns of 2.0 files).
@@ -171,9 +174,9 @@ func describeColumn(e encodingAny) string {
 	switch {
 	case err != nil:
 		return "ColumnEncoding(invalid)"
-	case k == 1:
+	case k == columnEncodingValues:
 		return "values"
-	case k == 3:
+	case k == columnEncodingBlob:
 		return "blob"
 	}
 	return fmt.Sprintf("ColumnEncoding(%d)", k)
@@ -201,140 +204,9 @@ func describePage(p *pageInfo) string {
 		if err != nil {
 			return "PageLayout(invalid)"
 		}
-		return describeLayout(pl)
+		return decode.DescribeLayout(pl)
 	case "ArrayEncoding":
-		return describe20(p.encoding.value, 0)
+		return decode.Describe20(p.encoding.value)
 	}
 	return p.encoding.name()
-}
-
-// describeLayout names a 2.1+ page layout and the compressions it uses.
-func describeLayout(pl decode.PageLayout) string {
-	name := decode.LayoutNames[pl.Kind]
-	if name == "" {
-		name = fmt.Sprintf("PageLayout(%d)", pl.Kind)
-	}
-	// The CompressiveEncoding fields of each layout message.
-	var parts map[protowire.Number]string
-	switch pl.Kind {
-	case decode.LayoutMiniBlock:
-		parts = map[protowire.Number]string{1: "rep", 2: "def", 3: "values", 4: "dictionary"}
-	case decode.LayoutFullZip:
-		parts = map[protowire.Number]string{7: "values"}
-	default:
-		return name
-	}
-	var items []string
-	err := wire.Walk(pl.Raw, func(f wire.Field) error {
-		label, ok := parts[f.Num]
-		if !ok {
-			return nil
-		}
-		c, err := decode.ParseCompression(f.B, 0)
-		if err != nil {
-			items = append(items, label+"=invalid")
-			return nil
-		}
-		items = append(items, label+"="+c.String())
-		return nil
-	})
-	if err != nil {
-		return name + "(invalid)"
-	}
-	if len(items) == 0 {
-		return name
-	}
-	return name + "(" + strings.Join(items, ", ") + ")"
-}
-
-// describe20 names a 2.0 ArrayEncoding tree.
-func describe20(enc []byte, depth int) string {
-	if depth > 16 {
-		return "..."
-	}
-	kind, val, err := decode.Oneof(enc)
-	if err != nil {
-		return "invalid"
-	}
-	name := decode.Enc20Name(kind)
-	// sub collects the nested ArrayEncoding fields nums of val.
-	sub := func(nums ...protowire.Number) []string {
-		var out []string
-		wire.Walk(val, func(f wire.Field) error {
-			for _, n := range nums {
-				if f.Num == n {
-					out = append(out, describe20(f.B, depth+1))
-				}
-			}
-			return nil
-		})
-		return out
-	}
-	wrap := func(n string, inner []string) string {
-		if len(inner) == 0 {
-			return n
-		}
-		return n + "<" + strings.Join(inner, ", ") + ">"
-	}
-	switch kind {
-	case decode.Enc20Flat:
-		var bits uint64
-		scheme := ""
-		wire.Walk(val, func(f wire.Field) error {
-			switch f.Num {
-			case 1:
-				bits = f.U
-			case 3:
-				wire.Walk(f.B, func(g wire.Field) error {
-					if g.Num == 1 {
-						scheme = string(g.B)
-					}
-					return nil
-				})
-			}
-			return nil
-		})
-		if scheme != "" && scheme != "none" {
-			return fmt.Sprintf("Flat(%d, %s)", bits, scheme)
-		}
-		return fmt.Sprintf("Flat(%d)", bits)
-	case decode.Enc20Nullable:
-		nk, nv, err := decode.Oneof(val)
-		if err != nil {
-			return "Nullable(invalid)"
-		}
-		var inner []string
-		wire.Walk(nv, func(f wire.Field) error {
-			// no nulls: values = 1; some nulls: validity = 1, values = 2
-			if (nk == 1 && f.Num == 1) || (nk == 2 && f.Num == 2) {
-				inner = append(inner, describe20(f.B, depth+1))
-			}
-			return nil
-		})
-		switch nk {
-		case 1:
-			return wrap("Nullable(none)", inner)
-		case 2:
-			return wrap("Nullable(some)", inner)
-		case 3:
-			return "Nullable(all)"
-		}
-		return fmt.Sprintf("Nullable(%d)", nk)
-	case decode.Enc20FixedSizeList:
-		var dim uint64
-		wire.Walk(val, func(f wire.Field) error {
-			if f.Num == 1 {
-				dim = f.U
-			}
-			return nil
-		})
-		return wrap(fmt.Sprintf("FixedSizeList(%d)", dim), sub(2))
-	case decode.Enc20Binary:
-		return wrap(name, sub(1, 2))
-	case decode.Enc20Dictionary:
-		return wrap(name, sub(1, 2))
-	case decode.Enc20List:
-		return wrap(name, sub(1))
-	}
-	return name
 }

@@ -118,6 +118,17 @@ const (
 	manifestDataFormat     = 15
 	manifestConfig         = 16
 	manifestBasePaths      = 18
+	manifestIndexSection   = 6  // position of the IndexSection
+	manifestMaxFragmentID  = 11 // max_fragment_id
+	manifestNextRowID      = 14
+	manifestTableMetadata  = 19
+
+	indexSectionIndices = 1 // IndexSection
+	indexUUID           = 1 // IndexMetadata
+	indexFields         = 2
+	indexName           = 3
+	indexDatasetVersion = 4
+	uuidBytes           = 1 // UUID
 
 	writerVersionLibrary = 1 // Manifest.WriterVersion
 	writerVersionVersion = 2

@@ -155,29 +155,29 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 	var indexPos *uint64
 	err = wire.Walk(msg, func(f wire.Field) error {
 		switch f.Num {
-		case 1:
+		case manifestFields:
 			fl, err := parseField(f.B)
 			if err != nil {
 				return err
 			}
 			rm.fields[fl.ID] = f.B
-		case 2:
+		case manifestFragments:
 			fr, err := parseFragment(f.B)
 			if err != nil {
 				return err
 			}
 			rm.frags[fr.ID] = f.B
-		case 6:
+		case manifestIndexSection:
 			v := f.U
 			indexPos = &v
-		case 11:
+		case manifestMaxFragmentID:
 			v := f.U
 			rm.maxFragmentID = &v
-		case 14:
+		case manifestNextRowID:
 			rm.nextRowID = f.U
-		case 16:
+		case manifestConfig:
 			rm.config = append(rm.config, f.B)
-		case 19:
+		case manifestTableMetadata:
 			rm.tableMeta = append(rm.tableMeta, f.B)
 		}
 		return nil
@@ -191,7 +191,7 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 			return nil, fmt.Errorf("manifest %s: index section: %w", name, err)
 		}
 		err = wire.Walk(sec, func(f wire.Field) error {
-			if f.Num != 1 {
+			if f.Num != indexSectionIndices {
 				return nil
 			}
 			ix := rawIndex{raw: f.B}
@@ -199,17 +199,17 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 			err := wire.Walk(f.B, func(g wire.Field) error {
 				var err error
 				switch g.Num {
-				case 1:
+				case indexUUID:
 					err = wire.Walk(g.B, func(h wire.Field) error {
-						if h.Num == 1 && len(h.B) == 16 {
+						if h.Num == uuidBytes && len(h.B) == 16 {
 							u := hex.EncodeToString(h.B)
 							ix.uuid = u[:8] + "-" + u[8:12] + "-" + u[12:16] + "-" + u[16:20] + "-" + u[20:]
 						}
 						return nil
 					})
-				case 2:
+				case indexFields:
 					ids, err = wire.PackedUints(ids, g)
-				case 3:
+				case indexName:
 					ix.name = string(g.B)
 				}
 				return err
@@ -866,8 +866,8 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 func rewriteIndexMeta(raw []byte) []byte {
 	out := pbuf(nil)
 	_ = wire.Walk(raw, func(f wire.Field) error {
-		if f.Num == 4 {
-			out = out.varint(4, 1)
+		if f.Num == indexDatasetVersion {
+			out = out.varint(indexDatasetVersion, 1)
 		} else {
 			out = out.raw(f)
 		}

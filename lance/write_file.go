@@ -213,22 +213,22 @@ func rewriteColumnMeta(raw []byte, pageOffs [][]uint64, colOffs []uint64) ([]byt
 	pi := 0
 	err := wire.Walk(raw, func(f wire.Field) error {
 		switch f.Num {
-		case 2:
+		case columnPages:
 			if pi >= len(pageOffs) {
 				return fmt.Errorf("%w: more pages than expected", errCorrupt)
 			}
-			p := pbuf(nil).packed(1, pageOffs[pi])
+			p := pbuf(nil).packed(pageBufferOffsets, pageOffs[pi])
 			pi++
 			if err := wire.Walk(f.B, func(g wire.Field) error {
-				if g.Num != 1 {
+				if g.Num != pageBufferOffsets {
 					p = p.raw(g)
 				}
 				return nil
 			}); err != nil {
 				return err
 			}
-			out = out.bytes(2, p)
-		case 3:
+			out = out.bytes(columnPages, p)
+		case columnBufferOffsets:
 		default:
 			out = out.raw(f)
 		}
@@ -240,13 +240,13 @@ func rewriteColumnMeta(raw []byte, pageOffs [][]uint64, colOffs []uint64) ([]byt
 	if pi != len(pageOffs) {
 		return nil, fmt.Errorf("%w: %d pages rewritten of %d", errCorrupt, pi, len(pageOffs))
 	}
-	return out.packed(3, colOffs), nil
+	return out.packed(columnBufferOffsets, colOffs), nil
 }
 
 // pageWriter returns an emit function that writes each page's buffers at
 // once and keeps only its metadata, and a function finishing the column.
 func (w *fileWriter) pageWriter() (emit func(outPage) error, done func()) {
-	meta := pbuf(nil).bytes(1, columnValuesEncoding)
+	meta := pbuf(nil).bytes(columnEncoding, columnValuesEncoding)
 	emit = func(p outPage) error {
 		var offs, sizes []uint64
 		for _, b := range p.buffers {

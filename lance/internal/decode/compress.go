@@ -76,11 +76,44 @@ func (c *Compression) String() string {
 	return n
 }
 
+// Field numbers of the 2.1+ compressive encoding messages, per kind of
+// CompressiveEncoding.
+const (
+	bufferCompressionScheme = 1 // BufferCompression
+
+	cFlatBitsPerValue       = 1 // Flat
+	cFlatCompression        = 2
+	cVariableOffsets        = 1 // Variable
+	cVariableCompression    = 2
+	cConstantValue          = 1 // Constant
+	cOutOfLineBitsPerValue  = 1 // OutOfLineBitpacking
+	cOutOfLineValues        = 3
+	cInlineBitsPerValue     = 1 // InlineBitpacking
+	cInlineCompression      = 2
+	cFsstSymbolTable        = 1 // Fsst
+	cFsstBinary             = 2
+	cRleValues              = 1 // Rle
+	cRleRunLengths          = 2
+	cByteStreamSplitValues  = 1 // ByteStreamSplit
+	cGeneralCompression     = 1 // General
+	cGeneralValues          = 2
+	cGeneralValuesAlt       = 3
+	cFixedSizeListItems     = 1 // FixedSizeList: items per value
+	cFixedSizeListValues    = 2
+	cFixedSizeListValidity  = 3
+	cVariablePackedFields   = 1 // VariablePackedStruct
+	cPackedStructBits       = 1 // PackedStruct: bits of each child
+	cPackedStructValues     = 2
+	fieldEncodingValue      = 1 // VariablePackedStruct.FieldEncoding
+	fieldEncodingBitsValue  = 2
+	fieldEncodingBitsLength = 3
+)
+
 // parseBufferCompression decodes a BufferCompression message.
 func parseBufferCompression(b []byte) (int, error) {
 	scheme := 0
 	err := wire.Walk(b, func(f wire.Field) error {
-		if f.Num == 1 {
+		if f.Num == bufferCompressionScheme {
 			scheme = int(f.U)
 		}
 		return nil
@@ -102,96 +135,7 @@ func ParseCompression(b []byte, depth int) (*Compression, error) {
 			return nil
 		}
 		c = &Compression{Kind: int(f.Num)}
-		return wire.Walk(f.B, func(g wire.Field) error {
-			var err error
-			sub := func() (*Compression, error) { return ParseCompression(g.B, depth+1) }
-			switch c.Kind {
-			case CompressFlat:
-				switch g.Num {
-				case 1:
-					c.Bits = g.U
-				case 2:
-					c.comp, err = parseBufferCompression(g.B)
-				}
-			case CompressVariable:
-				switch g.Num {
-				case 1:
-					c.inner, err = sub()
-				case 2:
-					c.comp, err = parseBufferCompression(g.B)
-				}
-			case ceConstant:
-				if g.Num == 1 {
-					c.value = g.B
-				}
-			case ceOutOfLineBitpacking:
-				switch g.Num {
-				case 1:
-					c.Bits = g.U
-				case 3:
-					c.inner, err = sub()
-				}
-			case ceInlineBitpacking:
-				switch g.Num {
-				case 1:
-					c.Bits = g.U
-				case 2:
-					c.comp, err = parseBufferCompression(g.B)
-				}
-			case ceFsst:
-				switch g.Num {
-				case 1:
-					c.symbols = g.B
-				case 2:
-					c.inner, err = sub()
-				}
-			case ceRle:
-				switch g.Num {
-				case 1:
-					c.inner, err = sub()
-				case 2:
-					c.runs, err = sub()
-				}
-			case ceByteStreamSplit:
-				if g.Num == 1 {
-					c.inner, err = sub()
-				}
-			case ceGeneral:
-				switch g.Num {
-				case 1:
-					c.comp, err = parseBufferCompression(g.B)
-				case 2, 3:
-					c.inner, err = sub()
-				}
-			case ceFixedSizeList:
-				switch g.Num {
-				case 1:
-					c.Bits = g.U
-				case 2:
-					c.inner, err = sub()
-				case 3:
-					c.hasValidity = g.U != 0
-				}
-			case CompressVariablePackedStruct:
-				if g.Num == 1 {
-					var fe *Compression
-					fe, err = parseFieldEncoding(g.B, depth+1)
-					c.Fields = append(c.Fields, fe)
-				}
-			case cePackedStruct:
-				switch g.Num {
-				case 1:
-					var vs []uint64
-					vs, err = wire.PackedUints(nil, g)
-					for _, v := range vs {
-						c.Fields = append(c.Fields, &Compression{Kind: CompressFlat, Bits: v})
-					}
-				case 2:
-					c.inner, err = sub()
-				}
-			}
-			return err
-		})
+		return wire.Walk(f.B, func(g wire.Field) error { return c.setField(g, depth) })
 	})
 	if err != nil {
 		return nil, err
@@ -200,6 +144,107 @@ func ParseCompression(b []byte, depth int) (*Compression, error) {
 		return nil, fmt.Errorf("%w: empty compressive encoding", errCorrupt)
 	}
 	return c, nil
+}
+
+// setField sets field g of the message of c's kind; nested encodings are
+// parsed at depth+1.
+func (c *Compression) setField(g wire.Field, depth int) error {
+	var err error
+	sub := func() (*Compression, error) { return ParseCompression(g.B, depth+1) }
+	switch c.Kind {
+	case CompressFlat:
+		switch g.Num {
+		case cFlatBitsPerValue:
+			c.Bits = g.U
+		case cFlatCompression:
+			c.comp, err = parseBufferCompression(g.B)
+		}
+	case CompressVariable:
+		switch g.Num {
+		case cVariableOffsets:
+			c.inner, err = sub()
+		case cVariableCompression:
+			c.comp, err = parseBufferCompression(g.B)
+		}
+	case ceConstant:
+		if g.Num == cConstantValue {
+			c.value = g.B
+		}
+	case ceOutOfLineBitpacking:
+		switch g.Num {
+		case cOutOfLineBitsPerValue:
+			c.Bits = g.U
+		case cOutOfLineValues:
+			c.inner, err = sub()
+		}
+	case ceInlineBitpacking:
+		switch g.Num {
+		case cInlineBitsPerValue:
+			c.Bits = g.U
+		case cInlineCompression:
+			c.comp, err = parseBufferCompression(g.B)
+		}
+	case ceFsst:
+		switch g.Num {
+		case cFsstSymbolTable:
+			c.symbols = g.B
+		case cFsstBinary:
+			c.inner, err = sub()
+		}
+	case ceRle:
+		switch g.Num {
+		case cRleValues:
+			c.inner, err = sub()
+		case cRleRunLengths:
+			c.runs, err = sub()
+		}
+	case ceByteStreamSplit:
+		if g.Num == cByteStreamSplitValues {
+			c.inner, err = sub()
+		}
+	case ceGeneral:
+		switch g.Num {
+		case cGeneralCompression:
+			c.comp, err = parseBufferCompression(g.B)
+		case cGeneralValues, cGeneralValuesAlt:
+			c.inner, err = sub()
+		}
+	case ceFixedSizeList:
+		switch g.Num {
+		case cFixedSizeListItems:
+			c.Bits = g.U
+		case cFixedSizeListValues:
+			c.inner, err = sub()
+		case cFixedSizeListValidity:
+			c.hasValidity = g.U != 0
+		}
+	case CompressVariablePackedStruct:
+		if g.Num == cVariablePackedFields {
+			var fe *Compression
+			fe, err = parseFieldEncoding(g.B, depth+1)
+			c.Fields = append(c.Fields, fe)
+		}
+	case cePackedStruct:
+		err = c.setPackedStructField(g, sub)
+	}
+	return err
+}
+
+// setPackedStructField sets field g of a PackedStruct: the children's bit
+// widths (as Flat children) or the values.
+func (c *Compression) setPackedStructField(g wire.Field, sub func() (*Compression, error)) error {
+	var err error
+	switch g.Num {
+	case cPackedStructBits:
+		var vs []uint64
+		vs, err = wire.PackedUints(nil, g)
+		for _, v := range vs {
+			c.Fields = append(c.Fields, &Compression{Kind: CompressFlat, Bits: v})
+		}
+	case cPackedStructValues:
+		c.inner, err = sub()
+	}
+	return err
 }
 
 // parseFieldEncoding decodes a VariablePackedStruct FieldEncoding: the
@@ -211,11 +256,11 @@ func parseFieldEncoding(b []byte, depth int) (*Compression, error) {
 	err := wire.Walk(b, func(f wire.Field) error {
 		var err error
 		switch f.Num {
-		case 1:
+		case fieldEncodingValue:
 			fe, err = ParseCompression(f.B, depth+1)
-		case 2:
+		case fieldEncodingBitsValue:
 			fixed = f.U
-		case 3:
+		case fieldEncodingBitsLength:
 			length = f.U
 		}
 		return err
