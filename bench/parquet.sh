@@ -14,7 +14,10 @@
 # it writes and cp does not, so cp is also timed followed by a sync of the
 # copy; on a disk slower than the page cache that is the fair comparison.
 #
-# Knobs: RUNS (3), PARQUET_MB (2000), ROW_GROUP_ROWS (2048), BENCH_DIR (a
+# Row groups of about 100 MB: PARQUET_PAYLOAD=51200 (bytes a payload,
+# default 102400) with the default 2048 rows a row group.
+#
+# Knobs: RUNS (3), PARQUET_MB (2000), PARQUET_PAYLOAD (102400), ROW_GROUP_ROWS (2048), BENCH_DIR (a
 # fresh temp dir), BPCONVERT (bin/bpconvert, built by `make build`).
 # Needs node with fixtures/parquet/node_modules (npm ci --prefix fixtures/parquet).
 set -euo pipefail
@@ -25,7 +28,7 @@ bin=${BPCONVERT:-$root/bin/bpconvert}
 runs=${RUNS:-3}
 mb=${PARQUET_MB:-2000}
 rgrows=${ROW_GROUP_ROWS:-2048}
-payload=102400
+payload=${PARQUET_PAYLOAD:-102400}
 work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
