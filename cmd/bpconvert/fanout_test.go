@@ -90,6 +90,25 @@ func samplesTable(t *testing.T, path string) [][]string {
 	return rows
 }
 
+// fileMeta returns a parquet file's key-value metadata (ARROW:schema
+// aside) as text.
+func fileMeta(t *testing.T, path string) string {
+	t.Helper()
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	var b strings.Builder
+	kv := pf.MetaData().KeyValueMetadata()
+	for i, k := range kv.Keys() {
+		if k != "ARROW:schema" {
+			fmt.Fprintf(&b, "%s=%s\n", k, kv.Values()[i])
+		}
+	}
+	return b.String()
+}
+
 // sameMembers fails unless two pack directories hold the same keys with the
 // same bytes.
 func sameMembers(t *testing.T, got, want string) {
@@ -151,6 +170,9 @@ func TestFanOut(t *testing.T) {
 				t.Fatalf("finalize summary: %v", doc)
 			}
 			sameMembers(t, filepath.Join(dst, "media"), filepath.Join(one, "media"))
+			if a, b := fileMeta(t, filepath.Join(dst, "samples.parquet")), fileMeta(t, filepath.Join(one, "samples.parquet")); a != b || a == "" {
+				t.Fatalf("joined table's metadata:\n%s\nwhole run's:\n%s", a, b)
+			}
 			if a, b := samplesTable(t, filepath.Join(dst, "samples.parquet")), samplesTable(t, filepath.Join(one, "samples.parquet")); !slices.EqualFunc(a, b, slices.Equal) {
 				t.Fatalf("joined table differs from the whole run's:\n%v\n%v", a[:min(3, len(a))], b[:min(3, len(b))])
 			}
@@ -356,6 +378,9 @@ func fanOutParquet(t *testing.T, src string, args []string) {
 					if masked(a) != masked(b) {
 						t.Errorf("%s differs from the whole run's:\n%s\n---\n%s", name, a, b)
 					}
+					if a, b := fileMeta(t, filepath.Join(dst, name)), fileMeta(t, filepath.Join(one, name)); a != b {
+						t.Errorf("%s: metadata\n%s\nwhole run's:\n%s", name, a, b)
+					}
 					refs += refsResolve(t, dst, a)
 				case got[name] != sum:
 					t.Errorf("%s: %q, whole run %q", name, got[name], sum)
@@ -414,6 +439,9 @@ func fanOutLerobot(t *testing.T, src string) {
 					a, b := tableDump(t, filepath.Join(dst, name)), tableDump(t, filepath.Join(one, name))
 					if masked(a) != masked(b) {
 						t.Errorf("%s differs from the whole run's", name)
+					}
+					if a, b := fileMeta(t, filepath.Join(dst, name)), fileMeta(t, filepath.Join(one, name)); a != b {
+						t.Errorf("%s: metadata\n%s\nwhole run's:\n%s", name, a, b)
 					}
 					refs += refsResolve(t, dst, a)
 				case name == "video_index.json":

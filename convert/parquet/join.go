@@ -58,6 +58,19 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		return err
 	}
 	md := pf.MetaData()
+	// The file's key-value metadata (such as "huggingface" and the
+	// converter's record) is written again: pqarrow shows it in the schema
+	// only when the file stores an Arrow schema.
+	meta := schema.Metadata()
+	keys, vals := meta.Keys(), meta.Values()
+	kv := md.KeyValueMetadata()
+	for i, k := range kv.Keys() {
+		if k != "ARROW:schema" && meta.FindKey(k) < 0 {
+			keys, vals = append(keys, k), append(vals, kv.Values()[i])
+		}
+	}
+	merged := arrow.NewMetadata(keys, vals)
+	schema = arrow.NewSchema(schema.Fields(), &merged)
 	props := []pq.WriterProperty{
 		pq.WithAllocator(mem),
 		pq.WithStoreDecimalAsInteger(true),

@@ -63,14 +63,18 @@ func JoinTables(ctx context.Context, out string, parts []string, rename func(par
 		if err != nil {
 			return fmt.Errorf("part %d: %w", i+1, err)
 		}
-		md := sc.Metadata()
 		if meta == nil {
-			meta = &md
-			if v, ok := md.GetValue(MetaKey); ok {
-				if err := json.Unmarshal([]byte(v), &rec); err != nil {
-					return fmt.Errorf("part %d: %s metadata: %w", i+1, MetaKey, err)
-				}
+			// The table's record, as writeTable stores it: the file's
+			// key-value metadata under MetaKey.
+			v := pf.MetaData().KeyValueMetadata().FindValue(MetaKey)
+			if v == nil {
+				return fmt.Errorf("part %d: no %s metadata", i+1, MetaKey)
 			}
+			if err := json.Unmarshal([]byte(*v), &rec); err != nil {
+				return fmt.Errorf("part %d: %s metadata: %w", i+1, MetaKey, err)
+			}
+			md := arrow.NewMetadata([]string{MetaKey}, []string{*v})
+			meta = &md
 		}
 		for _, f := range sc.Fields() {
 			if f.Type.ID() != arrow.STRING {
