@@ -185,8 +185,10 @@ func TestFanOut(t *testing.T) {
 					t.Fatalf("shard %d is %s", i, p)
 				}
 			}
-			if r := bp(t, "verify", filepath.Join(dst, "media")); r.code != 0 {
-				t.Fatalf("verify: %+v", r)
+			// verify DATASET --against re-reads the shards and compares
+			// every payload with the member its reference names.
+			if r := bp(t, "verify", dst, "--against", strings.Join(shards, "::")); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "0 mismatches") {
+				t.Fatalf("verify --against: %+v", r)
 			}
 			if exists(filepath.Join(root, fmt.Sprintf(".split%d.bpconvert-parts", n))) {
 				t.Fatal("parts left after finalize")
@@ -393,8 +395,8 @@ func fanOutParquet(t *testing.T, src string, args []string) {
 				t.Fatal("no reference checked")
 			}
 			t.Logf("%d references resolve in the joined tables", refs)
-			if r := bp(t, "verify", filepath.Join(dst, "media")); r.code != 0 {
-				t.Fatalf("verify: %+v", r)
+			if r := bp(t, "verify", dst, "--against", src); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "0 mismatches") {
+				t.Fatalf("verify --against: %+v", r)
 			}
 		})
 	}
@@ -467,6 +469,9 @@ func fanOutLerobot(t *testing.T, src string) {
 				t.Fatal("no reference checked")
 			}
 			t.Logf("%d references resolve", refs)
+			if r := bp(t, "verify", dst); r.code != 0 {
+				t.Fatalf("verify: %+v", r)
+			}
 		})
 	}
 }
