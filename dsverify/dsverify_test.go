@@ -64,8 +64,8 @@ func TestVerifyTables(t *testing.T) {
 	root := t.TempDir()
 	writePack(t, root, map[string]string{"a.txt": "a", "b.txt": "b"}, []string{"a.txt", "b.txt"})
 	files := map[string]string{
-		"index.json": `{"format": "x", "entries": [{"ref": "zip://a.txt::media/pack-0000.zip"}, {"ref": "zip://z.txt::media/pack-0000.zip"}]}`,
-		"rows.jsonl": "{\"img\": {\"ref\": \"zip://b.txt::media/pack-0000.zip\"}}\n\n{\"img\": {\"ref\": \"zip://b.txt::media/pack-0009.zip\"}}\n",
+		"index.json":     `{"format": "x", "entries": [{"ref": "zip://a.txt::media/pack-0000.zip"}, {"ref": "zip://z.txt::media/pack-0000.zip"}]}`,
+		"rows.jsonl":     "{\"img\": {\"ref\": \"zip://b.txt::media/pack-0000.zip\"}}\n\n{\"img\": {\"ref\": \"zip://b.txt::media/pack-0009.zip\"}}\n",
 		".hidden/x.json": `{"ref": "zip://nothing::media/pack-0000.zip"}`,
 	}
 	for name, body := range files {
