@@ -27,6 +27,9 @@ type ScanOptions struct {
 	// BatchSize is the number of physical rows (before deletions) read per
 	// batch; 0 means 8192.
 	BatchSize int
+	// Fragments, when not nil, limits the scan to the fragments with these
+	// ids (still in the dataset's order); the others are not read.
+	Fragments []uint64
 }
 
 // Scanner iterates over the record batches of a scan, fragment by fragment.
@@ -38,6 +41,7 @@ type Scanner struct {
 	schema  *arrow.Schema
 	batch   int
 	fragIdx int
+	only    map[uint64]bool // ScanOptions.Fragments; nil for all
 	fr      *fragmentReader
 	rec     arrow.RecordBatch
 	err     error
@@ -79,7 +83,14 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions) (*Scanner, error) 
 	if bs <= 0 {
 		bs = 8192
 	}
-	return &Scanner{ctx: ctx, ds: d, fields: fields, schema: arrow.NewSchema(afs, nil), batch: bs}, nil
+	sc := &Scanner{ctx: ctx, ds: d, fields: fields, schema: arrow.NewSchema(afs, nil), batch: bs}
+	if opts.Fragments != nil {
+		sc.only = map[uint64]bool{}
+		for _, id := range opts.Fragments {
+			sc.only[id] = true
+		}
+	}
+	return sc, nil
 }
 
 // Schema returns the schema of the batches.
@@ -99,6 +110,10 @@ func (s *Scanner) Next() bool {
 		if s.fr == nil {
 			if s.fragIdx >= len(s.ds.manifest.Fragments) {
 				return false
+			}
+			if s.only != nil && !s.only[s.ds.manifest.Fragments[s.fragIdx].ID] {
+				s.fragIdx++
+				continue
 			}
 			fr, err := s.ds.openFragment(&s.ds.manifest.Fragments[s.fragIdx], s.fields)
 			if err != nil {
