@@ -333,12 +333,18 @@ func wdsSources(t *testing.T, dir string) []badCase {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
+	fifoDir := filepath.Join(dir, "fifo-dir")
+	writeFile(t, fifoDir, "a.tar", good)
+	if err := syscall.Mkfifo(filepath.Join(fifoDir, "b.tar"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pattern := filepath.Join(dir, "missing-{000..002}.tar")
 	return []badCase{
 		{name: "shard is a FIFO", args: []string{"convert-wds", fifo, "DST"}, code: 3, names: fifo},
 		{name: "shard is a socket", args: []string{"convert-wds", sock, "DST"}, code: 3, names: sock},
 		{name: "shard is a character device", args: []string{"convert-wds", "/dev/zero", "DST"}, code: 3, names: "/dev/zero"},
 		{name: "FIFO among shards", args: []string{"convert-wds", filepath.Join(shards, "a.tar"), fifo, "DST"}, code: 3, names: fifo},
+		{name: "FIFO in the shard directory", args: []string{"convert-wds", fifoDir, "DST"}, code: 3, names: filepath.Join(fifoDir, "b.tar")},
 		{name: "pattern names missing shards", args: []string{"convert-wds", pattern, "DST"}, code: 3, names: "missing-000.tar"},
 		{name: "destination inside the shard directory", args: []string{"convert-wds", shards, filepath.Join(shards, "out")}, code: 2, names: shards},
 		{name: "destination deep inside the shard directory", args: []string{"convert-wds", shards, filepath.Join(shards, "x", "out")}, code: 2, names: shards},

@@ -195,10 +195,21 @@ func TestShardNotRegular(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{fifo, "/dev/zero"} {
+	shards := filepath.Join(t.TempDir(), "shards")
+	if err := os.MkdirAll(shards, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(shards, "b.tar"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{fifo, "/dev/zero", shards} {
+		p := src
+		if src == shards {
+			p = filepath.Join(shards, "b.tar")
+		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := Convert(context.Background(), Options{Src: p, Dst: filepath.Join(t.TempDir(), "out")}, nil)
+			_, err := Convert(context.Background(), Options{Src: src, Dst: filepath.Join(t.TempDir(), "out")}, nil)
 			done <- err
 		}()
 		select {

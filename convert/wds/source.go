@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // shardSuffixes are the file name endings that mark a tar shard when a
@@ -175,6 +176,10 @@ func listDir(dir string) (sourceList, error) {
 		}
 		if fi.Mode().IsRegular() {
 			names = append(names, p)
+		} else if !fi.IsDir() {
+			// named like a shard but a FIFO, socket or device: refused,
+			// neither read (a FIFO blocks) nor silently left out
+			return sourceList{}, &InputError{Source: "wds", Row: -1, File: p, Offset: -1, Err: srcfile.CheckMode(fi.Mode())}
 		}
 	}
 	if len(names) == 0 {
