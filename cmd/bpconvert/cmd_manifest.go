@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 type manifestResult struct {
@@ -37,6 +38,6 @@ func cmdManifest(ctx context.Context, e *env, args []string) (any, error) {
 	if err := packcore.WriteManifest(dir, shards); err != nil {
 		return nil, err
 	}
-	e.infof("wrote %s for %d shard(s)", path, len(shards))
+	e.infof("wrote %s for %s", path, plan.CountText(int64(len(shards)), "shards"))
 	return manifestResult{Path: path, Shards: len(shards)}, nil
 }
