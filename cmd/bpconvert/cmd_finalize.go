@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/lance"
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/convert/wds"
@@ -21,6 +22,13 @@ func tableJoiners(command string) (func(rel string) convert.TableJoiner, bool) {
 		return func(rel string) convert.TableJoiner {
 			if rel == wds.TableName {
 				return wds.JoinTables
+			}
+			return nil
+		}, true
+	case "convert-lance":
+		return func(rel string) convert.TableJoiner {
+			if rel == lance.PartFile {
+				return lance.JoinParts
 			}
 			return nil
 		}, true

@@ -61,7 +61,7 @@ type shareStats struct {
 // evidence reads a candidate column once: every value's size, storage
 // kind and sharing, and the kinds of evenly spaced samples.
 func (j *Job) evidence(ctx context.Context, c *candidate) (*columnEvidence, error) {
-	it, err := j.iterate(ctx, c)
+	it, err := j.iterate(ctx, c, nil, nil)
 	if err != nil {
 		return nil, err
 	}

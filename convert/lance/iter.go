@@ -56,16 +56,20 @@ type rowIter interface {
 	Close() error
 }
 
-// iterate opens the row iterator of a candidate column.
-func (j *Job) iterate(ctx context.Context, c *candidate) (rowIter, error) {
+// iterate opens the row iterator of a candidate column: every fragment's
+// rows, or, when keep is not nil, only those of the fragments in keep
+// (ids, in order).
+func (j *Job) iterate(ctx context.Context, c *candidate, keep map[uint64]bool, ids []uint64) (rowIter, error) {
 	if c.blob > 0 {
 		sc, err := j.ds.Blobs(ctx, c.field.Name)
 		if err != nil {
 			return nil, j.invalid(c, err)
 		}
-		return &blobIter{sc: sc}, nil
+		// Blob handles are descriptors: skipping another part's rows
+		// reads none of their bytes.
+		return &blobIter{sc: sc, keep: keep}, nil
 	}
-	sc, err := j.ds.Scan(ctx, ld.ScanOptions{Columns: []string{c.field.Name}})
+	sc, err := j.ds.Scan(ctx, ld.ScanOptions{Columns: []string{c.field.Name}, Fragments: ids})
 	if err != nil {
 		return nil, j.invalid(c, err)
 	}
@@ -94,17 +98,21 @@ func (j *Job) located(err error) *convert.InputError {
 }
 
 type blobIter struct {
-	sc  *ld.BlobScanner
-	cur cell
+	sc   *ld.BlobScanner
+	keep map[uint64]bool // nil for every fragment
+	cur  cell
 }
 
 func (b *blobIter) Next() bool {
-	if !b.sc.Next() {
-		return false
+	for b.sc.Next() {
+		bl := b.sc.Blob()
+		if b.keep != nil && !b.keep[bl.Fragment] {
+			continue
+		}
+		b.cur = cell{frag: bl.Fragment, phys: bl.Row, null: bl.Null, size: bl.Size, blob: bl}
+		return true
 	}
-	bl := b.sc.Blob()
-	b.cur = cell{frag: bl.Fragment, phys: bl.Row, null: bl.Null, size: bl.Size, blob: bl}
-	return true
+	return false
 }
 func (b *blobIter) Cell() *cell  { return &b.cur }
 func (b *blobIter) Err() error   { return b.sc.Err() }

@@ -66,7 +66,7 @@ func officialRead(t *testing.T, dir string, columns []string) lanceRead {
 // nil for null.
 func sourceValues(t *testing.T, j *Job, c *candidate) [][]byte {
 	t.Helper()
-	it, err := j.iterate(t.Context(), c)
+	it, err := j.iterate(t.Context(), c, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

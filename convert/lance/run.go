@@ -80,6 +80,14 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		}
 	}
 	prog.SetTotal(int64(j.ds.NumRows()), total)
+	var keep map[uint64]bool
+	var partIDs []uint64
+	var firstRow uint64
+	if part := j.opts.Part; !part.Whole() {
+		if keep, partIDs, firstRow, err = j.partFragments(part); err != nil {
+			return plan.Summary{}, err
+		}
+	}
 	cols := make([]*refs, len(j.sel))
 	its := make([]rowIter, len(j.sel))
 	seen := make([]map[shareID]*shareEntry, len(j.sel))
@@ -91,7 +99,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		}
 	}()
 	for i, c := range j.sel {
-		if its[i], err = j.iterate(ctx, c); err != nil {
+		if its[i], err = j.iterate(ctx, c, keep, partIDs); err != nil {
 			return plan.Summary{}, err
 		}
 		cols[i] = &refs{vals: map[uint64][]string{}, valid: map[uint64][]bool{}}
@@ -101,7 +109,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 	var kept int64
 	// Rows advance in step across the columns, so one row's members sit
 	// together (one placement group per row).
-	for row := uint64(0); ; row++ {
+	for row := firstRow; ; row++ {
 		if row%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return plan.Summary{}, err
@@ -165,30 +173,22 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		return plan.Summary{}, err
 	}
 
-	prog.Milestone("writing " + TableDir)
 	var names []string
-	replace := make([]ld.Replacement, len(j.sel))
-	for i, c := range j.sel {
+	for _, c := range j.sel {
 		names = append(names, c.field.Name)
-		r := cols[i]
-		replace[i] = ld.Replacement{Column: c.field.Name, Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
-			if r.vals[frag] == nil {
-				return make([]string, n), make([]bool, n), nil
-			}
-			if uint64(len(r.vals[frag])) != n {
-				return nil, nil, fmt.Errorf("fragment %d: %d references for %d physical rows", frag, len(r.vals[frag]), n)
-			}
-			return r.vals[frag], r.valid[frag], nil
-		}}
 	}
-	rec, err := json.Marshal(Record{Tool: "bpconvert", Version: j.opts.ToolVersion, SourceFormat: "lance", SourceVersion: j.ds.Version(),
-		PackBase: convert.MediaDir, Extracted: names, External: j.opts.External})
-	if err != nil {
-		return plan.Summary{}, err
-	}
-	res, err := j.ds.Rewrite(ctx, out.Path(TableDir), ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}})
-	if err != nil {
-		return plan.Summary{}, j.located(err)
+	var res *ld.RewriteResult
+	if keep != nil {
+		// A part: the table is written once, by finalize, from every
+		// part's references.
+		if err := j.writePart(out.Dir, names, cols); err != nil {
+			return plan.Summary{}, err
+		}
+	} else {
+		prog.Milestone("writing " + TableDir)
+		if res, err = j.writeTable(ctx, out.Path(TableDir), names, cols); err != nil {
+			return plan.Summary{}, err
+		}
 	}
 	if _, err := out.Commit(); err != nil {
 		return plan.Summary{}, err
@@ -203,15 +203,47 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			{Name: "shared blobs", N: st.Blobs},
 			{Name: "bytes not written twice", N: st.Bytes},
 			{Name: "kept external uris", N: kept},
-			{Name: "fragments", N: int64(len(res.DataFiles))},
 		},
 	})
-	for _, ix := range res.Plan.Indices {
-		if !ix.Carried {
-			sum.Warnings = append(sum.Warnings, fmt.Sprintf("index %q dropped: %s; %s", ix.Name, ix.Reason, ix.Hint))
+	if res != nil {
+		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(res.DataFiles))})
+		for _, ix := range res.Plan.Indices {
+			if !ix.Carried {
+				sum.Warnings = append(sum.Warnings, fmt.Sprintf("index %q dropped: %s; %s", ix.Name, ix.Reason, ix.Hint))
+			}
 		}
+	} else {
+		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(partIDs))})
 	}
 	return sum, nil
+}
+
+// writeTable writes the rewritten dataset into dir: the source's pages
+// copied, the named columns replaced by cols' values.
+func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols []*refs) (*ld.RewriteResult, error) {
+	replace := make([]ld.Replacement, len(names))
+	for i, name := range names {
+		r := cols[i]
+		replace[i] = ld.Replacement{Column: name, Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
+			if r.vals[frag] == nil {
+				return make([]string, n), make([]bool, n), nil
+			}
+			if uint64(len(r.vals[frag])) != n {
+				return nil, nil, fmt.Errorf("fragment %d: %d references for %d physical rows", frag, len(r.vals[frag]), n)
+			}
+			return r.vals[frag], r.valid[frag], nil
+		}}
+	}
+	rec, err := json.Marshal(Record{Tool: "bpconvert", Version: j.opts.ToolVersion, SourceFormat: "lance", SourceVersion: j.ds.Version(),
+		PackBase: convert.MediaDir, Extracted: names, External: j.opts.External})
+	if err != nil {
+		return nil, err
+	}
+	res, err := j.ds.Rewrite(ctx, dir, ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}})
+	if err != nil {
+		return nil, j.located(err)
+	}
+	return res, nil
 }
 
 // pack writes one value as member <column>/<row:012d><ext>.
