@@ -31,12 +31,14 @@ func (v *verifier) against(src string) error {
 	switch {
 	case len(v.lc) > 0 && isLanceDataset(src):
 		return v.againstLance(src)
+	case isLeRobotDataset(src):
+		return v.againstLeRobot(src)
 	case v.wds != nil:
 		return v.againstWDS(src)
 	case v.hasParquetRecord():
 		return v.againstParquet(src)
 	}
-	return errors.New("--against: the dataset has no samples.parquet (convert-wds), no table rewritten by convert-parquet and no Lance table written by convert-lance; comparing with the source is supported for those three")
+	return errors.New("--against: the dataset has no samples.parquet (convert-wds), no table rewritten by convert-parquet and no Lance table written by convert-lance, and the source is no LeRobot dataset; comparing with the source is supported for those four")
 }
 
 // chunk is the size of the pieces compared.

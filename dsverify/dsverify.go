@@ -78,7 +78,8 @@ type Table struct {
 // Against is the outcome of a comparison with the source.
 type Against struct {
 	Source string `json:"source"`
-	// Format is the source format recognised: webdataset, parquet or lance.
+	// Format is the source format recognised: webdataset, parquet, lance
+	// or lerobot.
 	Format string `json:"format"`
 	// Payloads counts the source payloads compared, Bytes their size.
 	Payloads int64 `json:"payloads"`
@@ -87,6 +88,9 @@ type Against struct {
 	Inline int64 `json:"inline"`
 	// Mismatches counts payloads that differ or are missing.
 	Mismatches int64 `json:"mismatches"`
+	// NotCompared counts blobs that have no byte-identical counterpart in
+	// the source: LeRobot episode containers cut from a camera file.
+	NotCompared int64 `json:"not_compared"`
 }
 
 // Report lists what was checked and every problem found.
@@ -110,8 +114,8 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 type Options struct {
 	// Against is a source to compare every payload with ("" compares
 	// nothing): the WebDataset shards (a file, directory or brace pattern),
-	// the parquet dataset or the Lance dataset the destination was
-	// converted from.
+	// the parquet, Lance or LeRobot dataset the destination was converted
+	// from.
 	Against string
 	// MaxProblems bounds the problems listed (0 means 10,000); the counts
 	// keep counting.

@@ -53,6 +53,10 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 		fmt.Fprintf(out, "against %s (%s): %s compared%s, %s (%s), %s\n", a.Source, a.Format,
 			plan.CountText(a.Payloads, "payloads"), inline, plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
 			mismatches(a.Mismatches))
+		if a.NotCompared > 0 {
+			fmt.Fprintf(out, "not compared: %s cut from camera files into one container per episode (packets copied, not the file's bytes)\n",
+				plan.CountText(a.NotCompared, "episode containers"))
+		}
 	}
 	if !rep.OK() {
 		return rep, fmt.Errorf("verify: %s: %s", pos[0], plan.CountText(int64(len(rep.Problems)), "problems"))

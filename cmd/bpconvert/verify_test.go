@@ -22,10 +22,11 @@ type verifyDoc struct {
 		Refs   int64  `json:"refs"`
 	} `json:"tables"`
 	Against *struct {
-		Payloads   int64 `json:"payloads"`
-		Inline     int64 `json:"inline"`
-		Bytes      int64 `json:"bytes"`
-		Mismatches int64 `json:"mismatches"`
+		Payloads    int64 `json:"payloads"`
+		Inline      int64 `json:"inline"`
+		Bytes       int64 `json:"bytes"`
+		Mismatches  int64 `json:"mismatches"`
+		NotCompared int64 `json:"not_compared"`
 	} `json:"against"`
 	Problems []struct {
 		Table  string `json:"table"`
@@ -250,10 +251,26 @@ open(p, "wb").write(b)
 			t.Skip("converts videos; skipped with -short")
 		}
 		dst := filepath.Join(t.TempDir(), "out")
-		if r := bp(t, "convert-lerobot", filepath.Join(lerobotFixtureRoot(t), "v3.0"), dst, "--yes", "--quiet"); r.code != 0 {
+		src := filepath.Join(lerobotFixtureRoot(t), "v3.0")
+		if r := bp(t, "convert-lerobot", src, dst, "--yes", "--quiet"); r.code != 0 {
 			t.Fatalf("convert: %+v", r)
 		}
-		r, d := verifyJSON(t, dst)
+		r, d := verifyJSON(t, dst, "--against", src)
+		// The wrist camera is one file packed whole, compared byte for
+		// byte; the top camera's 6 episode containers are cut from it.
+		if d.Against == nil || d.Against.Payloads != 1 || d.Against.NotCompared != 6 || d.Against.Mismatches != 0 {
+			t.Fatalf("against: exit %d %+v %+v\n%s", r.code, d.Against, d.Problems, r.stderr)
+		}
+		// Frames extracted from the tables are compared row by row.
+		isrc := filepath.Join(lerobotFixtureRoot(t), "v2.1-images")
+		idst := filepath.Join(t.TempDir(), "images")
+		if r := bp(t, "convert-lerobot", isrc, idst, "--yes", "--quiet"); r.code != 0 {
+			t.Fatalf("convert: %+v", r)
+		}
+		ir, id := verifyJSON(t, idst, "--against", isrc)
+		if ir.code != 0 || id.Against == nil || id.Against.Payloads == 0 || id.Against.Payloads != id.Refs-countIndexRefs(id) || id.Against.Mismatches != 0 {
+			t.Fatalf("frames against: exit %d %+v %+v\n%s", ir.code, id.Against, id.Problems, ir.stderr)
+		}
 		idx := int64(-1)
 		for _, tb := range d.Tables {
 			if tb.Path == "video_index.json" {
@@ -304,4 +321,14 @@ func copyTree(t *testing.T, from, to string) {
 	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
+}
+
+// countIndexRefs counts the references of video_index.json.
+func countIndexRefs(d verifyDoc) int64 {
+	for _, tb := range d.Tables {
+		if tb.Path == "video_index.json" {
+			return tb.Refs
+		}
+	}
+	return 0
 }
