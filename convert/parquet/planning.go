@@ -151,6 +151,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	p.Notes = append(p.Notes,
 		"References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).",
 		"Member keys: <field>/<table path without .parquet>/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.",
+		"Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; the extracted fields are strings, and their bytes are read by resolving the references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). `bpconvert verify DST --against SRC` proves the result equal to the source.",
 	)
 	if sel.Default {
 		p.Notes = append(p.Notes, "Selected by default: the fields that Hugging Face metadata declares as media.")

@@ -330,6 +330,9 @@ func (in *inspection) plan(dest string) plan.Plan {
 	if in.links > 0 || stdin {
 		p.Notes = append(p.Notes, "Links: a hard link, or a symbolic link to a member converted before it, becomes a member holding its target's bytes, copied back from the pack; links elsewhere stop the conversion.")
 	}
+	if !o.NoTable {
+		p.Notes = append(p.Notes, "Readers: WebDataset's loader does not read packs; every parquet reader reads "+TableName+" as is, and a sample's bytes are read by resolving its references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). `bpconvert verify DST --against SRC` proves the result equal to the source.")
+	}
 	if len(in.srcs.Ignored) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Ignored %s in %s not named like tar shards: %s.",
 			plan.CountText(int64(len(in.srcs.Ignored)), "files"), o.Src, listSome(in.srcs.Ignored, 5)))
