@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,14 @@ type RewriteOptions struct {
 	// SchemaMetadata holds keys added to (or replacing in) the schema
 	// metadata.
 	SchemaMetadata map[string]string
+	// Seed, when not nil, makes the new data file names and the transaction
+	// id derive from it (SHA-256 of the seed and what is named) instead of
+	// random bytes, so that a rewrite repeated with the same seed writes
+	// the same files byte for byte. Give a value that identifies the run.
+	Seed []byte
+	// Time is the new version's timestamp; the zero value means now. A
+	// reproducible rewrite gives a time derived from its input.
+	Time time.Time
 
 	// blobDescriptors rewrites blob v2 columns, by name, with 6-field
 	// descriptors (test hook: see blobDescriptor).
@@ -420,11 +429,27 @@ func deletionFileName(fr *Fragment) string {
 	return fmt.Sprintf("%d-%d-%d.%s", fr.ID, fr.Deletion.ReadVersion, fr.Deletion.ID, ext)
 }
 
+// idBytes fills b with random bytes or, with a seed, with the first bytes
+// of SHA-256(seed, NUL, label).
+func idBytes(seed []byte, label string, b []byte) error {
+	if seed == nil {
+		_, err := rand.Read(b)
+		return err
+	}
+	h := sha256.New()
+	h.Write(seed)
+	h.Write([]byte{0})
+	h.Write([]byte(label))
+	copy(b, h.Sum(nil))
+	return nil
+}
+
 // randomFileStem returns a data file name stem in Lance's style: 24 binary
-// digits then 26 hex digits of a random 128-bit id.
-func randomFileStem() (string, error) {
+// digits then 26 hex digits of a 128-bit id (random, or derived from seed
+// and label; see RewriteOptions.Seed).
+func randomFileStem(seed []byte, label string) (string, error) {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if err := idBytes(seed, label, b[:]); err != nil {
 		return "", err
 	}
 	var sb strings.Builder
@@ -435,10 +460,11 @@ func randomFileStem() (string, error) {
 	return sb.String(), nil
 }
 
-// randomUUID returns a random (version 4) UUID string.
-func randomUUID() (string, error) {
+// randomUUID returns a version 4 UUID string (random, or derived from seed
+// and label; see RewriteOptions.Seed).
+func randomUUID(seed []byte, label string) (string, error) {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if err := idBytes(seed, label, b[:]); err != nil {
 		return "", err
 	}
 	b[6] = b[6]&0x0f | 0x40
@@ -479,7 +505,7 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 			return nil, fmt.Errorf("lance: %s: destination: %w", d.dir, err)
 		}
 	}
-	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}}
+	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, seed: opts.Seed, time: opts.Time}
 	for name, h := range opts.blobDescriptors {
 		f := d.schema.Field(name)
 		if f == nil || f.BlobVersion() != 2 {
@@ -563,6 +589,8 @@ type rewriter struct {
 	replacedIDs map[int32]*Replacement
 	schemaMeta  map[string][]byte
 	hooks       map[int32]blobDescriptorHook // test hook, by top-level field id
+	seed        []byte                       // RewriteOptions.Seed
+	time        time.Time                    // RewriteOptions.Time
 }
 
 // buildSchema builds the output schema: kept fields byte for byte, each
@@ -697,7 +725,7 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 			major, minor, dfMajor, dfMinor = 2, 2, 2, 2
 		}
 	}
-	stem, err := randomFileStem()
+	stem, err := randomFileStem(rw.seed, fmt.Sprintf("data file of fragment %d", fr.ID))
 	if err != nil {
 		return nil, "", where("", err)
 	}
@@ -884,7 +912,7 @@ const (
 
 // commit writes the transaction file and the manifest of version 1.
 func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
-	uuid, err := randomUUID()
+	uuid, err := randomUUID(rw.seed, "transaction")
 	if err != nil {
 		return err
 	}
@@ -930,7 +958,10 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	if rw.rm.maxFragmentID != nil {
 		maxID = max(maxID, *rw.rm.maxFragmentID)
 	}
-	now := time.Now()
+	now := rw.time
+	if now.IsZero() {
+		now = time.Now()
+	}
 	m := pbuf(nil)
 	for _, f := range rw.fields {
 		m = m.bytes(1, f)

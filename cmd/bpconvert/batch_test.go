@@ -208,6 +208,27 @@ func TestKillResumeParquet(t *testing.T) {
 	})
 }
 
+// TestKillResumeLance does the same for convert-lance on a 100 MB binary
+// column of a Lance 2.1 dataset that the Lance library writes.
+func TestKillResumeLance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("converts 100 MB several times; skipped with -short")
+	}
+	testtool.Require(t, "node")
+	if _, err := os.Stat(filepath.Join("..", "..", "fixtures", "lance", "node_modules")); err != nil {
+		testtool.Missing(t, "fixtures/lance/node_modules is missing: run npm ci --prefix fixtures/lance")
+	}
+	root := t.TempDir()
+	script := filepath.Join("..", "..", "fixtures", "lance", "bench.mjs")
+	if out, err := exec.Command("node", script, filepath.Join(root, "src"), "1600", "65536", "2.1").CombinedOutput(); err != nil {
+		t.Fatalf("bench.mjs: %v\n%s", err, out)
+	}
+	src := filepath.Join(root, "src", "bench_2_1.lance")
+	killResume(t, root, func(dst string) []string {
+		return []string{"convert-lance", src, dst, "--column", "data", "--max-pack-bytes", "4MiB", "--yes", "--json"}
+	})
+}
+
 // killResume runs the command args(dst) to completion once (the clean
 // run), then, for each kill point, starts it, kills it with SIGKILL once
 // that many shards are complete, reruns it and compares every file with

@@ -184,7 +184,8 @@ func JoinParts(ctx context.Context, out string, parts []string, rename func(part
 		cols[c] = r
 	}
 	j := &Job{src: first.Source, ds: ds, opts: Options{External: first.External, ToolVersion: first.ToolVersion}}
-	_, err = j.writeTable(ctx, filepath.Join(filepath.Dir(out), TableDir), first.Columns, cols)
+	seed := fmt.Appendf(nil, "%s\x00%d\x00%q\x00%s\x00%d parts", first.Source, first.Version, first.Columns, first.External, len(parts))
+	_, err = j.writeTable(ctx, filepath.Join(filepath.Dir(out), TableDir), first.Columns, cols, seed)
 	return err
 }
 

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/bpconvert/bpconvert/convert"
 	ld "github.com/bpconvert/bpconvert/lance"
@@ -186,7 +189,13 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		}
 	} else {
 		prog.Milestone("writing " + TableDir)
-		if res, err = j.writeTable(ctx, out.Path(TableDir), names, cols); err != nil {
+		// The run's record names the data files, so a rerun (a resumed
+		// one too) writes the same table byte for byte.
+		var seed []byte
+		if j.opts.Record != nil {
+			seed = j.opts.Record.Encode()
+		}
+		if res, err = j.writeTable(ctx, out.Path(TableDir), names, cols, seed); err != nil {
 			return plan.Summary{}, err
 		}
 	}
@@ -220,7 +229,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 
 // writeTable writes the rewritten dataset into dir: the source's pages
 // copied, the named columns replaced by cols' values.
-func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols []*refs) (*ld.RewriteResult, error) {
+func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols []*refs, seed []byte) (*ld.RewriteResult, error) {
 	replace := make([]ld.Replacement, len(names))
 	for i, name := range names {
 		r := cols[i]
@@ -239,11 +248,38 @@ func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols [
 	if err != nil {
 		return nil, err
 	}
-	res, err := j.ds.Rewrite(ctx, dir, ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}})
+	o := ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed}
+	if seed != nil {
+		// A reproducible table: its version's time is the source's.
+		if o.Time, err = versionsTime(j.ds.Dir()); err != nil {
+			return nil, j.located(err)
+		}
+	}
+	res, err := j.ds.Rewrite(ctx, dir, o)
 	if err != nil {
 		return nil, j.located(err)
 	}
 	return res, nil
+}
+
+// versionsTime returns the newest modification time of the files in a
+// dataset's _versions directory: when the source last changed.
+func versionsTime(dir string) (time.Time, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, "_versions"))
+	if err != nil {
+		return time.Time{}, err
+	}
+	var t time.Time
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil {
+			return time.Time{}, err
+		}
+		if info.ModTime().After(t) {
+			t = info.ModTime()
+		}
+	}
+	return t, nil
 }
 
 // pack writes one value as member <column>/<row:012d><ext>.
