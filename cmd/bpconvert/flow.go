@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,7 +49,7 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 
 // registerPart adds --part, for converters that can split their work.
 func (c *convertFlags) registerPart(fs *flag.FlagSet) {
-	fs.Var(&c.part, "part", "convert only part I of N (I/N, such as 2/8) of the work, for `bpconvert finalize DST` to join")
+	fs.Var(&c.part, "part", "convert only part I of N (I/N, such as 2/8) of the work, for bpconvert finalize DST to join")
 }
 
 // partFlag is a --part value.
@@ -161,6 +162,12 @@ func (c *convertFlags) doneAt(dir string, rec *convert.Record, format string) (*
 	return &sum, nil
 }
 
+// failedPlan is the result of a run whose plan found problems: the error
+// document (--json, --summary-file) carries the plan under "plan".
+type failedPlan struct {
+	Plan json.RawMessage `json:"plan"`
+}
+
 // errAborted is a declined or aborted prompt: exit 1, nothing written.
 var errAborted = errors.New("aborted; nothing was written")
 
@@ -191,6 +198,13 @@ func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, con
 		if len(p.Entries) > 0 && !e.quiet {
 			plan.RenderText(e.stderr, p) // the plan lists every problem found
 			fmt.Fprintln(e.stderr)
+		}
+		if len(p.Entries) > 0 && (e.json || e.summaryFile != "") {
+			// The error document carries the plan that explains it.
+			var b bytes.Buffer
+			if rerr := plan.RenderJSON(&b, p); rerr == nil {
+				return failedPlan{Plan: json.RawMessage(bytes.TrimSpace(b.Bytes()))}, err
+			}
 		}
 		return nil, err
 	}

@@ -17,13 +17,32 @@ import (
 type fakeJob struct {
 	executed  bool
 	chooseErr error
+	planErr   error
 }
 
 func (f *fakeJob) Plan(ctx context.Context, selected []string) (plan.Plan, error) {
 	return plan.Plan{
 		Source:  plan.Source{Format: "Test", Path: "/src", Bytes: 10},
 		Entries: []plan.Entry{{Name: "image", Kind: "binary column", Selectable: true, Action: plan.ActionExtract}},
-	}, nil
+	}, f.planErr
+}
+
+// TestFailedPlanDocument: a plan that finds a problem still reaches the
+// reviewer of a --dry-run --json run: the error document carries it.
+func TestFailedPlanDocument(t *testing.T) {
+	var so, se bytes.Buffer
+	e := &env{stdin: strings.NewReader(""), stdout: &so, stderr: &se, json: true}
+	job := &fakeJob{planErr: convert.Invalid("test", "/src/t.parquet", errors.New("row 3: not a picture"))}
+	res, err := e.runJob(context.Background(), &convertFlags{dryRun: true}, job, true)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	doc := summaryDoc("convert-test", res, err, exitCode(context.Background(), err), time.Second)
+	for _, want := range []string{`"status":"failed"`, `"exit_code":3`, `"plan":{`, `"schema":"bpconvert.plan/v1"`, `"name":"image"`, "not a picture"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("error document lacks %s:\n%s", want, doc)
+		}
+	}
 }
 
 func (f *fakeJob) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
