@@ -61,4 +61,4 @@ test-short: fixtures-deps
 
 # Every benchmark script, one after another (each prints its own baseline).
 bench: build fixtures-deps
-	for s in pack wds parquet lerobot_video lance lance_convert fanout; do bash bench/$$s.sh || exit 1; done
+	for s in pack wds verify read parquet lerobot_video lance lance_convert fanout; do bash bench/$$s.sh || exit 1; done
