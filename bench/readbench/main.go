@@ -30,7 +30,7 @@ func run(args []string) error {
 	}
 	n, err := strconv.Atoi(args[1])
 	if err != nil || n < 1 {
-		return fmt.Errorf("N must be a positive number, not %q", args[1])
+		return fmt.Errorf("the number of reads must be positive, not %q", args[1])
 	}
 	set, err := packcore.OpenSet(args[0], packcore.SetOptions{})
 	if err != nil {
