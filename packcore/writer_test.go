@@ -796,3 +796,37 @@ func TestOnShardWhenInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortWaitsForDigests aborts a writer right after it completed shards
+// whose digests may still be being computed: they stay, complete and
+// listed with their digests, and no temporary file is left.
+func TestAbortWaitsForDigests(t *testing.T) {
+	dir := t.TempDir()
+	w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := payload(5, 3*smallMember)
+	for i := range 4 {
+		if _, err := w.Add(fmt.Sprintf("m%d", i), bytes.NewReader(data), int64(len(data)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Abort()
+	done := w.Completed()
+	if len(done) != 3 {
+		t.Fatalf("completed %+v, want the 3 shards before the open one", done)
+	}
+	for _, sh := range done {
+		b, err := os.ReadFile(filepath.Join(dir, sh.Name))
+		if err != nil || sh.SHA256 != sha(b) {
+			t.Fatalf("%s: digest %q, file %v", sh.Name, sh.SHA256, err)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Fatalf("temporary file left: %s", e.Name())
+		}
+	}
+}
