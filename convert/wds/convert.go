@@ -121,7 +121,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		}
 		c.names = append(c.names, name)
 	}
-	c.tableNames = tableNames(srcs.Shards)
+	c.tableNames = partTableNames(opts, srcs.Shards)
 	var spool *spoolWriter
 	if !opts.NoTable {
 		if spool, err = createSpool(out.Path(spoolName)); err != nil {

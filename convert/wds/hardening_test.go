@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -269,6 +270,37 @@ func TestDestinationInsideSource(t *testing.T) {
 		}
 		if _, err := os.Stat(dst); !os.IsNotExist(err) {
 			t.Errorf("%s written", dst)
+		}
+	}
+}
+
+// TestPartTableNames: every part of a split conversion names its shards
+// relative to the directory holding all of them, not only its own.
+func TestPartTableNames(t *testing.T) {
+	root := t.TempDir()
+	good := gnuTar(t, "gnu", []int{10})
+	a := filepath.Join(root, "a", "x.tar")
+	b := filepath.Join(root, "b", "y.tar")
+	for _, p := range []string{a, b} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, good, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := Options{Src: a + "::" + b}
+	for _, c := range []struct {
+		part convert.Part
+		want string
+	}{{convert.Part{}, "a/x.tar,b/y.tar"}, {convert.Part{I: 1, N: 2}, "a/x.tar"}, {convert.Part{I: 2, N: 2}, "b/y.tar"}} {
+		opts.Part = c.part
+		srcs, err := resolveSources(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(partTableNames(opts, srcs.Shards), ","); got != c.want {
+			t.Errorf("part %v: names %s, want %s", c.part, got, c.want)
 		}
 	}
 }

@@ -53,6 +53,30 @@ func tableNames(shards []shardSource) []string {
 	return names
 }
 
+// partTableNames returns tableNames for the shards of one part of a split
+// conversion, computed over every shard the source names, so all parts
+// name shards alike whichever shards each one holds.
+func partTableNames(opts Options, part []shardSource) []string {
+	if opts.Part.Whole() {
+		return tableNames(part)
+	}
+	all, err := listSources(opts)
+	if err != nil {
+		return tableNames(part)
+	}
+	byPath := map[string]string{}
+	for i, name := range tableNames(all.Shards) {
+		byPath[all.Shards[i].Path] = name
+	}
+	names := tableNames(part)
+	for i, s := range part {
+		if n, ok := byPath[s.Path]; ok && s.Path != "" {
+			names[i] = n
+		}
+	}
+	return names
+}
+
 // checkDisjoint refuses a destination inside a source directory (or one
 // that holds it): the output would be written among the shards it reads.
 // The error wraps stage.ErrOverlap, a usage error.
