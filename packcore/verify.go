@@ -74,6 +74,10 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 	// SHA-256 only when a manifest has digests to compare.
 	results := checkShards(ctx, dir, names, manifest != nil)
 	for i, name := range names {
+		if err := ctx.Err(); err != nil {
+			results.drain(i)
+			return nil, err
+		}
 		r := results.result(i)
 		present[name] = true
 		rep.Shards++
