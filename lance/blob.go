@@ -98,7 +98,7 @@ func (bf *blobFiles) open(p string) (*os.File, error) {
 	if f, ok := bf.open_[p]; ok {
 		return f, nil
 	}
-	f, err := os.Open(p)
+	f, err := openSource(p)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
 	if !ok {
 		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, ErrVersionNotFound)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "_versions", name))
+	b, err := readSource(filepath.Join(dir, "_versions", name))
 	if err != nil {
 		return nil, fmt.Errorf("lance: %s: %w", dir, err)
 	}
@@ -181,7 +181,7 @@ func (d *Dataset) Deleted(fr *Fragment) (*roaring.Bitmap, error) {
 		ext = "bin"
 	}
 	p := filepath.Join(base, fmt.Sprintf("%d-%d-%d.%s", fr.ID, df.ReadVersion, df.ID, ext))
-	b, err := os.ReadFile(p)
+	b, err := readSource(p)
 	if err != nil {
 		return nil, fmt.Errorf("deletion file: %w", err)
 	}

@@ -2,7 +2,6 @@ package lance
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/bpconvert/bpconvert/lance/internal/decode"
 )
@@ -98,7 +97,7 @@ func (d *Dataset) fileEncodings(fr *Fragment, df *DataFile, wanted []int, paths 
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := openSource(p)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 	if !ok {
 		return nil, fmt.Errorf("version %d: %w", d.manifest.Version, ErrVersionNotFound)
 	}
-	b, err := os.ReadFile(filepath.Join(d.dir, "_versions", name))
+	b, err := readSource(filepath.Join(d.dir, "_versions", name))
 	if err != nil {
 		return nil, err
 	}
@@ -1020,7 +1020,7 @@ func writeFileSync(path string, data []byte) error {
 
 // copyFile copies src to the new file dst and syncs it.
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := openSource(src)
 	if err != nil {
 		return err
 	}

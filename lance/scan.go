@@ -245,7 +245,7 @@ func (fr *fragmentReader) file(i int) (*dataFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := openSource(p)
 	if err != nil {
 		return nil, err
 	}

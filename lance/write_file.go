@@ -29,7 +29,7 @@ type srcFile struct {
 
 // openSrcFile opens the v2 data file at path and reads its column metadata.
 func openSrcFile(path, name string) (*srcFile, error) {
-	f, err := os.Open(path)
+	f, err := openSource(path)
 	if err != nil {
 		return nil, err
 	}

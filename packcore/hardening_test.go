@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
@@ -222,5 +223,17 @@ func TestFindTwins(t *testing.T) {
 		if strings.Join(kinds, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("FindTwins(%q) kinds %q, want %q", tc.keys, kinds, tc.want)
 		}
+	}
+}
+
+// TestLongNamesCut: a 70,000-byte name is cut in every message that names
+// it (key validation, and a read of a member whose bytes fail their CRC).
+func TestLongNamesCut(t *testing.T) {
+	long := strings.Repeat("a", 70000) + "\x01"
+	if err := ValidateKey(long); err == nil || len(err.Error()) > 1024 {
+		t.Fatalf("ValidateKey: %d bytes of message", len(fmt.Sprint(err)))
+	}
+	if got := cutName(long); len(got) > 256 || !strings.HasSuffix(got, "\x01") {
+		t.Fatalf("cutName keeps %d bytes", len(got))
 	}
 }

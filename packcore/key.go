@@ -26,7 +26,7 @@ type KeyError struct {
 }
 
 func (e *KeyError) Error() string {
-	return fmt.Sprintf("key %q: %s", e.Key, e.Reason)
+	return fmt.Sprintf("key %q: %s", cutName(e.Key), e.Reason)
 }
 
 func (e *KeyError) Unwrap() error { return e.Err }

@@ -102,7 +102,7 @@ func OpenSet(p string, opts SetOptions) (*Set, error) {
 		for i, e := range sf.dir.Entries {
 			if prev, dup := s.index[e.Name]; dup {
 				s.Close()
-				return nil, fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, e.Name, prev.shard.name, name)
+				return nil, fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, cutName(e.Name), prev.shard.name, name)
 			}
 			s.index[e.Name] = memberLoc{sf, i}
 		}
@@ -266,7 +266,7 @@ func (s *Set) ReadInto(refOrKey string, buf []byte) ([]byte, error) {
 
 func (sf *shardFile) crcError(i int, got uint32) error {
 	e := sf.dir.Entries[i]
-	return fmt.Errorf("%s:%s: %w (computed %08x, directory records %08x)", sf.name, e.Name, ErrChecksum, got, e.CRC32)
+	return fmt.Errorf("%s:%s: %w (computed %08x, directory records %08x)", sf.name, cutName(e.Name), ErrChecksum, got, e.CRC32)
 }
 
 // readInto reads member i into buf (grown when too small) and checks its
@@ -280,7 +280,7 @@ func (sf *shardFile) readInto(i int, buf []byte) ([]byte, error) {
 		want = localLen + int64(e.NameLen) + headerSlack + e.Size
 		want = min(want, sf.bounds[i]-e.HeaderOffset)
 		if want < localLen+int64(e.NameLen)+e.Size {
-			return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
+			return nil, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, cutName(e.Name), ErrFormat)
 		}
 	}
 	if int64(cap(buf)) < e.Size {
@@ -293,7 +293,7 @@ func (sf *shardFile) readInto(i int, buf []byte) ([]byte, error) {
 			// the front of buf.
 			all := buf[:want]
 			if _, err := sf.f.ReadAt(all, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+				return nil, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 			}
 			start, err := sf.checkHeader(i, all)
 			if err != nil {
@@ -309,7 +309,7 @@ func (sf *shardFile) readInto(i int, buf []byte) ([]byte, error) {
 		}
 	}
 	if _, err := sf.f.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
-		return nil, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+		return nil, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 	}
 	return sf.checkCRC(i, buf)
 }
@@ -329,11 +329,11 @@ func (sf *shardFile) readHeader(i int) (int64, error) {
 	e := sf.dir.Entries[i]
 	n := min(localLen+int64(e.NameLen)+headerSlack, sf.bounds[i]-e.HeaderOffset)
 	if n < localLen {
-		return 0, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, e.Name, ErrFormat)
+		return 0, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, cutName(e.Name), ErrFormat)
 	}
 	hdr := make([]byte, n)
 	if _, err := sf.f.ReadAt(hdr, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+		return 0, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 	}
 	return sf.checkHeader(i, hdr)
 }
@@ -344,19 +344,19 @@ func (sf *shardFile) checkHeader(i int, hdr []byte) (int64, error) {
 	e := sf.dir.Entries[i]
 	h, err := parseLocalHeader(hdr)
 	if err != nil {
-		return 0, fmt.Errorf("%s:%s: %w", sf.name, e.Name, err)
+		return 0, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 	}
 	switch {
 	case h.Name == nil || (string(h.Name) != e.Name && decodeName(h.Name, h.Flags) != e.Name):
-		return 0, fmt.Errorf("%s:%s: %w: local header name mismatch", sf.name, e.Name, ErrFormat)
+		return 0, fmt.Errorf("%s:%s: %w: local header name mismatch", sf.name, cutName(e.Name), ErrFormat)
 	case h.Method != methodStored:
-		return 0, fmt.Errorf("%s:%s: %w: local header is not STORED", sf.name, e.Name, ErrFormat)
+		return 0, fmt.Errorf("%s:%s: %w: local header is not STORED", sf.name, cutName(e.Name), ErrFormat)
 	case h.Flags&(flagEncrypted|flagStrongEnc) != 0:
-		return 0, fmt.Errorf("%s:%s: %w: encrypted", sf.name, e.Name, ErrFormat)
+		return 0, fmt.Errorf("%s:%s: %w: encrypted", sf.name, cutName(e.Name), ErrFormat)
 	}
 	start := e.HeaderOffset + localLen + int64(h.NameLen) + int64(h.ExtraLen)
 	if start+e.Size > sf.bounds[i] {
-		return 0, fmt.Errorf("%s:%s: %w: payload runs past the next member or the directory", sf.name, e.Name, ErrFormat)
+		return 0, fmt.Errorf("%s:%s: %w: payload runs past the next member or the directory", sf.name, cutName(e.Name), ErrFormat)
 	}
 	sf.dataOff[i].Store(start)
 	return start, nil

@@ -98,10 +98,10 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 				if errors.As(err, &ke) {
 					reason = ke.Reason
 				}
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: unusable key (%s)", name, quoteName(e.Name), reason))
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: unusable key (%s)", name, quoteName(cutName(e.Name)), reason))
 			}
 			if other, dup := owner[e.Name]; dup && other != name {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: duplicate key (also in %s)", name, e.Name, other))
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: duplicate key (also in %s)", name, cutName(e.Name), other))
 				continue
 			}
 			owner[e.Name] = name
@@ -238,36 +238,36 @@ func verifyShard(ctx context.Context, path string, crc, hash bool) (*shardCheck,
 			if ctx.Err() != nil {
 				return nil, err
 			}
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header at offset %d unreadable (%v)", name, e.Name, e.HeaderOffset, err))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header at offset %d unreadable (%v)", name, cutName(e.Name), e.HeaderOffset, err))
 			break
 		}
 		var fixed [localLen]byte
 		if _, err := io.ReadFull(br, fixed[:]); err != nil {
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header unreadable", name, e.Name))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header unreadable", name, cutName(e.Name)))
 			break
 		}
 		pos += localLen
 		h, err := parseLocalHeader(fixed[:])
 		if err != nil {
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: no local header at offset %d", name, e.Name, e.HeaderOffset))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: no local header at offset %d", name, cutName(e.Name), e.HeaderOffset))
 			continue
 		}
 		nameExtra := make([]byte, h.NameLen+h.ExtraLen)
 		if _, err := io.ReadFull(br, nameExtra); err != nil {
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header unreadable", name, e.Name))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header unreadable", name, cutName(e.Name)))
 			break
 		}
 		pos += int64(len(nameExtra))
 		if decodeName(nameExtra[:h.NameLen], h.Flags) != e.Name && !bytes.Equal(nameExtra[:h.NameLen], []byte(e.Name)) {
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header name mismatch at offset %d", name, e.Name, e.HeaderOffset))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header name mismatch at offset %d", name, cutName(e.Name), e.HeaderOffset))
 			continue
 		}
 		if h.Method != e.Method {
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header disagrees with the central directory on compression method", name, e.Name))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header disagrees with the central directory on compression method", name, cutName(e.Name)))
 			continue
 		}
 		if h.Flags&flagDataDesc != 0 {
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header defers CRC and sizes to a data descriptor", name, e.Name))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: local header defers CRC and sizes to a data descriptor", name, cutName(e.Name)))
 		}
 		if pos+e.Size > dir.Start {
 			continue // reported as extending into the directory
@@ -281,11 +281,11 @@ func verifyShard(ctx context.Context, path string, crc, hash bool) (*shardCheck,
 			if ctx.Err() != nil {
 				return nil, err
 			}
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: payload unreadable after %d of %d bytes (%v)", name, e.Name, n, e.Size, err))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: payload unreadable after %d of %d bytes (%v)", name, cutName(e.Name), n, e.Size, err))
 			break
 		}
 		if sum != e.CRC32 {
-			res.problems = append(res.problems, fmt.Sprintf("%s:%s: CRC mismatch", name, e.Name))
+			res.problems = append(res.problems, fmt.Sprintf("%s:%s: CRC mismatch", name, cutName(e.Name)))
 		}
 	}
 	if _, err := io.Copy(io.Discard, br); err != nil {
@@ -318,8 +318,15 @@ func crcFrom(br *bufio.Reader, n int64) (uint32, int64, error) {
 // see it: quoted (control bytes, NUL and invalid UTF-8 escaped), and cut
 // when long.
 func quoteName(name string) string {
+	return strconv.Quote(cutName(name))
+}
+
+// cutName shortens a name for a message: a name longer than 256 bytes
+// keeps its first 128 and last 64 bytes around "...", so a hostile name
+// cannot flood a terminal or a log.
+func cutName(name string) string {
 	if len(name) > 256 {
-		name = name[:128] + "..." + name[len(name)-64:]
+		return name[:128] + "..." + name[len(name)-64:]
 	}
-	return strconv.Quote(name)
+	return name
 }
