@@ -76,6 +76,7 @@ type inspection struct {
 	srcs sourceList
 
 	keys    map[string]struct{} // every key, for duplicates across shards
+	skipped int                 // compressed shards not read (Options.QuickPlan)
 	fields  map[string]*fieldStats
 	outside fieldStats // members in no sample
 	links   int64
@@ -142,6 +143,10 @@ func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walk
 	defer s.Close()
 	if !slices.Contains(in.comps, s.comp) {
 		in.comps = append(in.comps, s.comp)
+	}
+	if in.opts.QuickPlan && s.comp != CompressionNone {
+		in.skipped++ // decompressed once, by Convert
+		return nil
 	}
 	walk.startShard(i, src)
 	var lastRaw int64
@@ -255,6 +260,9 @@ func (in *inspection) plan(dest string) plan.Plan {
 	}
 	if o.ShardPrefix {
 		p.Source.Details = append(p.Source.Details, "keys prefixed with shard names")
+	}
+	if in.skipped > 0 {
+		p.Source.Details = append(p.Source.Details, fmt.Sprintf("%d compressed shards not read for this plan (counts are of the plain ones)", in.skipped))
 	}
 
 	names := make([]string, 0, len(in.fields))

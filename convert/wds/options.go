@@ -52,6 +52,12 @@ type Options struct {
 	// InlineMax is the largest member stored inline (default
 	// DefaultInlineMax); a larger one is an error.
 	InlineMax int64
+	// QuickPlan makes Inspect read only the headers of plain tar shards:
+	// compressed shards are not decompressed for the plan, which then
+	// counts only the plain ones (and says so). For runs whose plan no one
+	// reads (--yes --quiet), so that Convert decompresses each shard once;
+	// Convert checks every shard as it goes either way.
+	QuickPlan bool
 	// Pack bounds each pack shard (packcore's defaults when zero) and
 	// turns the manifest off.
 	convert.PackOptions
