@@ -36,6 +36,7 @@ type Stage struct {
 	Resumed bool
 	lock    *os.File
 	done    bool
+	made    []string // parent directories Begin created, deepest first
 }
 
 // Suffix ends the name of every staging directory.
@@ -86,17 +87,19 @@ func BeginWith(final string, o Options) (*Stage, error) {
 		return nil, err
 	}
 	parent := filepath.Dir(final)
+	made := missingDirs(parent)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", final, err)
 	}
 	lock, err := acquire(final)
 	if err != nil {
+		removeEmpty(made)
 		return nil, err
 	}
 	// From here on this process owns the destination's staging directory.
-	st := &Stage{Final: final, Dir: Path(final), lock: lock}
+	st := &Stage{Final: final, Dir: Path(final), lock: lock, made: made}
 	if err := CheckDest(final); err != nil { // a run that just finished
-		st.unlock()
+		st.release()
 		return nil, err
 	}
 	if _, err := os.Lstat(st.Dir); err == nil {
@@ -107,12 +110,12 @@ func BeginWith(final string, o Options) (*Stage, error) {
 			}
 		}
 		if err := os.RemoveAll(st.Dir); err != nil {
-			st.unlock()
+			st.release()
 			return nil, fmt.Errorf("%s: removing stale staging directory: %w", final, err)
 		}
 	}
 	if err := os.Mkdir(st.Dir, 0o755); err != nil {
-		st.unlock()
+		st.release()
 		return nil, fmt.Errorf("%s: %w", final, err)
 	}
 	if o.Record != nil {
@@ -155,6 +158,37 @@ func acquire(final string) (*os.File, error) {
 func (s *Stage) unlock() {
 	os.Remove(LockPath(s.Final))
 	s.lock.Close()
+}
+
+// release unlocks after a failed Begin and removes the parents it created.
+func (s *Stage) release() {
+	s.unlock()
+	removeEmpty(s.made)
+}
+
+// missingDirs returns dir and those of its ancestors that do not exist,
+// deepest first: what os.MkdirAll(dir) would create.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, os.ErrNotExist) {
+			return out
+		}
+		out = append(out, d)
+		if filepath.Dir(d) == d {
+			return out
+		}
+	}
+}
+
+// removeEmpty removes the directories of dirs (deepest first) that are
+// empty, stopping at the first that is not.
+func removeEmpty(dirs []string) {
+	for _, d := range dirs {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
 }
 
 // ErrBusy is wrapped when another run holds the destination.
@@ -216,6 +250,7 @@ func (s *Stage) Abort() {
 	s.done = true
 	os.RemoveAll(s.Dir)
 	s.unlock()
+	removeEmpty(s.made) // parents this run created, left empty
 }
 
 // CopyFile copies the regular file src to a new file dst (creating its

@@ -185,3 +185,43 @@ func TestLockReplaced(t *testing.T) {
 		t.Fatalf("second run while st2 holds the new lock: %v", err)
 	}
 }
+
+// TestAbortRemovesCreatedParents: a destination under directories that do
+// not exist yet gets them; an aborted run removes those it created (when
+// empty) and keeps the ones that were there.
+func TestAbortRemovesCreatedParents(t *testing.T) {
+	root := t.TempDir()
+	final := filepath.Join(root, "deep", "a", "b", "out")
+	st, err := Begin(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Abort()
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Fatalf("left in %s: %v", root, ents)
+	}
+	// A parent that gained other content is kept.
+	st, err = Begin(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "deep", "keep"), nil, 0o644)
+	st.Abort()
+	if _, err := os.Stat(filepath.Join(root, "deep", "keep")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "deep", "a")); !os.IsNotExist(err) {
+		t.Fatalf("deep/a kept: %v", err)
+	}
+	// After a commit, the parents hold the output and stay.
+	st, err = Begin(final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(final); err != nil {
+		t.Fatal(err)
+	}
+}
