@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
@@ -349,6 +350,17 @@ func (in *inspection) plan(dest string) plan.Plan {
 	p.Warnings = append(p.Warnings, in.problems...)
 	if in.nproblem > len(in.problems) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("... and %s more", plan.CountText(int64(in.nproblem-len(in.problems)), "problems")))
+	}
+	// Keys that differ only in case or Unicode normalization are distinct
+	// members, but one file on macOS and Windows file systems.
+	keys := make([]string, 0, len(in.keys))
+	for k := range in.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if twins := packcore.FindTwins(keys); len(twins) > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s differ only in case or Unicode normalization (first: %s): they stay separate members, but unpacking them on macOS or Windows makes one overwrite the other",
+			plan.CountText(int64(len(twins)), "groups of keys"), twins[0]))
 	}
 	if in.smp != nil && o.NoTable {
 		if in.smp.splits > 0 {
