@@ -145,7 +145,7 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	committed = true
 	absSrc, _ := filepath.Abs(src)
-	e.infof("packed %s blobs (%s bytes) into %d shards under %s", plan.Thousands(stats.Members), plan.Thousands(stats.Bytes), stats.Shards, dst)
+	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
 	return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
 		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
 }
