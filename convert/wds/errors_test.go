@@ -170,8 +170,16 @@ func TestNoTableOnlyWarns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Warnings) != 1 {
-				t.Errorf("plan warnings = %q, want one", p.Warnings)
+			// dup-field.tar's a.JPG and a.jpg are case twins too, which
+			// the plan also warns of (TestPlanWarnsOfTwins).
+			var grouping []string
+			for _, w := range p.Warnings {
+				if !strings.Contains(w, "differ only in case") {
+					grouping = append(grouping, w)
+				}
+			}
+			if len(grouping) != 1 {
+				t.Errorf("plan warnings = %q, want one about grouping", p.Warnings)
 			}
 		})
 	}

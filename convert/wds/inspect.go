@@ -359,8 +359,8 @@ func (in *inspection) plan(dest string) plan.Plan {
 	}
 	slices.Sort(keys)
 	if twins := packcore.FindTwins(keys); len(twins) > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%s differ only in case or Unicode normalization (first: %s): they stay separate members, but unpacking them on macOS or Windows makes one overwrite the other",
-			plan.CountText(int64(len(twins)), "groups of keys"), twins[0]))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("keys that differ only in case or Unicode normalization, %s (first: %s): they stay separate members, but unpacking them on macOS or Windows makes one overwrite the other",
+			plan.CountText(int64(len(twins)), "groups"), twins[0]))
 	}
 	if in.smp != nil && o.NoTable {
 		if in.smp.splits > 0 {
