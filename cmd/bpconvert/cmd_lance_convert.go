@@ -34,6 +34,8 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		Columns:     columns,
 		External:    lance.External(*external),
 		ToolVersion: buildVersion(),
+		// A plan no one reads need not read a binary column twice.
+		QuickPlan: cf.yes && e.quiet && !cf.dryRun,
 	})
 	if err != nil {
 		return nil, err

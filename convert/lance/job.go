@@ -42,6 +42,11 @@ type Options struct {
 	External External
 	// ToolVersion is recorded in the rewritten dataset's metadata.
 	ToolVersion string
+	// QuickPlan skips the evidence pass (which reads every value of a
+	// plain binary column): for runs whose plan no one reads (--yes
+	// --quiet), so the column is read once, by the conversion, which
+	// checks every value as it goes.
+	QuickPlan bool
 }
 
 // candidate is a column that may hold payloads.
@@ -206,6 +211,9 @@ func (j *Job) Plan(ctx context.Context, selected []string) (plan.Plan, error) {
 		return plan.Plan{}, err
 	}
 	for _, c := range j.cands {
+		if c.ev == nil && j.opts.QuickPlan {
+			c.ev = &columnEvidence{} // not read: the plan is not shown
+		}
 		if c.ev == nil {
 			ev, err := j.evidence(ctx, c)
 			if err != nil {
