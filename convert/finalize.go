@@ -78,9 +78,7 @@ func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResul
 	if err != nil {
 		return res, err
 	}
-	joined := *recs[0]
-	joined.Options = maps.Clone(joined.Options)
-	joined.Options["part"] = ""
+	joined := recs[0].Whole()
 	res.Command, res.Parts = joined.Command, len(parts)
 	if old, err := ReadRecord(dst); err == nil {
 		if diff := joined.Diff(old); len(diff) > 0 {
@@ -168,15 +166,11 @@ func readParts(partsDir string) ([]string, []*Record, error) {
 		if err != nil {
 			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: part %d/%d: %w", i, n, err)}
 		}
-		if rec.Options["part"] != (Part{I: i, N: n}).String() {
-			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s: its record names part %q", found[i], rec.Options["part"])}
+		if rec.Options[PartOption] != (Part{I: i, N: n}).String() {
+			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s: its record names part %q", found[i], rec.Options[PartOption])}
 		}
 		if i > 1 {
-			a, b := *rec, *recs[0]
-			a.Options, b.Options = maps.Clone(a.Options), maps.Clone(b.Options)
-			delete(a.Options, "part")
-			delete(b.Options, "part")
-			if diff := a.Diff(&b); len(diff) > 0 {
+			if diff := rec.Whole().Diff(recs[0].Whole()); len(diff) > 0 {
 				return nil, nil, &UsageError{Err: fmt.Errorf("finalize: part %d/%d was made from another plan than part 1/%d: %s", i, n, n, strings.Join(diff, "; ")),
 					Hint: "rerun that part with the same command, options and sources as the others"}
 			}

@@ -96,6 +96,20 @@ func Identify(sources []string) ([]SourceFile, error) {
 	return out, nil
 }
 
+// PartOption is the option that names a run's part (--part I/N); it is
+// empty for an undivided run.
+const PartOption = "part"
+
+// Whole returns a copy of r as the undivided run of the same plan records
+// itself (no part): what Finalize commits, and what every part's record
+// becomes when compared with another's.
+func (r *Record) Whole() *Record {
+	w := *r
+	w.Options = maps.Clone(r.Options)
+	w.Options[PartOption] = ""
+	return &w
+}
+
 // Encode returns the record as indented JSON.
 func (r *Record) Encode() []byte {
 	b, _ := json.MarshalIndent(r, "", " ")

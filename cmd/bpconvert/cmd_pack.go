@@ -103,13 +103,6 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	if len(files) == 0 {
 		return nil, usagef("pack: no files under %s", src)
 	}
-	created := missingParents(absDst)
-	committed := false
-	defer func() {
-		if !committed {
-			removeEmptyDirs(created)
-		}
-	}()
 	st, err := stage.Begin(absDst)
 	if err != nil {
 		return nil, err
@@ -143,7 +136,6 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	if err := st.Commit(); err != nil {
 		return nil, err
 	}
-	committed = true
 	absSrc, _ := filepath.Abs(src)
 	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
 	return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,

@@ -43,7 +43,7 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	var members []packcore.Member
 	for m := range set.Members() {
 		if err := packcore.ValidateKey(m.Key); err != nil {
-			return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, shortKeyError(err))}
+			return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, err)}
 		}
 		keys[m.Key] = true
 		members = append(members, m)
@@ -71,13 +71,6 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 		}
 	}
 	absDst, _ := filepath.Abs(pos[1])
-	created := missingParents(absDst)
-	committed := false
-	defer func() {
-		if !committed {
-			removeEmptyDirs(created)
-		}
-	}()
 	st, err := stage.Begin(absDst)
 	if err != nil {
 		return nil, err
@@ -112,46 +105,8 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	if err := st.Commit(); err != nil {
 		return nil, err
 	}
-	committed = true
 	e.infof("unpacked %s blobs into %s", plan.Thousands(int64(len(members))), pos[1])
 	return unpackResult{Dst: absDst, Members: len(members), Bytes: total, Warnings: warnings}, nil
-}
-
-// missingParents returns the directories above dst that do not exist yet,
-// the deepest first: the ones a run creates to hold dst's staging
-// directory and lock file, and must remove again when it fails.
-func missingParents(dst string) []string {
-	var out []string
-	for d := filepath.Dir(dst); ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
-			return out
-		}
-		out = append(out, d)
-		if filepath.Dir(d) == d {
-			return out
-		}
-	}
-}
-
-// removeEmptyDirs removes dirs in order (deepest first), stopping at the
-// first that cannot be removed: one that is not empty holds something this
-// run did not put there.
-func removeEmptyDirs(dirs []string) {
-	for _, d := range dirs {
-		if err := os.Remove(d); err != nil {
-			return
-		}
-	}
-}
-
-// shortKeyError rewrites a key error with the key cut (see convert.Cut),
-// so a hostile 65,000-byte member name cannot flood the terminal.
-func shortKeyError(err error) error {
-	var ke *packcore.KeyError
-	if errors.As(err, &ke) && len(ke.Key) > len(convert.Cut(ke.Key)) {
-		return &packcore.KeyError{Key: convert.Cut(ke.Key), Reason: ke.Reason, Err: ke.Err}
-	}
-	return err
 }
 
 func quoteAll(keys []string) []string {

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +48,7 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 
 // registerPart adds --part, for converters that can split their work.
 func (c *convertFlags) registerPart(fs *flag.FlagSet) {
-	fs.Var(&c.part, "part", "convert only part I of N (I/N, such as 2/8) of the work, for bpconvert finalize DST to join")
+	fs.Var(&c.part, convert.PartOption, "convert only part I of N (I/N, such as 2/8) of the work, for bpconvert finalize DST to join")
 }
 
 // partFlag is a --part value.
@@ -129,10 +128,7 @@ func (c *convertFlags) alreadyDone(format string) (*plan.Summary, error) {
 	// A part is done when its own output is committed, or when the parts
 	// have been joined into the destination already.
 	if c.record != nil {
-		joined := *c.record
-		joined.Options = maps.Clone(joined.Options)
-		joined.Options["part"] = ""
-		if sum, err := c.doneAt(c.dst, &joined, format); sum != nil || err != nil {
+		if sum, err := c.doneAt(c.dst, c.record.Whole(), format); sum != nil || err != nil {
 			return sum, err
 		}
 	}
