@@ -25,23 +25,7 @@ work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
 trap 'rm -rf "$work"' EXIT
 echo "# bench/fanout.sh: $(nproc) cores, runs=$runs, work dir on $(df --output=source "$work" | tail -1)"
 
-python3 - "$work/shards" "$nshards" "$((mb * 1000000 / size))" "$size" <<'PY'
-import io, os, sys, tarfile
-d, nshards, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-os.makedirs(d, exist_ok=True)
-block = os.urandom(size)
-per = (n + nshards - 1) // nshards
-i = 0
-for s in range(nshards):
-    with tarfile.open(os.path.join(d, f"train-{s:06d}.tar"), "w", format=tarfile.USTAR_FORMAT) as tf:
-        for _ in range(per):
-            if i == n:
-                break
-            ti = tarfile.TarInfo(f"{i:09d}.jpg")
-            ti.size, ti.mtime, ti.mode = size, 1700000000, 0o444
-            tf.addfile(ti, io.BytesIO(i.to_bytes(8, "little") + block[8:]))
-            i += 1
-PY
+gen_shards "$work/shards" "$nshards" "$((mb * 1000000 / size))" "$size"
 warm "$work/shards"
 bytes=$(du -sb "$work/shards" | cut -f1)
 members=$(( mb * 1000000 / size ))
@@ -71,7 +55,6 @@ for i in $(seq "$runs"); do
     tw+=("$(time_runs 1 whole)")
   fi
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 twhole=$(median "${tw[@]}")
 tsplit=$(median "${ts[@]}")
 

@@ -17,6 +17,32 @@ set_aside() {
   done
 }
 
+# median prints the median of its arguments.
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# gen_shards DIR SHARDS MEMBERS SIZE: SHARDS tar files of MEMBERS members of
+# SIZE bytes each, named like webdataset's ShardWriter output.
+gen_shards() {
+  python3 - "$@" <<'PY'
+import io, os, sys, tarfile
+d, nshards, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+os.makedirs(d, exist_ok=True)
+block = os.urandom(size)
+per = (n + nshards - 1) // nshards
+i = 0
+for s in range(nshards):
+    with tarfile.open(os.path.join(d, f"train-{s:06d}.tar"), "w", format=tarfile.USTAR_FORMAT) as tf:
+        for _ in range(per):
+            if i == n:
+                break
+            ti = tarfile.TarInfo(f"{i:09d}.jpg")
+            ti.size, ti.mtime, ti.mode = size, 1700000000, 0o444
+            # vary the bytes per member without paying for os.urandom each time
+            tf.addfile(ti, io.BytesIO(i.to_bytes(8, "little") + block[8:]))
+            i += 1
+PY
+}
+
 # now prints the time in seconds with nanoseconds.
 now() { date +%s.%N; }
 
@@ -34,7 +60,7 @@ time_runs() {
     t1=$(now)
     times+=("$(echo "$t1 - $t0" | bc -l)")
   done
-  printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+  median "${times[@]}"
 }
 
 # warm reads every file under a path so the page cache holds it.

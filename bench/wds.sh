@@ -39,29 +39,6 @@ if ! "$bin" convert-wds --help >/dev/null 2>&1; then
 fi
 echo "# bench/wds.sh: $(nproc) cores, runs=$runs, work dir on $(df --output=source "$work" | tail -1)"
 
-# gen_shards DIR SHARDS MEMBERS SIZE: SHARDS tar files of MEMBERS members of
-# SIZE bytes each, named like webdataset's ShardWriter output.
-gen_shards() {
-  python3 - "$@" <<'PY'
-import io, os, sys, tarfile
-d, nshards, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-os.makedirs(d, exist_ok=True)
-block = os.urandom(size)
-per = (n + nshards - 1) // nshards
-i = 0
-for s in range(nshards):
-    with tarfile.open(os.path.join(d, f"train-{s:06d}.tar"), "w", format=tarfile.USTAR_FORMAT) as tf:
-        for _ in range(per):
-            if i == n:
-                break
-            ti = tarfile.TarInfo(f"{i:09d}.jpg")
-            ti.size, ti.mtime, ti.mode = size, 1700000000, 0o444
-            # vary the bytes per member without paying for os.urandom each time
-            tf.addfile(ti, io.BytesIO(i.to_bytes(8, "little") + block[8:]))
-            i += 1
-PY
-}
-
 # gen_big DIR GIB: one shard with a GIB GiB member (streamed, never in
 # memory) and a small caption beside it.
 gen_big() {
