@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -42,51 +41,6 @@ func runParts(t *testing.T, n int, args func(part string) []string) {
 			t.Fatal(e)
 		}
 	}
-}
-
-// replaced by "ref:KEY" (shard numbers differ between a split and a whole
-// run; the member a reference names must not).
-func samplesTable(t *testing.T, path string) [][]string {
-	t.Helper()
-	pf, err := file.OpenParquetFile(path, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Release()
-	sc, _ := fr.Schema()
-	var names []string
-	for _, f := range sc.Fields() {
-		names = append(names, f.Name)
-	}
-	rows := [][]string{names}
-	for rr.Next() {
-		b := rr.RecordBatch()
-		for r := 0; r < int(b.NumRows()); r++ {
-			var row []string
-			for c := 0; c < int(b.NumCols()); c++ {
-				col := b.Column(c).(*array.String)
-				v := "null"
-				if !col.IsNull(r) {
-					v = col.Value(r)
-					if key, _, err := packcore.ParseRef(v); err == nil {
-						v = "ref:" + key
-					}
-				}
-				row = append(row, v)
-			}
-			rows = append(rows, row)
-		}
-	}
-	return rows
 }
 
 // fileMeta returns a parquet file's key-value metadata (ARROW:schema
