@@ -183,13 +183,13 @@ func rewriteInfo(info []byte, paths [][]string) (out []byte, changed bool, err e
 	return out, true, nil
 }
 
-// rewriteMetadataFile writes the dataset card or dataset_info.json at the
-// dataset root with the extracted paths declared as strings. done is false
-// for any other file, and for one that declares none of the paths: those
-// are copied unchanged.
-func rewriteMetadataFile(f inputFile, dst string, paths [][]string) (done bool, err error) {
+// rewriteMetadataFile writes the dataset card or a dataset_info.json (kind,
+// see inputs.metaKind) with the extracted paths declared as strings. done
+// is false for any other file, and for one that declares none of the
+// paths: those are copied unchanged.
+func rewriteMetadataFile(f inputFile, kind, dst string, paths [][]string) (done bool, err error) {
 	var rewrite func([]byte, [][]string) ([]byte, bool, error)
-	switch f.rel {
+	switch kind {
 	case cardName:
 		rewrite = rewriteCard
 	case infoName:
@@ -221,7 +221,7 @@ func (ins *Inspection) metadataRewrites(paths [][]string) []string {
 	var out []string
 	for _, f := range ins.in.others {
 		var rewrite func([]byte, [][]string) ([]byte, bool, error)
-		switch f.rel {
+		switch ins.in.metaKind(f.rel) {
 		case cardName:
 			rewrite = rewriteCard
 		case infoName:

@@ -20,7 +20,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -156,8 +155,8 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 				paths = append(paths, p)
 			}
 		}
-		out := filepath.Join(dir, filepath.FromSlash(t.Rel))
-		if len(paths) == 0 {
+		out := filepath.Join(dir, filepath.FromSlash(t.OutRel))
+		if len(paths) == 0 && !t.Arrow {
 			if err := stage.CopyFile(ctx, t.Path, out); err != nil {
 				return nil, fmt.Errorf("parquet: %s: %w", t.Rel, err)
 			}
@@ -165,7 +164,11 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 			continue
 		}
 		tc := &tableConv{ins: ins, t: t, paths: paths, w: w, opts: opts}
-		if err := tc.run(ctx, out); err != nil {
+		run := tc.run
+		if t.Arrow {
+			run = tc.runArrow
+		}
+		if err := run(ctx, out); err != nil {
 			return nil, err
 		}
 		res.Rewritten++
@@ -173,8 +176,11 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
 	for _, o := range others {
+		if ins.in.dropped(o.rel) {
+			continue
+		}
 		dst := filepath.Join(dir, filepath.FromSlash(o.rel))
-		if done, err := rewriteMetadataFile(o, dst, sel.Paths); err != nil {
+		if done, err := rewriteMetadataFile(o, ins.in.metaKind(o.rel), dst, sel.Paths); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		} else if done {
 			res.Metadata = append(res.Metadata, o.rel)
@@ -223,9 +229,17 @@ type tableConv struct {
 	paths [][]string
 	w     convert.Packer
 	opts  Options
-	key   string // table path without .parquet, for member keys
 	// jsonCols are top-level JSON columns, read as binary, written as JSON.
 	jsonCols map[int]bool
+}
+
+// tableKey is a table's path without its .parquet or .arrow extension, as
+// member keys name it.
+func tableKey(rel string) string {
+	if k, ok := strings.CutSuffix(rel, ".parquet"); ok {
+		return k
+	}
+	return strings.TrimSuffix(rel, ".arrow")
 }
 
 // noCloser hides Close from the parquet writer, which would otherwise close
@@ -236,7 +250,6 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	t := tc.t
 	mem := tc.opts.Allocator
 	defer recovered(t.Rel, &err)
-	tc.key = strings.TrimSuffix(t.Rel, ".parquet")
 
 	pf, err := openTable(t.Path, t.Size, mem)
 	if err != nil {
@@ -272,7 +285,8 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		}
 	}
 	tc.jsonCols = jsonCols
-	meta, storeSchema, err := tc.metadata(md, inSchema)
+	kv := md.KeyValueMetadata()
+	meta, storeSchema, err := tc.metadata(kv.Keys(), kv.Values(), inSchema)
 	if err != nil {
 		return err
 	}
@@ -292,48 +306,12 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 			}
 		}
 	}
-	props := []pq.WriterProperty{
-		pq.WithAllocator(mem),
-		pq.WithStoreDecimalAsInteger(true), // decimals of precision <= 18 as INT32/INT64, as most writers store them
-		pq.WithMaxRowGroupLength(math.MaxInt32),
-		pq.WithRootName(md.Schema.Root().Name()),
-	}
-	var aprops []pqarrow.WriterOption
-	aprops = append(aprops, pqarrow.WithAllocator(mem))
-	if storeSchema {
-		aprops = append(aprops, pqarrow.WithStoreSchema())
-	}
-	outPQ, err := pqarrow.ToParquet(outSchema, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
-	if err != nil {
-		return fmt.Errorf("parquet: %s: output schema: %w", t.Rel, err)
-	}
-	for i := 0; i < outPQ.NumColumns(); i++ {
-		if c, ok := codecs[outPQ.ColumnRoot(i).Name()]; ok {
-			props = append(props, pq.WithCompressionFor(outPQ.Column(i).ColumnPath().String(), c))
-		}
-	}
-
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	if _, err := os.Lstat(out); err == nil {
-		return fmt.Errorf("parquet: %s: %w", out, os.ErrExist)
-	}
-	f, err := atomicfile.Create(out, 0o644)
+	tw, err := tc.createWriter(out, outSchema, md.Schema.Root().Name(), codecs, storeSchema)
 	if err != nil {
 		return err
 	}
-	defer f.Abort()
-	fw, err := pqarrow.NewFileWriter(outSchema, noCloser{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
-	if err != nil {
-		return fmt.Errorf("parquet: %s: %w", t.Rel, err)
-	}
-	writerOpen := true
-	defer func() {
-		if writerOpen {
-			fw.Close()
-		}
-	}()
+	defer tw.abort()
+	fw := tw.fw
 
 	// A reader goroutine decodes the next batch while this one packs the
 	// current one; at most two batches are alive at a time.
@@ -394,11 +372,81 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	if rg != md.NumRowGroups()-1 {
 		return fmt.Errorf("parquet: %s: read %d of %d row groups", t.Rel, rg+1, md.NumRowGroups())
 	}
-	writerOpen = false
-	if err := fw.Close(); err != nil {
-		return fmt.Errorf("parquet: %s: %w", t.Rel, err)
+	return tw.commit(t.Rel)
+}
+
+// tableWriter is an output table being written: a parquet writer on a
+// temporary file that commit renames into place.
+type tableWriter struct {
+	f          *atomicfile.File
+	fw         *pqarrow.FileWriter
+	writerOpen bool
+}
+
+// createWriter creates the output table out (which must not exist) for
+// outSchema: parquet root rootName, the codec of each top-level column from
+// codecs (snappy for columns it does not name), the Arrow schema stored
+// when storeSchema is set.
+func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName string, codecs map[string]compress.Compression, storeSchema bool) (*tableWriter, error) {
+	mem := tc.opts.Allocator
+	props := []pq.WriterProperty{
+		pq.WithAllocator(mem),
+		pq.WithStoreDecimalAsInteger(true), // decimals of precision <= 18 as INT32/INT64, as most writers store them
+		pq.WithMaxRowGroupLength(math.MaxInt32),
+		pq.WithRootName(rootName),
+		pq.WithCompression(compress.Codecs.Snappy),
 	}
-	return f.Commit()
+	var aprops []pqarrow.WriterOption
+	aprops = append(aprops, pqarrow.WithAllocator(mem))
+	if storeSchema {
+		aprops = append(aprops, pqarrow.WithStoreSchema())
+	}
+	outPQ, err := pqarrow.ToParquet(outSchema, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	if err != nil {
+		return nil, fmt.Errorf("parquet: %s: output schema: %w", tc.t.Rel, err)
+	}
+	for i := 0; i < outPQ.NumColumns(); i++ {
+		if c, ok := codecs[outPQ.ColumnRoot(i).Name()]; ok {
+			props = append(props, pq.WithCompressionFor(outPQ.Column(i).ColumnPath().String(), c))
+		}
+	}
+
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return nil, fmt.Errorf("parquet: %s: %w", out, os.ErrExist)
+	}
+	f, err := atomicfile.Create(out, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fw, err := pqarrow.NewFileWriter(outSchema, noCloser{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	if err != nil {
+		f.Abort()
+		return nil, fmt.Errorf("parquet: %s: %w", tc.t.Rel, err)
+	}
+	return &tableWriter{f: f, fw: fw, writerOpen: true}, nil
+}
+
+// commit closes the writer and renames the file into place; name is the
+// table's name for messages.
+func (tw *tableWriter) commit(name string) error {
+	tw.writerOpen = false
+	if err := tw.fw.Close(); err != nil {
+		return fmt.Errorf("parquet: %s: %w", name, err)
+	}
+	return tw.f.Commit()
+}
+
+// abort closes the writer, if still open, and removes the temporary file;
+// after commit it does nothing.
+func (tw *tableWriter) abort() {
+	if tw.writerOpen {
+		tw.writerOpen = false
+		tw.fw.Close()
+	}
+	tw.f.Abort()
 }
 
 // batchItem is what readBatches hands over: a row group's start (rec nil),
@@ -540,7 +588,7 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		key, group = tc.opts.Keys(pid)
 		b.WriteString(key)
 	} else {
-		fmt.Fprintf(&b, "%s/%s/%012d", col, tc.key, id.row)
+		fmt.Fprintf(&b, "%s/%s/%012d", col, tableKey(tc.t.Rel), id.row)
 		for _, s := range id.sub {
 			fmt.Fprintf(&b, "-%04d", s)
 		}
@@ -624,9 +672,7 @@ func (tc *tableConv) resolvePath(name string) (string, int64, error) {
 
 // metadata builds the output key-value metadata and reports whether the
 // source carried an ARROW:schema (then the output gets a fresh one).
-func (tc *tableConv) metadata(md *metadata.FileMetaData, inSchema *arrow.Schema) (arrow.Metadata, bool, error) {
-	kv := md.KeyValueMetadata()
-	keys, vals := kv.Keys(), kv.Values()
+func (tc *tableConv) metadata(keys, vals []string, inSchema *arrow.Schema) (arrow.Metadata, bool, error) {
 	var ok, ov, sk, sv []string
 	store := false
 	for i, k := range keys {
@@ -646,6 +692,11 @@ func (tc *tableConv) metadata(md *metadata.FileMetaData, inSchema *arrow.Schema)
 			ok, ov = append(ok, k), append(ov, vals[i])
 		}
 		sk, sv = append(sk, k), append(sv, vals[i])
+	}
+	if len(tc.paths) == 0 {
+		// An Arrow table written as parquet without selected fields:
+		// nothing was extracted, so there is nothing to record.
+		return arrow.NewMetadata(ok, ov), store, nil
 	}
 	srcMeta := arrow.NewMetadata(sk, sv)
 	src := arrow.NewSchema(inSchema.Fields(), &srcMeta)

@@ -23,6 +23,10 @@ type inputFile struct {
 	rel  string // slash-separated path relative to the root
 	path string // absolute path to read (symlinks resolved)
 	size int64
+	// arrow marks an Arrow IPC data file of a save_to_disk dataset, and
+	// dataset is the directory of that dataset relative to the root.
+	arrow   bool
+	dataset string
 }
 
 // inputs lists what a source holds.
@@ -33,6 +37,8 @@ type inputs struct {
 	tables   []inputFile
 	others   []inputFile
 	warnings []string
+	// disk is set for a Hugging Face save_to_disk directory (hfdisk.go).
+	disk *diskLayout
 }
 
 // listInputs finds the tables and other files of src: src itself when it is
@@ -128,6 +134,9 @@ func listInputs(ctx context.Context, src string) (*inputs, error) {
 		if f.rel == MediaDir || strings.HasPrefix(f.rel, MediaDir+"/") {
 			return nil, &InputError{Source: "parquet", File: f.rel, Row: -1, Offset: -1, Err: fmt.Errorf("the source has a %s/ directory, where the packs would go", MediaDir)}
 		}
+	}
+	if err := in.detectDisk(); err != nil {
+		return nil, err
 	}
 	return in, nil
 }

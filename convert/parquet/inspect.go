@@ -122,15 +122,24 @@ type Candidate struct {
 // Name returns the dotted path.
 func (c Candidate) Name() string { return dotted(c.Path) }
 
-// Table is one parquet file of the source.
+// Table is one parquet file of the source, or one Arrow IPC data file of
+// a Hugging Face save_to_disk dataset (see Arrow).
 type Table struct {
 	// Rel is the path relative to the source root, slash-separated.
 	Rel string
 	// Path is the file to read.
-	Path      string
-	Size      int64
-	Rows      int64
+	Path string
+	Size int64
+	Rows int64
+	// RowGroups counts the parquet row groups, or the record batches of
+	// an Arrow file.
 	RowGroups int
+	// Arrow is true for an Arrow IPC data file of a save_to_disk dataset,
+	// which is written as the parquet file OutRel.
+	Arrow bool
+	// OutRel is the output path relative to the destination: Rel, or Rel
+	// with .parquet in place of .arrow for an Arrow file.
+	OutRel string
 	// Candidates are this table's payload fields.
 	Candidates []Candidate
 	// HF is the huggingface metadata value, "" when absent.
@@ -268,15 +277,22 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 		ins.Others = append(ins.Others, o.rel)
 	}
 	if len(in.tables) == 0 {
-		return nil, inputErr(src, -1, "", "no *.parquet files")
+		return nil, noTables(src, in)
 	}
 	agg := map[string]int{}
 	for _, f := range in.tables {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		t, err := inspectTable(ctx, f, opts, &ins.Warnings)
+		inspect := inspectTable
+		if f.arrow {
+			inspect = inspectArrow
+		}
+		t, err := inspect(ctx, f, opts, &ins.Warnings)
 		if err != nil {
+			return nil, err
+		}
+		if err := in.checkSchema(t, ins.Tables); err != nil {
 			return nil, err
 		}
 		ins.Tables = append(ins.Tables, t)
@@ -344,16 +360,12 @@ func inspectTable(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
 	}
 	md := pf.MetaData()
-	t = &Table{Rel: f.rel, Path: f.path, Size: f.size, Rows: md.NumRows, RowGroups: pf.NumRowGroups(), schema: sc}
+	t = &Table{Rel: f.rel, OutRel: f.rel, Path: f.path, Size: f.size, Rows: md.NumRows, RowGroups: pf.NumRowGroups(), schema: sc}
 	var features json.RawMessage
 	if v := md.KeyValueMetadata().FindValue(HFKey); v != nil {
 		t.HF = *v
-		var syntax any
-		if jerr := json.Unmarshal([]byte(*v), &syntax); jerr != nil {
-			return nil, inputErr(f.rel, -1, "", "the %q metadata (Hugging Face features) is broken JSON: %v", HFKey, jerr)
-		}
-		if features, err = hfFeatures(*v); err != nil {
-			return nil, inputErr(f.rel, -1, "", "the %q metadata (Hugging Face features) is unusable: %v", HFKey, err)
+		if features, err = parseHFMeta(f.rel, *v); err != nil {
+			return nil, err
 		}
 	}
 	t.annotated = findAnnotated(md.Schema)
@@ -363,8 +375,39 @@ func inspectTable(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		}
 		*warnings = append(*warnings, fmt.Sprintf("%s: %q is annotated %s in parquet; a rewritten table keeps its values as plain binary, without the annotation", f.rel, strings.Join(a.path, "."), a.what))
 	}
+	t.findCandidates(features, warnings)
+	for i := range t.Candidates {
+		t.Candidates[i].Rows = t.Rows
+		t.Candidates[i].ChunkBytes = chunkBytes(pf, t.Candidates[i])
+	}
+	if err := sample(ctx, pf, fr, t, opts); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parseHFMeta returns the features of a huggingface metadata value v of
+// the table rel (nil when it declares none), or an *InputError when v is
+// not usable.
+func parseHFMeta(rel, v string) (json.RawMessage, error) {
+	var syntax any
+	if jerr := json.Unmarshal([]byte(v), &syntax); jerr != nil {
+		return nil, inputErr(rel, -1, "", "the %q metadata (Hugging Face features) is broken JSON: %v", HFKey, jerr)
+	}
+	features, err := hfFeatures(v)
+	if err != nil {
+		return nil, inputErr(rel, -1, "", "the %q metadata (Hugging Face features) is unusable: %v", HFKey, err)
+	}
+	return features, nil
+}
+
+// findCandidates finds the table's payload fields from its schema, names
+// the Hugging Face feature that declares each (features may be nil), and
+// warns about media features whose column cannot carry payloads. Rows,
+// ChunkBytes and Evidence are left to the caller, which knows the format.
+func (t *Table) findCandidates(features json.RawMessage, warnings *[]string) {
 	var found []Candidate
-	for _, fld := range sc.Fields() {
+	for _, fld := range t.schema.Fields() {
 		findCandidates(fld, []string{fld.Name}, &found)
 	}
 	for _, c := range found {
@@ -372,34 +415,27 @@ func inspectTable(ctx context.Context, f inputFile, opts Options, warnings *[]st
 			t.Candidates = append(t.Candidates, c)
 		}
 	}
+	if features == nil {
+		return
+	}
 	for i := range t.Candidates {
 		c := &t.Candidates[i]
-		c.Rows = t.Rows
-		if features != nil {
-			if feat, ok := featureAt(features, c.Path); ok {
-				c.Media = describeMedia(feat)
-			}
+		if feat, ok := featureAt(features, c.Path); ok {
+			c.Media = describeMedia(feat)
 		}
-		c.ChunkBytes = chunkBytes(pf, *c)
 	}
-	if features != nil {
-		// Media features whose column cannot carry payloads: say so.
-		if ms, ok := parseObject(features); ok {
-			for _, m := range ms {
-				media := describeMedia(m.Value)
-				if media == "" {
-					continue
-				}
-				if !slices.ContainsFunc(t.Candidates, func(c Candidate) bool { return len(c.Path) == 1 && c.Path[0] == m.Key }) {
-					*warnings = append(*warnings, fmt.Sprintf("%s: %q is declared %s but its column holds no struct<bytes, path> or binary values; left as is", f.rel, m.Key, media))
-				}
+	// Media features whose column cannot carry payloads: say so.
+	if ms, ok := parseObject(features); ok {
+		for _, m := range ms {
+			media := describeMedia(m.Value)
+			if media == "" {
+				continue
+			}
+			if !slices.ContainsFunc(t.Candidates, func(c Candidate) bool { return len(c.Path) == 1 && c.Path[0] == m.Key }) {
+				*warnings = append(*warnings, fmt.Sprintf("%s: %q is declared %s but its column holds no struct<bytes, path> or binary values; left as is", t.Rel, m.Key, media))
 			}
 		}
 	}
-	if err := sample(ctx, pf, fr, t, opts); err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
 // isBinary reports whether t is a binary, large_binary or fixed_size_binary type.

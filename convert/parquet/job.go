@@ -82,7 +82,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		return plan.Summary{}, usage(err)
 	}
 	return plan.Summary{
-		Format: "Parquet",
+		Format: j.Inspection.Format(),
 		Source: j.Inspection.Root,
 		Dest:   j.Dst,
 		Blobs:  res.Pack.Members,

@@ -20,6 +20,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	for _, o := range ins.in.others {
 		otherBytes += o.size
 	}
+	disk := ins.in.disk
 	hf := false
 	for _, t := range ins.Tables {
 		hf = hf || t.HF != ""
@@ -42,6 +43,13 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	}
 	if hf {
 		p.Source.Details = append(p.Source.Details, "Hugging Face metadata")
+	}
+	if disk != nil {
+		p.Source.Format = ins.Format()
+		p.Source.Counts[2].Name = "record batches"
+		if disk.dict {
+			p.Source.Details = append(p.Source.Details, "DatasetDict of "+plan.CountText(int64(len(disk.datasets)), "splits")+": "+strings.Join(disk.datasets, ", "))
+		}
 	}
 
 	for _, c := range ins.Candidates {
@@ -85,14 +93,23 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 				has = true
 			}
 		}
-		if has {
+		if has || t.Arrow {
 			rewritten = append(rewritten, t)
 			rrows += t.Rows
 		} else {
 			copied = append(copied, t)
 		}
 	}
-	if len(rewritten) > 0 {
+	if len(rewritten) > 0 && disk != nil {
+		p.Entries = append(p.Entries, plan.Entry{
+			Name:     tableNames(rewritten),
+			Kind:     "Arrow IPC tables",
+			Detail:   fmt.Sprintf("%s, %s; written as parquet (snappy, the Arrow schema stored), row groups of up to %s of column data", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows"), plan.HumanBytes(arrowRowGroupBytes)),
+			Action:   plan.ActionRewrite,
+			Fidelity: plan.FidelitySchemaChanges,
+			Notes:    []string{"each data-NNNNN-of-NNNNN.arrow becomes data-NNNNN-of-NNNNN.parquet in the same directory; other columns and the schema metadata kept"},
+		})
+	} else if len(rewritten) > 0 {
 		p.Entries = append(p.Entries, plan.Entry{
 			Name:     tableNames(rewritten),
 			Kind:     "tables",
@@ -109,6 +126,16 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			Detail:   plan.CountText(int64(len(copied)), "tables") + " without selected fields",
 			Action:   plan.ActionCopy,
 			Fidelity: plan.FidelityLossless,
+		})
+	}
+	if disk != nil {
+		p.Entries = append(p.Entries, plan.Entry{
+			Name:     strings.Join(disk.dropped, ", "),
+			Kind:     "save_to_disk bookkeeping",
+			Detail:   plan.CountText(int64(len(disk.dropped)), "files"),
+			Action:   plan.ActionSkip,
+			Fidelity: plan.FidelitySkipped,
+			Notes:    []string{"not written: they name the .arrow files, which the output does not have, and would make datasets.load_from_disk take it for a save_to_disk directory; the output is read as parquet"},
 		})
 	}
 	if len(ins.Others) > 0 {
@@ -142,16 +169,20 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 				desc = "copied table"
 			}
 		}
-		p.Layout = append(p.Layout, plan.Output{Path: t.Rel, Description: desc})
+		p.Layout = append(p.Layout, plan.Output{Path: t.OutRel, Description: desc})
 	}
 	if len(ins.Others) > 0 {
 		p.Layout = append(p.Layout, plan.Output{Path: "(other files)", Description: "copied unchanged"})
 	}
 
+	ext := "parquet"
+	if disk != nil {
+		ext = "arrow"
+	}
 	p.Notes = append(p.Notes,
 		"References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).",
-		"Member keys: <field>/<table path without .parquet>/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.",
-		"Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; the extracted fields are strings, and their bytes are read by resolving the references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). `bpconvert verify DST --against SRC` proves the result equal to the source.",
+		"Member keys: <field>/<table path without ."+ext+">/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.",
+		readersNote(disk != nil),
 	)
 	if sel.Default {
 		p.Notes = append(p.Notes, "Selected by default: the fields that Hugging Face metadata declares as media.")
@@ -181,7 +212,18 @@ func tableNames(ts []*Table) string {
 	if len(ts) == 1 {
 		return ts[0].Rel
 	}
+	if ts[0].Arrow {
+		return "*.arrow"
+	}
 	return "*.parquet"
+}
+
+// Format names the source's format, for plans and summaries.
+func (ins *Inspection) Format() string {
+	if ins.in.disk != nil {
+		return "Hugging Face save_to_disk (Arrow IPC)"
+	}
+	return "Parquet"
 }
 
 func listSome(names []string, n int) string {
@@ -189,4 +231,13 @@ func listSome(names []string, n int) string {
 		return strings.Join(names, ", ")
 	}
 	return strings.Join(names[:n], ", ") + fmt.Sprintf(", +%d more", len(names)-n)
+}
+
+// readersNote says how the output is read.
+func readersNote(disk bool) string {
+	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; the extracted fields are strings, and their bytes are read by resolving the references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). "
+	if disk {
+		return n + "With datasets, name the tables: load_dataset(\"parquet\", data_files={\"train\": \"DST/train/*.parquet\", ...}) (a data_dir would also take in dataset_info.json and media/). `bpconvert verify DST` checks the packs; --against compares with parquet sources only."
+	}
+	return n + "`bpconvert verify DST --against SRC` proves the result equal to the source."
 }

@@ -1,0 +1,590 @@
+package parquet
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/bpconvert/bpconvert/sniff"
+)
+
+// Hugging Face save_to_disk directories.
+//
+// Dataset.save_to_disk(dir) writes dir/data-NNNNN-of-NNNNN.arrow (Arrow IPC
+// streams whose schema carries the "huggingface" metadata), dir/state.json
+// (which lists them under _data_files) and dir/dataset_info.json;
+// DatasetDict.save_to_disk(dir) writes dir/dataset_dict.json ({"splits":
+// [...]}) and one such directory per split. Such a source is converted like
+// a directory of parquet tables, with three differences: every data file
+// named by a state.json is a table, read record batch by record batch and
+// written as parquet at the same path with .parquet for .arrow; state.json
+// and dataset_dict.json are not written (they name the .arrow files, which
+// the output does not have, and they would make datasets.load_from_disk
+// take the output for a save_to_disk directory); and the dataset_info.json
+// of every dataset directory has its extracted features declared as
+// strings, as the root one of a parquet dataset does.
+
+const (
+	stateName = "state.json"
+	dictName  = "dataset_dict.json"
+)
+
+// diskLayout is what a save_to_disk directory holds besides its tables.
+type diskLayout struct {
+	// dict is true for a DatasetDict; datasets are the dataset
+	// directories relative to the root ("" for a Dataset at the root).
+	dict     bool
+	datasets []string
+	// dropped are the bookkeeping files not written to the output.
+	dropped []string
+	// infos are the dataset_info.json files beside the data files.
+	infos map[string]bool
+}
+
+// arrowRowGroupBytes bounds the reference and other column data buffered
+// for one output row group of an Arrow table.
+const arrowRowGroupBytes = 64 << 20
+
+// detectDisk recognises a save_to_disk directory by a state.json or a
+// dataset_dict.json at the root and moves the data files its state.json
+// files name from the other files to the tables. A directory holding both
+// markers, a save_to_disk directory with parquet files, a state.json that
+// names a missing file and a split without its directory are refused.
+func (in *inputs) detectDisk() error {
+	if in.single {
+		return nil
+	}
+	byRel := map[string]inputFile{}
+	for _, o := range in.others {
+		byRel[o.rel] = o
+	}
+	_, hasState := byRel[stateName]
+	dictFile, hasDict := byRel[dictName]
+	if !hasState && !hasDict {
+		return nil
+	}
+	if hasState && hasDict {
+		return diskErr(dictName, errors.New("the directory holds both state.json (a save_to_disk Dataset) and dataset_dict.json (a DatasetDict); convert one of them"))
+	}
+	marker := stateName
+	if hasDict {
+		marker = dictName
+	}
+	if len(in.tables) > 0 {
+		return diskErr(in.tables[0].rel, fmt.Errorf("a parquet file inside a Hugging Face save_to_disk directory (%s at the root); convert the parquet files and the save_to_disk dataset separately", marker))
+	}
+	d := &diskLayout{dict: hasDict, infos: map[string]bool{}}
+	dirs := []string{""}
+	if hasDict {
+		b, err := os.ReadFile(dictFile.path)
+		if err != nil {
+			return diskErr(dictName, err)
+		}
+		var v struct {
+			Splits []string `json:"splits"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			return diskErr(dictName, fmt.Errorf("not a DatasetDict's dataset_dict.json: %v", err))
+		}
+		if len(v.Splits) == 0 {
+			return diskErr(dictName, errors.New("lists no splits"))
+		}
+		dirs = dirs[:0]
+		for _, s := range v.Splits {
+			if !plainName(s) || slices.Contains(dirs, s) {
+				return diskErr(dictName, fmt.Errorf("split name %q is not a plain directory name, or repeated", s))
+			}
+			dirs = append(dirs, s)
+		}
+		d.dropped = append(d.dropped, dictName)
+	}
+	taken := map[string]bool{dictName: hasDict}
+	for _, dir := range dirs {
+		stRel := path.Join(dir, stateName)
+		sf, ok := byRel[stRel]
+		if !ok {
+			return diskErr(dictName, fmt.Errorf("split %q has no %s (a DatasetDict keeps each split in a directory of that name)", dir, stRel))
+		}
+		b, err := os.ReadFile(sf.path)
+		if err != nil {
+			return diskErr(stRel, err)
+		}
+		var st struct {
+			DataFiles []struct {
+				Filename string `json:"filename"`
+			} `json:"_data_files"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return diskErr(stRel, fmt.Errorf("not a save_to_disk state: %v", err))
+		}
+		if len(st.DataFiles) == 0 {
+			return diskErr(stRel, errors.New("_data_files names no data file"))
+		}
+		for _, df := range st.DataFiles {
+			if !plainName(df.Filename) {
+				return diskErr(stRel, fmt.Errorf("_data_files names %q, not a file name in the dataset's directory", df.Filename))
+			}
+			rel := path.Join(dir, df.Filename)
+			f, ok := byRel[rel]
+			if !ok {
+				return diskErr(stRel, fmt.Errorf("_data_files names %q, which does not exist", rel))
+			}
+			if taken[rel] {
+				return diskErr(stRel, fmt.Errorf("_data_files names %q twice", rel))
+			}
+			taken[rel] = true
+			f.arrow, f.dataset = true, dir
+			in.tables = append(in.tables, f)
+		}
+		taken[stRel] = true
+		d.dropped = append(d.dropped, stRel)
+		if info := path.Join(dir, infoName); byRel[info].rel != "" {
+			d.infos[info] = true
+		}
+		d.datasets = append(d.datasets, dir)
+	}
+	others := in.others[:0:0]
+	for _, o := range in.others {
+		if taken[o.rel] {
+			continue
+		}
+		if strings.HasSuffix(o.rel, ".arrow") {
+			in.warnings = append(in.warnings, fmt.Sprintf("%s is not named by a state.json (a cache file?); copied unchanged", o.rel))
+		}
+		others = append(others, o)
+	}
+	in.others = others
+	in.disk = d
+	return nil
+}
+
+// plainName reports whether s names an entry of a directory: not empty,
+// not . or .., without separators.
+func plainName(s string) bool {
+	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`) && !strings.ContainsRune(s, 0)
+}
+
+func diskErr(file string, err error) error {
+	return &InputError{Source: "parquet", File: file, Row: -1, Offset: -1, Err: err}
+}
+
+// noTables is the error for a source without tables.
+func noTables(src string, in *inputs) error {
+	for _, o := range in.others {
+		if strings.HasSuffix(o.rel, ".arrow") {
+			return &InputError{Source: "parquet", File: src, Row: -1, Offset: -1,
+				Err:  errors.New("no *.parquet files, and no state.json or dataset_dict.json at the root to name the *.arrow files"),
+				Hint: "convert-parquet reads Arrow files as Hugging Face save_to_disk writes them: point it at the directory holding state.json (a Dataset) or dataset_dict.json (a DatasetDict)"}
+		}
+	}
+	return inputErr(src, -1, "", "no *.parquet files")
+}
+
+// metaKind says which feature declarations the other file rel holds:
+// cardName for the dataset card at the root, infoName for a
+// dataset_info.json at the root or beside a save_to_disk dataset's data
+// files, "" for any other file.
+func (in *inputs) metaKind(rel string) string {
+	switch {
+	case rel == cardName:
+		return cardName
+	case rel == infoName, in.disk != nil && in.disk.infos[rel]:
+		return infoName
+	}
+	return ""
+}
+
+// dropped reports whether rel is a save_to_disk bookkeeping file that the
+// output does not have.
+func (in *inputs) dropped(rel string) bool {
+	return in.disk != nil && slices.Contains(in.disk.dropped, rel)
+}
+
+// checkSchema refuses an Arrow table whose schema differs from that of an
+// earlier data file of the same save_to_disk dataset: datasets writes one
+// schema for all of them, and the output tables would not form one dataset.
+func (in *inputs) checkSchema(t *Table, earlier []*Table) error {
+	if !t.Arrow {
+		return nil
+	}
+	dir := path.Dir(t.Rel)
+	for _, e := range earlier {
+		if !e.Arrow || path.Dir(e.Rel) != dir {
+			continue
+		}
+		if e.schema.Equal(t.schema) {
+			return nil
+		}
+		return inputErr(t.Rel, -1, "", "schema differs from %s's (the data files of one dataset share a schema): %s", e.Rel, schemaDiff(e.schema, t.schema))
+	}
+	return nil
+}
+
+// schemaDiff names the first difference between two schemas.
+func schemaDiff(a, b *arrow.Schema) string {
+	for i := 0; i < max(a.NumFields(), b.NumFields()); i++ {
+		switch {
+		case i >= a.NumFields():
+			return fmt.Sprintf("extra field %q", b.Field(i).Name)
+		case i >= b.NumFields():
+			return fmt.Sprintf("field %q missing", a.Field(i).Name)
+		}
+		fa, fb := a.Field(i), b.Field(i)
+		if !fa.Equal(fb) {
+			return fmt.Sprintf("field %d is %s, not %s", i, fb, fa)
+		}
+	}
+	return "field metadata differs"
+}
+
+// arrowReader reads the record batches of an Arrow IPC file in the stream
+// format (what datasets writes) or in the file format, one at a time.
+type arrowReader struct {
+	rel    string
+	f      *os.File
+	stream *ipc.Reader
+	count  *countingReader
+	file   *ipc.FileReader
+	batch  int   // batches returned so far
+	row    int64 // rows returned so far
+}
+
+// arrowMagic starts an Arrow IPC file in the file format.
+var arrowMagic = []byte("ARROW1")
+
+// openArrow opens an Arrow IPC file of the given size; errors are
+// *InputError values naming rel. Buffers come from mem, through a cap that
+// turns a length no file of this size can hold into an error instead of
+// an allocation that would end the process.
+func openArrow(rel, name string, size int64, mem memory.Allocator) (r *arrowReader, err error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, inputErr(rel, -1, "", "%w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	mem = &cappedAllocator{Allocator: mem, max: max(8*size, 256<<20)}
+	head := make([]byte, len(arrowMagic))
+	n, _ := io.ReadFull(f, head)
+	if n == len(head) && bytes.Equal(head, arrowMagic) {
+		fr, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
+		if err != nil {
+			return nil, inputErr(rel, -1, "", "not a readable Arrow IPC file: %w", err)
+		}
+		return &arrowReader{rel: rel, f: f, file: fr}, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, inputErr(rel, -1, "", "%w", err)
+	}
+	c := &countingReader{r: bufio.NewReaderSize(f, 1<<20)}
+	sr, err := ipc.NewReader(c, ipc.WithAllocator(mem))
+	if err != nil {
+		return nil, inputErr(rel, -1, "", "not a readable Arrow IPC stream: %w", err)
+	}
+	return &arrowReader{rel: rel, f: f, stream: sr, count: c}, nil
+}
+
+// Schema returns the file's schema.
+func (r *arrowReader) Schema() *arrow.Schema {
+	if r.file != nil {
+		return r.file.Schema()
+	}
+	return r.stream.Schema()
+}
+
+// Next returns the next record batch, which the caller releases, or nil at
+// the end. A stream that ends without its end-of-stream marker (a file cut
+// at a message boundary) is an error, as is any undecodable message.
+func (r *arrowReader) Next() (rec arrow.RecordBatch, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rec, err = nil, r.batchErr(fmt.Errorf("cannot decode: %v", p))
+		}
+	}()
+	if r.file != nil {
+		if r.batch >= r.file.NumRecords() {
+			return nil, nil
+		}
+		rec, err := r.file.RecordBatchAt(r.batch)
+		if err != nil {
+			return nil, r.batchErr(err)
+		}
+		r.batch++
+		r.row += rec.NumRows()
+		return rec, nil
+	}
+	before := r.count.n
+	if !r.stream.Next() {
+		if err := r.stream.Err(); err != nil {
+			return nil, r.batchErr(err)
+		}
+		if r.count.n == before {
+			// The reader took a bare EOF for the end: the end-of-stream
+			// marker every writer puts there is missing.
+			return nil, r.batchErr(errors.New("the stream ends without its end-of-stream marker (the file is truncated)"))
+		}
+		return nil, nil
+	}
+	rec = r.stream.RecordBatch()
+	rec.Retain()
+	r.batch++
+	r.row += rec.NumRows()
+	return rec, nil
+}
+
+// batchErr locates an error at the batch about to be read.
+func (r *arrowReader) batchErr(err error) error {
+	return &InputError{Source: "parquet", File: r.rel, Row: r.row, Offset: -1,
+		Err: fmt.Errorf("record batch %d (the batches before it hold rows 0 to %d): %w", r.batch, r.row-1, err)}
+}
+
+// Close releases the reader and closes the file.
+func (r *arrowReader) Close() {
+	if r.stream != nil {
+		r.stream.Release()
+	}
+	if r.file != nil {
+		r.file.Close()
+	}
+	r.f.Close()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// cappedAllocator refuses (by a panic that the readers recover as an
+// error) allocations larger than max.
+type cappedAllocator struct {
+	memory.Allocator
+	max int64
+}
+
+func (a *cappedAllocator) Allocate(size int) []byte {
+	a.check(size)
+	return a.Allocator.Allocate(size)
+}
+
+func (a *cappedAllocator) Reallocate(size int, b []byte) []byte {
+	a.check(size)
+	return a.Allocator.Reallocate(size, b)
+}
+
+func (a *cappedAllocator) check(size int) {
+	if int64(size) > a.max {
+		panic(fmt.Sprintf("a buffer of %d bytes, more than a file of this size can hold", size))
+	}
+}
+
+// inspectArrow reads an Arrow data file of a save_to_disk dataset: its
+// schema and features, and every record batch, counting rows and payload
+// bytes and sampling the first values of each candidate. It is a full read
+// of the file (an Arrow stream has no footer that counts its rows), one
+// batch at a time.
+func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
+	defer recovered(f.rel, &err)
+	r, err := openArrow(f.rel, f.path, f.size, opts.Allocator)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	sc := r.Schema()
+	t = &Table{Rel: f.rel, OutRel: strings.TrimSuffix(f.rel, ".arrow") + ".parquet", Path: f.path, Size: f.size, Arrow: true, schema: sc}
+	var features json.RawMessage
+	if v, ok := sc.Metadata().GetValue(HFKey); ok {
+		t.HF = v
+		if features, err = parseHFMeta(f.rel, v); err != nil {
+			return nil, err
+		}
+	}
+	t.findCandidates(features, warnings)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		rec, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			break
+		}
+		for i := range t.Candidates {
+			c := &t.Candidates[i]
+			col := rec.Column(rec.Schema().FieldIndices(c.Path[0])[0])
+			visitPayloads(col, c.Path[1:], c.Struct, allLive(col.Len()), func(val []byte, valid bool, _ string) {
+				if valid {
+					c.ChunkBytes += int64(len(val))
+				}
+				if c.Evidence.Sampled >= int64(opts.SampleSize) {
+					return
+				}
+				if !valid {
+					c.Evidence.AddNull()
+					return
+				}
+				c.Evidence.Add(int64(len(val)), sniff.Detect(val[:min(len(val), sniff.PrefixLen)]).Label)
+			})
+		}
+		t.Rows += rec.NumRows()
+		t.RowGroups++
+		rec.Release()
+	}
+	for i := range t.Candidates {
+		t.Candidates[i].Rows = t.Rows
+		t.Candidates[i].Evidence.Values = t.Rows
+	}
+	return t, nil
+}
+
+// runArrow writes an Arrow table as parquet: the same columns, selected
+// fields as reference strings, the huggingface metadata rewritten and the
+// Arrow schema stored (as pyarrow does), snappy-compressed, in row groups
+// of about arrowRowGroupBytes. Batches are read one at a time, the next
+// decoded while the current one is packed.
+func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
+	t := tc.t
+	defer recovered(t.Rel, &err)
+	r, err := openArrow(t.Rel, t.Path, t.Size, tc.opts.Allocator)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if !r.Schema().Equal(t.schema) {
+		return inputErr(t.Rel, -1, "", "the schema changed since the file was inspected")
+	}
+	tree := buildTree(tc.paths)
+	fields := t.schema.Fields()
+	for i, f := range fields {
+		if n := tree[f.Name]; n != nil {
+			fields[i].Type = outType(f.Type, n)
+		}
+	}
+	md := t.schema.Metadata()
+	meta, _, err := tc.metadata(md.Keys(), md.Values(), t.schema)
+	if err != nil {
+		return err
+	}
+	outSchema := arrow.NewSchema(fields, &meta)
+	tw, err := tc.createWriter(out, outSchema, "schema", nil, true)
+	if err != nil {
+		return err
+	}
+	defer tw.abort()
+
+	rctx, cancel := context.WithCancel(ctx)
+	batches := make(chan batchItem)
+	go readArrowBatches(rctx, r, batches)
+	defer func() {
+		cancel()
+		for it := range batches {
+			if it.rec != nil {
+				it.rec.Release()
+			}
+		}
+	}()
+	var row, rgBytes int64
+	first := true
+	for it := range batches {
+		if it.err != nil {
+			return it.err
+		}
+		if first || rgBytes >= arrowRowGroupBytes {
+			if err := tw.fw.NewBufferedRowGroupChecked(); err != nil {
+				return fmt.Errorf("parquet: %s: %w", t.OutRel, err)
+			}
+			first, rgBytes = false, 0
+		}
+		outRec, err := tc.rewriteBatch(it.rec, outSchema, tree, row)
+		row += it.rec.NumRows()
+		it.rec.Release()
+		if err != nil {
+			return err
+		}
+		rgBytes += recordBytes(outRec)
+		err = tw.fw.WriteBuffered(outRec)
+		outRec.Release()
+		if err != nil {
+			return fmt.Errorf("parquet: %s: %w", t.OutRel, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if row != t.Rows {
+		return inputErr(t.Rel, -1, "", "read %d rows, %d when the file was inspected (it changed)", row, t.Rows)
+	}
+	return tw.commit(t.OutRel)
+}
+
+// readArrowBatches sends every record batch of r to out (retained for the
+// receiver), then closes out; an error ends the stream with an item that
+// carries it.
+func readArrowBatches(ctx context.Context, r *arrowReader, out chan<- batchItem) {
+	defer close(out)
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			select {
+			case out <- batchItem{err: err}:
+			case <-ctx.Done():
+			}
+			return
+		}
+		if rec == nil {
+			return
+		}
+		select {
+		case out <- batchItem{rec: rec}:
+		case <-ctx.Done():
+			rec.Release()
+			return
+		}
+	}
+}
+
+// recordBytes sums the buffer sizes of a record batch's columns.
+func recordBytes(rec arrow.RecordBatch) int64 {
+	var n int64
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += int64(b.Len())
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		walk(c.Data())
+	}
+	return n
+}
