@@ -184,7 +184,7 @@ func FuzzPage21(f *testing.F) {
 		}
 		decode.DescribeLayout(pl)
 		for _, dt := range fuzzTypes {
-			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return assemble.ZeroLeaf(dt, n) })
+			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return assemble.ZeroLeaf(dt, n) }, nil)
 			if err != nil {
 				return
 			}

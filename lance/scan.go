@@ -45,6 +45,7 @@ type Scanner struct {
 	fr      *fragmentReader
 	rec     arrow.RecordBatch
 	err     error
+	mem     pageMem // buffers reused from page to page
 }
 
 // Scan starts a scan of the dataset. The caller must Close the scanner.
@@ -121,6 +122,7 @@ func (s *Scanner) Next() bool {
 				return false
 			}
 			s.fragIdx++
+			fr.mem = &s.mem
 			s.fr = fr
 		}
 		rec, err := s.fr.next(s.batch, s.schema)
@@ -167,6 +169,7 @@ func (s *Scanner) Close() error {
 		s.fr.close()
 		s.fr = nil
 	}
+	s.mem.release()
 	return nil
 }
 
@@ -193,6 +196,9 @@ type fragmentReader struct {
 	cursors []cursor
 	deleted *roaring.Bitmap
 	pos     uint64
+	// mem, when not nil, lends the buffers that 2.1+ pages are read and
+	// decoded into (see pageMem).
+	mem *pageMem
 }
 
 func (fr *fragmentReader) close() {
@@ -634,18 +640,48 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 		if p.length > decode.MaxPageItems {
 			return nil, fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
 		}
-		bufs, err := readPageBuffers(file.f, file.meta.size, p)
+		mem := fr.mem
+		bufs, err := mem.readPage(file.f, file.meta.size, p)
 		if err != nil {
 			return nil, err
 		}
-		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return assemble.ZeroLeaf(leafType, n) })
+		// The values of a top-level binary column go into a pooled
+		// buffer that the page's array owns.
+		var vals []byte
+		var alloc decode.Alloc
+		if mem != nil && len(path) == 1 && isBinary(leafType) {
+			alloc = func(n int) []byte {
+				if vals != nil {
+					mem.vals.Free(vals)
+				}
+				vals = mem.vals.get(n)
+				return vals
+			}
+		}
+		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return assemble.ZeroLeaf(leafType, n) }, alloc)
 		if err != nil {
+			if vals != nil {
+				mem.vals.Free(vals)
+			}
 			return nil, err
 		}
-		return assemble.Unravel(sp, path)
+		a, err := assemble.Unravel(sp, path)
+		if err != nil {
+			a = nil
+		}
+		return mem.settle(a, vals), err
 	}
 	*out = append(*out, pc)
 	return nil
+}
+
+// isBinary reports whether dt is binary or large binary.
+func isBinary(dt arrow.DataType) bool {
+	switch dt.(type) {
+	case *arrow.BinaryType, *arrow.LargeBinaryType:
+		return true
+	}
+	return false
 }
 
 // mergeCursor merges the per-leaf arrays of one top-level field.

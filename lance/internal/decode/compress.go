@@ -3,6 +3,7 @@ package decode
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/bpconvert/bpconvert/lance/internal/bitpack"
@@ -306,9 +307,7 @@ func decompress(scheme int, b []byte) ([]byte, error) {
 		}
 		return out, nil
 	case schemeZstd:
-		zstdOnce.Do(func() {
-			zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecodedBytes))
-		})
+		zstdOnce.Do(newZstd)
 		frame := b
 		limit := uint64(maxDecodedBytes)
 		if len(b) >= 8 && !(b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) {
@@ -325,6 +324,100 @@ func decompress(scheme int, b []byte) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unsupported compression scheme %d", scheme)
+}
+
+// decompressedSize returns the size that b decompresses to under a
+// General/BufferCompression scheme, when b states it (lz4 and zstd as Lance
+// writes them carry a length prefix; a bare zstd frame may carry its content
+// size).
+func decompressedSize(scheme int, b []byte) (int, bool) {
+	switch scheme {
+	case schemeNone:
+		return len(b), true
+	case schemeLz4:
+		if len(b) < 4 {
+			return 0, false
+		}
+		n := binary.LittleEndian.Uint32(b)
+		if uint64(n) > maxDecodedBytes || uint64(n) > uint64(len(b))*255+16 {
+			return 0, false
+		}
+		return int(n), true
+	case schemeZstd:
+		if len(b) >= 8 && !isZstdFrame(b) {
+			n := binary.LittleEndian.Uint64(b)
+			if n > maxDecodedBytes {
+				return 0, false
+			}
+			return int(n), true
+		}
+		var h zstd.Header
+		if err := h.Decode(b); err != nil || !h.HasFCS || h.FrameContentSize > maxDecodedBytes {
+			return 0, false
+		}
+		return int(h.FrameContentSize), true
+	}
+	return 0, false
+}
+
+// isZstdFrame reports whether b starts with the zstd frame magic number.
+func isZstdFrame(b []byte) bool {
+	return len(b) >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd
+}
+
+// decompressAppend undoes a General/BufferCompression scheme like
+// decompress, appending the result to dst: when dst has the room, the bytes
+// are decompressed in place, without an intermediate buffer.
+func decompressAppend(scheme int, dst, b []byte) ([]byte, error) {
+	switch scheme {
+	case schemeNone:
+		return append(dst, b...), nil
+	case schemeLz4:
+		n, ok := decompressedSize(scheme, b)
+		if !ok {
+			if len(b) < 4 {
+				return nil, fmt.Errorf("%w: lz4 buffer of %d bytes", errCorrupt, len(b))
+			}
+			return nil, fmt.Errorf("%w: lz4 claims %d bytes from %d", errCorrupt, binary.LittleEndian.Uint32(b), len(b))
+		}
+		dst = slices.Grow(dst, n)
+		out := dst[len(dst) : len(dst)+n]
+		m, err := lz4.UncompressBlock(b[4:], out)
+		if err != nil || m != n {
+			return nil, fmt.Errorf("%w: lz4: %d of %d bytes: %v", errCorrupt, m, n, err)
+		}
+		return dst[:len(dst)+n], nil
+	case schemeZstd:
+		n, ok := decompressedSize(scheme, b)
+		if !ok {
+			// Let the decoder find out.
+			d, err := decompress(scheme, b)
+			if err != nil {
+				return nil, err
+			}
+			return append(dst, d...), nil
+		}
+		zstdOnce.Do(newZstd)
+		frame := b
+		if !isZstdFrame(b) {
+			frame = b[8:]
+		}
+		start := len(dst)
+		out, err := zstdDec.DecodeAll(frame, slices.Grow(dst, n))
+		if err != nil {
+			return nil, fmt.Errorf("%w: zstd: %v", errCorrupt, err)
+		}
+		if len(out)-start > maxDecodedBytes {
+			return nil, fmt.Errorf("%w: zstd: more than %d bytes", errCorrupt, maxDecodedBytes)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unsupported compression scheme %d", scheme)
+}
+
+// newZstd makes the shared zstd decoder.
+func newZstd() {
+	zstdDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxDecodedBytes))
 }
 
 // Leaf holds decoded values of a leaf column: N values, fixed width (Bits >

@@ -120,15 +120,21 @@ func ParsePageLayout(b []byte) (PageLayout, error) {
 // PageBuffers holds the buffers of one page, read from the file.
 type PageBuffers [][]byte
 
-// Structural decodes one 2.1+ page holding rows top-level rows.
-func Structural(pl PageLayout, bufs PageBuffers, rows int, zero func(n int) Leaf) (*StructPage, error) {
+// Alloc returns a byte slice of length n for decoded values; its contents
+// need not be zero (the decoder writes every byte).
+type Alloc func(n int) []byte
+
+// Structural decodes one 2.1+ page holding rows top-level rows. alloc, when
+// not nil, supplies the value buffer of a full-zip page of variable-width
+// values (see FullZipAlloc).
+func Structural(pl PageLayout, bufs PageBuffers, rows int, zero func(n int) Leaf, alloc Alloc) (*StructPage, error) {
 	switch pl.Kind {
 	case LayoutMiniBlock:
 		return MiniBlock(pl.Raw, bufs, rows)
 	case LayoutConstant:
 		return decodeConstant(pl.Raw, bufs, rows, zero)
 	case LayoutFullZip:
-		return FullZip(pl.Raw, bufs, rows)
+		return FullZipAlloc(pl.Raw, bufs, rows, alloc)
 	}
 	name := LayoutNames[pl.Kind]
 	if name == "" {
@@ -608,6 +614,16 @@ func parseConstantValueBuffer(b []byte) ([]byte, []byte, error) {
 
 // FullZip decodes a FullZipLayout page.
 func FullZip(raw []byte, bufs PageBuffers, rows int) (*StructPage, error) {
+	return FullZipAlloc(raw, bufs, rows, nil)
+}
+
+// FullZipAlloc decodes a FullZipLayout page. The values of a variable-width
+// page are written into one buffer of their exact decoded size, measured by
+// a first pass over the items' headers, taken from alloc (nil: make); the
+// buffer never grows while the page is decoded. Should the sizes the
+// headers announce be wrong, the values are still decoded (into a buffer
+// grown by append) or the page is refused, as without the first pass.
+func FullZipAlloc(raw []byte, bufs PageBuffers, rows int, alloc Alloc) (*StructPage, error) {
 	var bitsRep, bitsDef, bitsValue, bitsOffset, numItems, numVisible uint64
 	var valC *Compression
 	sp := &StructPage{Rows: rows}
@@ -668,6 +684,17 @@ func FullZip(raw []byte, bufs PageBuffers, rows int) (*StructPage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pv.lenBytes > 0 {
+		if total, visible, ok := pv.measure(data, numItems, cw, bitsDef, mv); ok {
+			if alloc == nil {
+				alloc = func(n int) []byte { return make([]byte, n) }
+			}
+			pv.out.Data = alloc(total)[:0]
+			pv.out.Offs = make([]uint64, 1, visible+1)
+		}
+	} else if n := min(numVisible, numItems); n*uint64(pv.fixed) <= uint64(len(data)) {
+		pv.out.Data = make([]byte, 0, n*uint64(pv.fixed))
+	}
 	pos := 0
 	for i := uint64(0); i < numItems; i++ {
 		def := 0
@@ -696,6 +723,58 @@ func FullZip(raw []byte, bufs PageBuffers, rows int) (*StructPage, error) {
 	}
 	sp.Vals = pv.out
 	return sp, nil
+}
+
+// measure walks the items of a full-zip page of variable-width values and
+// returns the bytes their decoded values take and the number of visible
+// items; ok is false when a size cannot be known in advance (FSST, a zstd
+// frame without its size) or the page is malformed (the decoding pass then
+// reports where).
+func (pv *perValue) measure(data []byte, numItems uint64, cw int, bitsDef uint64, mv int) (total int, visible int, ok bool) {
+	if pv.fsst != nil {
+		return 0, 0, false
+	}
+	pos := 0
+	for i := uint64(0); i < numItems; i++ {
+		def := 0
+		if cw > 0 {
+			if pos+cw > len(data) {
+				return 0, 0, false
+			}
+			def = int(bitpack.ReadWord(data[pos:], 0, cw*8) & (1<<bitsDef - 1))
+			pos += cw
+		}
+		if bitsDef > 0 && def > mv {
+			continue
+		}
+		visible++
+		if def != 0 {
+			continue
+		}
+		if pos+pv.lenBytes > len(data) {
+			return 0, 0, false
+		}
+		n := bitpack.ReadWord(data[pos:], 0, pv.lenBytes*8)
+		pos += pv.lenBytes
+		if n > uint64(len(data)-pos) {
+			return 0, 0, false
+		}
+		v := data[pos : pos+int(n)]
+		pos += int(n)
+		size := len(v)
+		if pv.c.Kind == ceGeneral {
+			s, known := decompressedSize(pv.c.comp, v)
+			if !known {
+				return 0, 0, false
+			}
+			size = s
+		}
+		if size > maxDecodedBytes-total {
+			return 0, 0, false
+		}
+		total += size
+	}
+	return total, visible, true
 }
 
 // perValue decodes the values of a full-zip page one by one.
@@ -789,11 +868,10 @@ func (pv *perValue) add(b []byte, valid bool) (int, error) {
 			return 0, err
 		}
 	case pv.c.Kind == ceGeneral:
-		d, err := decompress(pv.c.comp, v)
-		if err != nil {
+		var err error
+		if o.Data, err = decompressAppend(pv.c.comp, o.Data, v); err != nil {
 			return 0, err
 		}
-		o.Data = append(o.Data, d...)
 	default:
 		o.Data = append(o.Data, v...)
 	}
