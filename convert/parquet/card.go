@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -178,9 +179,33 @@ func rewriteInfo(info []byte, paths [][]string) (out []byte, changed bool, err e
 		return info, false, nil
 	}
 	top[fi].Value = feats
+	body := []byte(encodeObject(top))
+	if indent, ok := jsonIndent(info); ok {
+		// An indented file (datasets writes dataset_info.json with
+		// indent=2) is indented again the same way, which leaves the
+		// members it does not change as they were.
+		var compact, b bytes.Buffer
+		if json.Compact(&compact, body) == nil && json.Indent(&b, compact.Bytes(), "", indent) == nil {
+			body = b.Bytes()
+		}
+	}
 	trailing := info[len(bytes.TrimRight(info, " \t\r\n")):]
-	out = append([]byte(encodeObject(top)), trailing...)
+	out = append(body, trailing...)
 	return out, true, nil
+}
+
+// jsonIndent returns the indentation of an indented JSON object: the
+// spaces or tabs that start its second line, when its first line is "{".
+func jsonIndent(b []byte) (string, bool) {
+	first, rest, ok := bytes.Cut(bytes.TrimLeft(b, " \t\r\n"), []byte("\n"))
+	if !ok || string(bytes.TrimSpace(first)) != "{" {
+		return "", false
+	}
+	n := len(rest) - len(bytes.TrimLeft(rest, " \t"))
+	if n == 0 {
+		return "", false
+	}
+	return string(rest[:n]), true
 }
 
 // rewriteMetadataFile writes the dataset card or a dataset_info.json (kind,

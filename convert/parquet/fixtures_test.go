@@ -26,6 +26,7 @@ var fixtures = testtool.Generated{Project: "parquet", Script: "gen.mjs"}
 func TestMain(m *testing.M) {
 	code := m.Run()
 	fixtures.Cleanup()
+	diskFixtures.Cleanup()
 	os.Exit(code)
 }
 
