@@ -15,6 +15,12 @@
 # fsync) and writes the table back as Lance with the other pages copied.
 # bpconvert fsyncs what it writes and cp does not, so cp -r is also timed
 # followed by a sync of the copy.
+# The route a user would take without bpconvert is timed too, for the binary
+# column: fixtures/lance/official.mjs scans the table with lancedb (npm
+# @lancedb/lancedb 0.31.0), writes each payload into STORED zip shards and
+# writes a new table with a utf8 reference column in its place (no fsync).
+# Blob v2 columns have no such route: lancedb 0.31.0's scan returns their
+# descriptors, not their bytes.
 #
 # Targets (issue 11): throughput >= 0.5 x cp -r of the dataset; peak RSS <=
 # 2 x largest page + 64 MiB.
@@ -102,11 +108,11 @@ print(c["bytes"] // max(c["pages"], 1))' "$2"
 
 cp_sync() { cp -r "$1" "$2" && sync "$2"; }
 
-bench_one() { # LABEL DATASET COLUMN CONVERT-FLAGS...
-  local label=$1 ds=$2 col=$3; shift 3
+bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
+  local label=$1 ds=$2 col=$3 official=$4; shift 4
   local bytes; bytes=$(du -sb "$ds" | cut -f1)
   warm "$ds"
-  BENCH_CLEAN="set_aside '$work/cp' '$work/out'"
+  BENCH_CLEAN="set_aside '$work/cp' '$work/out' '$work/official'"
   # One checked run first: time_runs does not stop on a failing command.
   "$bin" convert-lance --quiet "$@" "$ds" "$work/out" >/dev/null
   "$bin" verify "$work/out/media" >/dev/null
@@ -119,14 +125,30 @@ bench_one() { # LABEL DATASET COLUMN CONVERT-FLAGS...
   eval "$BENCH_CLEAN"
   rss=$(peak_rss_mib "$bin" convert-lance --quiet "$@" "$ds" "$work/out")
   eval "$BENCH_CLEAN"
+  local toff="" rssoff=""
+  if [ "$official" = yes ]; then
+    node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official" >/dev/null
+    "$bin" verify "$work/official/media" >/dev/null
+    eval "$BENCH_CLEAN"
+    toff=$(time_runs "$runs" node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official")
+    eval "$BENCH_CLEAN"
+    rssoff=$(peak_rss_mib node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official")
+    eval "$BENCH_CLEAN"
+  fi
   page=$(mean_page "$ds" "$col")
   mbs() { echo "scale=0; $bytes / $1 / 1000000" | bc -l; }
   echo "$label: $(echo "scale=3; $bytes/1000000000" | bc -l) GB on disk, $members members packed, mean page of column $col $(echo "scale=2; $page/1048576" | bc -l) MiB"
   echo "  cp -r:                   $tcp s  ($(mbs "$tcp") MB/s)"
   echo "  cp -r + sync of the copy: $tcps s  ($(mbs "$tcps") MB/s)"
   echo "  bpconvert convert-lance: $tconv s  ($(mbs "$tconv") MB/s), peak RSS $rss MiB"
+  if [ -n "$toff" ]; then
+    echo "  official route (lancedb scan, zip, new table): $toff s  ($(mbs "$toff") MB/s), peak RSS $rssoff MiB"
+  fi
   echo "  throughput ratio convert/cp: $(ratio "$tcp" "$tconv")x (target >= 0.5); convert/(cp + sync): $(ratio "$tcps" "$tconv")x"
+  if [ -n "$toff" ]; then
+    echo "  throughput ratio convert/official route: $(ratio "$toff" "$tconv")x"
+  fi
 }
 
-bench_one "binary, storage 2.1" "$work/db/bench_2_1.lance" data --yes --column data
-bench_one "blob v2, storage 2.2" "$work/db/bench_blob2.lance" blob --yes
+bench_one "binary, storage 2.1" "$work/db/bench_2_1.lance" data yes --yes --column data
+bench_one "blob v2, storage 2.2" "$work/db/bench_blob2.lance" blob no --yes
