@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // bigPageRows and bigPageSize make the large-page dataset: Lance 8.0.0
@@ -31,26 +32,13 @@ func writeBigPageDataset(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("writes a 200 MB dataset")
 	}
-	root, err := repoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen := filepath.Join(root, "fixtures", "lance")
-	node, err := exec.LookPath("node")
-	skip := ""
-	if err != nil {
-		skip = "node is not installed"
-	} else if _, err := os.Stat(filepath.Join(gen, "node_modules", "@lancedb", "lancedb")); err != nil {
-		skip = "fixture dependencies are not installed (run: npm ci --prefix fixtures/lance)"
-	}
-	if skip != "" {
-		if os.Getenv("BPCONVERT_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("node required (BPCONVERT_REQUIRE_TOOLS=1): %s", skip)
-		}
-		t.Skip(skip)
+	testtool.Require(t, "node")
+	gen := filepath.Join(testtool.RepoRoot(t), "fixtures", "lance")
+	if _, err := os.Stat(filepath.Join(gen, "node_modules", "@lancedb", "lancedb")); err != nil {
+		testtool.Missing(t, "fixture dependencies are not installed (run: npm ci --prefix fixtures/lance)")
 	}
 	out := t.TempDir()
-	cmd := exec.Command(node, filepath.Join(gen, "bench.mjs"), out, strconv.Itoa(bigPageRows), strconv.Itoa(bigPageSize), "2.1")
+	cmd := exec.Command("node", filepath.Join(gen, "bench.mjs"), out, strconv.Itoa(bigPageRows), strconv.Itoa(bigPageSize), "2.1")
 	cmd.Dir = gen
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("bench.mjs: %v\n%s", err, b)

@@ -33,7 +33,11 @@ type ScanOptions struct {
 }
 
 // Scanner iterates over the record batches of a scan, fragment by fragment.
-// It reads one page per column at a time.
+// It reads one page per column at a time: with files 2.1 and later, into a
+// buffer reused from page to page, and a binary column's full-zip page
+// values into a buffer that comes back for a later page when the batches
+// using it are released, so a scan of large pages holds about two pages of
+// a column (see TestScanPeakLargePages).
 type Scanner struct {
 	ctx     context.Context
 	ds      *Dataset
@@ -146,6 +150,9 @@ func (s *Scanner) Next() bool {
 }
 
 // RecordBatch returns the current batch, valid until the next call to Next.
+// To keep it, or arrays of it, longer, Retain them: the value bytes of a
+// binary column's large pages are reused for a later page once the batches
+// holding them are released, so a slice from Value must not outlive them.
 func (s *Scanner) RecordBatch() arrow.RecordBatch { return s.rec }
 
 // Fragment returns the id of the fragment the current batch comes from.

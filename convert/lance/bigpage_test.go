@@ -1,0 +1,117 @@
+package lance
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
+)
+
+// TestRunPeakLargePages: converting a binary column stored in pages of
+// about 64 MiB (written by Lance 8.0.0 through fixtures/lance/bench.mjs:
+// 655 values of 100 KiB per fragment, one full-zip page each, file version
+// 2.1) holds the page as read and its values, not more: the Go heap's peak
+// during the run, above what it held before, stays under 2 x the largest
+// page + 64 MiB (the bound of bench/lance_convert.sh's peak RSS).
+func TestRunPeakLargePages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 200 MB dataset")
+	}
+	testtool.Require(t, "node")
+	gen := filepath.Join(testtool.RepoRoot(t), "fixtures", "lance")
+	if _, err := os.Stat(filepath.Join(gen, "node_modules", "@lancedb", "lancedb")); err != nil {
+		testtool.Missing(t, "fixture dependencies are not installed (run: npm ci --prefix fixtures/lance)")
+	}
+	const rows, size = 3 * 655, 100 << 10
+	tmp := t.TempDir()
+	cmd := exec.Command("node", filepath.Join(gen, "bench.mjs"), tmp, strconv.Itoa(rows), strconv.Itoa(size), "2.1")
+	cmd.Dir = gen
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bench.mjs: %v\n%s", err, b)
+	}
+	src := filepath.Join(tmp, "bench_2_1.lance")
+	ctx := t.Context()
+	j, err := NewJob(ctx, src, filepath.Join(tmp, "out"), Options{Columns: []string{"data"}, QuickPlan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var largest uint64
+	for i := range j.ds.Fragments() {
+		ces, err := j.ds.ColumnEncodings(&j.ds.Fragments()[i], []string{"data"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ce := range ces {
+			for _, p := range ce.Pages {
+				largest = max(largest, p.Bytes)
+			}
+		}
+	}
+	if largest < 48<<20 {
+		t.Fatalf("the largest page has %d bytes; the test needs pages of about 64 MiB", largest)
+	}
+	if _, err := j.Plan(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	base := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(base)
+	stop := heapPeak()
+	sum, err := j.Run(ctx, nil)
+	peak := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Blobs != rows {
+		t.Fatalf("%d members packed, want %d", sum.Blobs, rows)
+	}
+	used := peak - min(peak, base[0].Value.Uint64())
+	bound := 2*largest + 64<<20
+	t.Logf("largest page %.1f MiB; heap peak during the run %.1f MiB above the start (bound %.1f MiB)", mib(largest), mib(used), mib(bound))
+	if used > bound {
+		t.Fatalf("heap peak %.1f MiB above the start, want at most 2 x %.1f MiB page + 64 MiB", mib(used), mib(largest))
+	}
+}
+
+// heapPeak samples the bytes of live and not yet swept heap objects every
+// millisecond until stop is called, which returns the highest sample.
+func heapPeak() (stop func() uint64) {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var mu sync.Mutex
+	var peak uint64
+	sample := func() {
+		metrics.Read(s)
+		mu.Lock()
+		peak = max(peak, s[0].Value.Uint64())
+		mu.Unlock()
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tk := time.NewTicker(time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				sample()
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		<-finished
+		sample()
+		return peak
+	}
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
