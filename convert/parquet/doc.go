@@ -3,7 +3,12 @@
 // in the tables stays as it was.
 //
 // It handles one parquet file or a directory of them (every *.parquet below
-// it, in sorted order; other files are copied unchanged). Candidate payload
+// it, in sorted order; other files are copied unchanged), and a Hugging Face
+// save_to_disk directory (state.json or dataset_dict.json at its root):
+// the Arrow IPC data files its state.json files name are read record batch
+// by record batch and written as parquet beside where they were
+// (data-00000-of-00001.arrow becomes data-00000-of-00001.parquet), and the
+// bookkeeping files are not written (see hfdisk.go). Candidate payload
 // columns are found from the schema alone: binary, large_binary and
 // fixed_size_binary leaves, Hugging Face media features (Image, Audio, Video,
 // Pdf, ... stored as struct<bytes: binary, path: string>, as the "huggingface"
