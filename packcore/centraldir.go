@@ -46,6 +46,33 @@ const maxTail = endLen + max16
 // given size. It makes one read for the tail of the file, one for a zip64
 // end record when there is one, and one for the directory.
 func ReadDirectory(r io.ReaderAt, size int64) (*Directory, error) {
+	cd, err := readCentral(r, size)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]Entry, 0, cd.count)
+	err = walkCentral(cd.buf, cd.count, cd.base, size, func(e *Entry, _ []byte) error {
+		entries = append(entries, *e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Directory{Entries: entries, Start: cd.start, Size: int64(len(cd.buf))}, nil
+}
+
+// centralDir is a central directory read but not parsed.
+type centralDir struct {
+	buf   []byte // the directory's bytes
+	count int64  // entries it declares
+	start int64  // its position in the file
+	base  int64  // bytes prepended to the archive, added to every offset
+}
+
+// readCentral finds and reads the central directory of the zip archive r of
+// the given size: one read for the tail of the file, one for a zip64 end
+// record when there is one, and one for the directory.
+func readCentral(r io.ReaderAt, size int64) (*centralDir, error) {
 	if size < endLen {
 		return nil, fmt.Errorf("%w: %d bytes is too short for a zip archive", ErrFormat, size)
 	}
@@ -113,41 +140,34 @@ func ReadDirectory(r io.ReaderAt, size int64) (*Directory, error) {
 	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && cdSize == 0) {
 		return nil, fmt.Errorf("reading central directory: %w", err)
 	}
-	entries, err := parseCentral(buf, count, base)
-	if err != nil {
-		return nil, err
-	}
-	// Every member's header and stored bytes lie inside the file: bounding
-	// offsets and stored sizes by the file size (and sizes by 2^62, in
-	// applyZip64) keeps offset + size sums from overflowing int64.
-	for _, e := range entries {
-		if e.CompressedSize < 0 || e.CompressedSize > size || e.HeaderOffset < 0 || e.HeaderOffset > size {
-			return nil, fmt.Errorf("%w: member %q: size %d at offset %d does not fit in a file of %d bytes", ErrFormat, e.Name, e.Size, e.HeaderOffset, size)
-		}
-	}
-	return &Directory{Entries: entries, Start: start, Size: cdSize}, nil
+	return &centralDir{buf: buf, count: count, start: start, base: base}, nil
 }
 
-// parseCentral decodes count central directory entries from buf.
-func parseCentral(buf []byte, count, base int64) ([]Entry, error) {
-	entries := make([]Entry, 0, count)
+// walkCentral decodes count central directory entries from buf, calling fn
+// with each entry (offsets corrected by base) and its name as stored; fn
+// must not keep e. Every member's header and stored bytes must lie inside a
+// file of fileSize bytes: bounding offsets and stored sizes by the file size
+// (and sizes by 2^62, in applyZip64) keeps offset + size sums from
+// overflowing int64.
+func walkCentral(buf []byte, count, base, fileSize int64, fn func(e *Entry, name []byte) error) error {
 	p := 0
+	var e Entry
 	for i := int64(0); i < count; i++ {
 		if len(buf)-p < centralLen {
-			return nil, fmt.Errorf("%w: central directory entry %d is truncated", ErrFormat, i)
+			return fmt.Errorf("%w: central directory entry %d is truncated", ErrFormat, i)
 		}
 		h := buf[p:]
 		if binary.LittleEndian.Uint32(h) != sigCentral {
-			return nil, fmt.Errorf("%w: central directory entry %d has a bad signature", ErrFormat, i)
+			return fmt.Errorf("%w: central directory entry %d has a bad signature", ErrFormat, i)
 		}
 		nameLen := int(binary.LittleEndian.Uint16(h[28:]))
 		extraLen := int(binary.LittleEndian.Uint16(h[30:]))
 		commentLen := int(binary.LittleEndian.Uint16(h[32:]))
 		total := centralLen + nameLen + extraLen + commentLen
 		if len(buf)-p < total {
-			return nil, fmt.Errorf("%w: central directory entry %d is truncated", ErrFormat, i)
+			return fmt.Errorf("%w: central directory entry %d is truncated", ErrFormat, i)
 		}
-		e := Entry{
+		e = Entry{
 			Flags:          binary.LittleEndian.Uint16(h[8:]),
 			Method:         binary.LittleEndian.Uint16(h[10:]),
 			CRC32:          binary.LittleEndian.Uint32(h[16:]),
@@ -160,13 +180,18 @@ func parseCentral(buf []byte, count, base int64) ([]Entry, error) {
 		e.NameLen = nameLen
 		extra := h[centralLen+nameLen : centralLen+nameLen+extraLen]
 		if err := applyZip64(&e, extra); err != nil {
-			return nil, fmt.Errorf("%w: member %q: %v", ErrFormat, e.Name, err)
+			return fmt.Errorf("%w: member %q: %v", ErrFormat, e.Name, err)
 		}
 		e.HeaderOffset += base
-		entries = append(entries, e)
+		if e.CompressedSize < 0 || e.CompressedSize > fileSize || e.HeaderOffset < 0 || e.HeaderOffset > fileSize {
+			return fmt.Errorf("%w: member %q: size %d at offset %d does not fit in a file of %d bytes", ErrFormat, e.Name, e.Size, e.HeaderOffset, fileSize)
+		}
+		if err := fn(&e, nameBytes); err != nil {
+			return err
+		}
 		p += total
 	}
-	return entries, nil
+	return nil
 }
 
 // decodeName returns a member name as text: UTF-8 when flagged or valid,

@@ -108,7 +108,7 @@ type Writer struct {
 	opts    WriterOptions
 	refBase string
 	lock    *os.File
-	keys    map[string]keyLoc
+	keys    *keyIndex
 	shards  []string // names of the shards keys point into, by keyLoc.shard
 	next    int      // index of the next shard to open
 	cur     *shardWriter
@@ -190,7 +190,7 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 		dir:     dir,
 		opts:    opts,
 		refBase: CleanRefBase(refBase),
-		keys:    make(map[string]keyLoc),
+		keys:    newKeyIndex(),
 		buf:     make([]byte, copyBuf),
 		pool:    newBufPool(),
 	}
@@ -278,11 +278,11 @@ func (w *Writer) scanExisting() error {
 			return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
 		}
 		for _, e := range res.dir.Entries {
-			if prev, dup := w.keys[e.Name]; dup {
+			if prev, dup := w.keys.get(e.Name); dup {
 				checks.drain(i + 1)
 				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, w.shards[prev.shard], name)
 			}
-			w.keys[e.Name] = keyLoc{shard: int32(len(w.shards)), size: e.Size}
+			w.keys.put(e.Name, keyLoc{shard: int32(len(w.shards)), size: e.Size})
 		}
 		w.shards = append(w.shards, name)
 		info := ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(res.dir.Entries), Resumed: true}
@@ -306,7 +306,7 @@ func (w *Writer) Ref(key, shard string) string {
 // Lookup returns the reference and size of a key already in the pack, from
 // this writer or from a resumed shard.
 func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
-	loc, ok := w.keys[key]
+	loc, ok := w.keys.get(key)
 	if !ok {
 		return "", 0, false
 	}
@@ -337,7 +337,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	if size < 0 {
 		return "", fmt.Errorf("key %q: negative size %d", key, size)
 	}
-	if loc, dup := w.keys[key]; dup {
+	if loc, dup := w.keys.get(key); dup {
 		return "", &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.shard] + ")", Err: ErrDuplicateKey}
 	}
 	startsGroup := group != "" && group != w.group
@@ -363,7 +363,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	if err := w.writeMember(key, r, size); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)
 	}
-	w.keys[key] = keyLoc{shard: int32(len(w.shards) - 1), size: size}
+	w.keys.put(key, keyLoc{shard: int32(len(w.shards) - 1), size: size})
 	w.stats.Members++
 	w.stats.Bytes += size
 	return w.Ref(key, w.cur.name), nil
@@ -690,6 +690,7 @@ func (w *Writer) finishShard() error {
 	}
 	s.sha.sendOwned(tail)
 	s.sha.close()
+	s.cd = nil // the hash pipe owns it now; a finished shard keeps no directory
 	total := s.off + int64(len(tail))
 	if err := s.f.Chmod(0o644); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
@@ -785,7 +786,7 @@ func (w *Writer) Close() (Stats, error) {
 		if sh.Resumed {
 			continue
 		}
-		if err := checkWrittenShard(filepath.Join(w.dir, sh.Name), sh); err != nil {
+		if err := w.checkWrittenShard(filepath.Join(w.dir, sh.Name), sh, int32(slices.Index(w.shards, sh.Name))); err != nil {
 			return w.stats, fmt.Errorf("pack %s: %w", w.dir, err)
 		}
 	}
@@ -810,8 +811,13 @@ func (w *Writer) Abort() {
 }
 
 // checkWrittenShard re-reads a finished shard's central directory and
-// checks it against what the writer recorded.
-func checkWrittenShard(path string, info ShardInfo) error {
+// checks it against what the writer recorded: the size on disk, the member
+// count, and every entry STORED, unencrypted, in write order without
+// overlap, ending before the directory, and naming a key the writer put in
+// this shard (index number shard) with the same size, once. It walks the
+// directory without building a list of its entries (for many small members
+// that list was most of a run's memory).
+func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -824,17 +830,37 @@ func checkWrittenShard(path string, info ShardInfo) error {
 	if st.Size() != info.Bytes {
 		return fmt.Errorf("%s: %d bytes on disk, %d written", info.Name, st.Size(), info.Bytes)
 	}
-	dir, err := ReadDirectory(f, st.Size())
+	cd, err := readCentral(f, st.Size())
 	if err != nil {
 		return fmt.Errorf("%s: %w", info.Name, err)
 	}
-	if len(dir.Entries) != info.Members {
-		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, len(dir.Entries), info.Members)
+	if cd.count != int64(info.Members) {
+		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
 	}
-	if p := structuralProblems(info.Name, dir); len(p) > 0 {
-		return errors.New(p[0])
-	}
-	return nil
+	seen := make([]uint64, (w.keys.len()+63)/64)
+	var prevEnd int64
+	return walkCentral(cd.buf, cd.count, cd.base, st.Size(), func(e *Entry, name []byte) error {
+		switch {
+		case e.Method != methodStored || e.Flags&(flagEncrypted|flagStrongEnc) != 0 || e.CompressedSize != e.Size:
+			return fmt.Errorf("%s:%s: method %d, flags %#x, stored size %d, size %d: not as written", info.Name, e.Name, e.Method, e.Flags, e.CompressedSize, e.Size)
+		case e.HeaderOffset < prevEnd:
+			return fmt.Errorf("%s:%s: overlaps the member before it", info.Name, e.Name)
+		}
+		// The local header holds at least the fixed part and the name.
+		prevEnd = e.HeaderOffset + localLen + int64(e.NameLen) + e.Size
+		if prevEnd > cd.start {
+			return fmt.Errorf("%s:%s: extends into the central directory", info.Name, e.Name)
+		}
+		i, ok := w.keys.find(string(name))
+		if !ok || w.keys.ents[i].shard != shard || w.keys.ents[i].size != e.Size {
+			return fmt.Errorf("%s:%s: not a member written to this shard with %d bytes", info.Name, e.Name, e.Size)
+		}
+		if seen[i/64]&(1<<(i%64)) != 0 {
+			return fmt.Errorf("%s:%s: duplicate member name within one shard", info.Name, e.Name)
+		}
+		seen[i/64] |= 1 << (i % 64)
+		return nil
+	})
 }
 
 // structuralProblems checks a directory without reading payloads: members

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -25,17 +24,19 @@ type packFlags struct {
 }
 
 func (p *packFlags) register(fs *flag.FlagSet) {
-	registerPackLimits(fs, &p.maxPackBytes, &p.maxMembers, &p.noManifest)
+	registerPackLimits(fs, &p.maxPackBytes, &p.maxMembers, &p.noManifest, packcore.DefaultMaxMembers)
 	fs.StringVar(&p.refBase, "ref-base", "", "shard directory as references name it, relative to the dataset root (default: the pack directory's name)")
 }
 
 // registerPackLimits registers the pack settings every command that writes
-// packs takes.
-func registerPackLimits(fs *flag.FlagSet, maxBytes *byteSize, maxMembers *int, noManifest *bool) {
+// packs takes; members is the --max-members default (pack: the most a shard
+// can hold; converters: convert.DefaultMaxMembers, which keeps a per-reference
+// fsspec read fast).
+func registerPackLimits(fs *flag.FlagSet, maxBytes *byteSize, maxMembers *int, noManifest *bool, members int) {
 	*maxBytes = packcore.DefaultMaxPackBytes
 	fs.Var(maxBytes, "max-pack-bytes", "largest shard size on disk, e.g. 4GiB, 512MiB (default 4GiB)")
-	*maxMembers = packcore.DefaultMaxMembers
-	fs.Var((*memberLimit)(maxMembers), "max-members", fmt.Sprintf("most members in one shard, 1 to %d", packcore.DefaultMaxMembers))
+	*maxMembers = members
+	fs.Var((*memberLimit)(maxMembers), "max-members", fmt.Sprintf("most members in one shard, 1 to %d (default %d)", packcore.DefaultMaxMembers, members))
 	fs.BoolVar(noManifest, "no-manifest", false, "do not write pack.manifest.json")
 }
 
@@ -75,11 +76,6 @@ type packResult struct {
 	ShardFiles  []packcore.ShardInfo `json:"shard_files"`
 }
 
-type fileEntry struct {
-	key, path string
-	size      int64
-}
-
 func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("pack", flag.ContinueOnError)
 	var pf packFlags
@@ -96,11 +92,20 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	if err := stage.CheckDisjoint(src, absDst); err != nil {
 		return nil, fmt.Errorf("pack: %w", err)
 	}
-	files, total, err := listFiles(ctx, src)
+	// Two walks of the tree: the first checks every key and counts, so
+	// nothing is written for a tree that cannot be packed and progress has
+	// its totals; the second packs. No list of the files is kept (200,000
+	// paths would be most of the run's memory).
+	var count, total int64
+	err = walkFiles(ctx, src, func(_, _ string, size int64) error {
+		count++
+		total += size
+		return nil
+	})
 	if err != nil {
 		return nil, &inputError{err: err}
 	}
-	if len(files) == 0 {
+	if count == 0 {
 		return nil, usagef("pack: no files under %s", src)
 	}
 	st, err := stage.Begin(absDst)
@@ -122,12 +127,16 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	defer w.Abort()
-	prog.SetTotal(int64(len(files)), total)
-	for _, f := range files {
-		if _, err := w.AddFile(f.key, f.path, ""); err != nil {
-			return nil, fmt.Errorf("pack: %s: %w", f.path, err)
+	prog.SetTotal(count, total)
+	err = walkFiles(ctx, src, func(key, path string, size int64) error {
+		if _, err := w.AddFile(key, path, ""); err != nil {
+			return fmt.Errorf("pack: %s: %w", path, err)
 		}
-		prog.Add(1, f.size)
+		prog.Add(1, size)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	stats, err := w.Close()
 	if err != nil {
@@ -142,13 +151,11 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
 }
 
-// listFiles returns every regular file under root (symlinked files
-// followed, symlinked directories not descended), sorted by key, with keys
-// validated up front so nothing is written for a tree that cannot be packed.
-func listFiles(ctx context.Context, root string) ([]fileEntry, int64, error) {
-	var out []fileEntry
-	var total int64
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+// walkFiles calls fn for every regular file under root (symlinked files
+// followed, symlinked directories not descended) in the walk's order (names
+// sorted within each directory), with its key, validated, and its path.
+func walkFiles(ctx context.Context, root string, fn func(key, path string, size int64) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -173,10 +180,6 @@ func listFiles(ctx context.Context, root string) ([]fileEntry, int64, error) {
 		if err := packcore.ValidateKey(key); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
-		out = append(out, fileEntry{key: key, path: p, size: info.Size()})
-		total += info.Size()
-		return nil
+		return fn(key, p, info.Size())
 	})
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
-	return out, total, err
 }
