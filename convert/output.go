@@ -79,7 +79,7 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 	}
 	w, err := packcore.Create(ctx, filepath.Join(st.Dir, MediaDir), packcore.WriterOptions{
 		MaxPackBytes: o.Pack.MaxPackBytes,
-		MaxMembers:   o.Pack.MaxMembers,
+		MaxMembers:   o.Pack.Members(),
 		NoManifest:   o.Pack.NoManifest,
 		RefBase:      MediaDir,
 		GroupFill:    o.GroupFill,

@@ -40,7 +40,7 @@ type convertFlags struct {
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
-	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest)
+	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it")
@@ -68,6 +68,15 @@ func (p *partFlag) Set(s string) error {
 func (c *convertFlags) pack() convert.PackOptions {
 	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest,
 		Record: c.record, Restart: c.restart, Part: c.part.Part}
+}
+
+// withShardNote adds the note on the shard limits (the member cap and why
+// it matters to readers) to a plan that writes packs.
+func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
+	if len(p.Layout) > 0 {
+		p.Notes = append(p.Notes, c.pack().ShardNote())
+	}
+	return p
 }
 
 // notRecorded are flags that do not change what a run writes.
@@ -190,6 +199,7 @@ func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, con
 		return *done, nil
 	}
 	p, err := job.Plan(ctx, nil)
+	p = cf.withShardNote(p)
 	if err != nil {
 		if len(p.Entries) > 0 && !e.quiet {
 			plan.RenderText(e.stderr, p) // the plan lists every problem found
@@ -236,6 +246,7 @@ func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, con
 			if p, err = job.Plan(ctx, chosen); err != nil {
 				return nil, err
 			}
+			p = cf.withShardNote(p)
 			if err := plan.RenderText(planOut, p); err != nil {
 				return nil, err
 			}

@@ -75,7 +75,7 @@ func (o Options) withDefaults() Options {
 		o.MaxPackBytes = packcore.DefaultMaxPackBytes
 	}
 	if o.MaxMembers <= 0 {
-		o.MaxMembers = packcore.DefaultMaxMembers
+		o.MaxMembers = convert.DefaultMaxMembers
 	}
 	inl := make([]string, 0, len(o.Inline))
 	for _, f := range o.Inline {
