@@ -62,9 +62,9 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 		NoTable:     *noTable,
 		Inline:      fields,
 		PackOptions: cf.pack(),
-		// A plan no one reads (--yes --quiet) need not decompress
-		// compressed shards a second time.
-		QuickPlan: cf.yes && e.quiet && !cf.dryRun,
+		// A plan no one confirms (--yes) need not decompress compressed
+		// shards a second time: the conversion checks their keys.
+		QuickPlan: cf.yes && !cf.dryRun,
 	}}
 	// A stream can be read once: its plan says what it can without reading
 	// it, and the conversion checks as it goes.
