@@ -13,21 +13,25 @@ import (
 )
 
 // pageMem is the memory a scan reuses from page to page, so that a scan of
-// large pages holds about two pages (the one read and its decoded values)
-// instead of leaving a page's worth of garbage per page for the collector:
+// large pages holds about two pages of a column (the page as read and its
+// decoded values) instead of leaving a page's worth of garbage per page for
+// the collector. Both come from one pool of buffers:
 //
-//   - raw holds the bytes of the last page read, read with one positioned
-//     read; it is reused for the next page unless the decoded array points
-//     into it (then the array keeps it and the next page gets a new one);
-//   - vals recycles the value buffers of binary columns' full-zip pages: a
-//     page's array owns its buffer through a reference count and hands it
-//     back when the last batch using it is released.
+//   - a page's buffers are read with one positioned read into a pooled
+//     buffer, which goes back to the pool once the page is decoded unless
+//     the decoded array points into it (file 2.0 binary values do): then a
+//     binary array owns it through a reference count, and any other array
+//     keeps it for the collector;
+//   - the values of a binary column's full-zip page (2.1+) are decoded into
+//     a pooled buffer that the page's array owns the same way;
+//   - a batch that spans pages is concatenated into pooled buffers (unless
+//     the dataset was opened with an allocator of the caller's).
 //
-// A scan is used from one goroutine; vals may be handed buffers back from
+// An owned buffer goes back to the pool when the last batch using it is
+// released. A scan is used from one goroutine; buffers may come back from
 // any goroutine that releases a batch.
 type pageMem struct {
-	raw  []byte
-	vals valuePool
+	pool valuePool
 }
 
 // maxPagePadding is the most bytes between two buffers of one page that a
@@ -37,77 +41,78 @@ const maxPagePadding = 4096
 
 // readPage reads the buffers of a page. With m not nil and the buffers
 // lying close together (as writers place them), it reads them with one
-// positioned read into m's reusable buffer; settle must then be called
+// positioned read into a pooled buffer, raw, which must be handed to settle
 // with the array decoded from them.
-func (m *pageMem) readPage(r io.ReaderAt, size int64, p *pageInfo) (decode.PageBuffers, error) {
+func (m *pageMem) readPage(r io.ReaderAt, size int64, p *pageInfo) (bufs decode.PageBuffers, raw []byte, err error) {
 	if m == nil || len(p.bufOffsets) == 0 {
-		return readPageBuffers(r, size, p)
+		bufs, err = readPageBuffers(r, size, p)
+		return bufs, nil, err
 	}
 	lo, hi := uint64(size), uint64(0)
 	var sum uint64
 	for i, off := range p.bufOffsets {
 		n := p.bufSizes[i]
 		if off > uint64(size) || n > uint64(size)-off {
-			return nil, fmt.Errorf("%w: page buffer %d at %d+%d outside the file", errCorrupt, i, off, n)
+			return nil, nil, fmt.Errorf("%w: page buffer %d at %d+%d outside the file", errCorrupt, i, off, n)
 		}
 		lo, hi, sum = min(lo, off), max(hi, off+n), sum+n
 	}
 	if hi-lo > sum+maxPagePadding*uint64(len(p.bufOffsets)) {
-		return readPageBuffers(r, size, p)
+		bufs, err = readPageBuffers(r, size, p)
+		return bufs, nil, err
 	}
-	span := int(hi - lo)
-	if cap(m.raw) < span {
-		m.raw = make([]byte, span)
+	raw = m.pool.get(int(hi - lo))
+	if _, err := r.ReadAt(raw, int64(lo)); err != nil {
+		m.pool.Free(raw)
+		return nil, nil, fmt.Errorf("read page buffers: %w", err)
 	}
-	b := m.raw[:span]
-	if _, err := r.ReadAt(b, int64(lo)); err != nil {
-		return nil, fmt.Errorf("read page buffers: %w", err)
-	}
-	bufs := make(decode.PageBuffers, len(p.bufOffsets))
+	bufs = make(decode.PageBuffers, len(p.bufOffsets))
 	for i, off := range p.bufOffsets {
 		s := off - lo
-		bufs[i] = b[s : s+p.bufSizes[i] : s+p.bufSizes[i]]
+		bufs[i] = raw[s : s+p.bufSizes[i] : s+p.bufSizes[i]]
 	}
-	return bufs, nil
+	return bufs, raw, nil
 }
 
-// settle is called with the array decoded from the page last read and the
-// value buffer vals handed to the decoder (nil if none). It returns the
-// array to use: for a binary array whose values are vals, the same array
-// owning vals through a reference count. The page buffer is kept for reuse
-// unless the array points into it.
-func (m *pageMem) settle(a arrow.Array, vals []byte) arrow.Array {
+// settle is called with the array decoded from a page (nil when decoding
+// failed) and the pooled buffers it was decoded from and into (raw from
+// readPage, vals handed to the decoder; either may be nil). It returns the
+// array to use: for a binary array whose value bytes lie in one of them,
+// the same array owning that buffer through a reference count. A buffer
+// the array does not point into goes back to the pool.
+func (m *pageMem) settle(a arrow.Array, raw, vals []byte) arrow.Array {
 	if m == nil {
 		return a
 	}
-	if m.raw != nil && a != nil && overlaps(a.Data(), m.raw) {
-		m.raw = nil
-	}
-	if vals == nil {
-		return a
-	}
-	if a != nil {
-		if owned := m.vals.adopt(a, vals); owned != nil {
+	for _, b := range [][]byte{vals, raw} {
+		if b == nil {
+			continue
+		}
+		if a == nil {
+			m.pool.Free(b)
+			continue
+		}
+		if owned := m.pool.adopt(a, b); owned != nil {
 			a.Release()
-			return owned
+			a = owned
+			continue
 		}
-		if overlaps(a.Data(), vals) {
-			return a // the collector frees it with the array
+		if !overlaps(a.Data(), b) {
+			m.pool.Free(b)
 		}
+		// Otherwise the array keeps b, and the collector frees it.
 	}
-	m.vals.Free(vals)
 	return a
 }
 
-// release drops the reusable buffers.
+// release drops the pooled buffers.
 func (m *pageMem) release() {
 	if m == nil {
 		return
 	}
-	m.raw = nil
-	m.vals.mu.Lock()
-	m.vals.free = nil
-	m.vals.mu.Unlock()
+	m.pool.mu.Lock()
+	m.pool.free = nil
+	m.pool.mu.Unlock()
 }
 
 // overlaps reports whether any buffer of d (or of its children or
@@ -116,14 +121,8 @@ func overlaps(d arrow.ArrayData, b []byte) bool {
 	if cap(b) == 0 || d == nil {
 		return false
 	}
-	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	hi := lo + uintptr(cap(b))
 	for _, buf := range d.Buffers() {
-		if buf == nil || buf.Cap() == 0 {
-			continue
-		}
-		p := uintptr(unsafe.Pointer(unsafe.SliceData(buf.Buf())))
-		if p >= lo && p < hi {
+		if buf != nil && within(buf.Buf(), b) {
 			return true
 		}
 	}
@@ -138,10 +137,22 @@ func overlaps(d arrow.ArrayData, b []byte) bool {
 	return false
 }
 
-// maxFreeVals is how many value buffers a pool keeps for reuse.
-const maxFreeVals = 2
+// within reports whether x starts inside b's memory (up to its capacity).
+func within(x, b []byte) bool {
+	if cap(x) == 0 || cap(b) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(x)))
+	return p >= lo && p < lo+uintptr(cap(b))
+}
 
-// valuePool recycles value buffers. It is the memory.Allocator of the
+// maxFreeVals is how many buffers a pool keeps for reuse: enough for the
+// pages a batch of a file 2.0 column spans (their buffers come back after
+// the batch is concatenated from them) and the batch itself.
+const maxFreeVals = 8
+
+// valuePool recycles page and value buffers. It is the memory.Allocator of the
 // buffers it hands out, so Arrow gives them back (Free) when the last array
 // using one is released.
 type valuePool struct {
@@ -151,8 +162,8 @@ type valuePool struct {
 
 var _ memory.Allocator = (*valuePool)(nil)
 
-// get returns a buffer of length n, reused if one is free; its contents are
-// not zeroed.
+// get returns a buffer of length n, the smallest free one that fits if any;
+// its contents are not zeroed.
 func (p *valuePool) get(n int) []byte {
 	p.mu.Lock()
 	best := -1
@@ -171,7 +182,8 @@ func (p *valuePool) get(n int) []byte {
 	return make([]byte, n)
 }
 
-// Allocate implements memory.Allocator.
+// Allocate implements memory.Allocator (for the arrays a scan concatenates
+// from several pages).
 func (p *valuePool) Allocate(n int) []byte {
 	b := p.get(n)
 	clear(b)
@@ -190,7 +202,7 @@ func (p *valuePool) Reallocate(n int, b []byte) []byte {
 }
 
 // Free implements memory.Allocator: b may be reused. The pool keeps the
-// largest maxFreeVals buffers.
+// largest maxFreeVals buffers (never more than the scan held at once).
 func (p *valuePool) Free(b []byte) {
 	if cap(b) == 0 {
 		return
@@ -213,9 +225,10 @@ func (p *valuePool) Free(b []byte) {
 }
 
 // adopt returns a copy of a, a binary or large binary array whose value
-// bytes are vals from the start, with the value buffer owned by p (handed
-// back when the copy is released); nil for any other array.
-func (p *valuePool) adopt(a arrow.Array, vals []byte) arrow.Array {
+// bytes lie in b (and no other of its buffers), with the value buffer a
+// slice of b, which p owns: b comes back to p when the copy is released.
+// It returns nil for any other array.
+func (p *valuePool) adopt(a arrow.Array, b []byte) arrow.Array {
 	switch a.(type) {
 	case *array.Binary, *array.LargeBinary:
 	default:
@@ -227,12 +240,19 @@ func (p *valuePool) adopt(a arrow.Array, vals []byte) arrow.Array {
 		return nil
 	}
 	v := bufs[2].Bytes()
-	if len(v) == 0 || len(v) > len(vals) || unsafe.SliceData(v) != unsafe.SliceData(vals) {
+	if len(v) == 0 || !within(v, b) || (bufs[0] != nil && within(bufs[0].Buf(), b)) || (bufs[1] != nil && within(bufs[1].Buf(), b)) {
 		return nil
 	}
-	owned := []*memory.Buffer{bufs[0], bufs[1], memory.NewBufferWithAllocator(vals[:len(v)], p)}
+	off := int(uintptr(unsafe.Pointer(unsafe.SliceData(v))) - uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	if off+len(v) > cap(b) {
+		return nil
+	}
+	whole := memory.NewBufferWithAllocator(b[:cap(b)], p)
+	values := memory.SliceBuffer(whole, off, len(v))
+	whole.Release() // values holds it
+	owned := []*memory.Buffer{bufs[0], bufs[1], values}
 	nd := array.NewData(d.DataType(), d.Len(), owned, nil, d.NullN(), d.Offset())
+	values.Release() // nd holds it
 	defer nd.Release()
-	owned[2].Release() // nd holds it
 	return array.MakeFromData(nd)
 }

@@ -120,13 +120,12 @@ func (s *Scanner) Next() bool {
 				s.fragIdx++
 				continue
 			}
-			fr, err := s.ds.openFragment(&s.ds.manifest.Fragments[s.fragIdx], s.fields)
+			fr, err := s.ds.openFragment(&s.ds.manifest.Fragments[s.fragIdx], s.fields, &s.mem)
 			if err != nil {
 				s.err = err
 				return false
 			}
 			s.fragIdx++
-			fr.mem = &s.mem
 			s.fr = fr
 		}
 		rec, err := s.fr.next(s.batch, s.schema)
@@ -203,9 +202,22 @@ type fragmentReader struct {
 	cursors []cursor
 	deleted *roaring.Bitmap
 	pos     uint64
-	// mem, when not nil, lends the buffers that 2.1+ pages are read and
+	// mem, when not nil, lends the buffers that 2.0+ pages are read and
 	// decoded into (see pageMem).
 	mem *pageMem
+}
+
+// batchAlloc returns the allocator of the arrays of type dt that cursors
+// put together from several pages: for binary arrays the scan's pool, whose
+// buffers come back for later batches once released, unless the dataset
+// was opened with an allocator of the caller's. Strings are never pooled:
+// the strings that Value returns point into the array's buffer, and callers
+// keep them.
+func (fr *fragmentReader) batchAlloc(dt arrow.DataType) memory.Allocator {
+	if fr.mem != nil && fr.ds.alloc == defaultAlloc && isBinary(dt) {
+		return &fr.mem.pool
+	}
+	return fr.ds.alloc
 }
 
 func (fr *fragmentReader) close() {
@@ -225,9 +237,10 @@ func (d *Dataset) where(frag uint64, column string) string {
 	return fmt.Sprintf("lance: %s: fragment %d: column %q", d.dir, frag, column)
 }
 
-// openFragment opens the data files of fr and a cursor per field.
-func (d *Dataset) openFragment(frag *Fragment, fields []*Field) (*fragmentReader, error) {
-	fr := &fragmentReader{ds: d, frag: frag}
+// openFragment opens the data files of fr and a cursor per field; mem, when
+// not nil, lends the cursors page buffers (see pageMem).
+func (d *Dataset) openFragment(frag *Fragment, fields []*Field, mem *pageMem) (*fragmentReader, error) {
+	fr := &fragmentReader{ds: d, frag: frag, mem: mem}
 	var err error
 	if fr.deleted, err = d.Deleted(frag); err != nil {
 		return nil, fmt.Errorf("lance: %s: fragment %d: %w", d.dir, frag.ID, err)
@@ -562,7 +575,7 @@ func (fr *fragmentReader) next(n int, schema *arrow.Schema) (arrow.RecordBatch, 
 		if len(parts) == 0 {
 			out[i] = array.MakeArrayOfNull(fr.ds.alloc, c.DataType(), 0)
 		} else {
-			out[i], err = array.Concatenate(parts, fr.ds.alloc)
+			out[i], err = array.Concatenate(parts, fr.batchAlloc(c.DataType()))
 		}
 		for _, p := range parts {
 			p.Release()
@@ -633,7 +646,7 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 	}
 	col := &file.meta.columns[ci]
 	leafType := af.Type
-	pc := &pagedCursor{loc: loc, npages: len(col.pages), dt: rpath[0].Type, alloc: fr.ds.alloc}
+	pc := &pagedCursor{loc: loc, npages: len(col.pages), dt: rpath[0].Type, alloc: fr.batchAlloc(rpath[0].Type)}
 	pc.pageTag = func(i int) string { return "encoding " + pageEncodingName(&col.pages[i]) }
 	pc.decode = func(i int) (arrow.Array, error) {
 		p := &col.pages[i]
@@ -648,7 +661,7 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 			return nil, fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
 		}
 		mem := fr.mem
-		bufs, err := mem.readPage(file.f, file.meta.size, p)
+		bufs, raw, err := mem.readPage(file.f, file.meta.size, p)
 		if err != nil {
 			return nil, err
 		}
@@ -659,24 +672,22 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 		if mem != nil && len(path) == 1 && isBinary(leafType) {
 			alloc = func(n int) []byte {
 				if vals != nil {
-					mem.vals.Free(vals)
+					mem.pool.Free(vals)
 				}
-				vals = mem.vals.get(n)
+				vals = mem.pool.get(n)
 				return vals
 			}
 		}
 		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return assemble.ZeroLeaf(leafType, n) }, alloc)
+		var a arrow.Array
+		if err == nil {
+			a, err = assemble.Unravel(sp, path)
+		}
 		if err != nil {
-			if vals != nil {
-				mem.vals.Free(vals)
-			}
+			mem.settle(nil, raw, vals)
 			return nil, err
 		}
-		a, err := assemble.Unravel(sp, path)
-		if err != nil {
-			a = nil
-		}
-		return mem.settle(a, vals), err
+		return mem.settle(a, raw, vals), nil
 	}
 	*out = append(*out, pc)
 	return nil
@@ -754,7 +765,7 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 		return &nullCursor{dt: af.Type, alloc: fr.ds.alloc}, nil
 	}
 	col := &file.meta.columns[ci]
-	pc := &pagedCursor{loc: loc, npages: len(col.pages), dt: af.Type, alloc: fr.ds.alloc}
+	pc := &pagedCursor{loc: loc, npages: len(col.pages), dt: af.Type, alloc: fr.batchAlloc(af.Type)}
 	pc.pageTag = func(i int) string { return "encoding " + pageEncodingName(&col.pages[i]) }
 	items, err := listItemsCursor(f, af, loc, fr.cursor20)
 	if err != nil {
@@ -763,15 +774,30 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 	if items != nil {
 		pc.subs = append(pc.subs, items)
 	}
+	decode20 := fr.page20(f, af, items)
 	pc.decode = func(i int) (arrow.Array, error) {
 		p := &col.pages[i]
 		if p.encoding.name() != "ArrayEncoding" {
 			return nil, fmt.Errorf("page encoding %s in a 2.0 file", p.encoding.typeURL)
 		}
-		bufs, err := readPageBuffers(file.f, file.meta.size, p)
+		bufs, raw, err := fr.mem.readPage(file.f, file.meta.size, p)
 		if err != nil {
 			return nil, err
 		}
+		a, err := decode20(p, bufs)
+		if err != nil {
+			fr.mem.settle(nil, raw, nil)
+			return nil, err
+		}
+		return fr.mem.settle(a, raw, nil), nil
+	}
+	return pc, nil
+}
+
+// page20 decodes one page of field f (Arrow field af) of a 2.0 file from its
+// buffers; items is the cursor of a list's items (nil for other types).
+func (fr *fragmentReader) page20(f *Field, af arrow.Field, items cursor) func(p *pageInfo, bufs decode.PageBuffers) (arrow.Array, error) {
+	return func(p *pageInfo, bufs decode.PageBuffers) (arrow.Array, error) {
 		if p.length > decode.MaxPageItems {
 			return nil, fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
 		}
@@ -808,7 +834,6 @@ func (fr *fragmentReader) cursor20(f *Field, af arrow.Field, loc string) (cursor
 		}
 		return assemble.LeafArray(af.Type, l, valid)
 	}
-	return pc, nil
 }
 
 // cursorBuilder makes the cursor of field f (Arrow field af) in the data
