@@ -122,6 +122,8 @@ type Writer struct {
 	stats    Stats
 	group    string
 	groupIdx int // shard index where the current group began
+	groupLen int // members of the current group so far
+	groupMax int // members of the largest group before it
 }
 
 // keyLoc is where a key went: its shard's index in Writer.shards and its
@@ -316,7 +318,8 @@ func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
 // Add streams size bytes from r into the pack as member key and returns its
 // reference. group names a placement group ("" for none): a member that
 // starts a new group opens a new shard when the current one is at least
-// GroupFill full, so one group's members tend to share a shard.
+// GroupFill full, or when the members it has left are fewer than the
+// largest group so far holds, so one group's members tend to share a shard.
 //
 // The key is validated and checked for duplicates before any byte is
 // written. A stream that ends early or runs past size is an error; the
@@ -341,8 +344,16 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 		return "", &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.shard] + ")", Err: ErrDuplicateKey}
 	}
 	startsGroup := group != "" && group != w.group
+	if startsGroup {
+		w.groupMax = max(w.groupMax, w.groupLen)
+		w.groupLen = 0
+	}
+	// A group starts a new shard when the current one is GroupFill full by
+	// bytes, or when the largest group so far would not fit in the members
+	// it has left (so groups of similar size are not cut by the member cap).
 	if startsGroup && w.cur != nil && w.cur.count > 0 && w.opts.GroupFill > 0 &&
-		float64(w.cur.projected()) >= float64(w.opts.MaxPackBytes)*w.opts.GroupFill {
+		(float64(w.cur.projected()) >= float64(w.opts.MaxPackBytes)*w.opts.GroupFill ||
+			(w.groupMax > 1 && w.cur.count+int64(w.groupMax) > int64(w.opts.MaxMembers))) {
 		if err := w.roll(); err != nil {
 			return "", err
 		}
@@ -359,6 +370,9 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	if startsGroup {
 		w.group = group
 		w.groupIdx = w.cur.index
+	}
+	if group != "" {
+		w.groupLen++
 	}
 	if err := w.writeMember(key, r, size); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)
