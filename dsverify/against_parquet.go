@@ -2,7 +2,9 @@ package dsverify
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -44,6 +47,14 @@ func (v *verifier) againstParquet(src string) error {
 		if !st.IsDir() && filepath.Base(src) != filepath.Base(rel) {
 			continue
 		}
+		if _, err := os.Stat(sp); err != nil && strings.HasSuffix(sp, ".parquet") {
+			// a Hugging Face save_to_disk source: the table was written
+			// from the Arrow data file of the same name
+			if arrowSrc := strings.TrimSuffix(sp, ".parquet") + ".arrow"; fileExists(arrowSrc) {
+				sp = arrowSrc
+				a.Format = "Hugging Face save_to_disk (Arrow)"
+			}
+		}
 		if _, err := os.Stat(sp); err != nil {
 			a.Mismatches++
 			v.problem(Problem{Table: rel, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sp)})
@@ -66,16 +77,23 @@ func (v *verifier) againstParquet(src string) error {
 	return nil
 }
 
-// columnCursor reads one top-level column of a parquet file row by row.
+// columnCursor reads one top-level column of a table row by row: a
+// parquet file, or an Arrow IPC file (stream or file format) such as a
+// Hugging Face save_to_disk data file.
 type columnCursor struct {
-	pf  *file.Reader
-	rr  pqarrow.RecordReader
-	rec arrow.RecordBatch
-	col arrow.Array
-	i   int
+	batch func() (arrow.RecordBatch, bool) // the next record batch
+	index int                              // the column's position in a batch
+	done  func()
+	err   func() error
+	rec   arrow.RecordBatch
+	col   arrow.Array
+	i     int
 }
 
 func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
+	if strings.HasSuffix(p, ".arrow") {
+		return openArrowColumn(p, root)
+	}
 	pf, err := file.OpenParquetFile(p, false)
 	if err != nil {
 		return nil, err
@@ -101,26 +119,108 @@ func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
 		pf.Close()
 		return nil, err
 	}
-	return &columnCursor{pf: pf, rr: rr}, nil
+	return &columnCursor{
+		batch: func() (arrow.RecordBatch, bool) {
+			if !rr.Next() {
+				return nil, false
+			}
+			return rr.RecordBatch(), true
+		},
+		done: func() { rr.Release(); pf.Close() },
+		err:  rr.Err,
+	}, nil
 }
 
-// next moves to the next row; false at the end.
+// openArrowColumn reads column root of an Arrow IPC file: the file format
+// (ARROW1 magic) or a stream, as Hugging Face save_to_disk writes.
+func openArrowColumn(p, root string) (*columnCursor, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	magic := make([]byte, 6)
+	_, rerr := f.ReadAt(magic, 0)
+	c := &columnCursor{}
+	var schema *arrow.Schema
+	if rerr == nil && string(magic) == "ARROW1" {
+		fr, err := ipc.NewFileReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		schema = fr.Schema()
+		next := 0
+		var last arrow.RecordBatch
+		var ferr error
+		c.batch = func() (arrow.RecordBatch, bool) {
+			if last != nil {
+				last.Release()
+				last = nil
+			}
+			if next >= fr.NumRecords() {
+				return nil, false
+			}
+			last, ferr = fr.RecordBatch(next)
+			next++
+			return last, ferr == nil
+		}
+		c.done = func() {
+			if last != nil {
+				last.Release()
+			}
+			fr.Close()
+			f.Close()
+		}
+		c.err = func() error { return ferr }
+	} else {
+		sr, err := ipc.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		schema = sr.Schema()
+		c.batch = func() (arrow.RecordBatch, bool) {
+			if !sr.Next() {
+				return nil, false
+			}
+			return sr.RecordBatch(), true
+		}
+		c.done = func() { sr.Release(); f.Close() }
+		c.err = sr.Err
+	}
+	idx := schema.FieldIndices(root)
+	if len(idx) == 0 {
+		c.done()
+		return nil, fmt.Errorf("%s: no column %q", p, root)
+	}
+	c.index = idx[0]
+	return c, nil
+}
+
+// next moves to the next row; false at the end (or at a read error, which
+// Err then returns).
 func (c *columnCursor) next() bool {
 	for c.col == nil || c.i+1 >= c.col.Len() {
-		if !c.rr.Next() {
+		rec, ok := c.batch()
+		if !ok {
 			return false
 		}
-		c.rec = c.rr.RecordBatch()
-		c.col, c.i = c.rec.Column(0), -1
+		c.rec = rec
+		c.col, c.i = c.rec.Column(c.index), -1
 	}
 	c.i++
 	return true
 }
 
-func (c *columnCursor) close() {
-	c.rr.Release()
-	c.pf.Close()
+// Err returns the error that ended the rows early, if any.
+func (c *columnCursor) Err() error {
+	if err := c.err(); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
 }
+
+func (c *columnCursor) close() { c.done() }
 
 // compareColumn compares one extracted field of one table.
 func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel string, fpath []string, set *packcore.Set) error {
@@ -143,6 +243,14 @@ func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel stri
 			return err
 		}
 		sok, ook := sc.next(), oc.next()
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("--against: %s: row %d: %w", srcPath, row, err)
+		}
+		if err := oc.Err(); err != nil {
+			a.Mismatches++
+			v.problem(Problem{Table: rel, Row: row, Column: column, Reason: err.Error()})
+			return nil
+		}
 		if sok != ook {
 			a.Mismatches++
 			v.problem(Problem{Table: rel, Row: row, Column: column, Reason: "the table and its source have different row counts"})
@@ -282,4 +390,10 @@ func binaryValue(a arrow.Array, i int) []byte {
 		return arr.Value(i)
 	}
 	return nil
+}
+
+// fileExists reports whether p names a regular file.
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular()
 }

@@ -28,6 +28,10 @@ var parquetFixtures = testtool.Generated{Project: "parquet", Script: "gen.mjs"}
 
 func parquetFixtureRoot(t *testing.T) string { return parquetFixtures.Dir(t) }
 
+// hfDiskFixtures are Hugging Face save_to_disk datasets written with Arrow JS
+// (fixtures/parquet/hfdisk.mjs).
+var hfDiskFixtures = testtool.Generated{Project: "parquet", Script: "hfdisk.mjs"}
+
 func testParquetDryRun(t *testing.T, root string) {
 	dst := filepath.Join(t.TempDir(), "out")
 	r := bp(t, "convert-parquet", filepath.Join(root, "hf"), dst, "--dry-run", "--json")

@@ -203,6 +203,39 @@ open(p, "wb").write(b)
 		}
 	})
 
+	// Hugging Face save_to_disk sources: the Arrow data file beside each
+	// table's name is the source (stream format in dict/, file format in
+	// filefmt/).
+	for _, name := range []string{"dict", "filefmt"} {
+		t.Run("save_to_disk "+name, func(t *testing.T) {
+			src := filepath.Join(hfDiskFixtures.Dir(t), name)
+			dst := filepath.Join(t.TempDir(), "out")
+			if r := bp(t, "convert-parquet", src, dst, "--yes", "--quiet"); r.code != 0 {
+				t.Fatalf("convert: %+v", r)
+			}
+			r, d := verifyJSON(t, dst, "--against", src)
+			if r.code != 0 || d.Refs == 0 || d.Against == nil || d.Against.Payloads != d.Refs || d.Against.Mismatches != 0 {
+				t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
+			}
+			shard := filepath.Join(dst, "media", "pack-0000.zip")
+			key := firstKey(t, shard)
+			python(t, flipMember, shard, key)
+			r, d = verifyJSON(t, dst, "--against", src)
+			if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 {
+				t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
+			}
+			found := false
+			for _, p := range d.Problems {
+				if strings.Contains(p.Reason, "differs from the source at byte 0") && p.Table != "" && p.Row >= 0 && p.Column != "" {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("no problem naming table, row and column: %+v", d.Problems)
+			}
+		})
+	}
+
 	t.Run("lance", func(t *testing.T) {
 		testtool.Require(t, "zip")
 		dst := filepath.Join(t.TempDir(), "out")

@@ -237,7 +237,7 @@ func listSome(names []string, n int) string {
 func readersNote(disk bool) string {
 	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; the extracted fields are strings, and their bytes are read by resolving the references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). "
 	if disk {
-		return n + "With datasets, name the tables: load_dataset(\"parquet\", data_files={\"train\": \"DST/train/*.parquet\", ...}) (a data_dir would also take in dataset_info.json and media/). `bpconvert verify DST` checks the packs; --against compares with parquet sources only."
+		return n + "With datasets, name the tables: load_dataset(\"parquet\", data_files={\"train\": \"DST/train/*.parquet\", ...}) (a data_dir would also take in dataset_info.json and media/). `bpconvert verify DST --against SRC` proves the result equal to the Arrow data files."
 	}
 	return n + "`bpconvert verify DST --against SRC` proves the result equal to the source."
 }
