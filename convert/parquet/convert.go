@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -529,13 +530,75 @@ func (tc *tableConv) batchRows(rows, bytes int64) int64 {
 // rewriteBatch returns rec with its selected columns rewritten; the caller
 // releases it.
 func (tc *tableConv) rewriteBatch(rec arrow.RecordBatch, outSchema *arrow.Schema, tree map[string]*selNode, first int64) (arrow.RecordBatch, error) {
+	// The rewrite walks the batch column by column, but a row is one
+	// placement group: its payloads should be packed one after the other.
+	// So the batch is walked twice: the first walk only lists the payloads,
+	// which are then packed in row order, and the second builds the columns
+	// with their references, taken in the order the first walk met them
+	// (both walks meet the payloads in the same order).
+	var reqs []packRequest
+	collect := func(path []string, id elemID, data []byte, srcName string, fromPath bool) (string, error) {
+		id.sub = slices.Clone(id.sub) // the walk may reuse these
+		reqs = append(reqs, packRequest{path: slices.Clone(path), id: id, data: data, srcName: srcName, fromPath: fromPath})
+		return "", nil
+	}
+	cols, made, err := tc.rewriteColumns(rec, outSchema, tree, first, collect)
+	releaseAll(made)
+	if err != nil {
+		return nil, err
+	}
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(reqs[a].id.row, reqs[b].id.row) })
+	refs := make([]string, len(reqs))
+	for _, i := range order {
+		q := reqs[i]
+		if refs[i], err = tc.pack(q.path, q.id, q.data, q.srcName, q.fromPath); err != nil {
+			return nil, err
+		}
+	}
+	next := 0
+	replay := func([]string, elemID, []byte, string, bool) (string, error) {
+		if next >= len(refs) {
+			return "", fmt.Errorf("parquet: %s: the second walk of rows %d.. met more payloads than the first", tc.t.Rel, first)
+		}
+		next++
+		return refs[next-1], nil
+	}
+	cols, made, err = tc.rewriteColumns(rec, outSchema, tree, first, replay)
+	defer releaseAll(made)
+	if err != nil {
+		return nil, err
+	}
+	if next != len(refs) {
+		return nil, fmt.Errorf("parquet: %s: the second walk of rows %d.. met %d payloads, the first %d", tc.t.Rel, first, next, len(refs))
+	}
+	return arrowRecord(outSchema, cols, rec.NumRows()), nil
+}
+
+// packRequest is one payload the first walk of a batch met.
+type packRequest struct {
+	path     []string
+	id       elemID
+	data     []byte
+	srcName  string
+	fromPath bool
+}
+
+func releaseAll(as []arrow.Array) {
+	for _, a := range as {
+		a.Release()
+	}
+}
+
+// rewriteColumns builds the batch's output columns, each payload stored by
+// pack; made are the arrays it built, for the caller to release once the
+// batch is written.
+func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Schema, tree map[string]*selNode, first int64, pack packFunc) ([]arrow.Array, []arrow.Array, error) {
 	cols := make([]arrow.Array, rec.NumCols())
 	var made []arrow.Array
-	defer func() {
-		for _, m := range made {
-			m.Release()
-		}
-	}()
 	n := int(rec.NumRows())
 	var ids []elemID
 	var live []bool
@@ -559,19 +622,19 @@ func (tc *tableConv) rewriteBatch(rec arrow.RecordBatch, outSchema *arrow.Schema
 			}
 			live = allLive(n)
 		}
-		r := &rewriter{mem: tc.opts.Allocator, pack: tc.pack}
+		r := &rewriter{mem: tc.opts.Allocator, pack: pack}
 		nc, err := r.rewrite(rec.Column(j), f.Type, node, []string{f.Name}, ids, live, f.Nullable)
 		if err != nil {
 			var ie *InputError
 			if errors.As(err, &ie) || errors.Is(err, context.Canceled) {
-				return nil, err
+				return nil, made, err
 			}
-			return nil, fmt.Errorf("parquet: %s: column %q: %w", tc.t.Rel, f.Name, err)
+			return nil, made, fmt.Errorf("parquet: %s: column %q: %w", tc.t.Rel, f.Name, err)
 		}
 		made = append(made, nc)
 		cols[j] = nc
 	}
-	return arrowRecord(outSchema, cols, rec.NumRows()), nil
+	return cols, made, nil
 }
 
 // pack stores one payload of the field at path and returns its reference.
