@@ -397,11 +397,14 @@ func decompressAppend(scheme int, dst, b []byte) ([]byte, error) {
 			}
 			return append(dst, d...), nil
 		}
-		zstdOnce.Do(newZstd)
 		frame := b
 		if !isZstdFrame(b) {
 			frame = b[8:]
 		}
+		if out, ok := appendStoredZstd(dst, frame, n); ok {
+			return out, nil
+		}
+		zstdOnce.Do(newZstd)
 		start := len(dst)
 		out, err := zstdDec.DecodeAll(frame, slices.Grow(dst, n))
 		if err != nil {
@@ -413,6 +416,71 @@ func decompressAppend(scheme int, dst, b []byte) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unsupported compression scheme %d", scheme)
+}
+
+// appendStoredZstd appends the content of a zstd frame that holds only raw
+// and RLE blocks (zstd stores incompressible data that way) and nothing
+// after them, copying the blocks' bytes straight into dst instead of
+// through the decoder's window; want is the size the frame's prefix or
+// header announced. ok is false, with dst unchanged, for any other frame
+// (compressed blocks, a dictionary, a content checksum, trailing bytes, a
+// size other than want), which the decoder then handles.
+func appendStoredZstd(dst, frame []byte, want int) ([]byte, bool) {
+	if !isZstdFrame(frame) || len(frame) < 5 {
+		return dst, false
+	}
+	fhd := frame[4]
+	if fhd&0x08 != 0 || fhd&0x04 != 0 || fhd&0x03 != 0 {
+		return dst, false // reserved bit, content checksum, dictionary
+	}
+	single := fhd&0x20 != 0
+	pos := 5
+	if !single {
+		pos++ // window descriptor
+	}
+	fcsSize := [4]int{0, 2, 4, 8}[fhd>>6]
+	if fhd>>6 == 0 && single {
+		fcsSize = 1
+	}
+	pos += fcsSize
+	start := len(dst)
+	dst = slices.Grow(dst, want)
+	for {
+		if pos+3 > len(frame) {
+			return dst[:start], false
+		}
+		h := uint32(frame[pos]) | uint32(frame[pos+1])<<8 | uint32(frame[pos+2])<<16
+		pos += 3
+		last, kind, size := h&1 != 0, (h>>1)&3, int(h>>3)
+		if len(dst)-start+size > want {
+			return dst[:start], false
+		}
+		switch kind {
+		case 0: // raw
+			if pos+size > len(frame) {
+				return dst[:start], false
+			}
+			dst = append(dst, frame[pos:pos+size]...)
+			pos += size
+		case 1: // RLE
+			if pos+1 > len(frame) {
+				return dst[:start], false
+			}
+			for range size {
+				dst = append(dst, frame[pos])
+			}
+			pos++
+		default:
+			return dst[:start], false
+		}
+		if last {
+			break
+		}
+	}
+	if pos != len(frame) || len(dst)-start != want {
+		return dst[:start], false
+	}
+	return dst, true
 }
 
 // newZstd makes the shared zstd decoder.
