@@ -54,3 +54,41 @@ func TestGroupsKeepTogetherUnderMemberCap(t *testing.T) {
 		})
 	}
 }
+
+// TestSmallGroupsFillShards: shards of many small groups fill up under the
+// default rule; under the reference tool's half-full rule they close about
+// half full.
+func TestSmallGroupsFillShards(t *testing.T) {
+	const limit = 10_000
+	for _, c := range []struct {
+		fill     float64
+		min, max float64 // fraction of the cap every shard but the last reaches
+	}{
+		{0, 0.9, 1},
+		{0.5, 0.5, 0.6},
+	} {
+		w, err := Create(context.Background(), t.TempDir(), WriterOptions{MaxPackBytes: limit, GroupFill: c.fill, NoManifest: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := range 100 {
+			for m := range 2 {
+				if _, err := w.Add(fmt.Sprintf("g%03d/%d", g, m), strings.NewReader(strings.Repeat("x", 100)), 100, fmt.Sprint(g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		st, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.GroupsSplit != 0 || len(st.ShardFiles) < 3 {
+			t.Fatalf("fill %v: %d shards, %d groups split", c.fill, len(st.ShardFiles), st.GroupsSplit)
+		}
+		for _, s := range st.ShardFiles[:len(st.ShardFiles)-1] {
+			if f := float64(s.Bytes) / limit; f < c.min || f > c.max {
+				t.Errorf("fill %v: %s is %d bytes, %.2f of the cap, want %.2f to %.2f", c.fill, s.Name, s.Bytes, f, c.min, c.max)
+			}
+		}
+	}
+}

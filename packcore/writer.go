@@ -24,7 +24,6 @@ const (
 	DefaultMaxPackBytes = 4 << 30
 	DefaultMaxMembers   = 65535
 	DefaultPrefix       = "pack"
-	DefaultGroupFill    = 0.5
 )
 
 // smallMember is the largest payload the writer reads whole before writing
@@ -60,8 +59,17 @@ type WriterOptions struct {
 	RefBase string
 	// Prefix names shards Prefix-0000.zip, … (default "pack").
 	Prefix string
-	// GroupFill is the fraction of MaxPackBytes from which a new placement
-	// group starts a new shard (default 0.5; a negative value disables it).
+	// GroupFill says when a member that starts a new placement group opens
+	// a new shard. Zero (the default): when the current shard is at least
+	// half full and twice the largest group so far would not fit in the
+	// bytes it has left, or the largest group would not fit in the members
+	// it has left; so a group is cut only if it is over half a shard and
+	// more than twice any group before it, and shards of small groups fill
+	// up. A positive fraction:
+	// the reference tool's rule, once the current shard is at least that
+	// fraction of MaxPackBytes full (0.5 there: shards of small groups
+	// close half full), or when the largest group would not fit in the
+	// members left. Negative: never.
 	GroupFill float64
 	// NoManifest skips pack.manifest.json and the SHA-256 digests it needs
 	// (ShardInfo.SHA256 stays empty).
@@ -124,6 +132,8 @@ type Writer struct {
 	groupIdx int // shard index where the current group began
 	groupLen int // members of the current group so far
 	groupMax int // members of the largest group before it
+	// groupBytes and groupMaxBytes are the same in bytes on disk.
+	groupBytes, groupMaxBytes int64
 }
 
 // keyLoc is where a key went: its shard's index in Writer.shards and its
@@ -162,9 +172,6 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = DefaultPrefix
-	}
-	if opts.GroupFill == 0 {
-		opts.GroupFill = DefaultGroupFill
 	}
 	switch {
 	case opts.MaxPackBytes < 0 || opts.MaxMembers < 0:
@@ -315,11 +322,36 @@ func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
 	return w.Ref(key, w.shards[loc.shard]), loc.size, true
 }
 
+// groupStartsShard says whether a member starting a new placement group
+// opens a new shard (see WriterOptions.GroupFill).
+func (w *Writer) groupStartsShard() bool {
+	g := w.opts.GroupFill
+	if g < 0 {
+		return false
+	}
+	if w.groupMax > 1 && w.cur.count+int64(w.groupMax) > int64(w.opts.MaxMembers) {
+		return true
+	}
+	p := w.cur.projected()
+	if g > 0 {
+		return float64(p) >= float64(w.opts.MaxPackBytes)*g
+	}
+	// Past half full, and twice the largest group so far would not fit: a
+	// group is then cut only if it is over half a shard and more than
+	// twice any group before it, and shards of small groups fill up.
+	return 2*p >= w.opts.MaxPackBytes && p+2*w.groupMaxBytes > w.opts.MaxPackBytes
+}
+
+// memberBytes is about what a member adds to a shard: its local header,
+// name and bytes, and its central directory entry.
+func memberBytes(key string, size int64) int64 {
+	return size + localLen + centralLen + 2*int64(len(key))
+}
+
 // Add streams size bytes from r into the pack as member key and returns its
 // reference. group names a placement group ("" for none): a member that
-// starts a new group opens a new shard when the current one is at least
-// GroupFill full, or when the members it has left are fewer than the
-// largest group so far holds, so one group's members tend to share a shard.
+// starts a new group may open a new shard (see WriterOptions.GroupFill), so
+// one group's members tend to share a shard.
 //
 // The key is validated and checked for duplicates before any byte is
 // written. A stream that ends early or runs past size is an error; the
@@ -346,14 +378,10 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	startsGroup := group != "" && group != w.group
 	if startsGroup {
 		w.groupMax = max(w.groupMax, w.groupLen)
-		w.groupLen = 0
+		w.groupMaxBytes = max(w.groupMaxBytes, w.groupBytes)
+		w.groupLen, w.groupBytes = 0, 0
 	}
-	// A group starts a new shard when the current one is GroupFill full by
-	// bytes, or when the largest group so far would not fit in the members
-	// it has left (so groups of similar size are not cut by the member cap).
-	if startsGroup && w.cur != nil && w.cur.count > 0 && w.opts.GroupFill > 0 &&
-		(float64(w.cur.projected()) >= float64(w.opts.MaxPackBytes)*w.opts.GroupFill ||
-			(w.groupMax > 1 && w.cur.count+int64(w.groupMax) > int64(w.opts.MaxMembers))) {
+	if startsGroup && w.cur != nil && w.cur.count > 0 && w.groupStartsShard() {
 		if err := w.roll(); err != nil {
 			return "", err
 		}
@@ -373,6 +401,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	}
 	if group != "" {
 		w.groupLen++
+		w.groupBytes += memberBytes(key, size)
 	}
 	if err := w.writeMember(key, r, size); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)

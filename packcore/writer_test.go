@@ -365,36 +365,59 @@ func TestSingletonOversize(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
-	// Cap 10,000: a group starting once the shard holds >= 5,000 bytes rolls.
+	// Cap 10,000 bytes; groups g1 (3 x 1,000), g2 (3 x 1,000), g3 (2 x
+	// 1,000), g4 (12 x 1,000, more than a shard).
 	var ms []member
 	add := func(group string, n, size int) {
 		for i := range n {
 			ms = append(ms, member{key: fmt.Sprintf("%s/%d", group, i), data: payload(uint64(len(ms)), size), group: group})
 		}
 	}
-	add("g1", 3, 1000)  // 3 KB: below half
-	add("g2", 3, 1000)  // starts below half: same shard, now ~6 KB
-	add("g3", 2, 1000)  // starts above half: new shard
-	add("g4", 12, 1000) // spans shards: split
-	dir := t.TempDir()
-	st := writePack(t, dir, WriterOptions{MaxPackBytes: 10_000}, ms)
-	set, err := OpenSet(dir, SetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	add("g1", 3, 1000)
+	add("g2", 3, 1000)
+	add("g3", 2, 1000)
+	add("g4", 12, 1000)
+	cases := []struct {
+		name     string
+		fill     float64
+		g3WithG2 bool
+		g4Fresh  bool // g4 starts a shard of its own
+	}{
+		// default: a group past half full starts a new shard when twice
+		// the largest group so far (g1, ~3.1 KB) would not fit: g3 does
+		// not after g2 (~6.3 KB)
+		{"twice the largest group fits", 0, false, false},
+		// the reference tool's rule: a group starting once the shard holds
+		// >= 5,000 bytes rolls: g2 starts below half, g3 above
+		{"half full", 0.5, false, false},
+		{"never", -1, true, false},
 	}
-	defer set.Close()
-	shardOf := map[string]string{}
-	for m := range set.Members() {
-		shardOf[m.Key] = m.Shard
-	}
-	if shardOf["g1/0"] != shardOf["g2/2"] {
-		t.Errorf("g2 should share g1's shard: %s vs %s", shardOf["g1/0"], shardOf["g2/2"])
-	}
-	if shardOf["g3/0"] == shardOf["g2/2"] {
-		t.Errorf("g3 should start a new shard")
-	}
-	if st.GroupsSplit != 1 {
-		t.Errorf("groups split = %d, want 1 (g4)", st.GroupsSplit)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st := writePack(t, dir, WriterOptions{MaxPackBytes: 10_000, GroupFill: c.fill}, ms)
+			set, err := OpenSet(dir, SetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer set.Close()
+			shardOf := map[string]string{}
+			for m := range set.Members() {
+				shardOf[m.Key] = m.Shard
+			}
+			if shardOf["g1/0"] != shardOf["g2/2"] {
+				t.Errorf("g2 should share g1's shard: %s vs %s", shardOf["g1/0"], shardOf["g2/2"])
+			}
+			if (shardOf["g3/0"] == shardOf["g2/2"]) != c.g3WithG2 {
+				t.Errorf("g3 in %s, g2 in %s: want same %v", shardOf["g3/0"], shardOf["g2/2"], c.g3WithG2)
+			}
+			if (shardOf["g4/0"] != shardOf["g3/1"]) != c.g4Fresh {
+				t.Errorf("g4 starts in %s, g3 in %s: want a fresh shard %v", shardOf["g4/0"], shardOf["g3/1"], c.g4Fresh)
+			}
+			if st.GroupsSplit != 1 {
+				t.Errorf("groups split = %d, want 1 (g4)", st.GroupsSplit)
+			}
+		})
 	}
 }
 
