@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures `bpconvert convert-lance` against `cp -r` of the source dataset,
-# both in the same run with a warm page cache, median of RUNS runs.
+# both in the same run with a warm page cache, median of RUNS runs (the
+# commands take turns: one run of each per round).
 #
 # Input: LANCE_ROWS (default 10000) rows of LANCE_SIZE (default 102400)
 # pseudo-random bytes (about 1 GB), written by the real Lance library in two
@@ -118,20 +119,29 @@ bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
   "$bin" verify "$work/out/media" >/dev/null
   local members; members=$("$bin" ls --json "$work/out/media" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
   eval "$BENCH_CLEAN"
-  local tcp tcps tconv rss page
-  tcp=$(time_runs "$runs" cp -r "$ds" "$work/cp")
-  tcps=$(time_runs "$runs" cp_sync "$ds" "$work/cp")
-  tconv=$(time_runs "$runs" "$bin" convert-lance --quiet "$@" "$ds" "$work/out")
-  eval "$BENCH_CLEAN"
-  rss=$(peak_rss_mib "$bin" convert-lance --quiet "$@" "$ds" "$work/out")
-  eval "$BENCH_CLEAN"
-  local toff="" rssoff=""
   if [ "$official" = yes ]; then
     node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official" >/dev/null
     "$bin" verify "$work/official/media" >/dev/null
     eval "$BENCH_CLEAN"
-    toff=$(time_runs "$runs" node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official")
-    eval "$BENCH_CLEAN"
+  fi
+  # The commands take turns, one run each per round, so that all of them
+  # meet the same state of the page cache (the set-aside outputs of earlier
+  # runs fill it, and the kernel reclaims pages while the next run writes).
+  local tcp=() tcps=() tconv=() toff=() rss page rssoff=""
+  for _ in $(seq "$runs"); do
+    tcp+=("$(time_runs 1 cp -r "$ds" "$work/cp")")
+    tcps+=("$(time_runs 1 cp_sync "$ds" "$work/cp")")
+    tconv+=("$(time_runs 1 "$bin" convert-lance --quiet "$@" "$ds" "$work/out")")
+    if [ "$official" = yes ]; then
+      toff+=("$(time_runs 1 node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official")")
+    fi
+  done
+  tcp=$(median "${tcp[@]}"); tcps=$(median "${tcps[@]}"); tconv=$(median "${tconv[@]}")
+  if [ "$official" = yes ]; then toff=$(median "${toff[@]}"); else toff=""; fi
+  eval "$BENCH_CLEAN"
+  rss=$(peak_rss_mib "$bin" convert-lance --quiet "$@" "$ds" "$work/out")
+  eval "$BENCH_CLEAN"
+  if [ "$official" = yes ]; then
     rssoff=$(peak_rss_mib node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official")
     eval "$BENCH_CLEAN"
   fi
