@@ -137,6 +137,7 @@ func (o *Output) Add(key string, r io.Reader, size int64, group string) (string,
 				return "", fmt.Errorf("resuming: member %q has %d bytes in the staged shard, the source now gives %d", key, sz, size)
 			}
 			o.resumed[key] = true
+			o.Pack.Replay(key, size, group) // later placement as in an uninterrupted run
 			return ref, nil
 		}
 	}
@@ -145,6 +146,9 @@ func (o *Output) Add(key string, r io.Reader, size int64, group string) (string,
 	}
 	return o.Pack.Add(key, r, size, group)
 }
+
+// EndShard completes the open pack shard (see packcore.Writer.EndShard).
+func (o *Output) EndShard() error { return o.Pack.EndShard() }
 
 // Lookup returns the reference and size of a member this run added (or
 // found again in a reused shard), like packcore.Writer.Lookup.
@@ -194,7 +198,18 @@ func (o *Output) Abort() {
 func (o *Output) Summary(s plan.Summary) plan.Summary {
 	s.Dest = o.Final
 	s.Blobs, s.Bytes, s.Shards = o.stats.Members, o.stats.Bytes, int64(o.stats.Shards)
+	s.Warnings = append(s.Warnings, GroupWarnings(o.stats.GroupsSplit)...)
 	return s
+}
+
+// GroupWarnings is the summary's warning for n placement groups cut across
+// shards (none for zero).
+func GroupWarnings(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s (what belongs together, such as a row's payloads or a sample's members) cut across shards: a group larger than half a shard and more than twice any group before it does not fit one; --max-pack-bytes or --max-members higher keeps them whole",
+		plan.CountText(int64(n), "placement groups"))}
 }
 
 // Packer adds members to a run's packs. *Output satisfies it (skipping the
@@ -203,6 +218,7 @@ func (o *Output) Summary(s plan.Summary) plan.Summary {
 type Packer interface {
 	Add(key string, r io.Reader, size int64, group string) (string, error)
 	Lookup(key string) (ref string, size int64, ok bool)
+	EndShard() error
 }
 
 var (

@@ -322,6 +322,49 @@ func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
 	return w.Ref(key, w.shards[loc.shard]), loc.size, true
 }
 
+// startGroup reports whether a member of group starts a new placement
+// group, and if so closes the figures of the one before.
+func (w *Writer) startGroup(group string) bool {
+	if group == "" || group == w.group {
+		return false
+	}
+	w.groupMax = max(w.groupMax, w.groupLen)
+	w.groupMaxBytes = max(w.groupMaxBytes, w.groupBytes)
+	w.groupLen, w.groupBytes = 0, 0
+	return true
+}
+
+// countInGroup counts a member into the current group's figures.
+func (w *Writer) countInGroup(group, key string, size int64) {
+	if group != "" {
+		w.group = group
+		w.groupLen++
+		w.groupBytes += memberBytes(key, size)
+	}
+}
+
+// Replay records a member that a reused shard already holds, when a run
+// resumes an interrupted one and skips the members it had written: the
+// placement decisions after it are then the ones an uninterrupted run makes
+// (they depend on the groups seen so far).
+func (w *Writer) Replay(key string, size int64, group string) {
+	w.startGroup(group)
+	w.countInGroup(group, key, size)
+}
+
+// EndShard completes the open shard, if it holds a member; the next member
+// opens a new one. A caller that must read a shard back before it adds
+// more (as links to earlier members do) calls it.
+func (w *Writer) EndShard() error {
+	if w.closed {
+		return ErrClosed
+	}
+	if w.cur == nil || w.cur.count == 0 {
+		return nil
+	}
+	return w.finishShard()
+}
+
 // groupStartsShard says whether a member starting a new placement group
 // opens a new shard (see WriterOptions.GroupFill).
 func (w *Writer) groupStartsShard() bool {
@@ -375,12 +418,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	if loc, dup := w.keys.get(key); dup {
 		return "", &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.shard] + ")", Err: ErrDuplicateKey}
 	}
-	startsGroup := group != "" && group != w.group
-	if startsGroup {
-		w.groupMax = max(w.groupMax, w.groupLen)
-		w.groupMaxBytes = max(w.groupMaxBytes, w.groupBytes)
-		w.groupLen, w.groupBytes = 0, 0
-	}
+	startsGroup := w.startGroup(group)
 	if startsGroup && w.cur != nil && w.cur.count > 0 && w.groupStartsShard() {
 		if err := w.roll(); err != nil {
 			return "", err
@@ -399,10 +437,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 		w.group = group
 		w.groupIdx = w.cur.index
 	}
-	if group != "" {
-		w.groupLen++
-		w.groupBytes += memberBytes(key, size)
-	}
+	w.countInGroup(group, key, size)
 	if err := w.writeMember(key, r, size); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)
 	}

@@ -94,7 +94,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			{Name: "copied files", N: int64(res.Files)},
 			{Name: "rows", N: res.Rows},
 		},
-		Warnings: append([]string{}, j.Inspection.Warnings...),
+		Warnings: append(append([]string{}, j.Inspection.Warnings...), convert.GroupWarnings(res.Pack.GroupsSplit)...),
 	}, nil
 }
 

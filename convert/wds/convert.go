@@ -18,13 +18,6 @@ import (
 	"github.com/bpconvert/bpconvert/progress"
 )
 
-// linkGroup is the placement group of the links still waiting when the
-// input ends; linkRollFill makes starting it close the open shard (see the
-// package comment).
-const (
-	linkGroup    = "links after the input"
-	linkRollFill = 1e-12
-)
 
 // spoolName is the samples spool inside the staging directory.
 const spoolName = ".samples.spool"
@@ -99,10 +92,9 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		sets:        map[string]*packcore.Set{},
 	}
 	out, err := convert.Begin(ctx, opts.Dst, convert.OutputOptions{
-		Pack:      opts.PackOptions,
-		GroupFill: linkRollFill,
-		OnShard:   c.onShard,
-		Progress:  pc,
+		Pack:     opts.PackOptions,
+		OnShard:  c.onShard,
+		Progress: pc,
 	})
 	if err != nil {
 		return nil, err
@@ -262,6 +254,15 @@ func (c *converter) inlined(it *item) bool {
 	return it.inSample && !c.opts.NoTable && c.opts.inline(it.field)
 }
 
+// group is a member's placement group: its sample, so that a sample's
+// members share a shard.
+func (c *converter) group(it *item) string {
+	if !it.inSample {
+		return ""
+	}
+	return it.sample
+}
+
 // addFile streams a regular member into the pack and into its sample.
 func (c *converter) addFile(s *shardStream, shard int, it *item) error {
 	h := it.hdr
@@ -269,7 +270,7 @@ func (c *converter) addFile(s *shardStream, shard int, it *item) error {
 		return c.addInline(s, shard, it)
 	}
 	src := &recordingReader{r: s.tr}
-	if _, err := c.w.Add(it.key, src, h.Size, ""); err != nil {
+	if _, err := c.w.Add(it.key, src, h.Size, c.group(it)); err != nil {
 		switch {
 		case src.err != nil:
 			return s.payloadError(h.Name, src.err)
@@ -355,7 +356,7 @@ func (c *converter) addLink(shard int, it *item) error {
 		return c.smp.add(shard, it.hdr.Name, it.off, it.sample, it.field, cellInlineKey, it.target)
 	}
 	if targetBytes != nil {
-		if _, err := c.w.Add(it.key, bytes.NewReader(targetBytes), int64(len(targetBytes)), ""); err != nil {
+		if _, err := c.w.Add(it.key, bytes.NewReader(targetBytes), int64(len(targetBytes)), c.group(it)); err != nil {
 			return fmt.Errorf("wds: %s: member %q: copying the bytes of %q: %w", c.walk.shardName, it.hdr.Name, it.target, err)
 		}
 		c.res.Links++
@@ -396,9 +397,9 @@ func (c *converter) onShard(info packcore.ShardInfo) {
 }
 
 // flushLinks adds the queued links whose target sits in a completed pack
-// shard. With final set it adds all of them: the first whose target is in
-// the open shard starts a new placement group, which makes the writer
-// complete that shard before it reads the link's bytes.
+// shard. With final set it adds all of them: before the first whose target
+// is in the open shard, that shard is completed, so the link's bytes can be
+// read back from it.
 func (c *converter) flushLinks(final bool) error {
 	c.newShard = false
 	keep := c.pending[:0]
@@ -407,15 +408,18 @@ func (c *converter) flushLinks(final bool) error {
 		if err != nil {
 			return err
 		}
-		group := ""
 		if !c.completed[shard] {
 			if !final {
 				keep = append(keep, p)
 				continue
 			}
-			group = linkGroup
+			// The target is in the open shard: complete it, so its
+			// bytes can be read back.
+			if err := c.w.EndShard(); err != nil {
+				return err
+			}
 		}
-		if err := c.copyLink(p, shard, group); err != nil {
+		if err := c.copyLink(p, shard, ""); err != nil {
 			return err
 		}
 		delete(c.pendingKeys, p.key)

@@ -36,16 +36,17 @@
 // back from the pack, not from the source, so standard input works and
 // nothing is buffered. A pack shard can be read only once the writer has
 // completed it, so a link waits in a queue until the shard holding its
-// target is complete, and is then copied from it. Links still waiting when
-// the input ends are added in a placement group of their own, which the
-// writer is configured to start in a new shard (WriterOptions.GroupFill is
-// set near zero; members outside groups are unaffected): the writer thus
-// completes the shard holding their targets before it reads their bytes.
+// target is complete, and is then copied from it. Before the links still
+// waiting when the input ends, the open shard is completed
+// (packcore.Writer.EndShard), so their targets' bytes can be read back.
 // The reader checks that the shard is complete and fails otherwise, so a
 // change in the writer cannot copy wrong bytes. Links cost at most one
 // extra pack shard boundary per run, and memory for the queue only.
 // Symbolic links that point elsewhere (absolute, out of the shard, to a
 // directory or to a later member) stop the run.
+//
+// A sample's members (links included) form one placement group, so they
+// share a shard unless the sample is too large (see packcore's GroupFill).
 //
 // # The samples table
 //

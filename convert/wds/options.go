@@ -157,6 +157,6 @@ func (r *Result) Summary() plan.Summary {
 		Bytes:    r.Pack.Bytes,
 		Shards:   int64(r.Pack.Shards),
 		Counts:   counts,
-		Warnings: append([]string{}, r.Warnings...),
+		Warnings: append(append([]string{}, r.Warnings...), convert.GroupWarnings(r.Pack.GroupsSplit)...),
 	}
 }
