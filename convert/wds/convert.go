@@ -18,7 +18,6 @@ import (
 	"github.com/bpconvert/bpconvert/progress"
 )
 
-
 // spoolName is the samples spool inside the staging directory.
 const spoolName = ".samples.spool"
 
