@@ -418,31 +418,40 @@ func decompressAppend(scheme int, dst, b []byte) ([]byte, error) {
 	return nil, fmt.Errorf("unsupported compression scheme %d", scheme)
 }
 
-// appendStoredZstd appends the content of a zstd frame that holds only raw
-// and RLE blocks (zstd stores incompressible data that way) and nothing
-// after them, copying the blocks' bytes straight into dst instead of
-// through the decoder's window; want is the size the frame's prefix or
-// header announced. ok is false, with dst unchanged, for any other frame
-// (compressed blocks, a dictionary, a content checksum, trailing bytes, a
-// size other than want), which the decoder then handles.
+// appendStoredZstd appends the content of a single-segment zstd frame that
+// holds only raw and RLE blocks (zstd stores incompressible data that way)
+// and nothing after them, copying the blocks' bytes straight into dst
+// instead of through the decoder's window; want is the size the frame's
+// prefix or header announced, and the frame's content size must equal it.
+// ok is false, with dst unchanged, for any other frame (compressed blocks,
+// a dictionary, a content checksum, trailing bytes, another size), which
+// the decoder then handles.
 func appendStoredZstd(dst, frame []byte, want int) ([]byte, bool) {
 	if !isZstdFrame(frame) || len(frame) < 5 {
 		return dst, false
 	}
 	fhd := frame[4]
-	if fhd&0x08 != 0 || fhd&0x04 != 0 || fhd&0x03 != 0 {
-		return dst, false // reserved bit, content checksum, dictionary
+	if fhd&0x20 == 0 || fhd&0x08 != 0 || fhd&0x04 != 0 || fhd&0x03 != 0 {
+		return dst, false // not single-segment; reserved bit, content checksum, dictionary
 	}
-	single := fhd&0x20 != 0
+	// The frame content size (single-segment frames always have one): 1,
+	// 2 (+256), 4 or 8 bytes.
 	pos := 5
-	if !single {
-		pos++ // window descriptor
+	n := [4]int{1, 2, 4, 8}[fhd>>6]
+	if pos+n > len(frame) {
+		return dst, false
 	}
-	fcsSize := [4]int{0, 2, 4, 8}[fhd>>6]
-	if fhd>>6 == 0 && single {
-		fcsSize = 1
+	var fcs uint64
+	for i := n - 1; i >= 0; i-- {
+		fcs = fcs<<8 | uint64(frame[pos+i])
 	}
-	pos += fcsSize
+	if n == 2 {
+		fcs += 256
+	}
+	if fcs != uint64(want) {
+		return dst, false
+	}
+	pos += n
 	start := len(dst)
 	dst = slices.Grow(dst, want)
 	for {
@@ -452,7 +461,7 @@ func appendStoredZstd(dst, frame []byte, want int) ([]byte, bool) {
 		h := uint32(frame[pos]) | uint32(frame[pos+1])<<8 | uint32(frame[pos+2])<<16
 		pos += 3
 		last, kind, size := h&1 != 0, (h>>1)&3, int(h>>3)
-		if len(dst)-start+size > want {
+		if size > zstdMaxBlock || len(dst)-start+size > want {
 			return dst[:start], false
 		}
 		switch kind {
@@ -482,6 +491,9 @@ func appendStoredZstd(dst, frame []byte, want int) ([]byte, bool) {
 	}
 	return dst, true
 }
+
+// zstdMaxBlock is the largest block a zstd frame may hold.
+const zstdMaxBlock = 128 << 10
 
 // newZstd makes the shared zstd decoder.
 func newZstd() {

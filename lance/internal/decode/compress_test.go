@@ -98,3 +98,43 @@ func TestAppendStoredZstd(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStoredZstd: for any bytes, appendStoredZstd either declines, leaving
+// dst as it was, or appends exactly what the zstd decoder decodes.
+func FuzzStoredZstd(f *testing.F) {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(false))
+	if err != nil {
+		f.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	random := make([]byte, 1000)
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	for _, v := range [][]byte{random, make([]byte, 300), []byte("abcabcabcabc"), {}} {
+		f.Add(enc.EncodeAll(v, nil), len(v))
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, frame []byte, want int) {
+		if want < 0 || want > 1<<20 {
+			return
+		}
+		out, ok := appendStoredZstd([]byte("x"), frame, want)
+		if !ok {
+			if string(out) != "x" {
+				t.Fatalf("declined but dst changed to %d bytes", len(out))
+			}
+			return
+		}
+		ref, err := dec.DecodeAll(frame, nil)
+		if err != nil {
+			t.Fatalf("taken (%d bytes) but the decoder refuses it: %v", len(out)-1, err)
+		}
+		if !bytes.Equal(out[1:], ref) {
+			t.Fatalf("%d bytes, the decoder gives %d", len(out)-1, len(ref))
+		}
+	})
+}
