@@ -542,7 +542,7 @@ func (tc *tableConv) rewriteBatch(rec arrow.RecordBatch, outSchema *arrow.Schema
 		reqs = append(reqs, packRequest{path: slices.Clone(path), id: id, data: data, srcName: srcName, fromPath: fromPath})
 		return "", nil
 	}
-	cols, made, err := tc.rewriteColumns(rec, outSchema, tree, first, collect)
+	_, made, err := tc.rewriteColumns(rec, outSchema, tree, first, collect)
 	releaseAll(made)
 	if err != nil {
 		return nil, err
@@ -567,7 +567,7 @@ func (tc *tableConv) rewriteBatch(rec arrow.RecordBatch, outSchema *arrow.Schema
 		next++
 		return refs[next-1], nil
 	}
-	cols, made, err = tc.rewriteColumns(rec, outSchema, tree, first, replay)
+	cols, made, err := tc.rewriteColumns(rec, outSchema, tree, first, replay)
 	defer releaseAll(made)
 	if err != nil {
 		return nil, err
