@@ -65,11 +65,10 @@ type WriterOptions struct {
 	// bytes it has left, or the largest group would not fit in the members
 	// it has left; so a group is cut only if it is over half a shard and
 	// more than twice any group before it, and shards of small groups fill
-	// up. A positive fraction:
-	// the reference tool's rule, once the current shard is at least that
-	// fraction of MaxPackBytes full (0.5 there: shards of small groups
-	// close half full), or when the largest group would not fit in the
-	// members left. Negative: never.
+	// up. A positive fraction: the reference tool's rule, once the current
+	// shard is at least that fraction of MaxPackBytes full (0.5 there:
+	// shards of small groups close half full), or when the largest group
+	// would not fit in the members left. Negative: never.
 	GroupFill float64
 	// NoManifest skips pack.manifest.json and the SHA-256 digests it needs
 	// (ShardInfo.SHA256 stays empty).
