@@ -63,6 +63,28 @@ time_runs() {
   median "${times[@]}"
 }
 
+# time_turns N CMD...: each CMD is a shell command (a string, run with
+# eval, so the script's functions work); the commands take turns, one run
+# of each per round for N rounds (after BENCH_CLEAN, as time_runs), so
+# that all of them meet the same state of the page cache (set-aside
+# outputs of earlier runs fill it, and the kernel reclaims pages while the
+# next run writes: run one after another, the later commands are slowed).
+# Prints each command's median wall time, one a line, in order.
+time_turns() {
+  local n=$1; shift
+  local -a cmds=("$@") times=()
+  local r i
+  for r in $(seq "$n"); do
+    for i in "${!cmds[@]}"; do
+      times[i]+=" $(time_runs 1 eval "${cmds[i]}")"
+    done
+  done
+  for i in "${!cmds[@]}"; do
+    # shellcheck disable=SC2086 # the list of times splits on spaces
+    median ${times[i]}
+  done
+}
+
 # warm reads every file under a path so the page cache holds it.
 warm() { find "$1" -type f -exec cat {} + >/dev/null; }
 

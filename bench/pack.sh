@@ -51,12 +51,15 @@ case_run() { # case_run NAME COUNT SIZE
   warm "$src"
   local bytes=$((count * size))
   BENCH_CLEAN="set_aside '$work/cp-out' '$work/pack-out'"
-  local tcp tcps tpack tsha tnm limit
-  tcp=$(time_runs "$runs" cp -r "$src" "$work/cp-out")
-  tcps=$(time_runs "$runs" sh -c "cp -r '$src' '$work/cp-out' && sync")
-  tsha=$(time_runs "$runs" sh -c "find '$src' -type f -print0 | sort -z | xargs -0 cat | sha256sum")
-  tpack=$(time_runs "$runs" "$bin" pack --quiet "$src" "$work/pack-out")
-  tnm=$(time_runs "$runs" "$bin" pack --quiet --no-manifest "$src" "$work/pack-out")
+  local tcp tcps tpack tsha tnm limit t
+  # in turns, one run of each per round (see time_turns)
+  mapfile -t t < <(time_turns "$runs" \
+    "cp -r '$src' '$work/cp-out'" \
+    "cp -r '$src' '$work/cp-out' && sync" \
+    "find '$src' -type f -print0 | sort -z | xargs -0 cat | sha256sum" \
+    "'$bin' pack --quiet '$src' '$work/pack-out'" \
+    "'$bin' pack --quiet --no-manifest '$src' '$work/pack-out'")
+  tcp=${t[0]} tcps=${t[1]} tsha=${t[2]} tpack=${t[3]} tnm=${t[4]}
   limit=$(printf '%s\n%s\n' "$tcp" "$tsha" | sort -g | tail -1)
   eval "$BENCH_CLEAN"
   local rss

@@ -78,12 +78,16 @@ case_shards() {
   local bytes
   bytes=$(du -sb "$src" | cut -f1)
   BENCH_CLEAN="set_aside '$work/cp-out' '$work/wds-out'"
-  local tcp tsync twds rss tsha tnm limit
-  tcp=$(time_runs "$runs" cp -r "$src" "$work/cp-out")
-  tsync=$(time_runs "$runs" sh -c 'cp -r "$1" "$2" && sync "$2"/*' sh "$src" "$work/cp-out")
-  tsha=$(time_runs "$runs" sh -c 'cat "$1"/*.tar | sha256sum' sh "$src")
-  twds=$(time_runs "$runs" "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
-  tnm=$(time_runs "$runs" "$bin" convert-wds --yes --no-manifest "${extra[@]}" "$src" "$work/wds-out")
+  local tcp tsync twds rss tsha tnm limit t x=""
+  [ ${#extra[@]} -eq 0 ] || x=$(printf "'%s' " "${extra[@]}")
+  # in turns, one run of each per round (see time_turns)
+  mapfile -t t < <(time_turns "$runs" \
+    "cp -r '$src' '$work/cp-out'" \
+    "cp -r '$src' '$work/cp-out' && sync '$work/cp-out'/*" \
+    "cat '$src'/*.tar | sha256sum" \
+    "'$bin' convert-wds --yes $x'$src' '$work/wds-out'" \
+    "'$bin' convert-wds --yes --no-manifest $x'$src' '$work/wds-out'")
+  tcp=${t[0]} tsync=${t[1]} tsha=${t[2]} twds=${t[3]} tnm=${t[4]}
   limit=$(printf '%s\n%s\n' "$tcp" "$tsha" | sort -g | tail -1)
   eval "$BENCH_CLEAN"
   rss=$(peak_rss_mib "$bin" convert-wds --yes "${extra[@]}" "$src" "$work/wds-out")
