@@ -7,9 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/bpconvert/bpconvert/internal/testtool"
@@ -44,41 +42,6 @@ func writeBigPageDataset(t *testing.T) string {
 		t.Fatalf("bench.mjs: %v\n%s", err, b)
 	}
 	return filepath.Join(out, "bench_2_1.lance")
-}
-
-// heapPeak samples the bytes of live and not yet swept heap objects every
-// millisecond until stop is called, which returns the highest sample.
-func heapPeak() (stop func() uint64) {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var mu sync.Mutex
-	var peak uint64
-	sample := func() {
-		metrics.Read(s)
-		mu.Lock()
-		peak = max(peak, s[0].Value.Uint64())
-		mu.Unlock()
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				sample()
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		<-finished
-		sample()
-		return peak
-	}
 }
 
 // TestScanPeakLargePages: a scan of a binary column stored in pages of
@@ -117,7 +80,7 @@ func TestScanPeakLargePages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := heapPeak()
+	stop := testtool.HeapPeak()
 	var rows, bytes int64
 	for sc.Next() {
 		a := sc.RecordBatch().Column(0).(*array.Binary)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -477,38 +476,6 @@ func parquetCases(t *testing.T, dir string) []badCase {
 	return cases
 }
 
-// copyDirTree copies a directory tree (regular files and directories).
-func copyDirTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if e.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, in); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // lerobotCases changes copies of a LeRobot v2.0 dataset (fixtures/parquet/
 // lerobot.mjs: ffmpeg CLI videos, DuckDB tables).
 func lerobotCases(t *testing.T, dir string) []badCase {
@@ -519,7 +486,7 @@ func lerobotCases(t *testing.T, dir string) []badCase {
 	add := func(name, names string, code int, change func(root string)) {
 		n++
 		root := filepath.Join(dir, strconv.Itoa(n), "v2.0")
-		copyDirTree(t, base, root)
+		testtool.CopyTree(t, base, root)
 		change(root)
 		cases = append(cases, badCase{name: "lerobot " + name, args: []string{"convert-lerobot", root, "DST", "--yes"}, code: code, names: names})
 	}

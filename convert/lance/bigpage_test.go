@@ -7,9 +7,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
@@ -63,7 +61,7 @@ func TestRunPeakLargePages(t *testing.T) {
 	runtime.GC()
 	base := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(base)
-	stop := heapPeak()
+	stop := testtool.HeapPeak()
 	sum, err := j.Run(ctx, nil)
 	peak := stop()
 	if err != nil {
@@ -77,40 +75,6 @@ func TestRunPeakLargePages(t *testing.T) {
 	t.Logf("largest page %.1f MiB; heap peak during the run %.1f MiB above the start (bound %.1f MiB)", mib(largest), mib(used), mib(bound))
 	if used > bound {
 		t.Fatalf("heap peak %.1f MiB above the start, want at most 2 x %.1f MiB page + 64 MiB", mib(used), mib(largest))
-	}
-}
-
-// heapPeak samples the bytes of live and not yet swept heap objects every
-// millisecond until stop is called, which returns the highest sample.
-func heapPeak() (stop func() uint64) {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var mu sync.Mutex
-	var peak uint64
-	sample := func() {
-		metrics.Read(s)
-		mu.Lock()
-		peak = max(peak, s[0].Value.Uint64())
-		mu.Unlock()
-	}
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tk := time.NewTicker(time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-				sample()
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		<-finished
-		sample()
-		return peak
 	}
 }
 

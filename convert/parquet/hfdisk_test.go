@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -453,38 +452,6 @@ func TestHFDiskParts(t *testing.T) {
 	}
 }
 
-// copyTree copies the regular files below src into dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, in); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestHFDiskBadInput(t *testing.T) {
 	root := diskRoot(t)
 	cut := func(rel string, keep func(n int) int) func(t *testing.T, dir string) {
@@ -554,7 +521,7 @@ func TestHFDiskBadInput(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			src := filepath.Join(t.TempDir(), "src")
-			copyTree(t, filepath.Join(root, tc.src), src)
+			testtool.CopyTree(t, filepath.Join(root, tc.src), src)
 			if tc.change != nil {
 				tc.change(t, src)
 			}
