@@ -185,22 +185,7 @@ open(p, "wb").write(b)
 		}
 		t.Logf("%d payloads, %d bytes compared", d.Against.Payloads, d.Against.Bytes)
 
-		shard := filepath.Join(dst, "media", "pack-0000.zip")
-		key := firstKey(t, shard)
-		python(t, flipMember, shard, key)
-		r, d = verifyJSON(t, dst, "--against", src)
-		if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 {
-			t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
-		}
-		found := false
-		for _, p := range d.Problems {
-			if strings.Contains(p.Reason, "differs from the source at byte 0") && p.Table != "" && p.Row >= 0 && p.Column != "" {
-				found = true
-			}
-		}
-		if !found {
-			t.Fatalf("no problem naming table, row and column: %+v", d.Problems)
-		}
+		againstFindsFlippedMember(t, dst, src)
 	})
 
 	// Hugging Face save_to_disk sources: the Arrow data file beside each
@@ -217,22 +202,7 @@ open(p, "wb").write(b)
 			if r.code != 0 || d.Refs == 0 || d.Against == nil || d.Against.Payloads != d.Refs || d.Against.Mismatches != 0 {
 				t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
 			}
-			shard := filepath.Join(dst, "media", "pack-0000.zip")
-			key := firstKey(t, shard)
-			python(t, flipMember, shard, key)
-			r, d = verifyJSON(t, dst, "--against", src)
-			if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 {
-				t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
-			}
-			found := false
-			for _, p := range d.Problems {
-				if strings.Contains(p.Reason, "differs from the source at byte 0") && p.Table != "" && p.Row >= 0 && p.Column != "" {
-					found = true
-				}
-			}
-			if !found {
-				t.Fatalf("no problem naming table, row and column: %+v", d.Problems)
-			}
+			againstFindsFlippedMember(t, dst, src)
 		})
 	}
 
@@ -346,6 +316,25 @@ func hasProblem(d verifyDoc, table string, row int64, column, text string) bool 
 		}
 	}
 	return false
+}
+
+// againstFindsFlippedMember flips the first byte of the first member of
+// dst's first shard and checks that verify --against src finds exactly one
+// mismatch, naming its table, row and column (exit 1).
+func againstFindsFlippedMember(t *testing.T, dst, src string) {
+	t.Helper()
+	shard := filepath.Join(dst, "media", "pack-0000.zip")
+	python(t, flipMember, shard, firstKey(t, shard))
+	r, d := verifyJSON(t, dst, "--against", src)
+	if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 {
+		t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
+	}
+	for _, p := range d.Problems {
+		if strings.Contains(p.Reason, "differs from the source at byte 0") && p.Table != "" && p.Row >= 0 && p.Column != "" {
+			return
+		}
+	}
+	t.Fatalf("no problem naming table, row and column: %+v", d.Problems)
 }
 
 // copyTree copies a directory with cp -a.

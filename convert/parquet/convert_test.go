@@ -138,19 +138,22 @@ func TestParquetConvert(t *testing.T) {
 	}
 }
 
-func runConvertCase(t *testing.T, root string, tc convertCase) {
+// convertChecked inspects src, checks that the selection of columns and
+// fields is wantPaths (dotted, sorted) and converts it into a new directory,
+// with a checked allocator that must end with nothing allocated. It returns
+// the options used and the output directory.
+func convertChecked(t *testing.T, src string, opts Options, columns []string, fields [][]string, wantPaths []string) (*Inspection, Selection, *Result, Options, string) {
+	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	opts := tc.opts
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	opts.Allocator = mem
 	opts.Version = "test"
-	src := filepath.Join(root, tc.src)
 	ctx := context.Background()
 	ins, err := Inspect(ctx, src, opts)
 	if err != nil {
 		t.Fatalf("Inspect: %v", err)
 	}
-	sel, err := ins.Select(tc.columns, tc.fields)
+	sel, err := ins.Select(columns, fields)
 	if err != nil {
 		t.Fatalf("Select: %v", err)
 	}
@@ -159,14 +162,21 @@ func runConvertCase(t *testing.T, root string, tc convertCase) {
 		got = append(got, dotted(p))
 	}
 	slices.Sort(got)
-	if !slices.Equal(got, tc.wantPaths) {
-		t.Fatalf("selected %v, want %v", got, tc.wantPaths)
+	if !slices.Equal(got, wantPaths) {
+		t.Fatalf("selected %v, want %v", got, wantPaths)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
 	res, err := Convert(ctx, ins, sel, dst, opts)
 	if err != nil {
 		t.Fatalf("Convert: %v", err)
 	}
+	return ins, sel, res, opts, dst
+}
+
+func runConvertCase(t *testing.T, root string, tc convertCase) {
+	src := filepath.Join(root, tc.src)
+	ctx := context.Background()
+	ins, sel, res, opts, dst := convertChecked(t, src, tc.opts, tc.columns, tc.fields, tc.wantPaths)
 	if res.Rewritten != tc.rewritten || res.Copied != tc.copied {
 		t.Errorf("rewrote %d and copied %d tables, want %d and %d", res.Rewritten, res.Copied, tc.rewritten, tc.copied)
 	}

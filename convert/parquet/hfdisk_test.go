@@ -103,34 +103,8 @@ func TestHFDiskConvert(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			opts := tc.opts
-			opts.Allocator = mem
-			opts.Version = "test"
 			src := filepath.Join(root, tc.src)
-			ctx := context.Background()
-			ins, err := Inspect(ctx, src, opts)
-			if err != nil {
-				t.Fatalf("Inspect: %v", err)
-			}
-			sel, err := ins.Select(tc.columns, tc.fields)
-			if err != nil {
-				t.Fatalf("Select: %v", err)
-			}
-			var got []string
-			for _, p := range sel.Paths {
-				got = append(got, dotted(p))
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tc.wantPaths) {
-				t.Fatalf("selected %v, want %v", got, tc.wantPaths)
-			}
-			dst := filepath.Join(t.TempDir(), "out")
-			res, err := Convert(ctx, ins, sel, dst, opts)
-			if err != nil {
-				t.Fatalf("Convert: %v", err)
-			}
+			ins, sel, res, opts, dst := convertChecked(t, src, tc.opts, tc.columns, tc.fields, tc.wantPaths)
 			if res.Rewritten != len(tc.tables) || res.Copied != 0 {
 				t.Errorf("rewrote %d and copied %d tables, want %d and 0", res.Rewritten, res.Copied, len(tc.tables))
 			}
