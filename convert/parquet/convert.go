@@ -542,7 +542,7 @@ func (tc *tableConv) rewriteBatch(rec arrow.RecordBatch, outSchema *arrow.Schema
 		reqs = append(reqs, packRequest{path: slices.Clone(path), id: id, data: data, srcName: srcName, fromPath: fromPath})
 		return "", nil
 	}
-	_, made, err := tc.rewriteColumns(rec, outSchema, tree, first, collect)
+	_, made, err := tc.rewriteColumns(rec, outSchema, tree, first, collect, true)
 	releaseAll(made)
 	if err != nil {
 		return nil, err
@@ -567,7 +567,7 @@ func (tc *tableConv) rewriteBatch(rec arrow.RecordBatch, outSchema *arrow.Schema
 		next++
 		return refs[next-1], nil
 	}
-	cols, made, err := tc.rewriteColumns(rec, outSchema, tree, first, replay)
+	cols, made, err := tc.rewriteColumns(rec, outSchema, tree, first, replay, false)
 	defer releaseAll(made)
 	if err != nil {
 		return nil, err
@@ -595,8 +595,9 @@ func releaseAll(as []arrow.Array) {
 
 // rewriteColumns builds the batch's output columns, each payload stored by
 // pack; made are the arrays it built, for the caller to release once the
-// batch is written.
-func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Schema, tree map[string]*selNode, first int64, pack packFunc) ([]arrow.Array, []arrow.Array, error) {
+// batch is written. With payloadsOnly set only the columns holding selected
+// payloads are walked (the first walk needs no others).
+func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Schema, tree map[string]*selNode, first int64, pack packFunc, payloadsOnly bool) ([]arrow.Array, []arrow.Array, error) {
 	cols := make([]arrow.Array, rec.NumCols())
 	var made []arrow.Array
 	n := int(rec.NumRows())
@@ -605,6 +606,9 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 	for j := range cols {
 		f := outSchema.Field(j)
 		node := tree[f.Name]
+		if payloadsOnly && node == nil {
+			continue
+		}
 		if tc.jsonCols[j] {
 			js := asJSON(rec.Column(j), f.Type.(arrow.ExtensionType))
 			made = append(made, js)
