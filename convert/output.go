@@ -131,20 +131,38 @@ func clearForResume(dir string) error {
 // interrupted one, a member that a reused shard already holds is not written
 // again: its reference is returned and r is not read.
 func (o *Output) Add(key string, r io.Reader, size int64, group string) (string, error) {
+	if ref, done, err := o.reuse(key, size, group); done || err != nil {
+		return ref, err
+	}
+	return o.Pack.Add(key, r, size, group)
+}
+
+// AddBytes is Add for a payload in memory (see packcore.Writer.AddBytes:
+// b is written without being copied, and not retained).
+func (o *Output) AddBytes(key string, b []byte, group string) (string, error) {
+	if ref, done, err := o.reuse(key, int64(len(b)), group); done || err != nil {
+		return ref, err
+	}
+	return o.Pack.AddBytes(key, b, group)
+}
+
+// reuse returns the reference of a member a resumed run finds in a staged
+// shard (done), or says that the member must be written.
+func (o *Output) reuse(key string, size int64, group string) (ref string, done bool, err error) {
 	if o.Resumed > 0 && !o.resumed[key] {
 		if ref, sz, ok := o.Pack.Lookup(key); ok {
 			if sz != size {
-				return "", fmt.Errorf("resuming: member %q has %d bytes in the staged shard, the source now gives %d", key, sz, size)
+				return "", false, fmt.Errorf("resuming: member %q has %d bytes in the staged shard, the source now gives %d", key, sz, size)
 			}
 			o.resumed[key] = true
 			o.Pack.Replay(key, size, group) // later placement as in an uninterrupted run
-			return ref, nil
+			return ref, true, nil
 		}
 	}
 	if o.Resumed > 0 {
 		o.resumed[key] = true
 	}
-	return o.Pack.Add(key, r, size, group)
+	return "", false, nil
 }
 
 // EndShard completes the open pack shard (see packcore.Writer.EndShard).
@@ -217,6 +235,8 @@ func GroupWarnings(n int) []string {
 // *packcore.Writer.
 type Packer interface {
 	Add(key string, r io.Reader, size int64, group string) (string, error)
+	// AddBytes adds a payload held in memory without copying it.
+	AddBytes(key string, b []byte, group string) (string, error)
 	Lookup(key string) (ref string, size int64, ok bool)
 	EndShard() error
 }

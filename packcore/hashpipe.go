@@ -80,7 +80,13 @@ type hashPipe struct {
 	// err is the first failure of the hashing goroutine; read after done.
 	err  error
 	shut bool
+	// pend is a range of the shard not yet queued: adjacent ranges join
+	// it, so the hasher reads back in large chunks.
+	pendOff, pendN int64
 }
+
+// maxPend is the most a pending range holds before it is queued.
+const maxPend = 8 << 20
 
 // pipeJobs bounds the queued work; a full queue makes the writer wait.
 const pipeJobs = 64
@@ -153,6 +159,7 @@ func (p *hashPipe) send(b []byte) {
 		p.pool.put(b)
 		return
 	}
+	p.flush()
 	p.jobs <- hashJob{kind: jobBuf, b: b, pooled: true}
 }
 
@@ -160,14 +167,34 @@ func (p *hashPipe) send(b []byte) {
 // change them afterwards.
 func (p *hashPipe) sendOwned(b []byte) {
 	if p.h != nil {
+		p.flush()
 		p.jobs <- hashJob{kind: jobBuf, b: b}
 	}
 }
 
 // sendRange queues n bytes of the shard file at off, already written.
+// A range that continues the one before joins it.
 func (p *hashPipe) sendRange(off, n int64) {
-	if p.h != nil && n > 0 {
-		p.jobs <- hashJob{kind: jobRange, off: off, n: n}
+	if p.h == nil || n <= 0 {
+		return
+	}
+	if p.pendN > 0 && p.pendOff+p.pendN == off {
+		p.pendN += n
+	} else {
+		p.flush()
+		p.pendOff, p.pendN = off, n
+	}
+	if p.pendN >= maxPend {
+		p.flush()
+	}
+}
+
+// flush queues the pending range; every other job calls it first, so the
+// work stays in shard order.
+func (p *hashPipe) flush() {
+	if p.pendN > 0 {
+		p.jobs <- hashJob{kind: jobRange, off: p.pendOff, n: p.pendN}
+		p.pendN = 0
 	}
 }
 
@@ -175,12 +202,14 @@ func (p *hashPipe) sendRange(off, n int64) {
 // returns to it, for a member cut off after some of its bytes were queued.
 func (p *hashPipe) mark() {
 	if p.h != nil {
+		p.flush()
 		p.jobs <- hashJob{kind: jobMark}
 	}
 }
 
 func (p *hashPipe) rollback() {
 	if p.h != nil {
+		p.flush()
 		p.jobs <- hashJob{kind: jobRollback}
 	}
 }
@@ -200,6 +229,7 @@ func (p *hashPipe) finished() bool {
 // It may be called more than once.
 func (p *hashPipe) close() {
 	if !p.shut {
+		p.flush()
 		p.shut = true
 		close(p.jobs)
 	}

@@ -1,6 +1,7 @@
 package packcore
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -15,8 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // Defaults for WriterOptions.
@@ -81,10 +80,13 @@ type WriterOptions struct {
 	// NoLock skips the writer's exclusive lock on the directory, for callers
 	// that already own it exclusively (such as a locked staging directory).
 	NoLock bool
-	// OnShard, when set, is called after each shard is renamed into place,
-	// from the goroutine that called Add or Close. Its SHA256 is empty: the
-	// digest is computed in the background, and Close's Stats and
-	// Completed carry it.
+	// OnShard, when set, is called after each shard is synced and renamed
+	// into place, from the goroutine that called Add, EndShard or Close:
+	// a shard is synced in the background while the next one is written,
+	// and OnShard reports it when that next one is finished (or at
+	// EndShard or Close), at the same point of every run. Its SHA256 is
+	// empty: the digest is computed in the background, and Close's Stats
+	// and Completed carry it.
 	OnShard func(ShardInfo)
 }
 
@@ -121,10 +123,14 @@ type Writer struct {
 	cur     *shardWriter
 	done    []ShardInfo
 	buf     []byte // chunk buffer for streamed members
+	hdr     []byte // local header buffer of AddBytes
 	pool    *bufPool
 	// hashing lists shards renamed into place whose digests are still
 	// being computed, oldest first; they join done in order.
-	hashing  []*shardWriter
+	hashing []*shardWriter
+	// settling is the last finished shard, being synced and renamed into
+	// place in the background; it joins hashing once it is in place.
+	settling *shardWriter
 	closed   bool
 	stats    Stats
 	group    string
@@ -153,6 +159,7 @@ type shardWriter struct {
 	cd      []byte
 	count   int64
 	sha     *hashPipe
+	sync    *shardSync
 	failed  bool
 	info    ShardInfo // set once the shard is renamed into place
 }
@@ -351,17 +358,20 @@ func (w *Writer) Replay(key string, size int64, group string) {
 	w.countInGroup(group, key, size)
 }
 
-// EndShard completes the open shard, if it holds a member; the next member
-// opens a new one. A caller that must read a shard back before it adds
-// more (as links to earlier members do) calls it.
+// EndShard completes the open shard, if it holds a member, and waits until
+// every finished shard is in place (OnShard called); the next member opens
+// a new shard. A caller that must read a shard back before it adds more (as
+// links to earlier members do) calls it.
 func (w *Writer) EndShard() error {
 	if w.closed {
 		return ErrClosed
 	}
-	if w.cur == nil || w.cur.count == 0 {
-		return nil
+	if w.cur != nil && w.cur.count > 0 {
+		if err := w.finishShard(); err != nil {
+			return err
+		}
 	}
-	return w.finishShard()
+	return w.settle()
 }
 
 // groupStartsShard says whether a member starting a new placement group
@@ -399,6 +409,22 @@ func memberBytes(key string, size int64) int64 {
 // written. A stream that ends early or runs past size is an error; the
 // partial member is cut off and the writer stays usable.
 func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string, error) {
+	return w.add(key, size, group, func() error { return w.writeMember(key, r, size) })
+}
+
+// AddBytes adds b as member key, like Add with a reader of b, but without
+// copying b: the header and b go to the shard in one vectored write, and a
+// large b is hashed for the manifest by reading it back from the shard
+// (from the page cache) on the hashing goroutine instead of from a copy.
+// b is not retained after AddBytes returns.
+func (w *Writer) AddBytes(key string, b []byte, group string) (string, error) {
+	return w.add(key, int64(len(b)), group, func() error { return w.writeBytes(key, b) })
+}
+
+// add places a member of size bytes and calls write to write it to the
+// current shard: the checks, placement and bookkeeping Add and AddBytes
+// share.
+func (w *Writer) add(key string, size int64, group string, write func() error) (string, error) {
 	if w.closed {
 		return "", ErrClosed
 	}
@@ -437,7 +463,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 		w.groupIdx = w.cur.index
 	}
 	w.countInGroup(group, key, size)
-	if err := w.writeMember(key, r, size); err != nil {
+	if err := write(); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)
 	}
 	w.keys.put(key, keyLoc{shard: int32(len(w.shards) - 1), size: size})
@@ -492,7 +518,7 @@ func (w *Writer) roll() error {
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool)}
+	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool), sync: newShardSync(f)}
 	w.shards = append(w.shards, name)
 	w.next++
 	return nil
@@ -536,6 +562,33 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 			return err
 		}
 	}
+	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
+	s.count++
+	s.startWriteback(false)
+	return nil
+}
+
+// rangeHashMin is the smallest payload AddBytes leaves in the caller's
+// memory when the shard is hashed: smaller ones are copied into a pooled
+// buffer with their header (one copy is cheaper than a read back).
+const rangeHashMin = 64 << 10
+
+// writeBytes appends one member whose bytes are in memory.
+func (w *Writer) writeBytes(key string, b []byte) error {
+	s := w.cur
+	size := int64(len(b))
+	if size < rangeHashMin && s.sha.hashing() {
+		return w.writeMember(key, bytes.NewReader(b), size)
+	}
+	hdrOff := s.off
+	crc := crc32.ChecksumIEEE(b)
+	hdr := appendLocalHeader(w.hdr[:0], key, size, crc)
+	w.hdr = hdr
+	if err := writev(s.f, hdr, b); err != nil {
+		return w.failShard(err)
+	}
+	s.off += int64(len(hdr)) + size
+	s.sha.sendRange(hdrOff, s.off-hdrOff)
 	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
 	s.count++
 	s.startWriteback(false)
@@ -684,7 +737,7 @@ func (s *shardWriter) startWriteback(all bool) {
 	if n <= 0 || (!all && n < writebackChunk) {
 		return
 	}
-	startWriteback(s.f, s.flushed, n)
+	s.sync.writeback(s.flushed, n)
 	s.flushed = s.off
 }
 
@@ -756,9 +809,11 @@ func (w *Writer) failShard(err error) error {
 // waiting for their digests; the writer waits for the oldest beyond it.
 const maxHashing = 4
 
-// finishShard writes the central directory and end records, syncs, and
-// renames the shard into place, then calls OnShard. Its digest may still be
-// being computed: the shard joins the completed ones once it is.
+// finishShard writes the central directory and end records and hands the
+// shard to its sync goroutine, which syncs it and renames it into place
+// while the writer goes on. The shard finished before it is waited for
+// first, and then joins the ones being hashed, with OnShard called for it:
+// at the same point of every run, whatever the disk's speed.
 func (w *Writer) finishShard() error {
 	s := w.cur
 	tail := appendEndRecords(s.cd, s.count, int64(len(s.cd)), s.off)
@@ -768,29 +823,37 @@ func (w *Writer) finishShard() error {
 	s.sha.sendOwned(tail)
 	s.sha.close()
 	s.cd = nil // the hash pipe owns it now; a finished shard keeps no directory
-	total := s.off + int64(len(tail))
-	if err := s.f.Chmod(0o644); err != nil {
-		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
-	}
-	if err := s.f.Sync(); err != nil {
-		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
-	}
-	final := filepath.Join(w.dir, s.name)
-	if err := os.Rename(s.tmp, final); err != nil {
-		return w.failShard(fmt.Errorf("pack %s: %w", w.dir, err))
+	s.info = ShardInfo{Name: s.name, Bytes: s.off + int64(len(tail)), Members: int(s.count)}
+	if err := w.settle(); err != nil {
+		return err
 	}
 	w.cur = nil
-	s.info = ShardInfo{Name: s.name, Bytes: total, Members: int(s.count)}
-	w.hashing = append(w.hashing, s)
-	if err := atomicfile.SyncDir(w.dir); err != nil {
-		w.closed = true
-		w.drainHashing()
-		return fmt.Errorf("pack %s: %w", w.dir, err)
+	s.sync.finish(s.tmp, filepath.Join(w.dir, s.name), w.dir, s.name)
+	w.settling = s
+	return w.collect(maxHashing)
+}
+
+// settle waits until the shard being synced is in place, then adds it to
+// the shards being hashed and calls OnShard.
+func (w *Writer) settle() error {
+	s := w.settling
+	if s == nil {
+		return nil
 	}
+	w.settling = nil
+	if err := s.sync.wait(); err != nil {
+		s.sha.sum() //nolint:errcheck // the shard is discarded
+		s.f.Close()
+		w.closed = true
+		w.abortCurrent()
+		w.drainHashing()
+		return err
+	}
+	w.hashing = append(w.hashing, s)
 	if w.opts.OnShard != nil {
 		w.opts.OnShard(s.info)
 	}
-	return w.collect(maxHashing)
+	return nil
 }
 
 // collect moves shards whose digests are computed, oldest first, to the
@@ -824,6 +887,11 @@ func (w *Writer) collect(keep int) error {
 // drainHashing stops waiting for digests after a failure: the hashing
 // goroutines finish and their files are closed.
 func (w *Writer) drainHashing() {
+	if s := w.settling; s != nil {
+		w.settling = nil
+		s.sync.wait() //nolint:errcheck // the writer already failed
+		w.hashing = append(w.hashing, s)
+	}
 	for _, s := range w.hashing {
 		s.sha.sum() //nolint:errcheck // the writer already failed
 		s.f.Close()
@@ -836,6 +904,7 @@ func (w *Writer) abortCurrent() {
 	if w.cur == nil {
 		return
 	}
+	w.cur.sync.cancel()
 	w.cur.sha.sum() //nolint:errcheck // the shard is discarded
 	w.cur.f.Close()
 	os.Remove(w.cur.tmp)
@@ -855,6 +924,9 @@ func (w *Writer) Close() (Stats, error) {
 		if err := w.finishShard(); err != nil {
 			return w.stats, err
 		}
+	}
+	if err := w.settle(); err != nil {
+		return w.stats, err
 	}
 	if err := w.collect(0); err != nil {
 		return w.stats, err
@@ -883,6 +955,7 @@ func (w *Writer) Close() (Stats, error) {
 func (w *Writer) Abort() {
 	w.closed = true
 	w.abortCurrent()
+	_ = w.settle()   // a shard being synced comes into place and stays
 	_ = w.collect(0) // shards already in place stay whatever this reports
 	w.unlock()
 }

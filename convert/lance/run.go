@@ -288,12 +288,18 @@ func (j *Job) pack(out *convert.Output, c *candidate, cl *cell, row uint64) (str
 	if err != nil {
 		return "", j.rowErr(c, cl, row, err)
 	}
-	r, err := cl.reader()
-	if err != nil {
-		return "", j.rowErr(c, cl, row, err)
-	}
 	key := fmt.Sprintf("%s/%012d%s", c.field.Name, row, sniff.Ext("", p))
-	ref, err := out.Add(key, r, cl.size, strconv.FormatUint(row, 10))
+	group := strconv.FormatUint(row, 10)
+	var ref string
+	if cl.blob == nil {
+		ref, err = out.AddBytes(key, cl.data, group)
+	} else {
+		var r io.Reader
+		if r, err = cl.reader(); err != nil {
+			return "", j.rowErr(c, cl, row, err)
+		}
+		ref, err = out.Add(key, r, cl.size, group)
+	}
 	if errors.Is(err, packcore.ErrSizeMismatch) || errors.Is(err, packcore.ErrInvalidKey) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", j.rowErr(c, cl, row, err) // the source is short or unusable
 	}

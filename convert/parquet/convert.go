@@ -685,7 +685,7 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		return ref, nil
 	}
 	b.WriteString(sniff.Ext(srcName, data[:min(len(data), sniff.PrefixLen)]))
-	ref, err := tc.w.Add(b.String(), bytes.NewReader(data), int64(len(data)), group)
+	ref, err := tc.w.AddBytes(b.String(), data, group)
 	if err != nil {
 		return "", tc.packErr(id.row, col, err)
 	}
