@@ -3,8 +3,6 @@ package packcore
 import (
 	"fmt"
 	"os"
-
-	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // shardSync moves a shard's trips to the disk off the writing goroutine: it
@@ -51,12 +49,11 @@ func (s *shardSync) run() {
 		s.fail(fmt.Errorf("pack %s: %s: %w", s.dir, s.name, err))
 		return
 	}
+	// The directory is synced once, when the writer closes: a rename lost
+	// in a crash before then leaves the shard under its temporary name,
+	// which a resumed writer removes and writes again.
 	if err := os.Rename(s.tmp, s.final); err != nil {
 		s.fail(fmt.Errorf("pack %s: %w", s.dir, err))
-		return
-	}
-	if err := atomicfile.SyncDir(s.dir); err != nil {
-		s.err = fmt.Errorf("pack %s: %w", s.dir, err)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
 // Defaults for WriterOptions.
@@ -938,6 +940,9 @@ func (w *Writer) Close() (Stats, error) {
 		if err := w.checkWrittenShard(filepath.Join(w.dir, sh.Name), sh, int32(slices.Index(w.shards, sh.Name))); err != nil {
 			return w.stats, fmt.Errorf("pack %s: %w", w.dir, err)
 		}
+	}
+	if err := atomicfile.SyncDir(w.dir); err != nil {
+		return w.stats, fmt.Errorf("pack %s: %w", w.dir, err)
 	}
 	w.stats.Shards = len(w.done)
 	w.stats.ShardFiles = append([]ShardInfo(nil), w.done...)
