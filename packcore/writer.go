@@ -411,7 +411,13 @@ func memberBytes(key string, size int64) int64 {
 // written. A stream that ends early or runs past size is an error; the
 // partial member is cut off and the writer stays usable.
 func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string, error) {
-	return w.add(key, size, group, func() error { return w.writeMember(key, r, size) })
+	if err := w.place(key, size, group); err != nil {
+		return "", err
+	}
+	if err := w.writeMember(key, r, size); err != nil {
+		return "", fmt.Errorf("key %q: %w", key, err)
+	}
+	return w.added(key, size), nil
 }
 
 // AddBytes adds b as member key, like Add with a reader of b, but without
@@ -420,35 +426,40 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 // (from the page cache) on the hashing goroutine instead of from a copy.
 // b is not retained after AddBytes returns.
 func (w *Writer) AddBytes(key string, b []byte, group string) (string, error) {
-	return w.add(key, int64(len(b)), group, func() error { return w.writeBytes(key, b) })
+	if err := w.place(key, int64(len(b)), group); err != nil {
+		return "", err
+	}
+	if err := w.writeBytes(key, b); err != nil {
+		return "", fmt.Errorf("key %q: %w", key, err)
+	}
+	return w.added(key, int64(len(b))), nil
 }
 
-// add places a member of size bytes and calls write to write it to the
-// current shard: the checks, placement and bookkeeping Add and AddBytes
-// share.
-func (w *Writer) add(key string, size int64, group string, write func() error) (string, error) {
+// place checks a member of size bytes and makes the current shard the one
+// it goes into: the checks and placement Add and AddBytes share.
+func (w *Writer) place(key string, size int64, group string) error {
 	if w.closed {
-		return "", ErrClosed
+		return ErrClosed
 	}
 	if err := w.ctx.Err(); err != nil {
-		return "", err
+		return err
 	}
 	if err := w.collect(maxHashing); err != nil {
-		return "", err
+		return err
 	}
 	if err := ValidateKey(key); err != nil {
-		return "", err
+		return err
 	}
 	if size < 0 {
-		return "", fmt.Errorf("key %q: negative size %d", key, size)
+		return fmt.Errorf("key %q: negative size %d", key, size)
 	}
 	if loc, dup := w.keys.get(key); dup {
-		return "", &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.shard] + ")", Err: ErrDuplicateKey}
+		return &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.shard] + ")", Err: ErrDuplicateKey}
 	}
 	startsGroup := w.startGroup(group)
 	if startsGroup && w.cur != nil && w.cur.count > 0 && w.groupStartsShard() {
 		if err := w.roll(); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if w.cur == nil || w.cur.count >= int64(w.opts.MaxMembers) ||
@@ -457,7 +468,7 @@ func (w *Writer) add(key string, size int64, group string, write func() error) (
 			w.stats.GroupsSplit++
 		}
 		if err := w.roll(); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if startsGroup {
@@ -465,13 +476,16 @@ func (w *Writer) add(key string, size int64, group string, write func() error) (
 		w.groupIdx = w.cur.index
 	}
 	w.countInGroup(group, key, size)
-	if err := write(); err != nil {
-		return "", fmt.Errorf("key %q: %w", key, err)
-	}
+	return nil
+}
+
+// added records a member written to the current shard and returns its
+// reference.
+func (w *Writer) added(key string, size int64) string {
 	w.keys.put(key, keyLoc{shard: int32(len(w.shards) - 1), size: size})
 	w.stats.Members++
 	w.stats.Bytes += size
-	return w.Ref(key, w.cur.name), nil
+	return w.Ref(key, w.cur.name)
 }
 
 // AddFile adds the regular file at path as member key.

@@ -930,3 +930,54 @@ func TestAddBytesSameAsAdd(t *testing.T) {
 		})
 	}
 }
+
+// TestBackgroundSyncFailure checks that a shard whose rename into place
+// fails on the sync goroutine fails the writer at the next point that waits
+// for it (here Close), with an error naming the pack, and leaves neither
+// its temporary file nor a manifest.
+func TestBackgroundSyncFailure(t *testing.T) {
+	for _, end := range []string{"Close", "EndShard", "next shard"} {
+		t.Run(end, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Abort()
+			add := func(key string) error {
+				_, err := w.AddBytes(key, payload(1, 1000), "")
+				return err
+			}
+			if err := add("m0"); err != nil {
+				t.Fatal(err)
+			}
+			// A directory where the open shard is to be renamed to.
+			if err := os.Mkdir(filepath.Join(dir, "pack-0000.zip"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := add("m1"); err != nil { // finishes pack-0000 in the background
+				t.Fatal(err)
+			}
+			switch end {
+			case "Close":
+				_, err = w.Close()
+			case "EndShard":
+				err = w.EndShard()
+			case "next shard":
+				err = add("m2")
+			}
+			if err == nil || !strings.Contains(err.Error(), dir) {
+				t.Fatalf("%s: err = %v, want the failed rename", end, err)
+			}
+			if _, err := w.Close(); err == nil {
+				t.Fatal("Close after the failure succeeded")
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if strings.HasSuffix(e.Name(), ".tmp") || e.Name() == ManifestName || (e.Name() != "pack-0000.zip" && !e.IsDir()) {
+					t.Errorf("left behind: %s", e.Name())
+				}
+			}
+		})
+	}
+}
