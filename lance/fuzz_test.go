@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -183,8 +184,11 @@ func FuzzPage21(f *testing.F) {
 			return
 		}
 		decode.DescribeLayout(pl)
+		if pl.Kind == decode.LayoutFullZip {
+			inPlaceMatches(t, pl, bufs, int(rows))
+		}
 		for _, dt := range fuzzTypes {
-			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return assemble.ZeroLeaf(dt, n) }, nil)
+			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return assemble.ZeroLeaf(dt, n) }, decode.ValueMem{})
 			if err != nil {
 				return
 			}
@@ -279,4 +283,31 @@ func FuzzLegacyFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// inPlaceMatches checks that decoding a full-zip page in place (the values
+// moved within the page's own buffer) gives what decoding into a new buffer
+// gives, each from a copy of the page.
+func inPlaceMatches(t *testing.T, pl decode.PageLayout, bufs decode.PageBuffers, rows int) {
+	t.Helper()
+	clone := func() decode.PageBuffers {
+		c := make(decode.PageBuffers, len(bufs))
+		for i, b := range bufs {
+			c[i] = bytes.Clone(b)
+		}
+		return c
+	}
+	zero := func(n int) decode.Leaf { return assemble.ZeroLeaf(arrow.BinaryTypes.LargeBinary, n) }
+	want, werr := decode.Structural(pl, clone(), rows, zero, decode.ValueMem{})
+	got, gerr := decode.Structural(pl, clone(), rows, zero, decode.ValueMem{InPlace: true})
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("in place: %v; into a new buffer: %v", gerr, werr)
+	}
+	if werr == nil && (!bytes.Equal(want.Vals.Data, got.Vals.Data) || !slices.Equal(want.Vals.Offs, got.Vals.Offs) || !slices.Equal(want.Def, got.Def)) {
+		at := 0
+		for at < min(len(got.Vals.Data), len(want.Vals.Data)) && got.Vals.Data[at] == want.Vals.Data[at] {
+			at++
+		}
+		t.Fatalf("in place decoding differs: %d offsets and %d value bytes, want %d and %d; first differing byte at %d", len(got.Vals.Offs), len(got.Vals.Data), len(want.Vals.Offs), len(want.Vals.Data), at)
+	}
 }

@@ -13,17 +13,21 @@ import (
 )
 
 // pageMem is the memory a scan reuses from page to page, so that a scan of
-// large pages holds about two pages of a column (the page as read and its
-// decoded values) instead of leaving a page's worth of garbage per page for
-// the collector. Both come from one pool of buffers:
+// large pages holds about one page of a column (two where values grow in
+// decoding: the page as read and its decoded values) instead of leaving a
+// page's worth of garbage per page for the collector. Both come from one
+// pool of buffers:
 //
 //   - a page's buffers are read with one positioned read into a pooled
 //     buffer, which goes back to the pool once the page is decoded unless
-//     the decoded array points into it (file 2.0 binary values do): then a
-//     binary array owns it through a reference count, and any other array
-//     keeps it for the collector;
-//   - the values of a binary column's full-zip page (2.1+) are decoded into
-//     a pooled buffer that the page's array owns the same way;
+//     the decoded array points into it (file 2.0 binary values do, and so
+//     do 2.1+ full-zip binary values decoded in place): then a binary array
+//     owns it through a reference count, and any other array keeps it for
+//     the collector;
+//   - the values of a binary column's full-zip page (2.1+) are moved to the
+//     start of the page as read when none grows in decoding (plain values,
+//     zstd frames of raw blocks), and otherwise decoded into a pooled
+//     buffer that the page's array owns the same way;
 //   - a batch that spans pages is concatenated into pooled buffers (unless
 //     the dataset was opened with an allocator of the caller's).
 //

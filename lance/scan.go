@@ -665,12 +665,15 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 		if err != nil {
 			return nil, err
 		}
-		// The values of a top-level binary column go into a pooled
-		// buffer that the page's array owns.
+		// The values of a top-level binary column stay in the pooled
+		// page buffer, moved to its start, when none grows in decoding;
+		// otherwise they go into a pooled buffer. The page's array owns
+		// whichever holds them.
 		var vals []byte
-		var alloc decode.Alloc
+		var vm decode.ValueMem
 		if mem != nil && len(path) == 1 && isBinary(leafType) {
-			alloc = func(n int) []byte {
+			vm.InPlace = raw != nil
+			vm.Alloc = func(n int) []byte {
 				if vals != nil {
 					mem.pool.Free(vals)
 				}
@@ -678,7 +681,7 @@ func (fr *fragmentReader) leaves21(f *Field, af arrow.Field, loc string, prefix 
 				return vals
 			}
 		}
-		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return assemble.ZeroLeaf(leafType, n) }, alloc)
+		sp, err := decode.Structural(pl, bufs, int(p.length), func(n int) decode.Leaf { return assemble.ZeroLeaf(leafType, n) }, vm)
 		var a arrow.Array
 		if err == nil {
 			a, err = assemble.Unravel(sp, path)

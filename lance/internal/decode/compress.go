@@ -492,6 +492,82 @@ func appendStoredZstd(dst, frame []byte, want int) ([]byte, bool) {
 	return dst, true
 }
 
+// growsNot reports whether a value stored with scheme decodes to no more
+// bytes than it takes, at every point of its decoding, so that it can be
+// decoded into the memory it is read from, behind the reading position:
+// plain values, and zstd frames of raw blocks only (as zstd stores data it
+// cannot compress). want is the decoded size.
+func growsNot(scheme int, b []byte, want int) bool {
+	switch scheme {
+	case schemeNone:
+		return true
+	case schemeZstd:
+		frame := b
+		if !isZstdFrame(b) {
+			if len(b) < 8 {
+				return false
+			}
+			frame = b[8:]
+		}
+		return rawBlocksOnly(frame, want)
+	}
+	return false
+}
+
+// appendInPlace appends the decoding of b, a value growsNot accepted, to
+// dst, which may lie in the same memory behind b. It reports false for any
+// other form.
+func appendInPlace(scheme int, dst, b []byte) ([]byte, bool) {
+	switch scheme {
+	case schemeNone:
+		return append(dst, b...), true
+	case schemeZstd:
+		n, ok := decompressedSize(scheme, b)
+		if !ok {
+			return dst, false
+		}
+		frame := b
+		if !isZstdFrame(b) {
+			frame = b[8:]
+		}
+		if !rawBlocksOnly(frame, n) {
+			return dst, false
+		}
+		return appendStoredZstd(dst, frame, n)
+	}
+	return dst, false
+}
+
+// rawBlocksOnly reports whether frame is a single-segment zstd frame of
+// want bytes made of raw blocks only, which appendStoredZstd decodes.
+func rawBlocksOnly(frame []byte, want int) bool {
+	if !isZstdFrame(frame) || len(frame) < 5 {
+		return false
+	}
+	fhd := frame[4]
+	if fhd&0x20 == 0 || fhd&0x08 != 0 || fhd&0x04 != 0 || fhd&0x03 != 0 {
+		return false
+	}
+	pos := 5 + [4]int{1, 2, 4, 8}[fhd>>6]
+	got := 0
+	for {
+		if pos+3 > len(frame) {
+			return false
+		}
+		h := uint32(frame[pos]) | uint32(frame[pos+1])<<8 | uint32(frame[pos+2])<<16
+		pos += 3
+		last, kind, size := h&1 != 0, (h>>1)&3, int(h>>3)
+		if kind != 0 || size > zstdMaxBlock || pos+size > len(frame) || got+size > want {
+			return false
+		}
+		pos += size
+		got += size
+		if last {
+			return pos == len(frame) && got == want
+		}
+	}
+}
+
 // zstdMaxBlock is the largest block a zstd frame may hold.
 const zstdMaxBlock = 128 << 10
 

@@ -138,3 +138,93 @@ func FuzzStoredZstd(f *testing.F) {
 		}
 	})
 }
+
+// TestInPlace: values that growsNot accepts (plain ones, zstd frames of raw
+// blocks, with or without Lance's size prefix) decode by appendInPlace into
+// the memory they are read from, written behind the reading position as a
+// full-zip page lays them out (a length prefix before each), to the bytes
+// the decoder gives; values that grow (RLE or compressed blocks, lz4) are
+// declined by both.
+func TestInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(false), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	prefixed := func(v []byte) []byte {
+		return append(binary.LittleEndian.AppendUint64(nil, uint64(len(v))), enc.EncodeAll(v, nil)...)
+	}
+	type value struct {
+		scheme  int
+		stored  []byte
+		decoded []byte
+		inPlace bool
+	}
+	var vals []value
+	// A zstd value decodes in place when the stored-block path takes its
+	// frame (single segment, raw blocks only): the encoder makes such
+	// frames of incompressible data, at least at these sizes.
+	stored := func(frame []byte, n int) bool { _, ok := appendStoredZstd(nil, frame, n); return ok }
+	for _, n := range []int{0, 1, 1000, 100 << 10, 300 << 10} {
+		v := random(n)
+		f := enc.EncodeAll(v, nil)
+		vals = append(vals,
+			value{schemeNone, v, v, true},
+			value{schemeZstd, f, v, stored(f, n)},
+			value{schemeZstd, prefixed(v), v, stored(f, n)},
+		)
+		if n >= 100<<10 && !stored(f, n) {
+			t.Fatalf("%d random bytes: the encoder's frame is not stored blocks", n)
+		}
+	}
+	zeros := make([]byte, 200<<10)
+	text := bytes.Repeat([]byte("alpha bravo charlie "), 3000)
+	vals = append(vals,
+		value{schemeZstd, enc.EncodeAll(zeros, nil), zeros, false},
+		value{schemeZstd, prefixed(text), text, false},
+		value{schemeLz4, append(binary.LittleEndian.AppendUint32(nil, 3), 0x30, 'a', 'b', 'c'), []byte("abc"), false},
+	)
+	// The page: a 4-byte length prefix before each value that decodes in
+	// place, as in a full-zip page.
+	var page []byte
+	var want []byte
+	for _, v := range vals {
+		if got := growsNot(v.scheme, v.stored, len(v.decoded)); got != v.inPlace {
+			t.Fatalf("growsNot(%d, %d stored bytes) = %v, want %v", v.scheme, len(v.stored), got, v.inPlace)
+		}
+		if !v.inPlace {
+			if _, ok := appendInPlace(v.scheme, nil, v.stored); ok {
+				t.Fatalf("appendInPlace took a value that grows (scheme %d)", v.scheme)
+			}
+			continue
+		}
+		page = binary.LittleEndian.AppendUint32(page, uint32(len(v.stored)))
+		page = append(page, v.stored...)
+		want = append(want, v.decoded...)
+	}
+	dst := page[:0:len(page)]
+	pos := 0
+	for _, v := range vals {
+		if !v.inPlace {
+			continue
+		}
+		n := int(binary.LittleEndian.Uint32(page[pos:]))
+		pos += 4
+		var ok bool
+		if dst, ok = appendInPlace(v.scheme, dst, page[pos:pos+n]); !ok {
+			t.Fatalf("appendInPlace declined a value growsNot took (scheme %d, %d bytes)", v.scheme, n)
+		}
+		pos += n
+	}
+	if &dst[0] != &page[0] || !bytes.Equal(dst, want) {
+		t.Fatalf("in place: %d bytes (same memory: %v), want %d", len(dst), &dst[0] == &page[0], len(want))
+	}
+}

@@ -124,17 +124,29 @@ type PageBuffers [][]byte
 // need not be zero (the decoder writes every byte).
 type Alloc func(n int) []byte
 
-// Structural decodes one 2.1+ page holding rows top-level rows. alloc, when
-// not nil, supplies the value buffer of a full-zip page of variable-width
-// values (see FullZipAlloc).
-func Structural(pl PageLayout, bufs PageBuffers, rows int, zero func(n int) Leaf, alloc Alloc) (*StructPage, error) {
+// ValueMem says where the values of a full-zip page of variable-width
+// values go.
+type ValueMem struct {
+	// Alloc supplies their buffer (nil: make).
+	Alloc Alloc
+	// InPlace lets the decoder move the values within the page's own data
+	// buffer, to its start, when none grows in decoding (plain values,
+	// zstd frames of raw blocks): no second buffer, and the page buffers
+	// are changed. Otherwise Alloc serves.
+	InPlace bool
+}
+
+// Structural decodes one 2.1+ page holding rows top-level rows. vm says
+// where the values of a full-zip page of variable-width values go (see
+// FullZipAlloc).
+func Structural(pl PageLayout, bufs PageBuffers, rows int, zero func(n int) Leaf, vm ValueMem) (*StructPage, error) {
 	switch pl.Kind {
 	case LayoutMiniBlock:
 		return MiniBlock(pl.Raw, bufs, rows)
 	case LayoutConstant:
 		return decodeConstant(pl.Raw, bufs, rows, zero)
 	case LayoutFullZip:
-		return FullZipAlloc(pl.Raw, bufs, rows, alloc)
+		return FullZipAlloc(pl.Raw, bufs, rows, vm)
 	}
 	name := LayoutNames[pl.Kind]
 	if name == "" {
@@ -614,16 +626,18 @@ func parseConstantValueBuffer(b []byte) ([]byte, []byte, error) {
 
 // FullZip decodes a FullZipLayout page.
 func FullZip(raw []byte, bufs PageBuffers, rows int) (*StructPage, error) {
-	return FullZipAlloc(raw, bufs, rows, nil)
+	return FullZipAlloc(raw, bufs, rows, ValueMem{})
 }
 
 // FullZipAlloc decodes a FullZipLayout page. The values of a variable-width
 // page are written into one buffer of their exact decoded size, measured by
-// a first pass over the items' headers, taken from alloc (nil: make); the
-// buffer never grows while the page is decoded. Should the sizes the
-// headers announce be wrong, the values are still decoded (into a buffer
-// grown by append) or the page is refused, as without the first pass.
-func FullZipAlloc(raw []byte, bufs PageBuffers, rows int, alloc Alloc) (*StructPage, error) {
+// a first pass over the items' headers, taken from vm.Alloc (nil: make), or
+// moved to the start of the page's data buffer with vm.InPlace when the
+// first pass finds that no value grows in decoding; the buffer never grows
+// while the page is decoded. Should the sizes the headers announce be
+// wrong, the values are still decoded (into a buffer grown by append) or
+// the page is refused, as without the first pass.
+func FullZipAlloc(raw []byte, bufs PageBuffers, rows int, vm ValueMem) (*StructPage, error) {
 	var bitsRep, bitsDef, bitsValue, bitsOffset, numItems, numVisible uint64
 	var valC *Compression
 	sp := &StructPage{Rows: rows}
@@ -685,11 +699,20 @@ func FullZipAlloc(raw []byte, bufs PageBuffers, rows int, alloc Alloc) (*StructP
 		return nil, err
 	}
 	if pv.lenBytes > 0 {
-		if total, visible, ok := pv.measure(data, numItems, cw, bitsDef, mv); ok {
-			if alloc == nil {
-				alloc = func(n int) []byte { return make([]byte, n) }
+		if total, visible, shrinks, ok := pv.measure(data, numItems, cw, bitsDef, mv); ok {
+			switch {
+			case vm.InPlace && shrinks && total <= len(data):
+				// Each value is written behind the position it is read
+				// from: before it come at least its length prefix, and
+				// the values before it took no more room decoded than
+				// stored.
+				pv.out.Data = data[:0:len(data)]
+				pv.inPlace = true
+			case vm.Alloc != nil:
+				pv.out.Data = vm.Alloc(total)[:0]
+			default:
+				pv.out.Data = make([]byte, 0, total)
 			}
-			pv.out.Data = alloc(total)[:0]
 			pv.out.Offs = make([]uint64, 1, visible+1)
 		}
 	} else if n := min(numVisible, numItems); n*uint64(pv.fixed) <= uint64(len(data)) {
@@ -726,20 +749,21 @@ func FullZipAlloc(raw []byte, bufs PageBuffers, rows int, alloc Alloc) (*StructP
 }
 
 // measure walks the items of a full-zip page of variable-width values and
-// returns the bytes their decoded values take and the number of visible
-// items; ok is false when a size cannot be known in advance (FSST, a zstd
-// frame without its size) or the page is malformed (the decoding pass then
-// reports where).
-func (pv *perValue) measure(data []byte, numItems uint64, cw int, bitsDef uint64, mv int) (total int, visible int, ok bool) {
+// returns the bytes their decoded values take, the number of visible items
+// and whether no value grows in decoding (see growsNot); ok is false when a
+// size cannot be known in advance (FSST, a zstd frame without its size) or
+// the page is malformed (the decoding pass then reports where).
+func (pv *perValue) measure(data []byte, numItems uint64, cw int, bitsDef uint64, mv int) (total int, visible int, shrinks bool, ok bool) {
 	if pv.fsst != nil {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
+	shrinks = true
 	pos := 0
 	for i := uint64(0); i < numItems; i++ {
 		def := 0
 		if cw > 0 {
 			if pos+cw > len(data) {
-				return 0, 0, false
+				return 0, 0, false, false
 			}
 			def = int(bitpack.ReadWord(data[pos:], 0, cw*8) & (1<<bitsDef - 1))
 			pos += cw
@@ -752,12 +776,12 @@ func (pv *perValue) measure(data []byte, numItems uint64, cw int, bitsDef uint64
 			continue
 		}
 		if pos+pv.lenBytes > len(data) {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		n := bitpack.ReadWord(data[pos:], 0, pv.lenBytes*8)
 		pos += pv.lenBytes
 		if n > uint64(len(data)-pos) {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		v := data[pos : pos+int(n)]
 		pos += int(n)
@@ -765,16 +789,17 @@ func (pv *perValue) measure(data []byte, numItems uint64, cw int, bitsDef uint64
 		if pv.c.Kind == ceGeneral {
 			s, known := decompressedSize(pv.c.comp, v)
 			if !known {
-				return 0, 0, false
+				return 0, 0, false, false
 			}
 			size = s
+			shrinks = shrinks && growsNot(pv.c.comp, v, size)
 		}
 		if size > maxDecodedBytes-total {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		total += size
 	}
-	return total, visible, true
+	return total, visible, shrinks, true
 }
 
 // perValue decodes the values of a full-zip page one by one.
@@ -785,6 +810,9 @@ type perValue struct {
 	fsst     *fsst.Table
 	validity int // FSL: bytes of the zipped validity prefix
 	out      Leaf
+	// inPlace: out.Data is the page's data buffer, values are moved
+	// within it (see FullZipAlloc).
+	inPlace bool
 }
 
 func newPerValue(c *Compression, bitsValue, bitsOffset int) (*perValue, error) {
@@ -866,6 +894,13 @@ func (pv *perValue) add(b []byte, valid bool) (int, error) {
 		var err error
 		if o.Data, err = pv.fsst.Decode(o.Data, v, maxDecodedBytes); err != nil {
 			return 0, err
+		}
+	case pv.c.Kind == ceGeneral && pv.inPlace:
+		// Only stored forms were let in place: decoding must not fall
+		// back to a decoder writing over bytes it has yet to read.
+		var ok bool
+		if o.Data, ok = appendInPlace(pv.c.comp, o.Data, v); !ok {
+			return 0, fmt.Errorf("%w: value changed between the passes over the page", errCorrupt)
 		}
 	case pv.c.Kind == ceGeneral:
 		var err error
