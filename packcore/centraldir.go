@@ -46,7 +46,7 @@ const maxTail = endLen + max16
 // given size. It makes one read for the tail of the file, one for a zip64
 // end record when there is one, and one for the directory.
 func ReadDirectory(r io.ReaderAt, size int64) (*Directory, error) {
-	cd, err := readCentral(r, size)
+	cd, err := readCentral(r, size, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +71,9 @@ type centralDir struct {
 
 // readCentral finds and reads the central directory of the zip archive r of
 // the given size: one read for the tail of the file, one for a zip64 end
-// record when there is one, and one for the directory.
-func readCentral(r io.ReaderAt, size int64) (*centralDir, error) {
+// record when there is one, and one for the directory, into buf when it
+// has the room (nil: a new buffer).
+func readCentral(r io.ReaderAt, size int64, buf []byte) (*centralDir, error) {
 	if size < endLen {
 		return nil, fmt.Errorf("%w: %d bytes is too short for a zip archive", ErrFormat, size)
 	}
@@ -136,7 +137,11 @@ func readCentral(r io.ReaderAt, size int64) (*centralDir, error) {
 	if base < 0 {
 		return nil, fmt.Errorf("%w: central directory offset %d is past its position %d", ErrFormat, cdOffset, start)
 	}
-	buf := make([]byte, cdSize)
+	if int64(cap(buf)) >= cdSize {
+		buf = buf[:cdSize]
+	} else {
+		buf = make([]byte, cdSize)
+	}
 	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && cdSize == 0) {
 		return nil, fmt.Errorf("reading central directory: %w", err)
 	}

@@ -126,6 +126,7 @@ type Writer struct {
 	done    []ShardInfo
 	buf     []byte // chunk buffer for streamed members
 	hdr     []byte // local header buffer of AddBytes
+	cdBuf   []byte // central directory buffer of the post-write checks
 	pool    *bufPool
 	// hashing lists shards renamed into place whose digests are still
 	// being computed, oldest first; they join done in order.
@@ -999,10 +1000,11 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 	if st.Size() != info.Bytes {
 		return fmt.Errorf("%s: %d bytes on disk, %d written", info.Name, st.Size(), info.Bytes)
 	}
-	cd, err := readCentral(f, st.Size())
+	cd, err := readCentral(f, st.Size(), w.cdBuf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", info.Name, err)
 	}
+	w.cdBuf = cd.buf // the next shard's check reads into it
 	if cd.count != int64(info.Members) {
 		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
 	}
