@@ -427,31 +427,10 @@ func decompressAppend(scheme int, dst, b []byte) ([]byte, error) {
 // a dictionary, a content checksum, trailing bytes, another size), which
 // the decoder then handles.
 func appendStoredZstd(dst, frame []byte, want int) ([]byte, bool) {
-	if !isZstdFrame(frame) || len(frame) < 5 {
+	pos, ok := storedFrameHeader(frame, want)
+	if !ok {
 		return dst, false
 	}
-	fhd := frame[4]
-	if fhd&0x20 == 0 || fhd&0x08 != 0 || fhd&0x04 != 0 || fhd&0x03 != 0 {
-		return dst, false // not single-segment; reserved bit, content checksum, dictionary
-	}
-	// The frame content size (single-segment frames always have one): 1,
-	// 2 (+256), 4 or 8 bytes.
-	pos := 5
-	n := [4]int{1, 2, 4, 8}[fhd>>6]
-	if pos+n > len(frame) {
-		return dst, false
-	}
-	var fcs uint64
-	for i := n - 1; i >= 0; i-- {
-		fcs = fcs<<8 | uint64(frame[pos+i])
-	}
-	if n == 2 {
-		fcs += 256
-	}
-	if fcs != uint64(want) {
-		return dst, false
-	}
-	pos += n
 	start := len(dst)
 	dst = slices.Grow(dst, want)
 	for {
@@ -538,17 +517,44 @@ func appendInPlace(scheme int, dst, b []byte) ([]byte, bool) {
 	return dst, false
 }
 
-// rawBlocksOnly reports whether frame is a single-segment zstd frame of
-// want bytes made of raw blocks only, which appendStoredZstd decodes.
-func rawBlocksOnly(frame []byte, want int) bool {
+// storedFrameHeader checks the header of a zstd frame that
+// appendStoredZstd may take (single segment, no checksum, no dictionary, a
+// content size of want) and returns where its first block starts.
+func storedFrameHeader(frame []byte, want int) (int, bool) {
 	if !isZstdFrame(frame) || len(frame) < 5 {
-		return false
+		return 0, false
 	}
 	fhd := frame[4]
 	if fhd&0x20 == 0 || fhd&0x08 != 0 || fhd&0x04 != 0 || fhd&0x03 != 0 {
+		return 0, false // not single-segment; reserved bit, content checksum, dictionary
+	}
+	// The frame content size (single-segment frames always have one): 1,
+	// 2 (+256), 4 or 8 bytes.
+	pos := 5
+	n := [4]int{1, 2, 4, 8}[fhd>>6]
+	if pos+n > len(frame) {
+		return 0, false
+	}
+	var fcs uint64
+	for i := n - 1; i >= 0; i-- {
+		fcs = fcs<<8 | uint64(frame[pos+i])
+	}
+	if n == 2 {
+		fcs += 256
+	}
+	if fcs != uint64(want) {
+		return 0, false
+	}
+	return pos + n, true
+}
+
+// rawBlocksOnly reports whether frame is a single-segment zstd frame of
+// want bytes made of raw blocks only, which appendStoredZstd decodes.
+func rawBlocksOnly(frame []byte, want int) bool {
+	pos, ok := storedFrameHeader(frame, want)
+	if !ok {
 		return false
 	}
-	pos := 5 + [4]int{1, 2, 4, 8}[fhd>>6]
 	got := 0
 	for {
 		if pos+3 > len(frame) {

@@ -123,11 +123,28 @@ func FuzzStoredZstd(f *testing.F) {
 			return
 		}
 		out, ok := appendStoredZstd([]byte("x"), frame, want)
+		in := rawBlocksOnly(frame, want)
+		if in && !ok {
+			// In-place decoding relies on it: what rawBlocksOnly lets in
+			// (raw blocks; not RLE ones, which grow), appendStoredZstd
+			// takes.
+			t.Fatalf("rawBlocksOnly took a frame appendStoredZstd declines")
+		}
 		if !ok {
 			if string(out) != "x" {
 				t.Fatalf("declined but dst changed to %d bytes", len(out))
 			}
 			return
+		}
+		if !in {
+			return
+		}
+		// Decoded in place, behind a 4-byte prefix as in a full-zip page,
+		// the frame gives the same bytes.
+		page := append([]byte{1, 2, 3, 4}, frame...)
+		got, ok := appendInPlace(schemeZstd, page[:0:len(page)], page[4:])
+		if !ok || !bytes.Equal(got, out[1:]) {
+			t.Fatalf("in place: ok %v, %d bytes, want %d", ok, len(got), len(out)-1)
 		}
 		ref, err := dec.DecodeAll(frame, nil)
 		if err != nil {
