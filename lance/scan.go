@@ -34,10 +34,11 @@ type ScanOptions struct {
 
 // Scanner iterates over the record batches of a scan, fragment by fragment.
 // It reads one page per column at a time: with files 2.1 and later, into a
-// buffer reused from page to page, and a binary column's full-zip page
-// values into a buffer that comes back for a later page when the batches
-// using it are released, so a scan of large pages holds about two pages of
-// a column (see TestScanPeakLargePages).
+// buffer reused from page to page; a binary column's full-zip values stay
+// in that buffer (moved to its start) when none grows in decoding, or go
+// into a second one, and a buffer comes back for a later page when the
+// batches using it are released, so a scan of large pages holds about one
+// page of such a column, two otherwise (see TestScanPeakLargePages).
 type Scanner struct {
 	ctx     context.Context
 	ds      *Dataset
