@@ -97,7 +97,7 @@ func openLanceValues(v *verifier, ds *lance.Dataset, column string) (*lanceValue
 		}
 		return &lanceValues{blobs: b}, nil
 	}
-	s, err := ds.Scan(v.ctx, lance.ScanOptions{Columns: []string{column}, BatchSize: 1024})
+	s, err := ds.Scan(v.ctx, lance.ScanOptions{Columns: []string{column}, BatchSize: 1024, PageBatches: true})
 	if err != nil {
 		return nil, err
 	}

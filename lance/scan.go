@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -30,6 +31,12 @@ type ScanOptions struct {
 	// Fragments, when not nil, limits the scan to the fragments with these
 	// ids (still in the dataset's order); the others are not read.
 	Fragments []uint64
+	// PageBatches ends a batch where a page of one of its columns ends, so
+	// that no batch joins pages (BatchSize is then the most rows a batch
+	// holds): a scan of large pages holds about one page per column (two
+	// where values grow in decoding), however many pages a fragment has,
+	// and copies no values into batches.
+	PageBatches bool
 }
 
 // Scanner iterates over the record batches of a scan, fragment by fragment.
@@ -40,17 +47,19 @@ type ScanOptions struct {
 // batches using it are released, so a scan of large pages holds about one
 // page of such a column, two otherwise (see TestScanPeakLargePages).
 type Scanner struct {
-	ctx     context.Context
-	ds      *Dataset
-	fields  []*Field
-	schema  *arrow.Schema
-	batch   int
-	fragIdx int
-	only    map[uint64]bool // ScanOptions.Fragments; nil for all
-	fr      *fragmentReader
-	rec     arrow.RecordBatch
-	err     error
-	mem     pageMem // buffers reused from page to page
+	ctx    context.Context
+	ds     *Dataset
+	fields []*Field
+	schema *arrow.Schema
+	batch  int
+	// pageBatches: no batch joins pages (ScanOptions.PageBatches).
+	pageBatches bool
+	fragIdx     int
+	only        map[uint64]bool // ScanOptions.Fragments; nil for all
+	fr          *fragmentReader
+	rec         arrow.RecordBatch
+	err         error
+	mem         pageMem // buffers reused from page to page
 }
 
 // Scan starts a scan of the dataset. The caller must Close the scanner.
@@ -89,7 +98,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions) (*Scanner, error) 
 	if bs <= 0 {
 		bs = 8192
 	}
-	sc := &Scanner{ctx: ctx, ds: d, fields: fields, schema: arrow.NewSchema(afs, nil), batch: bs}
+	sc := &Scanner{ctx: ctx, ds: d, fields: fields, schema: arrow.NewSchema(afs, nil), batch: bs, pageBatches: opts.PageBatches}
 	if opts.Fragments != nil {
 		sc.only = map[uint64]bool{}
 		for _, id := range opts.Fragments {
@@ -126,6 +135,7 @@ func (s *Scanner) Next() bool {
 				s.err = err
 				return false
 			}
+			fr.pageBatches = s.pageBatches
 			s.fragIdx++
 			s.fr = fr
 		}
@@ -183,6 +193,10 @@ func (s *Scanner) Close() error {
 // cursor yields consecutive rows of one top-level field.
 type cursor interface {
 	next(n int) (arrow.Array, error)
+	// avail returns how many rows next can hand out without joining
+	// pages, reading the next page when the current one is used up; 0 at
+	// the end of the column.
+	avail() (int, error)
 	// release frees the buffered page.
 	release()
 }
@@ -206,6 +220,8 @@ type fragmentReader struct {
 	// mem, when not nil, lends the buffers that 2.0+ pages are read and
 	// decoded into (see pageMem).
 	mem *pageMem
+	// pageBatches: no batch joins pages (ScanOptions.PageBatches).
+	pageBatches bool
 }
 
 // batchAlloc returns the allocator of the arrays of type dt that cursors
@@ -405,6 +421,8 @@ func (c *nullCursor) next(n int) (arrow.Array, error) {
 	return array.MakeArrayOfNull(c.alloc, c.dt, n), nil
 }
 
+func (c *nullCursor) avail() (int, error) { return math.MaxInt, nil }
+
 // pagedCursor buffers the array of one page at a time and hands out rows.
 type pagedCursor struct {
 	loc     string
@@ -429,6 +447,34 @@ func (c *pagedCursor) release() {
 	}
 }
 
+// load makes the next page current once the current one is used up (and
+// released); at the end of the pages it leaves none current.
+func (c *pagedCursor) load() error {
+	for c.cur == nil || c.off >= c.cur.Len() {
+		if c.cur != nil {
+			c.cur.Release()
+			c.cur = nil
+		}
+		if c.page >= c.npages {
+			return nil
+		}
+		a, err := c.decode(c.page)
+		if err != nil {
+			return fmt.Errorf("%s: page %d: %s: %w", c.loc, c.page, c.pageTag(c.page), err)
+		}
+		c.page++
+		c.cur, c.off = a, 0
+	}
+	return nil
+}
+
+func (c *pagedCursor) avail() (int, error) {
+	if err := c.load(); err != nil || c.cur == nil {
+		return 0, err
+	}
+	return c.cur.Len() - c.off, nil
+}
+
 func (c *pagedCursor) next(n int) (arrow.Array, error) {
 	var parts []arrow.Array
 	defer func() {
@@ -437,21 +483,11 @@ func (c *pagedCursor) next(n int) (arrow.Array, error) {
 		}
 	}()
 	for n > 0 {
-		if c.cur == nil || c.off >= c.cur.Len() {
-			if c.cur != nil {
-				c.cur.Release()
-				c.cur = nil
-			}
-			if c.page >= c.npages {
-				return nil, fmt.Errorf("%s: %w: column ends before the fragment", c.loc, errCorrupt)
-			}
-			a, err := c.decode(c.page)
-			if err != nil {
-				return nil, fmt.Errorf("%s: page %d: %s: %w", c.loc, c.page, c.pageTag(c.page), err)
-			}
-			c.page++
-			c.cur, c.off = a, 0
-			continue
+		if err := c.load(); err != nil {
+			return nil, err
+		}
+		if c.cur == nil {
+			return nil, fmt.Errorf("%s: %w: column ends before the fragment", c.loc, errCorrupt)
 		}
 		k := min(n, c.cur.Len()-c.off)
 		parts = append(parts, array.NewSlice(c.cur, int64(c.off), int64(c.off+k)))
@@ -479,6 +515,21 @@ func (c *structCursor) release() {
 	for _, ch := range c.children {
 		ch.release()
 	}
+}
+
+func (c *structCursor) avail() (int, error) { return minAvail(c.children) }
+
+// minAvail is the least avail of cursors (math.MaxInt for none).
+func minAvail(cs []cursor) (int, error) {
+	n := math.MaxInt
+	for _, c := range cs {
+		k, err := c.avail()
+		if err != nil {
+			return 0, err
+		}
+		n = min(n, k)
+	}
+	return n, nil
 }
 
 func (c *structCursor) next(n int) (arrow.Array, error) {
@@ -515,6 +566,15 @@ func (fr *fragmentReader) next(n int, schema *arrow.Schema) (arrow.RecordBatch, 
 		return nil, nil
 	}
 	n = int(min(uint64(n), fr.frag.PhysicalRows-fr.pos))
+	if fr.pageBatches {
+		k, err := minAvail(fr.cursors)
+		if err != nil {
+			return nil, err
+		}
+		if k > 0 { // 0: a column ended early, which next reports
+			n = min(n, k)
+		}
+	}
 	cols := make([]arrow.Array, len(fr.cursors))
 	defer func() {
 		for _, c := range cols {
@@ -718,6 +778,8 @@ func (c *mergeCursor) release() {
 		ch.release()
 	}
 }
+
+func (c *mergeCursor) avail() (int, error) { return minAvail(c.children) }
 
 func (c *mergeCursor) next(n int) (arrow.Array, error) {
 	parts := make([]arrow.Array, 0, len(c.children))

@@ -171,7 +171,13 @@ func decodeWant(raw json.RawMessage) any {
 // column, in scan order.
 func scanAll(t *testing.T, ds *Dataset, cols []string, batch int) map[string][]any {
 	t.Helper()
-	sc, err := ds.Scan(context.Background(), ScanOptions{Columns: cols, BatchSize: batch})
+	return scanWith(t, ds, ScanOptions{Columns: cols, BatchSize: batch})
+}
+
+// scanWith is scanAll with the scan's options.
+func scanWith(t *testing.T, ds *Dataset, opts ScanOptions) map[string][]any {
+	t.Helper()
+	sc, err := ds.Scan(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,8 +309,9 @@ func show(v any) string {
 }
 
 // TestBatchSizes scans datasets with deletions and multi-page columns at
-// several batch sizes, with a checked allocator, and expects the same
-// values as at batch size 1000 and no leaked buffer.
+// several batch sizes, with and without batches ending at page boundaries,
+// with a checked allocator, and expects the same values as at batch size
+// 1000 and no leaked buffer.
 func TestBatchSizes(t *testing.T) {
 	dir := fixtures(t)
 	for _, name := range []string{"types_2_0", "types_2_1", "types_2_2", "big_2_0", "big_2_2"} {
@@ -313,8 +320,12 @@ func TestBatchSizes(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := scanAll(t, ref, nil, 1000)
-		for _, bs := range []int{7, 4096, 1 << 20} {
-			t.Run(fmt.Sprintf("%s/%d", name, bs), func(t *testing.T) {
+		for _, run := range []struct {
+			bs    int
+			pages bool
+		}{{7, false}, {4096, false}, {1 << 20, false}, {7, true}, {1 << 20, true}} {
+			bs := run.bs
+			t.Run(fmt.Sprintf("%s/%d/pages=%v", name, bs, run.pages), func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				defer mem.AssertSize(t, 0)
 				ds, err := Open(context.Background(), filepath.Join(dir, name+".lance"), OpenOptions{Allocator: mem})
@@ -324,7 +335,7 @@ func TestBatchSizes(t *testing.T) {
 				if bs == 7 && strings.HasPrefix(name, "big") {
 					t.Skip("slow at batch size 7")
 				}
-				got := scanAll(t, ds, nil, bs)
+				got := scanWith(t, ds, ScanOptions{BatchSize: bs, PageBatches: run.pages})
 				if len(got) != len(want) {
 					t.Fatalf("%d columns, want %d", len(got), len(want))
 				}

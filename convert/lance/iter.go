@@ -69,7 +69,7 @@ func (j *Job) iterate(ctx context.Context, c *candidate, keep map[uint64]bool, i
 		// reads none of their bytes.
 		return &blobIter{sc: sc, keep: keep}, nil
 	}
-	sc, err := j.ds.Scan(ctx, ld.ScanOptions{Columns: []string{c.field.Name}, Fragments: ids})
+	sc, err := j.ds.Scan(ctx, ld.ScanOptions{Columns: []string{c.field.Name}, Fragments: ids, PageBatches: true})
 	if err != nil {
 		return nil, j.invalid(c, err)
 	}
