@@ -8,6 +8,9 @@
 # datasets:
 #   binary 2.1: an int64 "id" and a binary "data" column, storage version 2.1
 #               (fixtures/lance/bench.mjs); converted with --column data;
+#               written twice: in appends of 64 MiB (a fragment and a page
+#               each) and in one go (ONE_FRAGMENT=1: one fragment of pages
+#               of about 32 MiB);
 #   blob v2:    an int64 "id" and a blob v2 column "blob" (extension
 #               lance.blob.v2), storage version 2.2 (written by the Node
 #               snippet below, in appends of at most 64 MiB); converted with
@@ -50,8 +53,11 @@ done
 
 echo "# bench/lance_convert.sh: $(nproc) cores, runs=$runs, $rows rows x $size B, work dir on $(df --output=source "$work" | tail -1)"
 
-# The binary dataset, storage version 2.1.
+# The binary dataset, storage version 2.1: one fragment per append of 64
+# MiB (one page each), and the same rows written in one go (one fragment of
+# pages of about 32 MiB, as a dataset written at once is).
 node "$root/fixtures/lance/bench.mjs" "$work/db" "$rows" "$size" 2.1 >/dev/null
+ONE_FRAGMENT=1 node "$root/fixtures/lance/bench.mjs" "$work/db1" "$rows" "$size" 2.1 >/dev/null
 
 # The blob v2 dataset (storage version 2.2, the first that has blob v2),
 # written with the same library; run from fixtures/lance so that its
@@ -161,4 +167,5 @@ bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
 }
 
 bench_one "binary, storage 2.1" "$work/db/bench_2_1.lance" data yes --yes --column data
+bench_one "binary, storage 2.1, one fragment" "$work/db1/bench_2_1.lance" data no --yes --column data
 bench_one "blob v2, storage 2.2" "$work/db/bench_blob2.lance" blob no --yes
