@@ -245,21 +245,28 @@ func TestDeterministic(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	writePack(t, a, WriterOptions{MaxPackBytes: 100_000}, mixedMembers)
 	writePack(t, b, WriterOptions{MaxPackBytes: 100_000}, mixedMembers)
+	sameShards(t, a, b, "between runs")
+}
+
+// sameShards checks that pack directories a and b hold the same shards,
+// byte for byte, and the same manifest or none.
+func sameShards(t *testing.T, a, b, what string) {
+	t.Helper()
 	pa, pb := shardPaths(t, a), shardPaths(t, b)
-	if len(pa) != len(pb) {
+	if len(pa) != len(pb) || len(pa) == 0 {
 		t.Fatalf("%d vs %d shards", len(pa), len(pb))
 	}
 	for i := range pa {
 		x, _ := os.ReadFile(pa[i])
 		y, _ := os.ReadFile(pb[i])
 		if !bytes.Equal(x, y) {
-			t.Fatalf("%s differs between runs", filepath.Base(pa[i]))
+			t.Fatalf("%s differs %s", filepath.Base(pa[i]), what)
 		}
 	}
-	ma, _ := os.ReadFile(filepath.Join(a, ManifestName))
-	mb, _ := os.ReadFile(filepath.Join(b, ManifestName))
-	if !bytes.Equal(ma, mb) {
-		t.Fatal("manifests differ")
+	ma, errA := os.ReadFile(filepath.Join(a, ManifestName))
+	mb, errB := os.ReadFile(filepath.Join(b, ManifestName))
+	if !bytes.Equal(ma, mb) || (errA == nil) != (errB == nil) {
+		t.Fatalf("manifests differ %s: %v / %v", what, errA, errB)
 	}
 }
 
@@ -907,21 +914,9 @@ func TestAddBytesSameAsAdd(t *testing.T) {
 			if _, err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			pa, pb := shardPaths(t, a), shardPaths(t, b)
-			if len(pa) != len(pb) || len(pa) == 0 {
-				t.Fatalf("%d vs %d shards", len(pa), len(pb))
-			}
-			for i := range pa {
-				x, _ := os.ReadFile(pa[i])
-				y, _ := os.ReadFile(pb[i])
-				if !bytes.Equal(x, y) {
-					t.Fatalf("%s differs between Add and AddBytes", filepath.Base(pa[i]))
-				}
-			}
-			ma, errA := os.ReadFile(filepath.Join(a, ManifestName))
-			mb, errB := os.ReadFile(filepath.Join(b, ManifestName))
-			if !bytes.Equal(ma, mb) || (errA == nil) != (errB == nil) || (errA == nil) == tc.opts.NoManifest {
-				t.Fatalf("manifests differ or are where they should not be: %v / %v", errA, errB)
+			sameShards(t, a, b, "between Add and AddBytes")
+			if _, err := os.Stat(filepath.Join(b, ManifestName)); (err == nil) == tc.opts.NoManifest {
+				t.Fatalf("manifest: %v, with NoManifest %v", err, tc.opts.NoManifest)
 			}
 			rep, err := Verify(context.Background(), b)
 			if err != nil || !rep.OK() || rep.Members != len(members) {
