@@ -581,7 +581,7 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 	}
 	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
 	s.count++
-	s.startWriteback(false)
+	s.startWriteback()
 	return nil
 }
 
@@ -608,7 +608,7 @@ func (w *Writer) writeBytes(key string, b []byte) error {
 	s.sha.sendRange(hdrOff, s.off-hdrOff)
 	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
 	s.count++
-	s.startWriteback(false)
+	s.startWriteback()
 	return nil
 }
 
@@ -746,12 +746,12 @@ func (w *Writer) streamThenHash(key string, r io.Reader, size int64) (uint32, er
 // completes a shard finds little left to do.
 const writebackChunk = 32 << 20
 
-// startWriteback starts asynchronous writeback of the bytes written since the
-// last call, once there are at least writebackChunk of them (or any, with
-// all). It never waits for the disk.
-func (s *shardWriter) startWriteback(all bool) {
+// startWriteback asks the shard's sync goroutine to start writeback of the
+// bytes written since the last call, once there are at least
+// writebackChunk of them. It never waits for the disk.
+func (s *shardWriter) startWriteback() {
 	n := s.off - s.flushed
-	if n <= 0 || (!all && n < writebackChunk) {
+	if n < writebackChunk {
 		return
 	}
 	s.sync.writeback(s.flushed, n)
