@@ -302,7 +302,13 @@ func (c *Counts) UnmarshalJSON(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("plan: counts: %q: %w", name, err)
 		}
-		out = append(out, Count{Name: strings.ReplaceAll(name, "_", " "), N: v})
+		c := Count{Name: strings.ReplaceAll(name, "_", " "), N: v}
+		if jsonKey(c.Name) != name {
+			// Only keys as RenderJSON writes them (lower-case snake_case):
+			// any other would come back under another name.
+			return fmt.Errorf("plan: counts: key %q is not lower-case snake_case", name)
+		}
+		out = append(out, c)
 	}
 	*c = out
 	return nil

@@ -227,6 +227,9 @@ func TestParseJSONErrors(t *testing.T) {
 		{`{"schema":"bpconvert.plan/v1","source":{"counts":[1]}}`, "plan: plan: counts: want an object"},
 		{`{"schema":"bpconvert.plan/v1","source":{"counts":{"rows":1.5}}}`, `plan: plan: counts: "rows": strconv.ParseInt: parsing "1.5": invalid syntax`},
 		{`not json`, "plan: invalid character 'o' in literal null (expecting 'u')"},
+		{`{"schema":"bpconvert.plan/v1","source":{"counts":{"Rows":1}}}`, `plan: plan: counts: key "Rows" is not lower-case snake_case`},
+		{`{"schema":"bpconvert.plan/v1","source":{"counts":{"row groups":1}}}`, `plan: plan: counts: key "row groups" is not lower-case snake_case`},
+		{`{"schema":"bpconvert.plan/v1","source":{"counts":{"row-groups":1}}}`, `plan: plan: counts: key "row-groups" is not lower-case snake_case`},
 	}
 	for _, tc := range tests {
 		_, err := ParseJSON(strings.NewReader(tc.in))
