@@ -50,8 +50,7 @@ func (p *bufPool) put(b []byte) { p.free <- b[:0] }
 // hashJob is one piece of a shard, in shard order, or a mark.
 type hashJob struct {
 	kind   jobKind
-	b      []byte // jobBuf: bytes to hash
-	pooled bool   // b goes back to the pool afterwards
+	b      []byte // jobBuf: bytes to hash, a pooled buffer given back afterwards
 	off, n int64  // jobRange: bytes of the shard file
 }
 
@@ -69,8 +68,9 @@ const (
 // overlaps the next shard's writing. Work arrives in shard order: buffers
 // (small members with their headers, hashed from memory, never read twice)
 // and ranges of the shard file (a streamed member whose header could only be
-// completed after its payload was written: the hasher reads those bytes
-// back, from the page cache, while the writer goes on).
+// completed after its payload was written, a large member added from
+// memory, the central directory: the hasher reads those bytes back, from
+// the page cache, while the writer goes on).
 type hashPipe struct {
 	jobs chan hashJob
 	pool *bufPool
@@ -118,9 +118,7 @@ func (p *hashPipe) run() {
 			if p.err == nil {
 				p.h.Write(j.b)
 			}
-			if j.pooled {
-				p.pool.put(j.b)
-			}
+			p.pool.put(j.b)
 		case jobRange:
 			if p.err != nil {
 				continue
@@ -160,16 +158,7 @@ func (p *hashPipe) send(b []byte) {
 		return
 	}
 	p.flush()
-	p.jobs <- hashJob{kind: jobBuf, b: b, pooled: true}
-}
-
-// sendOwned queues bytes that are not from the pool; the caller must not
-// change them afterwards.
-func (p *hashPipe) sendOwned(b []byte) {
-	if p.h != nil {
-		p.flush()
-		p.jobs <- hashJob{kind: jobBuf, b: b}
-	}
+	p.jobs <- hashJob{kind: jobBuf, b: b}
 }
 
 // sendRange queues n bytes of the shard file at off, already written.

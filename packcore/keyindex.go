@@ -9,11 +9,17 @@ import "hash/maphash"
 // one arena, each entry is 24 bytes and the open-addressing table 4 to 8
 // bytes a key, so 200,000 keys of 17 bytes take about 10 MB instead of 22.
 // It holds at most 2^31-1 keys (a shard holds at most 65,535).
+//
+// The three arrays live outside the Go heap (see offheap.go): on the heap
+// the collector's pacing would double their cost, and their untouched
+// capacity costs nothing there.
 type keyIndex struct {
 	seed  maphash.Seed
-	arena []byte     // every key, back to back
-	ents  []keyEntry // in insertion order
-	slots []int32    // entry index + 1; 0 is empty. Length a power of two.
+	set   *regionSet
+	arena table[byte]     // every key, back to back
+	ents  table[keyEntry] // in insertion order
+	slotR *region
+	slots []int32 // entry index + 1; 0 is empty. Length a power of two.
 }
 
 // keyEntry is one key: its bytes in the arena and where it went (keyLoc's
@@ -28,11 +34,18 @@ type keyEntry struct {
 func (e *keyEntry) loc() keyLoc { return keyLoc{shard: e.shard, size: e.size} }
 
 func newKeyIndex() *keyIndex {
-	return &keyIndex{seed: maphash.MakeSeed()}
+	x := &keyIndex{seed: maphash.MakeSeed()}
+	x.set = newRegionSet(x)
+	x.arena = newTable[byte](x.set)
+	x.ents = newTable[keyEntry](x.set)
+	return x
 }
 
 // len returns the number of keys.
-func (x *keyIndex) len() int { return len(x.ents) }
+func (x *keyIndex) len() int { return len(x.ents.s) }
+
+// entry returns entry number i.
+func (x *keyIndex) entry(i int) *keyEntry { return &x.ents.s[i] }
 
 // slot returns the slot holding key, or the empty slot where it would go.
 func (x *keyIndex) slot(key string, h uint64) int {
@@ -42,8 +55,8 @@ func (x *keyIndex) slot(key string, h uint64) int {
 		if s == 0 {
 			return i
 		}
-		e := &x.ents[s-1]
-		if int(e.n) == len(key) && string(x.arena[e.off:e.off+int64(e.n)]) == key {
+		e := &x.ents.s[s-1]
+		if int(e.n) == len(key) && string(x.arena.s[e.off:e.off+int64(e.n)]) == key {
 			return i
 		}
 	}
@@ -55,7 +68,7 @@ func (x *keyIndex) get(key string) (keyLoc, bool) {
 	if !ok {
 		return keyLoc{}, false
 	}
-	return x.ents[i].loc(), true
+	return x.ents.s[i].loc(), true
 }
 
 // find returns the entry number of key (its position in insertion order).
@@ -69,28 +82,33 @@ func (x *keyIndex) find(key string) (int, bool) {
 
 // put records where key went; it replaces an earlier entry for key.
 func (x *keyIndex) put(key string, loc keyLoc) {
-	if 2*(len(x.ents)+1) > len(x.slots) { // load at most 1/2
+	if 2*(len(x.ents.s)+1) > len(x.slots) { // load at most 1/2
 		x.grow()
 	}
 	h := maphash.String(x.seed, key)
 	i := x.slot(key, h)
 	if s := x.slots[i]; s != 0 {
-		x.ents[s-1].shard, x.ents[s-1].size = loc.shard, loc.size
+		x.ents.s[s-1].shard, x.ents.s[s-1].size = loc.shard, loc.size
 		return
 	}
-	x.ents = append(x.ents, keyEntry{off: int64(len(x.arena)), size: loc.size, n: uint32(len(key)), shard: loc.shard})
-	x.arena = append(x.arena, key...)
-	x.slots[i] = int32(len(x.ents))
+	x.ents.push(keyEntry{off: int64(len(x.arena.s)), size: loc.size, n: uint32(len(key)), shard: loc.shard})
+	pushString(&x.arena, key)
+	x.slots[i] = int32(len(x.ents.s))
 }
 
 // grow doubles the table and places every entry again.
 func (x *keyIndex) grow() {
 	n := max(2*len(x.slots), 1024)
-	x.slots = make([]int32, n)
+	old := x.slotR
+	x.slotR = x.set.alloc(4 * n)
+	x.slots = viewOf[int32](x.slotR.b, n)
+	if old != nil {
+		x.set.release(old)
+	}
 	mask := n - 1
-	for j := range x.ents {
-		e := &x.ents[j]
-		h := maphash.Bytes(x.seed, x.arena[e.off:e.off+int64(e.n)])
+	for j := range x.ents.s {
+		e := &x.ents.s[j]
+		h := maphash.Bytes(x.seed, x.arena.s[e.off:e.off+int64(e.n)])
 		i := int(h) & mask
 		for x.slots[i] != 0 {
 			i = (i + 1) & mask

@@ -57,7 +57,7 @@ func BenchmarkKeyIndexMemory(b *testing.B) {
 		for _, k := range keys {
 			x.put(k, keyLoc{size: 1})
 		}
-		bytes := cap(x.arena) + 24*cap(x.ents) + 4*len(x.slots)
+		bytes := len(x.arena.s) + 24*len(x.ents.s) + 4*len(x.slots)
 		b.ReportMetric(float64(bytes)/float64(len(keys)), "B/key")
 	}
 }

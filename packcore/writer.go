@@ -124,10 +124,14 @@ type Writer struct {
 	next    int      // index of the next shard to open
 	cur     *shardWriter
 	done    []ShardInfo
-	buf     []byte // chunk buffer for streamed members
+	buf     []byte // chunk buffer for streamed members, made when first needed
 	hdr     []byte // local header buffer of AddBytes
-	cdBuf   []byte // central directory buffer of the post-write checks
-	pool    *bufPool
+	// cd is the central directory being built, outside the Go heap (see
+	// offheap.go): one table for every shard, since a finished shard's
+	// directory is hashed back from the file. The post-write checks read
+	// directories into it.
+	cd   *table[byte]
+	pool *bufPool
 	// hashing lists shards renamed into place whose digests are still
 	// being computed, oldest first; they join done in order.
 	hashing []*shardWriter
@@ -159,7 +163,7 @@ type shardWriter struct {
 	name    string
 	index   int
 	off     int64
-	cd      []byte
+	cdLen   int64 // bytes of central directory so far, in Writer.cd
 	count   int64
 	sha     *hashPipe
 	sync    *shardSync
@@ -209,9 +213,10 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 		opts:    opts,
 		refBase: CleanRefBase(refBase),
 		keys:    newKeyIndex(),
-		buf:     make([]byte, copyBuf),
 		pool:    newBufPool(),
 	}
+	cd := newTable[byte](newRegionSet(w))
+	w.cd = &cd
 	if !opts.NoLock {
 		if err := w.lockDir(); err != nil {
 			return nil, err
@@ -508,7 +513,7 @@ func (w *Writer) AddFile(key, path, group string) (string, error) {
 
 // projected is the shard's size if it were closed now.
 func (s *shardWriter) projected() int64 {
-	cdSize := int64(len(s.cd))
+	cdSize := s.cdLen
 	return s.off + cdSize + endRecordsLen(s.count, cdSize, s.off)
 }
 
@@ -516,7 +521,7 @@ func (s *shardWriter) projected() int64 {
 func (s *shardWriter) projectedWith(key string, size int64) int64 {
 	n := int64(len(key))
 	off := s.off + localLen + n + localExtraLen(size) + size
-	cdSize := int64(len(s.cd)) + centralLen + n + centralExtraLen(size, s.off)
+	cdSize := s.cdLen + centralLen + n + centralExtraLen(size, s.off)
 	return off + cdSize + endRecordsLen(s.count+1, cdSize, off)
 }
 
@@ -535,6 +540,7 @@ func (w *Writer) roll() error {
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
+	w.cd.s = w.cd.s[:0]
 	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool), sync: newShardSync(f)}
 	w.shards = append(w.shards, name)
 	w.next++
@@ -579,10 +585,17 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 			return err
 		}
 	}
-	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
+	w.addCentral(key, size, crc, hdrOff)
 	s.count++
 	s.startWriteback()
 	return nil
+}
+
+// addCentral appends the current shard's directory entry for a member.
+func (w *Writer) addCentral(key string, size int64, crc uint32, hdrOff int64) {
+	w.cd.reserve(centralLen + len(key) + int(centralExtraLen(size, hdrOff)))
+	w.cd.s = appendCentralHeader(w.cd.s, key, size, crc, hdrOff)
+	w.cur.cdLen = int64(len(w.cd.s))
 }
 
 // rangeHashMin is the smallest payload AddBytes leaves in the caller's
@@ -606,7 +619,7 @@ func (w *Writer) writeBytes(key string, b []byte) error {
 	}
 	s.off += int64(len(hdr)) + size
 	s.sha.sendRange(hdrOff, s.off-hdrOff)
-	s.cd = appendCentralHeader(s.cd, key, size, crc, hdrOff)
+	w.addCentral(key, size, crc, hdrOff)
 	s.count++
 	s.startWriteback()
 	return nil
@@ -635,7 +648,7 @@ func (w *Writer) fileCRC(r io.Reader, size int64) (uint32, bool) {
 		if w.ctx.Err() != nil {
 			return 0, false
 		}
-		chunk := w.buf[:min(int64(len(w.buf)), pos+size-off)]
+		chunk := w.copyBuf()[:min(copyBuf, pos+size-off)]
 		if _, err := f.ReadAt(chunk, off); err != nil {
 			return 0, false
 		}
@@ -758,9 +771,17 @@ func (s *shardWriter) startWriteback() {
 	s.flushed = s.off
 }
 
+// copyBuf returns the chunk buffer for streamed members.
+func (w *Writer) copyBuf() []byte {
+	if w.buf == nil {
+		w.buf = make([]byte, copyBuf)
+	}
+	return w.buf
+}
+
 // copyData copies up to size bytes, checking for cancellation per chunk.
 func (w *Writer) copyData(dst io.Writer, src io.Reader, size int64) (int64, error) {
-	buf := w.buf
+	buf := w.copyBuf()
 	var n int64
 	for n < size {
 		if err := w.ctx.Err(); err != nil {
@@ -833,13 +854,16 @@ const maxHashing = 4
 // at the same point of every run, whatever the disk's speed.
 func (w *Writer) finishShard() error {
 	s := w.cur
-	tail := appendEndRecords(s.cd, s.count, int64(len(s.cd)), s.off)
+	w.cd.reserve(int(endRecordsLen(s.count, s.cdLen, s.off)))
+	tail := appendEndRecords(w.cd.s, s.count, s.cdLen, s.off)
+	w.cd.s = w.cd.s[:0] // the next shard's directory
 	if _, err := s.f.Write(tail); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
 	}
-	s.sha.sendOwned(tail)
+	// Hashed back from the file (the page cache), so the table is free for
+	// the next shard at once.
+	s.sha.sendRange(s.off, int64(len(tail)))
 	s.sha.close()
-	s.cd = nil // the hash pipe owns it now; a finished shard keeps no directory
 	s.info = ShardInfo{Name: s.name, Bytes: s.off + int64(len(tail)), Members: int(s.count)}
 	if err := w.settle(); err != nil {
 		return err
@@ -1000,11 +1024,12 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 	if st.Size() != info.Bytes {
 		return fmt.Errorf("%s: %d bytes on disk, %d written", info.Name, st.Size(), info.Bytes)
 	}
-	cd, err := readCentral(f, st.Size(), w.cdBuf)
+	// The table held the largest directory this writer built, so it has
+	// the room (a directory that grew on disk gets a heap buffer).
+	cd, err := readCentral(f, st.Size(), w.cd.s[:0:cap(w.cd.s)])
 	if err != nil {
 		return fmt.Errorf("%s: %w", info.Name, err)
 	}
-	w.cdBuf = cd.buf // the next shard's check reads into it
 	if cd.count != int64(info.Members) {
 		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
 	}
@@ -1023,7 +1048,7 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 			return fmt.Errorf("%s:%s: extends into the central directory", info.Name, e.Name)
 		}
 		i, ok := w.keys.find(string(name))
-		if !ok || w.keys.ents[i].shard != shard || w.keys.ents[i].size != e.Size {
+		if !ok || w.keys.entry(i).shard != shard || w.keys.entry(i).size != e.Size {
 			return fmt.Errorf("%s:%s: not a member written to this shard with %d bytes", info.Name, e.Name, e.Size)
 		}
 		if seen[i/64]&(1<<(i%64)) != 0 {
