@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -210,12 +211,22 @@ func TestFindTwins(t *testing.T) {
 		{[]string{"Dir/" + nfc, "dir/" + nfd}, []string{"case and normalization"}},
 		{[]string{"a", "b", "a/b"}, nil},
 		{[]string{"A/x", "a/x", "B", "b"}, []string{"case", "case"}},
+		{[]string{"x", "x"}, nil}, // one key twice is not a pair of twins
+		{[]string{"x", "X", "x"}, []string{"case"}},
+		// groups in the order of their first keys: b's before a's
+		{[]string{"b", "a", "A", "B", "b", nfd, nfc}, []string{"case", "case", "normalization"}},
 	}
 	for _, tc := range tests {
 		got := FindTwins(tc.keys)
 		var kinds []string
+		prev := -1
 		for _, g := range got {
 			kinds = append(kinds, g.Kind)
+			if at := slices.IndexFunc(tc.keys, func(k string) bool { return slices.Contains(g.Keys, k) }); at <= prev {
+				t.Errorf("%q: group %q out of order", tc.keys, g.Keys)
+			} else {
+				prev = at
+			}
 			if len(g.Keys) < 2 || !strings.Contains(g.String(), "differ only in") {
 				t.Errorf("%q: group %+v, %s", tc.keys, g, g)
 			}

@@ -47,7 +47,7 @@ type Set struct {
 	refBase string
 	shards  []*shardFile
 	byName  map[string]*shardFile
-	index   map[string]memberLoc
+	index   *memberIndex
 }
 
 type memberLoc struct {
@@ -90,7 +90,7 @@ func OpenSet(p string, opts SetOptions) (*Set, error) {
 		}
 		refBase = filepath.Base(abs)
 	}
-	s := &Set{dir: dir, refBase: CleanRefBase(refBase), byName: map[string]*shardFile{}, index: map[string]memberLoc{}}
+	s := &Set{dir: dir, refBase: CleanRefBase(refBase), byName: map[string]*shardFile{}}
 	for _, name := range names {
 		sf, err := openShard(filepath.Join(dir, name))
 		if err != nil {
@@ -99,14 +99,13 @@ func OpenSet(p string, opts SetOptions) (*Set, error) {
 		}
 		s.shards = append(s.shards, sf)
 		s.byName[name] = sf
-		for i, e := range sf.dir.Entries {
-			if prev, dup := s.index[e.Name]; dup {
-				s.Close()
-				return nil, fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, cutName(e.Name), prev.shard.name, name)
-			}
-			s.index[e.Name] = memberLoc{sf, i}
-		}
 	}
+	index, dup := buildMemberIndex(s.shards)
+	if dup != nil {
+		s.Close()
+		return nil, fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, cutName(dup[1].shard.dir.Entries[dup[1].i].Name), dup[0].shard.name, dup[1].shard.name)
+	}
+	s.index = index
 	return s, nil
 }
 
@@ -158,7 +157,7 @@ func (s *Set) Close() error {
 }
 
 // Len returns the number of members.
-func (s *Set) Len() int { return len(s.index) }
+func (s *Set) Len() int { return s.index.n }
 
 // Shards returns the shard file names in shard order.
 func (s *Set) Shards() []string {
@@ -201,7 +200,7 @@ func (s *Set) Ref(m Member) string {
 // a key stored in that shard.
 func (s *Set) resolve(refOrKey string) (memberLoc, error) {
 	if !IsRef(refOrKey) {
-		loc, ok := s.index[refOrKey]
+		loc, ok := s.index.find(s.shards, refOrKey)
 		if !ok {
 			return memberLoc{}, fmt.Errorf("%w: key %q", ErrNotFound, refOrKey)
 		}
@@ -219,11 +218,17 @@ func (s *Set) resolve(refOrKey string) (memberLoc, error) {
 	if !ok {
 		return memberLoc{}, fmt.Errorf("%w: reference %q names shard %q", ErrNotFound, refOrKey, shard)
 	}
-	loc, ok := s.index[key]
+	loc, ok := s.index.find(s.shards, key)
 	if !ok || loc.shard != sf {
 		return memberLoc{}, fmt.Errorf("%w: reference %q: key not in shard %s", ErrNotFound, refOrKey, shard)
 	}
 	return loc, nil
+}
+
+// Has reports whether key (a bare key, not a reference) is a member.
+func (s *Set) Has(key string) bool {
+	_, ok := s.index.find(s.shards, key)
+	return ok
 }
 
 // Stat returns a member by key or reference.

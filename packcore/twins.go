@@ -29,21 +29,36 @@ func FoldKey(key string) string {
 // name (FoldKey), in order of each group's first key. Keys are compared
 // whole: "A/x" and "a/x" are twins because their directories are.
 func FindTwins(keys []string) []Twins {
-	groups := map[string][]string{}
-	var order []string
-	for _, k := range keys {
+	// One map entry a key (its folded form, most often the key itself,
+	// to the position of the first key that folds to it); groups are made
+	// only for folded forms seen twice, so a pack of many keys without
+	// twins costs one map.
+	first := make(map[string]int, len(keys))
+	var groups map[int][]string // by the position of the group's first key
+	for i, k := range keys {
 		f := FoldKey(k)
-		if _, ok := groups[f]; !ok {
-			order = append(order, f)
-		}
-		groups[f] = append(groups[f], k)
-	}
-	var out []Twins
-	for _, f := range order {
-		g := groups[f]
-		if len(g) < 2 {
+		j, seen := first[f]
+		if !seen {
+			first[f] = i
 			continue
 		}
+		if groups == nil {
+			groups = map[int][]string{}
+		}
+		g, ok := groups[j]
+		if !ok {
+			g = []string{keys[j]}
+		}
+		groups[j] = append(g, k)
+	}
+	order := make([]int, 0, len(groups))
+	for j := range groups {
+		order = append(order, j)
+	}
+	sort.Ints(order)
+	var out []Twins
+	for _, j := range order {
+		g := groups[j]
 		sort.Strings(g)
 		g = compactStrings(g)
 		if len(g) < 2 {
@@ -54,7 +69,6 @@ func FindTwins(keys []string) []Twins {
 	return out
 }
 
-// twinKind says what separates a group of twins.
 func twinKind(g []string) string {
 	nfc := map[string]bool{}
 	lower := map[string]bool{}

@@ -68,7 +68,10 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: unreadable (%v)", ManifestName, err))
 		}
 	}
-	owner := make(map[string]string)
+	// owner holds every key seen, with the index of its shard in names:
+	// outside the heap, and with copies of the keys, so that each shard's
+	// directory can go once checked (see keyIndex).
+	owner := newKeyIndex()
 	present := make(map[string]bool)
 	// Shards are checked on all cores and their results taken in order;
 	// SHA-256 only when a manifest has digests to compare.
@@ -100,11 +103,11 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 				}
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: unusable key (%s)", name, quoteName(cutName(e.Name)), reason))
 			}
-			if other, dup := owner[e.Name]; dup && other != name {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: duplicate key (also in %s)", name, cutName(e.Name), other))
+			if other, dup := owner.get(e.Name); dup && int(other.shard) != i {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: duplicate key (also in %s)", name, cutName(e.Name), names[other.shard]))
 				continue
 			}
-			owner[e.Name] = name
+			owner.put(e.Name, keyLoc{shard: int32(i)})
 			rep.Members++
 			rep.Bytes += e.Size
 		}

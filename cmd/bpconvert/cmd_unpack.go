@@ -38,23 +38,22 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	defer set.Close()
 	// Check every key before writing anything: each must be a safe relative
-	// path, and no key may be a directory of another.
-	keys := map[string]bool{}
-	var members []packcore.Member
+	// path, and no key may be a directory of another. The set's index is
+	// the only index of keys: no list of members is built (for 200,000
+	// members, lists and maps of them were most of the run's memory).
+	var count, total int64
+	names := make([]string, 0, set.Len())
 	for m := range set.Members() {
 		if err := packcore.ValidateKey(m.Key); err != nil {
 			return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, err)}
 		}
-		keys[m.Key] = true
-		members = append(members, m)
+		names = append(names, m.Key)
+		count++
+		total += m.Size
 	}
 	// Keys that differ only in case or normalization are distinct files
 	// here, but not on macOS or Windows: say so before extracting.
 	warnings := []string{}
-	var names []string
-	for _, m := range members {
-		names = append(names, m.Key)
-	}
 	twinOf := map[string][]string{}
 	for _, tw := range packcore.FindTwins(names) {
 		warnings = append(warnings, tw.String())
@@ -63,9 +62,9 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 			twinOf[k] = tw.Keys
 		}
 	}
-	for _, m := range members {
+	for m := range set.Members() {
 		for d := filepath.Dir(m.Key); d != "."; d = filepath.Dir(d) {
-			if keys[filepath.ToSlash(d)] {
+			if set.Has(filepath.ToSlash(d)) {
 				return nil, &inputError{err: fmt.Errorf("unpack: member %q collides with member %q, which would have to be a directory", convert.Cut(d), convert.Cut(m.Key))}
 			}
 		}
@@ -77,12 +76,8 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	defer st.Abort()
 	prog := e.newProgress("unpack")
-	var total int64
-	for _, m := range members {
-		total += m.Size
-	}
-	prog.SetTotal(int64(len(members)), total)
-	for _, m := range members {
+	prog.SetTotal(count, total)
+	for m := range set.Members() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -105,8 +100,8 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	if err := st.Commit(); err != nil {
 		return nil, err
 	}
-	e.infof("unpacked %s blobs into %s", plan.Thousands(int64(len(members))), pos[1])
-	return unpackResult{Dst: absDst, Members: len(members), Bytes: total, Warnings: warnings}, nil
+	e.infof("unpacked %s blobs into %s", plan.Thousands(count), pos[1])
+	return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings}, nil
 }
 
 func quoteAll(keys []string) []string {
