@@ -3,12 +3,14 @@ package packcore
 import (
 	"hash/maphash"
 	"math/bits"
+
+	"github.com/bpconvert/bpconvert/internal/offheap"
 )
 
 // memberIndex finds a member of a Set by key. It replaces a
 // map[string]memberLoc (about 40 bytes a member on the heap, doubled by the
 // collector's headroom): an open-addressing table of 8-byte slots outside
-// the heap (see offheap.go), whose keys are the names in the shards'
+// the heap (package offheap), whose keys are the names in the shards'
 // directories, so no key is stored twice. 200,000 members take 4 MB.
 type memberIndex struct {
 	seed  maphash.Seed
@@ -25,9 +27,8 @@ func buildMemberIndex(shards []*shardFile) (x *memberIndex, dup *[2]memberLoc) {
 	}
 	x = &memberIndex{seed: maphash.MakeSeed()}
 	size := 1 << bits.Len(uint(2*total)) // load at most 1/2
-	set := newRegionSet(x)
-	r := set.alloc(8 * size)
-	x.slots = viewOf[uint64](r.b, size)
+	r := offheap.NewSet(x).Alloc(8 * size)
+	x.slots = offheap.View[uint64](r.Bytes(), size)
 	for si, sf := range shards {
 		for i := range sf.dir.Entries {
 			j, found := x.slot(shards, sf.dir.Entries[i].Name)

@@ -15,6 +15,8 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+
+	"github.com/bpconvert/bpconvert/internal/keyindex"
 )
 
 // VerifyReport lists what Verify checked and every problem it found.
@@ -70,8 +72,8 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 	}
 	// owner holds every key seen, with the index of its shard in names:
 	// outside the heap, and with copies of the keys, so that each shard's
-	// directory can go once checked (see keyIndex).
-	owner := newKeyIndex()
+	// directory can go once checked (package keyindex).
+	owner := keyindex.New()
 	present := make(map[string]bool)
 	// Shards are checked on all cores and their results taken in order;
 	// SHA-256 only when a manifest has digests to compare.
@@ -103,11 +105,11 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 				}
 				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: unusable key (%s)", name, quoteName(cutName(e.Name)), reason))
 			}
-			if other, dup := owner.get(e.Name); dup && int(other.shard) != i {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: duplicate key (also in %s)", name, cutName(e.Name), names[other.shard]))
+			if other, dup := owner.Get(e.Name); dup && int(other.Shard) != i {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("%s:%s: duplicate key (also in %s)", name, cutName(e.Name), names[other.Shard]))
 				continue
 			}
-			owner.put(e.Name, keyLoc{shard: int32(i)})
+			owner.Put(e.Name, keyindex.Loc{Shard: int32(i)})
 			rep.Members++
 			rep.Bytes += e.Size
 		}

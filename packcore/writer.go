@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/keyindex"
+	"github.com/bpconvert/bpconvert/internal/offheap"
 )
 
 // Defaults for WriterOptions.
@@ -119,18 +121,18 @@ type Writer struct {
 	opts    WriterOptions
 	refBase string
 	lock    *os.File
-	keys    *keyIndex
-	shards  []string // names of the shards keys point into, by keyLoc.shard
+	keys    *keyindex.Index
+	shards  []string // names of the shards keys point into, by keyindex.Loc.Shard
 	next    int      // index of the next shard to open
 	cur     *shardWriter
 	done    []ShardInfo
 	buf     []byte // chunk buffer for streamed members, made when first needed
 	hdr     []byte // local header buffer of AddBytes
-	// cd is the central directory being built, outside the Go heap (see
-	// offheap.go): one table for every shard, since a finished shard's
+	// cd is the central directory being built, outside the Go heap
+	// (package offheap): one table for every shard, since a finished shard's
 	// directory is hashed back from the file. The post-write checks read
 	// directories into it.
-	cd   *table[byte]
+	cd   *offheap.Table[byte]
 	pool *bufPool
 	// hashing lists shards renamed into place whose digests are still
 	// being computed, oldest first; they join done in order.
@@ -146,13 +148,6 @@ type Writer struct {
 	groupMax int // members of the largest group before it
 	// groupBytes and groupMaxBytes are the same in bytes on disk.
 	groupBytes, groupMaxBytes int64
-}
-
-// keyLoc is where a key went: its shard's index in Writer.shards and its
-// size; 16 bytes a key beside the key itself.
-type keyLoc struct {
-	shard int32
-	size  int64
 }
 
 type shardWriter struct {
@@ -212,10 +207,10 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 		dir:     dir,
 		opts:    opts,
 		refBase: CleanRefBase(refBase),
-		keys:    newKeyIndex(),
+		keys:    keyindex.New(),
 		pool:    newBufPool(),
 	}
-	cd := newTable[byte](newRegionSet(w))
+	cd := offheap.NewTable[byte](offheap.NewSet(w))
 	w.cd = &cd
 	if !opts.NoLock {
 		if err := w.lockDir(); err != nil {
@@ -301,11 +296,11 @@ func (w *Writer) scanExisting() error {
 			return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
 		}
 		for _, e := range res.dir.Entries {
-			if prev, dup := w.keys.get(e.Name); dup {
+			if prev, dup := w.keys.Get(e.Name); dup {
 				checks.drain(i + 1)
-				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, w.shards[prev.shard], name)
+				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, w.shards[prev.Shard], name)
 			}
-			w.keys.put(e.Name, keyLoc{shard: int32(len(w.shards)), size: e.Size})
+			w.keys.Put(e.Name, keyindex.Loc{Shard: int32(len(w.shards)), Size: e.Size})
 		}
 		w.shards = append(w.shards, name)
 		info := ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(res.dir.Entries), Resumed: true}
@@ -329,11 +324,11 @@ func (w *Writer) Ref(key, shard string) string {
 // Lookup returns the reference and size of a key already in the pack, from
 // this writer or from a resumed shard.
 func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
-	loc, ok := w.keys.get(key)
+	loc, ok := w.keys.Get(key)
 	if !ok {
 		return "", 0, false
 	}
-	return w.Ref(key, w.shards[loc.shard]), loc.size, true
+	return w.Ref(key, w.shards[loc.Shard]), loc.Size, true
 }
 
 // startGroup reports whether a member of group starts a new placement
@@ -459,8 +454,8 @@ func (w *Writer) place(key string, size int64, group string) error {
 	if size < 0 {
 		return fmt.Errorf("key %q: negative size %d", key, size)
 	}
-	if loc, dup := w.keys.get(key); dup {
-		return &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.shard] + ")", Err: ErrDuplicateKey}
+	if loc, dup := w.keys.Get(key); dup {
+		return &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.Shard] + ")", Err: ErrDuplicateKey}
 	}
 	startsGroup := w.startGroup(group)
 	if startsGroup && w.cur != nil && w.cur.count > 0 && w.groupStartsShard() {
@@ -488,7 +483,7 @@ func (w *Writer) place(key string, size int64, group string) error {
 // added records a member written to the current shard and returns its
 // reference.
 func (w *Writer) added(key string, size int64) string {
-	w.keys.put(key, keyLoc{shard: int32(len(w.shards) - 1), size: size})
+	w.keys.Put(key, keyindex.Loc{Shard: int32(len(w.shards) - 1), Size: size})
 	w.stats.Members++
 	w.stats.Bytes += size
 	return w.Ref(key, w.cur.name)
@@ -540,7 +535,7 @@ func (w *Writer) roll() error {
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	w.cd.s = w.cd.s[:0]
+	w.cd.S = w.cd.S[:0]
 	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool), sync: newShardSync(f)}
 	w.shards = append(w.shards, name)
 	w.next++
@@ -593,9 +588,9 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 
 // addCentral appends the current shard's directory entry for a member.
 func (w *Writer) addCentral(key string, size int64, crc uint32, hdrOff int64) {
-	w.cd.reserve(centralLen + len(key) + int(centralExtraLen(size, hdrOff)))
-	w.cd.s = appendCentralHeader(w.cd.s, key, size, crc, hdrOff)
-	w.cur.cdLen = int64(len(w.cd.s))
+	w.cd.Reserve(centralLen + len(key) + int(centralExtraLen(size, hdrOff)))
+	w.cd.S = appendCentralHeader(w.cd.S, key, size, crc, hdrOff)
+	w.cur.cdLen = int64(len(w.cd.S))
 }
 
 // rangeHashMin is the smallest payload AddBytes leaves in the caller's
@@ -854,9 +849,9 @@ const maxHashing = 4
 // at the same point of every run, whatever the disk's speed.
 func (w *Writer) finishShard() error {
 	s := w.cur
-	w.cd.reserve(int(endRecordsLen(s.count, s.cdLen, s.off)))
-	tail := appendEndRecords(w.cd.s, s.count, s.cdLen, s.off)
-	w.cd.s = w.cd.s[:0] // the next shard's directory
+	w.cd.Reserve(int(endRecordsLen(s.count, s.cdLen, s.off)))
+	tail := appendEndRecords(w.cd.S, s.count, s.cdLen, s.off)
+	w.cd.S = w.cd.S[:0] // the next shard's directory
 	if _, err := s.f.Write(tail); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
 	}
@@ -1026,14 +1021,14 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 	}
 	// The table held the largest directory this writer built, so it has
 	// the room (a directory that grew on disk gets a heap buffer).
-	cd, err := readCentral(f, st.Size(), w.cd.s[:0:cap(w.cd.s)])
+	cd, err := readCentral(f, st.Size(), w.cd.S[:0:cap(w.cd.S)])
 	if err != nil {
 		return fmt.Errorf("%s: %w", info.Name, err)
 	}
 	if cd.count != int64(info.Members) {
 		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
 	}
-	seen := make([]uint64, (w.keys.len()+63)/64)
+	seen := make([]uint64, (w.keys.Len()+63)/64)
 	var prevEnd int64
 	return walkCentral(cd.buf, cd.count, cd.base, st.Size(), func(e *Entry, name []byte) error {
 		switch {
@@ -1047,8 +1042,8 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 		if prevEnd > cd.start {
 			return fmt.Errorf("%s:%s: extends into the central directory", info.Name, e.Name)
 		}
-		i, ok := w.keys.find(string(name))
-		if !ok || w.keys.entry(i).shard != shard || w.keys.entry(i).size != e.Size {
+		i, ok := w.keys.Find(string(name))
+		if !ok || w.keys.At(i).Shard != shard || w.keys.At(i).Size != e.Size {
 			return fmt.Errorf("%s:%s: not a member written to this shard with %d bytes", info.Name, e.Name, e.Size)
 		}
 		if seen[i/64]&(1<<(i%64)) != 0 {

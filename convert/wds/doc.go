@@ -74,7 +74,8 @@
 // rows or 32 MiB of values, through a temporary file that is synced and
 // renamed. Memory stays bounded by one row group whatever the dataset's
 // size; the writer's key index and the set of sample keys seen grow with
-// the number of members and samples.
+// the number of members and samples, about 50 bytes a key each, outside
+// the Go heap (package keyindex).
 //
 // # Reading the output
 //

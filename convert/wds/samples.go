@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/bpconvert/bpconvert/internal/keyindex"
 )
 
 // cellKind says what a spooled table cell holds.
@@ -50,8 +52,9 @@ type sampler struct {
 	fieldID map[string]int
 	fields  []string // in order of first appearance
 
-	// seen maps every finished sample key to the shard it was in.
-	seen map[string]int32
+	// seen maps every finished sample key to the shard it was in (a
+	// compact index outside the heap: a run may hold millions of samples).
+	seen *keyindex.Index
 	cur  row
 	open bool
 
@@ -63,7 +66,7 @@ type sampler struct {
 }
 
 func newSampler(strict bool, shards []string, spool *spoolWriter) *sampler {
-	return &sampler{strict: strict, shards: shards, spool: spool, fieldID: map[string]int{}, seen: map[string]int32{}}
+	return &sampler{strict: strict, shards: shards, spool: spool, fieldID: map[string]int{}, seen: keyindex.New()}
 }
 
 // problem records a grouping problem: an error when strict, else a count
@@ -85,7 +88,8 @@ func (s *sampler) add(shard int, member string, off int64, key, field string, ki
 		if err := s.flush(); err != nil {
 			return err
 		}
-		if prev, ok := s.seen[key]; ok {
+		if loc, ok := s.seen.Get(key); ok {
+			prev := loc.Shard
 			e := &InputError{Source: "wds", Row: -1, File: s.shards[shard], Member: member, Offset: off, Hint: HintSortTar}
 			if int(prev) == shard {
 				e.Err = fmt.Errorf("sample %q reappears after other samples: WebDataset would split it in two", key)
@@ -129,8 +133,8 @@ func (s *sampler) flush() error {
 		return nil
 	}
 	s.open = false
-	if _, ok := s.seen[s.cur.key]; !ok {
-		s.seen[s.cur.key] = int32(s.cur.shard)
+	if _, ok := s.seen.Get(s.cur.key); !ok {
+		s.seen.Put(s.cur.key, keyindex.Loc{Shard: int32(s.cur.shard)})
 	}
 	s.samples++
 	if s.spool != nil {

@@ -1,4 +1,4 @@
-package packcore
+package keyindex
 
 import (
 	"fmt"
@@ -11,36 +11,36 @@ import (
 // growth, replacement, empty and long keys and keys that share prefixes.
 func TestKeyIndexMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	x := newKeyIndex()
-	want := map[string]keyLoc{}
-	keys := []string{"", "a", "a/b", "a/b/", strings.Repeat("k", MaxKeyBytes)}
+	x := New()
+	want := map[string]Loc{}
+	keys := []string{"", "a", "a/b", "a/b/", strings.Repeat("k", 65535)}
 	for i := range 50_000 {
 		keys = append(keys, fmt.Sprintf("%04d/%08d.jpg", i/1000, i))
 	}
 	for i, k := range keys {
-		loc := keyLoc{shard: int32(i % 7), size: int64(rng.Uint32())}
-		x.put(k, loc)
+		loc := Loc{Shard: int32(i % 7), Size: int64(rng.Uint32())}
+		x.Put(k, loc)
 		want[k] = loc
 		if i%3 == 0 { // replace some
-			loc.size++
-			x.put(k, loc)
+			loc.Size++
+			x.Put(k, loc)
 			want[k] = loc
 		}
 	}
-	if x.len() != len(want) {
-		t.Fatalf("len %d, want %d", x.len(), len(want))
+	if x.Len() != len(want) {
+		t.Fatalf("len %d, want %d", x.Len(), len(want))
 	}
 	for k, w := range want {
-		if got, ok := x.get(k); !ok || got != w {
+		if got, ok := x.Get(k); !ok || got != w {
 			t.Fatalf("get(%.20q) = %v %v, want %v", k, got, ok, w)
 		}
 	}
-	for _, k := range []string{"b", "a/", "0000/00000000.jp", "0000/00000000.jpgx", strings.Repeat("k", MaxKeyBytes-1)} {
-		if _, ok := x.get(k); ok {
+	for _, k := range []string{"b", "a/", "0000/00000000.jp", "0000/00000000.jpgx", strings.Repeat("k", 65534)} {
+		if _, ok := x.Get(k); ok {
 			t.Errorf("get(%.20q) found a key never put", k)
 		}
 	}
-	if _, ok := newKeyIndex().get("a"); ok {
+	if _, ok := New().Get("a"); ok {
 		t.Error("an empty index found a key")
 	}
 }
@@ -53,11 +53,11 @@ func BenchmarkKeyIndexMemory(b *testing.B) {
 		keys[i] = fmt.Sprintf("%04d/%08d.jpg", i/1000, i)
 	}
 	for b.Loop() {
-		x := newKeyIndex()
+		x := New()
 		for _, k := range keys {
-			x.put(k, keyLoc{size: 1})
+			x.Put(k, Loc{Size: 1})
 		}
-		bytes := len(x.arena.s) + 24*len(x.ents.s) + 4*len(x.slots)
+		bytes := len(x.arena.S) + 24*len(x.ents.S) + 4*len(x.slots)
 		b.ReportMetric(float64(bytes)/float64(len(keys)), "B/key")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package packcore
+package offheap
 
 // mapZeroed returns n zeroed bytes; off Linux they come from the heap.
 func mapZeroed(n int) ([]byte, bool) { return make([]byte, n), false }

@@ -1,4 +1,4 @@
-package packcore
+package offheap
 
 import "golang.org/x/sys/unix"
 

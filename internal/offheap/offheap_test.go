@@ -1,4 +1,4 @@
-package packcore
+package offheap
 
 import (
 	"bytes"
@@ -47,30 +47,30 @@ func TestRemapKeepsBytes(t *testing.T) {
 	}
 }
 
-// TestRegionsFreed: the key index's memory outside the heap is released
-// once the index is unreachable, with no call from its user.
+// TestRegionsFreed: a set's regions are released once its owner is
+// unreachable, with no call from the owner's user.
 func TestRegionsFreed(t *testing.T) {
-	x := newKeyIndex()
-	for i := range 20_000 {
-		x.put(string(rune('a'+i%26))+string(rune(i)), keyLoc{size: int64(i)})
+	type owner struct{ t Table[uint64] }
+	o := &owner{}
+	set := NewSet(o)
+	o.t = NewTable[uint64](set)
+	for i := range 100_000 {
+		o.t.Push(uint64(i))
 	}
-	set := x.set
-	if set.count() != 3 { // arena, entries, slots (old slot tables released)
-		t.Fatalf("%d regions, want 3", set.count())
+	if o.t.S[99_999] != 99_999 || set.Count() != 1 {
+		t.Fatalf("table: last %d, %d regions", o.t.S[99_999], set.Count())
 	}
-	regions := append([]*region(nil), set.rs...)
-	x = nil
+	r := o.t.r
+	o = nil
 	deadline := time.Now().Add(10 * time.Second)
-	for set.count() > 0 {
+	for set.Count() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("regions not freed after the index became unreachable")
+			t.Fatal("regions not freed after the owner became unreachable")
 		}
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
 	}
-	for i, r := range regions {
-		if r.b != nil || r.mapped {
-			t.Errorf("region %d not freed", i)
-		}
+	if r.b != nil || r.mapped {
+		t.Error("region not freed")
 	}
 }
