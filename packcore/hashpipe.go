@@ -123,8 +123,11 @@ func (p *hashPipe) run() {
 			if p.err != nil {
 				continue
 			}
-			if rbuf == nil {
-				rbuf = make([]byte, copyBuf)
+			if len(rbuf) < copyBuf && int64(len(rbuf)) < j.n {
+				// Sized to what is read back: a shard of small members
+				// reads only its directory (tens of KiB), and a run may
+				// write thousands of shards.
+				rbuf = make([]byte, min(copyBuf, max(64<<10, int(j.n), 2*len(rbuf))))
 			}
 			for j.n > 0 {
 				chunk := rbuf[:min(int64(len(rbuf)), j.n)]

@@ -132,8 +132,11 @@ type Writer struct {
 	// (package offheap): one table for every shard, since a finished shard's
 	// directory is hashed back from the file. The post-write checks read
 	// directories into it.
-	cd   *offheap.Table[byte]
-	pool *bufPool
+	cd *offheap.Table[byte]
+	// seen and marked serve the post-write checks (checkWrittenShard).
+	seen   []uint64
+	marked []int
+	pool   *bufPool
 	// hashing lists shards renamed into place whose digests are still
 	// being computed, oldest first; they join done in order.
 	hashing []*shardWriter
@@ -1028,7 +1031,19 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 	if cd.count != int64(info.Members) {
 		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
 	}
-	seen := make([]uint64, (w.keys.Len()+63)/64)
+	// One bit a key, for names repeated within the shard. The bitmap is
+	// the writer's, cleared after each check where it was set, so checking
+	// thousands of shards does not allocate a bitmap of every key each.
+	if words := (w.keys.Len() + 63) / 64; len(w.seen) < words {
+		w.seen = make([]uint64, words)
+	}
+	seen, marked := w.seen, w.marked[:0]
+	defer func() {
+		for _, i := range marked {
+			seen[i/64] = 0
+		}
+		w.marked = marked[:0]
+	}()
 	var prevEnd int64
 	return walkCentral(cd.buf, cd.count, cd.base, st.Size(), func(e *Entry, name []byte) error {
 		switch {
@@ -1050,6 +1065,7 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 			return fmt.Errorf("%s:%s: duplicate member name within one shard", info.Name, e.Name)
 		}
 		seen[i/64] |= 1 << (i % 64)
+		marked = append(marked, i)
 		return nil
 	})
 }

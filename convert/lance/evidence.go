@@ -36,7 +36,7 @@ func identity(c *cell) (shareID, bool) {
 type shareEntry struct {
 	row   uint64
 	size  int64
-	ref   string // its reference, once written
+	cell  uint64 // its reference, once written (see refs)
 	count int64  // rows that use it
 }
 

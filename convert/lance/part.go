@@ -87,10 +87,14 @@ func (j *Job) writePart(dir string, names []string, cols []*refs) error {
 	doc := partDoc{Source: abs, Version: j.ds.Version(), External: j.opts.External, ToolVersion: j.opts.ToolVersion, Columns: names}
 	for _, r := range cols {
 		m := map[string][]*string{}
-		for frag, vals := range r.vals {
+		for _, frag := range r.fragments() {
+			vals, valid, err := r.values(frag, r.frags[frag].n)
+			if err != nil {
+				return err
+			}
 			out := make([]*string, len(vals))
 			for i := range vals {
-				if r.valid[frag][i] {
+				if valid[i] {
 					out[i] = &vals[i]
 				}
 			}
@@ -171,13 +175,15 @@ func JoinParts(ctx context.Context, out string, parts []string, rename func(part
 	}
 	cols := make([]*refs, len(first.Columns))
 	for c := range cols {
-		r := &refs{vals: map[uint64][]string{}, valid: map[uint64][]bool{}}
-		for frag, vals := range merged[c] {
-			r.vals[frag] = make([]string, len(vals))
-			r.valid[frag] = make([]bool, len(vals))
+		m := merged[c]
+		r := newRefs(func(frag uint64) uint64 { return uint64(len(m[frag])) })
+		for frag, vals := range m {
 			for i, v := range vals {
-				if v != nil {
-					r.vals[frag][i], r.valid[frag][i] = *v, true
+				if v == nil {
+					continue
+				}
+				if _, err := r.set(frag, uint64(i), *v); err != nil {
+					return err
 				}
 			}
 		}

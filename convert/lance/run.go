@@ -32,20 +32,6 @@ type Record struct {
 	External      External `json:"external"`
 }
 
-// refs holds one column's new cell values, per fragment, by physical row.
-type refs struct {
-	vals  map[uint64][]string
-	valid map[uint64][]bool
-}
-
-func (r *refs) set(j *Job, frag, phys uint64, v string) {
-	if r.vals[frag] == nil {
-		n := j.physicalRows(frag)
-		r.vals[frag], r.valid[frag] = make([]string, n), make([]bool, n)
-	}
-	r.vals[frag][phys], r.valid[frag][phys] = v, true
-}
-
 func (j *Job) physicalRows(frag uint64) uint64 {
 	for _, f := range j.ds.Fragments() {
 		if f.ID == frag {
@@ -94,18 +80,23 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 	cols := make([]*refs, len(j.sel))
 	its := make([]rowIter, len(j.sel))
 	seen := make([]map[shareID]*shareEntry, len(j.sel))
-	defer func() {
-		for _, it := range its {
+	// The scans end before the table is written: their page buffers
+	// (a page per column, 65 MB for 500,000 rows of 512 B) are not needed
+	// while it is.
+	closeScans := func() {
+		for i, it := range its {
 			if it != nil {
 				it.Close()
+				its[i] = nil
 			}
 		}
-	}()
+	}
+	defer closeScans()
 	for i, c := range j.sel {
 		if its[i], err = j.iterate(ctx, c, keep, partIDs); err != nil {
 			return plan.Summary{}, err
 		}
-		cols[i] = &refs{vals: map[uint64][]string{}, valid: map[uint64][]bool{}}
+		cols[i] = newRefs(j.physicalRows)
 		seen[i] = map[shareID]*shareEntry{}
 	}
 	var st shareStats
@@ -134,7 +125,9 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 				continue
 			}
 			if cl.blob != nil && cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
-				cols[i].set(j, cl.frag, cl.phys, cl.blob.URI)
+				if _, err := cols[i].set(cl.frag, cl.phys, cl.blob.URI); err != nil {
+					return plan.Summary{}, j.rowErr(c, cl, row, err)
+				}
 				kept++
 				continue
 			}
@@ -150,7 +143,9 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 					first.count++
 					st.Rows++
 					st.Bytes += cl.size
-					cols[i].set(j, cl.frag, cl.phys, first.ref)
+					if err := cols[i].setCell(cl.frag, cl.phys, first.cell); err != nil {
+						return plan.Summary{}, j.rowErr(c, cl, row, err)
+					}
 					continue
 				}
 			}
@@ -158,10 +153,13 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			if err != nil {
 				return plan.Summary{}, err
 			}
-			if shares {
-				seen[i][id] = &shareEntry{row: row, size: cl.size, ref: ref, count: 1}
+			cell, err := cols[i].set(cl.frag, cl.phys, ref)
+			if err != nil {
+				return plan.Summary{}, j.rowErr(c, cl, row, err)
 			}
-			cols[i].set(j, cl.frag, cl.phys, ref)
+			if shares {
+				seen[i][id] = &shareEntry{row: row, size: cl.size, cell: cell, count: 1}
+			}
 			rowBytes += cl.size
 		}
 		if more == 0 {
@@ -175,6 +173,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 	if _, err := out.ClosePack(); err != nil {
 		return plan.Summary{}, err
 	}
+	closeScans()
 
 	var names []string
 	for _, c := range j.sel {
@@ -234,13 +233,7 @@ func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols [
 	for i, name := range names {
 		r := cols[i]
 		replace[i] = ld.Replacement{Column: name, Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
-			if r.vals[frag] == nil {
-				return make([]string, n), make([]bool, n), nil
-			}
-			if uint64(len(r.vals[frag])) != n {
-				return nil, nil, fmt.Errorf("fragment %d: %d references for %d physical rows", frag, len(r.vals[frag]), n)
-			}
-			return r.vals[frag], r.valid[frag], nil
+			return r.values(frag, n)
 		}}
 	}
 	rec, err := json.Marshal(Record{Tool: "bpconvert", Version: j.opts.ToolVersion, SourceFormat: "lance", SourceVersion: j.ds.Version(),

@@ -143,6 +143,14 @@ func (t *Table[T]) Push(v T) {
 	t.S = append(t.S, v)
 }
 
+// Extend appends n zero elements (a region's memory is zeroed when
+// allocated and a table never shrinks, so what lies past the length is
+// zero).
+func (t *Table[T]) Extend(n int) {
+	t.Reserve(n)
+	t.S = t.S[:len(t.S)+n]
+}
+
 // PushString appends the bytes of s to a table of bytes.
 func PushString(t *Table[byte], s string) {
 	t.Reserve(len(s))
