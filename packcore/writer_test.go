@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -974,5 +975,42 @@ func TestBackgroundSyncFailure(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestManyShardsAllocation: a run of many small shards allocates per shard
+// what that shard needs, not a fixed read-back buffer of 1 MiB for the
+// digest of its directory (500 shards of 8 members allocated 530 MB at
+// fccfa5c, the first commit that hashed directories back from the file;
+// 38 MB now; the bound is 128 MB).
+func TestManyShardsAllocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 500 shards; skipped with -short")
+	}
+	dir := t.TempDir()
+	w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	payload := bytes.Repeat([]byte("x"), 100)
+	for i := range 4000 {
+		if _, err := w.AddBytes(fmt.Sprintf("k/%06d", i), payload, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d shards: %.1f MB allocated", st.Shards, float64(alloc)/1e6)
+	if st.Shards != 500 {
+		t.Fatalf("%d shards, want 500", st.Shards)
+	}
+	if alloc > 128e6 {
+		t.Errorf("%d shards allocated %.1f MB", st.Shards, float64(alloc)/1e6)
 	}
 }
