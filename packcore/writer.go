@@ -538,7 +538,7 @@ func (w *Writer) roll() error {
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
-	w.cd.S = w.cd.S[:0]
+	w.cd.S = w.cd.S[:0] // the directory of the shard before is written or discarded
 	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool), sync: newShardSync(f)}
 	w.shards = append(w.shards, name)
 	w.next++
@@ -854,7 +854,6 @@ func (w *Writer) finishShard() error {
 	s := w.cur
 	w.cd.Reserve(int(endRecordsLen(s.count, s.cdLen, s.off)))
 	tail := appendEndRecords(w.cd.S, s.count, s.cdLen, s.off)
-	w.cd.S = w.cd.S[:0] // the next shard's directory
 	if _, err := s.f.Write(tail); err != nil {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
 	}
