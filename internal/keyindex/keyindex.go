@@ -9,7 +9,8 @@ import (
 	"github.com/bpconvert/bpconvert/internal/offheap"
 )
 
-// Index maps every key a writer holds to where it went. It replaces a
+// Index maps keys to where they went (the pack writer's keys, verify's and
+// convert-wds's sample keys). It replaces a
 // map[string]Loc, which costs about 110 bytes a key for short keys (the
 // map's slot, the string header and the key's own allocation, often a
 // substring keeping a longer path alive): here the keys lie back to back in

@@ -143,12 +143,14 @@ func (t *Table[T]) Push(v T) {
 	t.S = append(t.S, v)
 }
 
-// Extend appends n zero elements (a region's memory is zeroed when
-// allocated and a table never shrinks, so what lies past the length is
-// zero).
+// Extend appends n zero elements. They are cleared: a table whose S was
+// cut back (as the pack writer's directory is, shard after shard) has old
+// elements past its length.
 func (t *Table[T]) Extend(n int) {
 	t.Reserve(n)
-	t.S = t.S[:len(t.S)+n]
+	old := len(t.S)
+	t.S = t.S[:old+n]
+	clear(t.S[old:])
 }
 
 // PushString appends the bytes of s to a table of bytes.

@@ -74,3 +74,24 @@ func TestRegionsFreed(t *testing.T) {
 		t.Error("region not freed")
 	}
 }
+
+// TestExtendZeroes: elements appended by Extend are zero, also where the
+// table was cut back over elements written before.
+func TestExtendZeroes(t *testing.T) {
+	type owner struct{ t Table[uint64] }
+	o := &owner{}
+	o.t = NewTable[uint64](NewSet(o))
+	for i := range 1000 {
+		o.t.Push(uint64(i) + 1)
+	}
+	o.t.S = o.t.S[:10]
+	o.t.Extend(500)
+	if len(o.t.S) != 510 || o.t.S[9] != 10 {
+		t.Fatalf("length %d, element 9 = %d", len(o.t.S), o.t.S[9])
+	}
+	for i, v := range o.t.S[10:] {
+		if v != 0 {
+			t.Fatalf("element %d = %d after Extend, want 0", 10+i, v)
+		}
+	}
+}
