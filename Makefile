@@ -3,7 +3,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: deps build demo test test-short fixtures-deps bench lint fuzz-smoke
+.PHONY: deps build demo test test-short fixtures-deps pyenv bench lint fuzz-smoke
 
 deps:
 	bash scripts/install-deps.sh
@@ -32,10 +32,25 @@ fixtures-deps: deps
 	  fi; \
 	done
 
-test: deps fixtures-deps
+# The pinned Python environment of the tests (independent writers and real
+# consumers: pylance, pyarrow, datasets, blobpack, s3fs, duckdb), made once
+# outside the tree by scripts/pyenv.sh from scripts/requirements/test.txt.
+pyenv: deps
+	bash scripts/pyenv.sh scripts/requirements/test.txt >/dev/null
+
+# The S3 server the object-storage tests start on loopback (Apache-2.0),
+# built from its Go module into bin/.
+VERSITYGW := bin/versitygw
+$(VERSITYGW):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+TEST_ENV = BPCONVERT_PYTHON=$$(bash scripts/pyenv.sh scripts/requirements/test.txt)/bin/python \
+	BPCONVERT_VERSITYGW=$(CURDIR)/$(VERSITYGW)
+
+test: deps fixtures-deps pyenv $(VERSITYGW)
 	$(GO) vet ./...
 	$(GO) vet -tags lerobot ./cmd/bpconvert
-	$(GO) test -count=1 -timeout 40m ./...
+	$(TEST_ENV) $(GO) test -count=1 -timeout 40m ./...
 
 # Static checks: formatting, vet, staticcheck (pinned, installed into bin/),
 # and a go.mod/go.sum that `go mod tidy` would not change.
@@ -56,8 +71,8 @@ fuzz-smoke: deps
 	bash scripts/fuzz-smoke.sh
 
 # Quick loop for development: skips the multi-gigabyte zip64 test.
-test-short: fixtures-deps
-	$(GO) test -short ./...
+test-short: fixtures-deps pyenv $(VERSITYGW)
+	$(TEST_ENV) $(GO) test -short ./...
 
 # Every benchmark script, one after another (each prints its own baseline).
 bench: build fixtures-deps
