@@ -79,6 +79,30 @@ func (f *File) Commit() error {
 	return SyncDir(filepath.Dir(f.final))
 }
 
+// CommitNoReplace is Commit that fails, with an error matching
+// fs.ErrExist, when the final name exists: the file is linked to it rather
+// than renamed over it, so of two writers racing for one name only one
+// wins. The temporary file is removed either way.
+func (f *File) CommitNoReplace() error {
+	if f.done {
+		return errors.New("atomicfile: " + f.final + ": already finished")
+	}
+	f.done = true
+	tmp := f.File.Name()
+	defer os.Remove(tmp)
+	err := f.File.Sync()
+	if cerr := f.File.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp, f.final)
+	}
+	if err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(f.final))
+}
+
 // Abort closes and removes the temporary file. It does nothing after Commit.
 func (f *File) Abort() {
 	if f.done {

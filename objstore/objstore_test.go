@@ -1,0 +1,242 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/objstore"
+)
+
+// stores returns a local store and one on a real S3 server, both empty.
+func stores(t *testing.T) map[string]objstore.Store {
+	srv := s3test.Start(t, "bucket-a")
+	srv.SetEnv(t)
+	ctx := context.Background()
+	remote, err := objstore.Open(ctx, "s3://bucket-a/some/prefix", objstore.Options{PartSize: 5 << 20, Concurrency: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := objstore.Open(ctx, t.TempDir()+"/new/dir", objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]objstore.Store{"local": local, "s3": remote}
+}
+
+func random(t *testing.T, n int) []byte {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestStores(t *testing.T) {
+	ctx := context.Background()
+	for kind, st := range stores(t) {
+		t.Run(kind, func(t *testing.T) {
+			small := random(t, 1000)
+			big := random(t, 12<<20+12345) // three parts of 5 MiB on S3
+			if err := st.Put(ctx, "media/pack-0000.zip", bytes.NewReader(small), int64(len(small)), objstore.PutOptions{SHA256: "ab12"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Put(ctx, "media/pack-0001.zip", bytes.NewReader(big), int64(len(big)), objstore.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Put(ctx, "a.parquet", bytes.NewReader(nil), 0, objstore.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// Ranged reads, concurrently, at the edges too.
+			obj, err := st.Open(ctx, "media/pack-0001.zip")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obj.Size() != int64(len(big)) {
+				t.Fatalf("size %d, want %d", obj.Size(), len(big))
+			}
+			var wg sync.WaitGroup
+			for _, r := range [][2]int{{0, 1}, {5 << 20, 100}, {len(big) - 7, 7}, {len(big) - 7, 100}, {123, 9 << 20}} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p := make([]byte, r[1])
+					n, err := obj.ReadAt(p, int64(r[0]))
+					want := big[r[0]:min(len(big), r[0]+r[1])]
+					if n != len(want) || !bytes.Equal(p[:n], want) {
+						t.Errorf("ReadAt(%d, %d) = %d bytes, want %d", r[0], r[1], n, len(want))
+					}
+					if short := len(want) < r[1]; short != errors.Is(err, io.EOF) || (!short && err != nil) {
+						t.Errorf("ReadAt(%d, %d): err %v", r[0], r[1], err)
+					}
+				}()
+			}
+			wg.Wait()
+			obj.Close()
+			b, err := objstore.ReadAll(ctx, st, "media/pack-0000.zip", 1<<20)
+			if err != nil || !bytes.Equal(b, small) {
+				t.Fatalf("ReadAll: %v", err)
+			}
+			var names []string
+			if err := st.List(ctx, "media/", func(in objstore.Info) error {
+				names = append(names, in.Name)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(names, ","); got != "media/pack-0000.zip,media/pack-0001.zip" {
+				t.Fatalf("List(media/) = %s", got)
+			}
+			names = nil
+			st.List(ctx, "", func(in objstore.Info) error { names = append(names, in.Name); return nil })
+			if got := strings.Join(names, ","); got != "a.parquet,media/pack-0000.zip,media/pack-0001.zip" {
+				t.Fatalf("List() = %s", got)
+			}
+			info, err := st.Stat(ctx, "media/pack-0000.zip")
+			if err != nil || info.Size != 1000 {
+				t.Fatalf("Stat = %+v, %v", info, err)
+			}
+			if kind == "s3" && info.SHA256 != "ab12" {
+				t.Fatalf("Stat.SHA256 = %q, want the digest recorded at put", info.SHA256)
+			}
+			// A conditional put: the first wins, the second fails.
+			rec := []byte(`{"run":1}`)
+			if err := st.Put(ctx, ".bpconvert.json", bytes.NewReader(rec), int64(len(rec)), objstore.PutOptions{IfAbsent: true}); err != nil {
+				t.Fatal(err)
+			}
+			err = st.Put(ctx, ".bpconvert.json", bytes.NewReader([]byte("x")), 1, objstore.PutOptions{IfAbsent: true})
+			if !errors.Is(err, objstore.ErrExists) {
+				t.Fatalf("second conditional put: %v, want ErrExists", err)
+			}
+			if b, _ := objstore.ReadAll(ctx, st, ".bpconvert.json", 100); !bytes.Equal(b, rec) {
+				t.Fatalf("conditional put replaced the object: %q", b)
+			}
+			// Missing objects.
+			if _, err := st.Open(ctx, "nope"); !errors.Is(err, objstore.ErrNotExist) {
+				t.Fatalf("Open(missing): %v", err)
+			}
+			if _, err := st.Stat(ctx, "media/nope"); !errors.Is(err, objstore.ErrNotExist) {
+				t.Fatalf("Stat(missing): %v", err)
+			}
+			if err := st.Delete(ctx, "media/pack-0000.zip"); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Delete(ctx, "media/pack-0000.zip"); err != nil {
+				t.Fatalf("second delete: %v", err)
+			}
+			if _, err := st.Stat(ctx, "media/pack-0000.zip"); !errors.Is(err, objstore.ErrNotExist) {
+				t.Fatalf("Stat after delete: %v", err)
+			}
+		})
+	}
+}
+
+// TestConditionalPutRace: of many puts racing for one name, one wins.
+func TestConditionalPutRace(t *testing.T) {
+	ctx := context.Background()
+	for kind, st := range stores(t) {
+		t.Run(kind, func(t *testing.T) {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			wins := 0
+			for i := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					b := []byte{byte(i)}
+					err := st.Put(ctx, "rec.json", bytes.NewReader(b), 1, objstore.PutOptions{IfAbsent: true})
+					if err == nil {
+						mu.Lock()
+						wins++
+						mu.Unlock()
+					} else if !errors.Is(err, objstore.ErrExists) {
+						t.Errorf("put %d: %v", i, err)
+					}
+				}()
+			}
+			wg.Wait()
+			if wins != 1 {
+				t.Fatalf("%d conditional puts succeeded, want 1", wins)
+			}
+		})
+	}
+}
+
+func TestS3Errors(t *testing.T) {
+	srv := s3test.Start(t, "real-bucket")
+	srv.SetEnv(t)
+	ctx := context.Background()
+	// A bucket that does not exist.
+	st, err := objstore.Open(ctx, "s3://missing-bucket/x", objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.Stat(ctx, "a")
+	if !errors.Is(err, objstore.ErrNotExist) || !strings.Contains(err.Error(), "bucket missing-bucket does not exist") {
+		t.Fatalf("missing bucket: %v", err)
+	}
+	err = st.List(ctx, "", func(objstore.Info) error { return nil })
+	if !errors.Is(err, objstore.ErrNotExist) {
+		t.Fatalf("list of a missing bucket: %v", err)
+	}
+	// Wrong credentials: refused, and neither key is in the message.
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "WRONGSECRETwrongsecretWRONGSECRET")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKWRONGKEYID")
+	st, err = objstore.Open(ctx, "s3://real-bucket/x", objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		st.Put(ctx, "a", bytes.NewReader([]byte("x")), 1, objstore.PutOptions{}),
+		func() error { _, err := st.Stat(ctx, "a"); return err }(),
+		st.List(ctx, "", func(objstore.Info) error { return nil }),
+	} {
+		if !errors.Is(err, objstore.ErrDenied) {
+			t.Fatalf("wrong credentials: %v, want ErrDenied", err)
+		}
+		for _, secret := range []string{"WRONGSECRETwrongsecretWRONGSECRET", "AKWRONGKEYID", srv.SecretKey} {
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("error carries a credential: %v", err)
+			}
+		}
+	}
+	// Bad locations.
+	for _, loc := range []string{"s3://", "s3://UPPER/x", "s3://a/x", "s3://bucket/a//b", "s3://bucket/../x"} {
+		if _, err := objstore.Open(ctx, loc, objstore.Options{}); err == nil {
+			t.Errorf("Open(%q) accepted", loc)
+		}
+	}
+}
+
+// TestAbortUploads: a multipart upload left by a killed run is found and
+// abandoned.
+func TestAbortUploads(t *testing.T) {
+	srv := s3test.Start(t, "bkt")
+	srv.SetEnv(t)
+	ctx := context.Background()
+	c := srv.Client()
+	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("ds/media/pack-0003.zip")}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := objstore.Open(ctx, "s3://bkt/ds", objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.(*objstore.S3).AbortUploads(ctx, "")
+	if err != nil || n != 1 {
+		t.Fatalf("AbortUploads = %d, %v; want 1", n, err)
+	}
+	out, err := c.ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("bkt")})
+	if err != nil || len(out.Uploads) != 0 {
+		t.Fatalf("uploads left: %v, %v", out, err)
+	}
+}

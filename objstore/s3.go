@@ -1,0 +1,464 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
+)
+
+// S3 is a store under a prefix of an S3 bucket (or of an S3-compatible
+// server's). Credentials, region and endpoint come the way the AWS SDKs and
+// CLI take them: the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN, AWS_REGION, AWS_PROFILE), the shared config and
+// credentials files, web identity and instance roles; AWS_ENDPOINT_URL_S3
+// or AWS_ENDPOINT_URL names an S3-compatible server, which is then
+// addressed path-style (http://host/bucket/key).
+type S3 struct {
+	client      *s3.Client
+	bucket      string
+	prefix      string // "" or ending in "/"
+	partSize    int64
+	concurrency int
+	stats       *Stats
+	secrets     []string // credential strings that must never reach a message
+}
+
+var _ Store = (*S3)(nil)
+
+// metaSHA256 is the user metadata key under which Put records a digest.
+const metaSHA256 = "bpconvert-sha256"
+
+var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
+// ParseS3 splits s3://BUCKET/PREFIX into the bucket and the prefix (no
+// leading or trailing slash).
+func ParseS3(loc string) (bucket, prefix string, err error) {
+	rest, ok := strings.CutPrefix(loc, "s3://")
+	if !ok {
+		return "", "", fmt.Errorf("%s: not an s3:// location", loc)
+	}
+	bucket, prefix, _ = strings.Cut(rest, "/")
+	if !bucketName.MatchString(bucket) || strings.Contains(bucket, "..") {
+		return "", "", fmt.Errorf("%s: %q is not a valid bucket name (3-63 characters: lower-case letters, digits, dots and hyphens)", loc, bucket)
+	}
+	prefix = strings.Trim(prefix, "/")
+	for _, seg := range strings.Split(prefix, "/") {
+		if prefix != "" && (seg == "" || seg == "." || seg == "..") {
+			return "", "", fmt.Errorf("%s: empty, . or .. segment in the prefix", loc)
+		}
+	}
+	return bucket, prefix, nil
+}
+
+func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
+	bucket, prefix, err := ParseS3(loc)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = 8
+				so.MaxBackoff = 10 * time.Second
+				so.RateLimiter = ratelimit.None
+			})
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("s3://%s: loading the AWS configuration: %w", bucket, err)
+	}
+	st := &S3{bucket: bucket, partSize: o.PartSize, concurrency: o.Concurrency, stats: o.Stats}
+	if prefix != "" {
+		st.prefix = prefix + "/"
+	}
+	if st.partSize <= 0 {
+		st.partSize = DefaultPartSize
+	}
+	if st.partSize < 5<<20 {
+		st.partSize = 5 << 20 // S3's smallest part
+	}
+	if st.concurrency <= 0 {
+		st.concurrency = DefaultConcurrency
+	}
+	st.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
+		// A library prints nothing: the SDK's log lines go nowhere.
+		so.Logger = logging.Nop{}
+		so.DisableLogOutputChecksumValidationSkipped = true
+		if so.BaseEndpoint != nil {
+			so.UsePathStyle = true
+		}
+		if so.Region == "" {
+			so.Region = "us-east-1"
+		}
+	})
+	if cfg.Credentials != nil {
+		if c, err := cfg.Credentials.Retrieve(ctx); err == nil {
+			for _, s := range []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken} {
+				if len(s) >= 4 {
+					st.secrets = append(st.secrets, s)
+				}
+			}
+		} else {
+			return nil, fmt.Errorf("s3://%s: no usable AWS credentials (environment, shared config and credentials files, web identity, instance role): %s", bucket, st.redact(err.Error()))
+		}
+	}
+	return st, nil
+}
+
+// Location implements Store.
+func (s *S3) Location() string {
+	return "s3://" + s.bucket + "/" + strings.TrimSuffix(s.prefix, "/")
+}
+
+// Bucket is the store's bucket.
+func (s *S3) Bucket() string { return s.bucket }
+
+func (s *S3) key(name string) string { return s.prefix + name }
+
+func (s *S3) url(name string) string { return "s3://" + s.bucket + "/" + s.key(name) }
+
+func (s *S3) redact(msg string) string {
+	for _, c := range s.secrets {
+		msg = strings.ReplaceAll(msg, c, "[redacted]")
+	}
+	return msg
+}
+
+// s3Error is an S3 failure worded for people: the object, the operation
+// and the server's code and message, matching a sentinel where one fits.
+type s3Error struct {
+	msg  string
+	kind error
+}
+
+func (e *s3Error) Error() string { return e.msg }
+func (e *s3Error) Unwrap() error { return e.kind }
+
+// fail turns an SDK error into an s3Error naming the object.
+func (s *S3) fail(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %s: %w", s.url(name), op, err)
+	}
+	code, text := "", ""
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code, text = api.ErrorCode(), api.ErrorMessage()
+	}
+	status := 0
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		status = re.HTTPStatusCode()
+	}
+	var kind error
+	what := ""
+	switch {
+	case code == "NoSuchBucket":
+		kind, what = ErrNotExist, "bucket "+s.bucket+" does not exist"
+	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "XAdminUserNotFound" || code == "InvalidToken" || code == "ExpiredToken":
+		// XAdminUserNotFound is an unknown access key on versitygw.
+		kind, what = ErrDenied, "the credentials were refused ("+code+")"
+	case code == "AccessDenied" || (code == "" && status == http.StatusForbidden):
+		kind, what = ErrDenied, "access denied"
+	case code == "PreconditionFailed" || code == "ConditionalRequestConflict" || (code == "" && status == http.StatusPreconditionFailed):
+		kind, what = ErrExists, "the object exists already"
+	case code == "NoSuchKey" || code == "NotFound" || (code == "" && status == http.StatusNotFound):
+		kind, what = ErrNotExist, "no such object"
+	}
+	var msg string
+	switch {
+	case what != "":
+		msg = fmt.Sprintf("%s: %s: %s", s.url(name), op, what)
+	case code != "":
+		msg = fmt.Sprintf("%s: %s: %s: %s", s.url(name), op, code, text)
+	default:
+		msg = fmt.Sprintf("%s: %s: %v", s.url(name), op, err)
+	}
+
+	return &s3Error{msg: s.redact(msg), kind: kind}
+}
+
+type s3Object struct {
+	s    *S3
+	ctx  context.Context
+	name string
+	size int64
+}
+
+func (o *s3Object) Size() int64  { return o.size }
+func (o *s3Object) Close() error { return nil }
+
+// ReadAt reads len(p) bytes at off with one ranged GET.
+func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset", o.s.url(o.name))
+	}
+	if off >= o.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := min(int64(len(p)), o.size-off)
+	if want == 0 {
+		return 0, nil
+	}
+	o.s.stats.request()
+	out, err := o.s.client.GetObject(o.ctx, &s3.GetObjectInput{
+		Bucket: &o.s.bucket,
+		Key:    aws.String(o.s.key(o.name)),
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+want-1)),
+	})
+	if err != nil {
+		return 0, o.s.fail("read", o.name, err)
+	}
+	defer out.Body.Close()
+	n, err := io.ReadFull(out.Body, p[:want])
+	o.s.stats.addRead(int64(n))
+	if err != nil {
+		return n, fmt.Errorf("%s: read at %d: %w", o.s.url(o.name), off, err)
+	}
+	if want < int64(len(p)) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// Open implements Store: one HEAD request; reads are ranged GETs.
+func (s *S3) Open(ctx context.Context, name string) (Object, error) {
+	info, err := s.Stat(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &s3Object{s: s, ctx: ctx, name: name, size: info.Size}, nil
+}
+
+// Stat implements Store.
+func (s *S3) Stat(ctx context.Context, name string) (Info, error) {
+	s.stats.request()
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
+	if err != nil {
+		err = s.fail("stat", name, err)
+		if errors.Is(err, ErrNotExist) {
+			// A HEAD answer has no body to tell a missing object from a
+			// missing bucket or an unknown key: a listing's answer does.
+			if _, lerr := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key(name)), MaxKeys: aws.Int32(1)}); lerr != nil {
+				return Info{}, s.fail("stat", name, lerr)
+			}
+		}
+		return Info{}, err
+	}
+	return Info{Name: name, Size: aws.ToInt64(out.ContentLength), SHA256: out.Metadata[metaSHA256]}, nil
+}
+
+// List implements Store.
+func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error {
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: &s.bucket,
+		Prefix: aws.String(s.key(prefix)),
+	})
+	var infos []Info
+	for p.HasMorePages() {
+		s.stats.request()
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return s.fail("list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			name := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
+			infos = append(infos, Info{Name: name, Size: aws.ToInt64(o.Size)})
+		}
+	}
+	// ListObjectsV2 returns keys in UTF-8 byte order; sorted again in case
+	// a server does not.
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	for _, in := range infos {
+		if err := fn(in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Put implements Store: one PUT up to the part size, a multipart upload of
+// concurrent parts above it (aborted on failure). The stored size is
+// checked afterwards; each request's payload carries a checksum the server
+// checks.
+func (s *S3) Put(ctx context.Context, name string, r io.ReaderAt, size int64, o PutOptions) error {
+	var meta map[string]string
+	if o.SHA256 != "" {
+		meta = map[string]string{metaSHA256: o.SHA256}
+	}
+	if size <= s.partSize || o.IfAbsent {
+		in := &s3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           aws.String(s.key(name)),
+			Body:          io.NewSectionReader(r, 0, size),
+			ContentLength: aws.Int64(size),
+			Metadata:      meta,
+		}
+		if o.IfAbsent {
+			in.IfNoneMatch = aws.String("*")
+		}
+		s.stats.request()
+		if _, err := s.client.PutObject(ctx, in); err != nil {
+			return s.fail("put", name, err)
+		}
+		s.stats.addWritten(size)
+	} else if err := s.putMultipart(ctx, name, r, size, meta); err != nil {
+		return err
+	}
+	info, err := s.Stat(ctx, name)
+	if err != nil {
+		return err
+	}
+	if info.Size != size {
+		return fmt.Errorf("%s: the store holds %d bytes after an upload of %d", s.url(name), info.Size, size)
+	}
+	return nil
+}
+
+func (s *S3) putMultipart(ctx context.Context, name string, r io.ReaderAt, size int64, meta map[string]string) error {
+	key := s.key(name)
+	s.stats.request()
+	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key, Metadata: meta,
+		ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+	if err != nil {
+		return s.fail("upload", name, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			s.abortUpload(key, up.UploadId)
+		}
+	}()
+	nparts := int((size + s.partSize - 1) / s.partSize)
+	parts := make([]types.CompletedPart, nparts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	next := make(chan int)
+	for range min(s.concurrency, nparts) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				off := int64(i) * s.partSize
+				n := min(s.partSize, size-off)
+				num := int32(i + 1)
+				s.stats.request()
+				out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+					Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
+					Body: io.NewSectionReader(r, off, n), ContentLength: aws.Int64(n),
+					ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+				})
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = s.fail(fmt.Sprintf("upload part %d of %d", num, nparts), name, err)
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				}
+				s.stats.addWritten(n)
+				parts[i] = types.CompletedPart{ETag: out.ETag, PartNumber: &num,
+					ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C,
+					ChecksumSHA1: out.ChecksumSHA1, ChecksumSHA256: out.ChecksumSHA256, ChecksumCRC64NVME: out.ChecksumCRC64NVME}
+			}
+		}()
+	}
+feed:
+	for i := range nparts {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: upload: %w", s.url(name), err)
+	}
+	s.stats.request()
+	if _, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	}); err != nil {
+		return s.fail("complete upload", name, err)
+	}
+	done = true
+	return nil
+}
+
+// abortUpload abandons a multipart upload, with a context of its own: the
+// caller's may be what was cancelled.
+func (s *S3) abortUpload(key string, id *string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	s.stats.request()
+	s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: id}) //nolint:errcheck // best effort; AbortUploads clears what is left
+}
+
+// AbortUploads abandons every multipart upload in progress under prefix
+// (those of a killed run) and returns how many it abandoned.
+func (s *S3) AbortUploads(ctx context.Context, prefix string) (int, error) {
+	n := 0
+	in := &s3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: aws.String(s.key(prefix))}
+	for {
+		s.stats.request()
+		out, err := s.client.ListMultipartUploads(ctx, in)
+		if err != nil {
+			return n, s.fail("list uploads", prefix, err)
+		}
+		for _, u := range out.Uploads {
+			s.stats.request()
+			if _, err := s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: u.Key, UploadId: u.UploadId}); err != nil {
+				return n, s.fail("abort upload", strings.TrimPrefix(aws.ToString(u.Key), s.prefix), err)
+			}
+			n++
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return n, nil
+		}
+		in.KeyMarker, in.UploadIdMarker = out.NextKeyMarker, out.NextUploadIdMarker
+	}
+}
+
+// Delete implements Store.
+func (s *S3) Delete(ctx context.Context, name string) error {
+	s.stats.request()
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
+	if err != nil {
+		if err := s.fail("delete", name, err); errors.Is(err, ErrNotExist) && !strings.Contains(err.Error(), "bucket") {
+			return nil
+		}
+		return s.fail("delete", name, err)
+	}
+	return nil
+}
