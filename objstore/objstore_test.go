@@ -240,3 +240,32 @@ func TestAbortUploads(t *testing.T) {
 		t.Fatalf("uploads left: %v, %v", out, err)
 	}
 }
+
+func TestSeqReader(t *testing.T) {
+	ctx := context.Background()
+	for kind, st := range stores(t) {
+		t.Run(kind, func(t *testing.T) {
+			for _, size := range []int{0, 1, 1000, 3<<20 + 17} {
+				b := random(t, size)
+				if err := st.Put(ctx, "obj", bytes.NewReader(b), int64(size), objstore.PutOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				obj, err := st.Open(ctx, "obj")
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{Chunk: 1 << 20, Ahead: 2})
+				got, err := io.ReadAll(r)
+				if err != nil || !bytes.Equal(got, b) {
+					t.Fatalf("size %d: read %d bytes, %v", size, len(got), err)
+				}
+				r.Close()
+				// Closed early, mid-object: no goroutine keeps reading.
+				r = objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{Chunk: 1 << 20, Ahead: 2})
+				io.ReadFull(r, make([]byte, min(size, 10)))
+				r.Close()
+				obj.Close()
+			}
+		})
+	}
+}
