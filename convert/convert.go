@@ -77,6 +77,10 @@ type PackOptions struct {
 	// Restart discards an interrupted run's staged work instead of
 	// resuming it.
 	Restart bool
+	// Staging is where a run into object storage stages its output on
+	// local disk (see StagingDir; the system's temporary directory when
+	// ""). At most StagedShards shards are there at once.
+	Staging string
 	// Part, when set, makes the run one part of a split conversion: the
 	// converter takes its share of the work (see Part.Range) and Begin
 	// commits it to PartDir(dst, Part) for Finalize to join.

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -25,6 +28,31 @@ type OutputOptions struct {
 	OnShard func(packcore.ShardInfo)
 	// Progress receives a milestone per completed shard; nil for none.
 	Progress progress.Counter
+	// Stats, when set, counts the requests and bytes of object storage.
+	Stats *objstore.Stats
+	// PackDir is the pack directory, relative to the destination and
+	// slash-separated: MediaDir when "", and "." for the destination
+	// itself (bpconvert pack).
+	PackDir string
+	// RefBase is what references name the pack directory by (PackDir
+	// when "").
+	RefBase string
+}
+
+// packDir returns PackDir with its default.
+func (o OutputOptions) packDir() string {
+	if o.PackDir == "" {
+		return MediaDir
+	}
+	return o.PackDir
+}
+
+// refBase returns RefBase with its default.
+func (o OutputOptions) refBase() string {
+	if o.RefBase == "" {
+		return o.packDir()
+	}
+	return o.RefBase
 }
 
 // Output is one run's output: a staging directory that becomes the
@@ -42,15 +70,20 @@ type Output struct {
 	// Resumed counts the members of reused shards (a rerun after a kill).
 	Resumed int
 
-	st      *stage.Stage
-	stats   packcore.Stats
-	closed  bool
-	resumed map[string]bool // keys added or found again by this run
+	st        *stage.Stage
+	remote    *remote // set when the destination is in object storage
+	stats     packcore.Stats
+	closed    bool
+	committed bool            // a remote output was committed
+	resumed   map[string]bool // keys added or found again by this run
 }
 
 // Begin starts the output for destination dst, which must be absent or an
-// empty directory.
+// empty directory, or an s3:// location holding nothing (see beginRemote).
 func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
+	if objstore.IsRemote(dst) {
+		return beginRemote(ctx, dst, o)
+	}
 	abs, err := filepath.Abs(dst)
 	if err != nil {
 		return nil, err
@@ -68,36 +101,47 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := progress.OrNop(o.Progress)
 	if st.Resumed {
 		// Only complete pack shards are reused (each verified in full by the
 		// writer); tables and everything else are written again.
-		if err := clearForResume(st.Dir); err != nil {
+		if err := clearForResume(st.Dir, o.packDir()); err != nil {
 			st.Abort()
 			return nil, err
 		}
 	}
-	w, err := packcore.Create(ctx, filepath.Join(st.Dir, MediaDir), packcore.WriterOptions{
+	out, err := beginWriter(ctx, abs, st, o, st.Resumed, nil, nil)
+	if err != nil {
+		st.Abort()
+		return nil, err
+	}
+	return out, nil
+}
+
+// beginWriter opens the pack writer of an output staged in st.
+func beginWriter(ctx context.Context, final string, st *stage.Stage, o OutputOptions, resume bool, stored []packcore.StoredShard, publish func(packcore.ShardInfo) error) (*Output, error) {
+	pc := progress.OrNop(o.Progress)
+	w, err := packcore.Create(ctx, filepath.Join(st.Dir, filepath.FromSlash(o.packDir())), packcore.WriterOptions{
 		MaxPackBytes: o.Pack.MaxPackBytes,
 		MaxMembers:   o.Pack.Members(),
 		NoManifest:   o.Pack.NoManifest,
-		RefBase:      MediaDir,
+		RefBase:      o.refBase(),
 		GroupFill:    o.GroupFill,
 		NoLock:       true, // the staging directory is locked
-		Resume:       st.Resumed,
+		Resume:       resume,
+		Stored:       stored,
+		Publish:      publish,
 		OnShard: func(s packcore.ShardInfo) {
-			pc.Milestone(fmt.Sprintf("wrote %s/%s (%s)", MediaDir, s.Name, plan.CountText(int64(s.Members), "members")))
+			pc.Milestone(fmt.Sprintf("wrote %s (%s)", path.Join(o.packDir(), s.Name), plan.CountText(int64(s.Members), "members")))
 			if o.OnShard != nil {
 				o.OnShard(s)
 			}
 		},
 	})
 	if err != nil {
-		st.Abort()
 		return nil, err
 	}
-	out := &Output{Final: abs, Dir: st.Dir, Pack: w, st: st, resumed: map[string]bool{}}
-	if st.Resumed {
+	out := &Output{Final: final, Dir: st.Dir, Pack: w, st: st, resumed: map[string]bool{}}
+	if resume {
 		for _, s := range w.Completed() {
 			out.stats.Shards++
 			out.Resumed += s.Members
@@ -110,14 +154,16 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 }
 
 // clearForResume removes everything from a resumed staging directory but
-// the run record and the pack directory.
-func clearForResume(dir string) error {
+// the run record and the pack directory (packDir, slash-separated; "."
+// keeps the shards of a pack directory that is the destination itself).
+func clearForResume(dir, packDir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
+	top, _, _ := strings.Cut(packDir, "/")
 	for _, e := range ents {
-		if e.Name() == RecordName || e.Name() == MediaDir {
+		if e.Name() == RecordName || e.Name() == top || (packDir == "." && strings.HasSuffix(e.Name(), ".zip")) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
@@ -135,6 +181,20 @@ func (o *Output) Add(key string, r io.Reader, size int64, group string) (string,
 		return ref, err
 	}
 	return o.Pack.Add(key, r, size, group)
+}
+
+// AddFile is Add for the regular file at path (see packcore.Writer.AddFile).
+func (o *Output) AddFile(key, path, group string) (string, error) {
+	if o.Resumed > 0 {
+		st, err := os.Stat(path)
+		if err != nil {
+			return "", err
+		}
+		if ref, done, err := o.reuse(key, st.Size(), group); done || err != nil {
+			return ref, err
+		}
+	}
+	return o.Pack.AddFile(key, path, group)
 }
 
 // AddBytes is Add for a payload in memory (see packcore.Writer.AddBytes:
@@ -196,18 +256,37 @@ func (o *Output) ClosePack() (packcore.Stats, error) {
 	return st, nil
 }
 
-// Commit closes the packs and renames the staging directory into place.
+// Commit closes the packs and renames the staging directory into place, or,
+// for a destination in object storage, uploads what is staged and the
+// record last, then removes the staging directory.
 func (o *Output) Commit() (packcore.Stats, error) {
 	st, err := o.ClosePack()
 	if err != nil {
 		return st, err
 	}
-	return st, o.st.Commit()
+	if o.remote == nil {
+		return st, o.st.Commit()
+	}
+	rec, _ := os.ReadFile(filepath.Join(o.Dir, RecordName))
+	if err := o.remote.commit(o.Dir, rec); err != nil {
+		return st, err
+	}
+	o.st.Abort() // the staged copy is in the store now
+	o.committed = true
+	return st, nil
 }
 
-// Abort discards everything written. It does nothing after Commit.
+// Abort discards everything written. It does nothing after Commit. For a
+// destination in object storage the uploads in flight are abandoned; the
+// shards already uploaded stay for a rerun to resume from.
 func (o *Output) Abort() {
+	if o.committed {
+		return
+	}
 	o.Pack.Abort()
+	if o.remote != nil {
+		o.remote.wait() //nolint:errcheck // aborting anyway
+	}
 	o.st.Abort()
 }
 

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/bpconvert/bpconvert/objstore"
 
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -45,13 +49,23 @@ type SourceFile struct {
 
 // Identify lists the regular files of the given sources (files, or
 // directories walked recursively, symbolic links followed for files) with
-// their absolute paths, sizes and modification times, sorted by path.
-func Identify(sources []string) ([]SourceFile, error) {
+// their absolute paths, sizes and modification times, sorted by path. A
+// source in object storage (s3://) is an object, or a prefix whose every
+// object is listed; an object's content tag stands beside its time.
+func Identify(ctx context.Context, sources []string) ([]SourceFile, error) {
 	var out []SourceFile
 	add := func(p string, info fs.FileInfo) {
 		out = append(out, SourceFile{Path: p, Size: info.Size(), ModTime: info.ModTime().UTC().Format(time.RFC3339Nano)})
 	}
 	for _, src := range sources {
+		if objstore.IsRemote(src) {
+			files, err := identifyRemote(ctx, src)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, files...)
+			continue
+		}
 		abs, err := filepath.Abs(src)
 		if err != nil {
 			return nil, err
@@ -94,6 +108,46 @@ func Identify(sources []string) ([]SourceFile, error) {
 		return 0
 	})
 	return out, nil
+}
+
+// identifyRemote lists the object src names, or every object under it.
+func identifyRemote(ctx context.Context, src string) ([]SourceFile, error) {
+	st, err := objstore.Open(ctx, src, objstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	file := func(loc string, in objstore.Info) SourceFile {
+		mt := in.ModTime.UTC().Format(time.RFC3339Nano)
+		if in.ETag != "" {
+			mt += " " + in.ETag
+		}
+		return SourceFile{Path: loc, Size: in.Size, ModTime: mt}
+	}
+	var out []SourceFile
+	err = st.List(ctx, "", func(in objstore.Info) error {
+		out = append(out, file(strings.TrimSuffix(src, "/")+"/"+in.Name, in))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	// Not a prefix: an object.
+	bucket, key, err := objstore.ParseS3(src)
+	if err != nil {
+		return nil, err
+	}
+	root, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	in, err := root.Stat(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return []SourceFile{file(src, in)}, nil
 }
 
 // PartOption is the option that names a run's part (--part I/N); it is

@@ -148,7 +148,7 @@ func stripDot(name string) string {
 // againstWDS re-reads the WebDataset shards and compares every member with
 // the pack member of its key (an inline field with its table cell).
 func (v *verifier) againstWDS(src string) error {
-	files, err := wds.ShardFiles(src)
+	files, err := wds.ShardFiles(v.ctx, src)
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
 	}

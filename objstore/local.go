@@ -95,7 +95,7 @@ func (l *Local) Stat(ctx context.Context, name string) (Info, error) {
 	if !st.Mode().IsRegular() {
 		return Info{}, fmt.Errorf("%s: not a regular file", p)
 	}
-	return Info{Name: name, Size: st.Size()}, nil
+	return Info{Name: name, Size: st.Size(), ModTime: st.ModTime()}, nil
 }
 
 // List implements Store: regular files below the root (symbolic links to
@@ -127,7 +127,7 @@ func (l *Local) List(ctx context.Context, prefix string, fn func(Info) error) er
 		if err != nil || !st.Mode().IsRegular() {
 			return nil
 		}
-		infos = append(infos, Info{Name: name, Size: st.Size()})
+		infos = append(infos, Info{Name: name, Size: st.Size(), ModTime: st.ModTime()})
 		return nil
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"time"
 )
 
 // Store is a dataset location.
@@ -52,8 +53,12 @@ type Info struct {
 	Name string
 	Size int64
 	// SHA256 is the hex digest recorded when bpconvert put the object
-	// (PutOptions.SHA256), or "" when none is known.
+	// (PutOptions.SHA256), or "" when none is known (always from List).
 	SHA256 string
+	// ModTime is when the object was last written.
+	ModTime time.Time
+	// ETag is the store's tag of the object's content ("" locally).
+	ETag string
 }
 
 // PutOptions shape a Put.
@@ -67,6 +72,15 @@ type PutOptions struct {
 
 // ErrNotExist is matched by errors for a missing object or bucket.
 var ErrNotExist = fs.ErrNotExist
+
+// ErrNoBucket is matched by errors for a bucket that does not exist; such
+// errors match ErrNotExist too.
+var ErrNoBucket = &noBucket{}
+
+type noBucket struct{}
+
+func (*noBucket) Error() string        { return "bucket does not exist" }
+func (*noBucket) Is(target error) bool { return target == ErrNotExist }
 
 // ErrExists is matched by a Put with IfAbsent on an existing object.
 var ErrExists = fs.ErrExist

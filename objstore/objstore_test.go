@@ -181,7 +181,7 @@ func TestS3Errors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = st.Stat(ctx, "a")
-	if !errors.Is(err, objstore.ErrNotExist) || !strings.Contains(err.Error(), "bucket missing-bucket does not exist") {
+	if !errors.Is(err, objstore.ErrNoBucket) || !errors.Is(err, objstore.ErrNotExist) || !strings.Contains(err.Error(), "bucket missing-bucket does not exist") {
 		t.Fatalf("missing bucket: %v", err)
 	}
 	err = st.List(ctx, "", func(objstore.Info) error { return nil })

@@ -171,7 +171,7 @@ func (s *S3) fail(op, name string, err error) error {
 	what := ""
 	switch {
 	case code == "NoSuchBucket":
-		kind, what = ErrNotExist, "bucket "+s.bucket+" does not exist"
+		kind, what = ErrNoBucket, "bucket "+s.bucket+" does not exist"
 	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "XAdminUserNotFound" || code == "InvalidToken" || code == "ExpiredToken":
 		// XAdminUserNotFound is an unknown access key on versitygw.
 		kind, what = ErrDenied, "the credentials were refused ("+code+")"
@@ -179,7 +179,7 @@ func (s *S3) fail(op, name string, err error) error {
 		kind, what = ErrDenied, "access denied"
 	case code == "PreconditionFailed" || code == "ConditionalRequestConflict" || (code == "" && status == http.StatusPreconditionFailed):
 		kind, what = ErrExists, "the object exists already"
-	case code == "NoSuchKey" || code == "NotFound" || (code == "" && status == http.StatusNotFound):
+	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
 		kind, what = ErrNotExist, "no such object"
 	}
 	var msg string
@@ -265,7 +265,8 @@ func (s *S3) Stat(ctx context.Context, name string) (Info, error) {
 		}
 		return Info{}, err
 	}
-	return Info{Name: name, Size: aws.ToInt64(out.ContentLength), SHA256: out.Metadata[metaSHA256]}, nil
+	return Info{Name: name, Size: aws.ToInt64(out.ContentLength), SHA256: out.Metadata[metaSHA256],
+		ModTime: aws.ToTime(out.LastModified), ETag: aws.ToString(out.ETag)}, nil
 }
 
 // List implements Store.
@@ -283,7 +284,7 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 		}
 		for _, o := range page.Contents {
 			name := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
-			infos = append(infos, Info{Name: name, Size: aws.ToInt64(o.Size)})
+			infos = append(infos, Info{Name: name, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)})
 		}
 	}
 	// ListObjectsV2 returns keys in UTF-8 byte order; sorted again in case
@@ -455,7 +456,7 @@ func (s *S3) Delete(ctx context.Context, name string) error {
 	s.stats.request()
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))})
 	if err != nil {
-		if err := s.fail("delete", name, err); errors.Is(err, ErrNotExist) && !strings.Contains(err.Error(), "bucket") {
+		if err := s.fail("delete", name, err); errors.Is(err, ErrNotExist) && !errors.Is(err, ErrNoBucket) {
 			return nil
 		}
 		return s.fail("delete", name, err)

@@ -64,7 +64,7 @@ func TestCheckWrittenShard(t *testing.T) {
 			if err := os.WriteFile(path, c.edit(b, cd), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			err = w.checkWrittenShard(path, info, 0)
+			_, err = w.checkWrittenShard(path, info, 0, nil)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("shard as written refused: %v", err)

@@ -92,6 +92,26 @@ type WriterOptions struct {
 	// empty: the digest is computed in the background, and Close's Stats
 	// and Completed carry it.
 	OnShard func(ShardInfo)
+	// Publish, when set, is called for each shard this writer completes,
+	// in order, once its digest is known and its central directory has
+	// been read back and checked (the check Close makes otherwise), from
+	// the goroutine that called Add, EndShard or Close. The shard is then
+	// the callee's: it may move the file elsewhere (an upload) and remove
+	// it. An error fails the writer.
+	Publish func(ShardInfo) error
+	// Stored lists shards that an earlier, interrupted writer of this pack
+	// completed and that are kept elsewhere (uploaded to object storage
+	// and no longer in the directory). With Resume, each counts as
+	// completed as given: its keys are loaded from Dir and new shards
+	// continue the numbering. A name both stored and in the directory is
+	// an error.
+	Stored []StoredShard
+}
+
+// StoredShard is a completed shard kept outside the pack directory.
+type StoredShard struct {
+	Info ShardInfo
+	Dir  *Directory
 }
 
 // ShardInfo describes a completed shard.
@@ -133,6 +153,8 @@ type Writer struct {
 	// directory is hashed back from the file. The post-write checks read
 	// directories into it.
 	cd *offheap.Table[byte]
+	// pubBuf holds the directory a published shard's check reads back.
+	pubBuf []byte
 	// seen and marked serve the post-write checks (checkWrittenShard).
 	seen   []uint64
 	marked []int
@@ -272,15 +294,26 @@ func (w *Writer) scanExisting() error {
 			zips = append(zips, name)
 		}
 	}
-	if len(zips) == 0 {
+	if len(zips) == 0 && len(w.opts.Stored) == 0 {
 		return nil
 	}
 	if !w.opts.Resume {
 		return fmt.Errorf("pack %s: %w: it already contains %d zip file(s); packs are immutable, write to a fresh directory", w.dir, ErrNotEmpty, len(zips))
 	}
+	stored := map[string]*StoredShard{}
+	all := slices.Clone(zips)
+	for i := range w.opts.Stored {
+		st := &w.opts.Stored[i]
+		if slices.Contains(zips, st.Info.Name) {
+			return fmt.Errorf("pack %s: cannot resume: %s is both stored and in the directory", w.dir, st.Info.Name)
+		}
+		stored[st.Info.Name] = st
+		all = append(all, st.Info.Name)
+	}
 	sortShardNames(zips)
-	idxs := make([]int, len(zips))
-	for i, name := range zips {
+	sortShardNames(all)
+	idxs := make([]int, len(all))
+	for i, name := range all {
 		m := shardRE.FindStringSubmatch(name)
 		if m == nil || m[1] != w.opts.Prefix {
 			return fmt.Errorf("pack %s: cannot resume: %s is not a shard of prefix %q", w.dir, name, w.opts.Prefix)
@@ -288,25 +321,35 @@ func (w *Writer) scanExisting() error {
 		idxs[i], _ = strconv.Atoi(m[2])
 	}
 	checks := checkShards(w.ctx, w.dir, zips, !w.opts.NoManifest)
-	for i, name := range zips {
-		r := checks.result(i)
-		res, err := r.res, r.err
-		if err == nil && len(res.problems) > 0 {
-			err = errors.New(res.problems[0])
+	local := 0 // the next of zips to take from checks
+	for i, name := range all {
+		var entries []Entry
+		var info ShardInfo
+		if st := stored[name]; st != nil {
+			entries, info = st.Dir.Entries, st.Info
+			info.Members, info.Resumed = len(entries), true
+		} else {
+			r := checks.result(local)
+			local++
+			res, err := r.res, r.err
+			if err == nil && len(res.problems) > 0 {
+				err = errors.New(res.problems[0])
+			}
+			if err != nil {
+				checks.drain(local)
+				return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
+			}
+			entries = res.dir.Entries
+			info = ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(entries), Resumed: true}
 		}
-		if err != nil {
-			checks.drain(i + 1)
-			return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
-		}
-		for _, e := range res.dir.Entries {
+		for _, e := range entries {
 			if prev, dup := w.keys.Get(e.Name); dup {
-				checks.drain(i + 1)
+				checks.drain(local)
 				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, w.shards[prev.Shard], name)
 			}
 			w.keys.Put(e.Name, keyindex.Loc{Shard: int32(len(w.shards)), Size: e.Size})
 		}
 		w.shards = append(w.shards, name)
-		info := ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(res.dir.Entries), Resumed: true}
 		w.done = append(w.done, info)
 		w.next = max(w.next, idxs[i]+1)
 	}
@@ -868,7 +911,11 @@ func (w *Writer) finishShard() error {
 	w.cur = nil
 	s.sync.finish(s.tmp, filepath.Join(w.dir, s.name), w.dir, s.name)
 	w.settling = s
-	return w.collect(maxHashing)
+	keep := maxHashing
+	if w.opts.Publish != nil {
+		keep = 1 // published shards leave the directory: keep few behind
+	}
+	return w.collect(keep)
 }
 
 // settle waits until the shard being synced is in place, then adds it to
@@ -918,8 +965,29 @@ func (w *Writer) collect(keep int) error {
 			s.info.SHA256 = hex.EncodeToString(digest)
 		}
 		w.done = append(w.done, s.info)
+		if w.opts.Publish != nil {
+			if err := w.publish(s.info); err != nil {
+				w.closed = true
+				w.abortCurrent()
+				w.drainHashing()
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// publish checks a completed shard as Close would and hands it to
+// WriterOptions.Publish.
+func (w *Writer) publish(info ShardInfo) error {
+	// Not into the directory table: collect runs between members too,
+	// while the open shard's directory is being built there.
+	buf, err := w.checkWrittenShard(filepath.Join(w.dir, info.Name), info, int32(slices.Index(w.shards, info.Name)), w.pubBuf[:0])
+	w.pubBuf = buf[:0]
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	return w.opts.Publish(info)
 }
 
 // drainHashing stops waiting for digests after a failure: the hashing
@@ -970,10 +1038,12 @@ func (w *Writer) Close() (Stats, error) {
 		return w.stats, err
 	}
 	for _, sh := range w.done {
-		if sh.Resumed {
-			continue
+		if sh.Resumed || w.opts.Publish != nil {
+			continue // published shards were checked before
 		}
-		if err := w.checkWrittenShard(filepath.Join(w.dir, sh.Name), sh, int32(slices.Index(w.shards, sh.Name))); err != nil {
+		// The table held the largest directory this writer built, so it
+		// has the room (a directory that grew on disk gets a heap buffer).
+		if _, err := w.checkWrittenShard(filepath.Join(w.dir, sh.Name), sh, int32(slices.Index(w.shards, sh.Name)), w.cd.S[:0:cap(w.cd.S)]); err != nil {
 			return w.stats, fmt.Errorf("pack %s: %w", w.dir, err)
 		}
 	}
@@ -1008,27 +1078,26 @@ func (w *Writer) Abort() {
 // this shard (index number shard) with the same size, once. It walks the
 // directory without building a list of its entries (for many small members
 // that list was most of a run's memory).
-func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) error {
+func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32, buf []byte) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return buf, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return err
+		return buf, err
 	}
 	if st.Size() != info.Bytes {
-		return fmt.Errorf("%s: %d bytes on disk, %d written", info.Name, st.Size(), info.Bytes)
+		return buf, fmt.Errorf("%s: %d bytes on disk, %d written", info.Name, st.Size(), info.Bytes)
 	}
-	// The table held the largest directory this writer built, so it has
-	// the room (a directory that grew on disk gets a heap buffer).
-	cd, err := readCentral(f, st.Size(), w.cd.S[:0:cap(w.cd.S)])
+	cd, err := readCentral(f, st.Size(), buf)
 	if err != nil {
-		return fmt.Errorf("%s: %w", info.Name, err)
+		return buf, fmt.Errorf("%s: %w", info.Name, err)
 	}
+	buf = cd.buf
 	if cd.count != int64(info.Members) {
-		return fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
+		return buf, fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
 	}
 	// One bit a key, for names repeated within the shard. The bitmap is
 	// the writer's, cleared after each check where it was set, so checking
@@ -1044,7 +1113,7 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32) err
 		w.marked = marked[:0]
 	}()
 	var prevEnd int64
-	return walkCentral(cd.buf, cd.count, cd.base, st.Size(), func(e *Entry, name []byte) error {
+	return buf, walkCentral(cd.buf, cd.count, cd.base, st.Size(), func(e *Entry, name []byte) error {
 		switch {
 		case e.Method != methodStored || e.Flags&(flagEncrypted|flagStrongEnc) != 0 || e.CompressedSize != e.Size:
 			return fmt.Errorf("%s:%s: method %d, flags %#x, stored size %d, size %d: not as written", info.Name, e.Name, e.Method, e.Flags, e.CompressedSize, e.Size)

@@ -21,11 +21,11 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]
-	absDst, err := cf.destination(src, dst)
+	absDst, err := cf.destination(ctx, src, dst)
 	if err != nil {
 		return nil, err
 	}
-	if err := cf.identify(fset, []string{src}); err != nil {
+	if err := cf.identify(ctx, fset, []string{src}); err != nil {
 		return nil, err
 	}
 	job, err := lance.NewJob(ctx, src, absDst, lance.Options{

@@ -35,11 +35,11 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	if !(*tolerance > 0) {
 		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
 	}
-	absDst, err := cf.destination(pos[0], pos[1])
+	absDst, err := cf.destination(ctx, pos[0], pos[1])
 	if err != nil {
 		return nil, err
 	}
-	if err := cf.identify(fset, pos[:1]); err != nil {
+	if err := cf.identify(ctx, fset, pos[:1]); err != nil {
 		return nil, err
 	}
 	job := &lerobot.Job{Src: pos[0], Dst: absDst, Options: lerobot.Options{

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
@@ -80,11 +81,18 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("pack", flag.ContinueOnError)
 	var pf packFlags
 	pf.register(fset)
+	staging := fset.String("staging", "", "local directory that stages the shards of a pack written to s3:// before each is uploaded (default: the system's temporary directory)")
 	pos, err := e.parse(fset, args, 2, "SRC DST")
 	if err != nil {
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]
+	if objstore.IsRemote(src) || objstore.IsRemote(dst) {
+		return packRemote(ctx, e, fset, &pf, src, dst, *staging)
+	}
+	if *staging != "" {
+		return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
+	}
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return nil, usagef("pack: %s is not a directory", src)
 	}

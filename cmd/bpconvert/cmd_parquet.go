@@ -36,11 +36,11 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		fieldPaths = append(fieldPaths, strings.Split(f, "."))
 	}
 	src, dst := pos[0], pos[1]
-	absDst, err := cf.destination(src, dst)
+	absDst, err := cf.destination(ctx, src, dst)
 	if err != nil {
 		return nil, err
 	}
-	if err := cf.identify(fset, []string{src}); err != nil {
+	if err := cf.identify(ctx, fset, []string{src}); err != nil {
 		return nil, err
 	}
 	job, err := parquet.NewJob(ctx, src, absDst, columns, fieldPaths, parquet.Options{

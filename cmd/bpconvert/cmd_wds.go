@@ -35,16 +35,16 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, usagef("convert-wds: --part splits shard files; standard input cannot be split")
 	}
 	// SRC may be a pattern or "-": only the destination itself is checked.
-	absDst, err := cf.destination("", pos[len(pos)-1])
+	absDst, err := cf.destination(ctx, "", pos[len(pos)-1])
 	if err != nil {
 		return nil, err
 	}
 	if src != "-" {
-		files, err := wds.ShardFiles(src)
+		files, err := wds.ShardFiles(ctx, src)
 		if err != nil {
 			return nil, err
 		}
-		if err := cf.identify(fset, files); err != nil {
+		if err := cf.identify(ctx, fset, files); err != nil {
 			return nil, err
 		}
 	}

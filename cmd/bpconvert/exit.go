@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -82,7 +83,7 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, &ie) || errors.Is(err, convert.ErrInvalidInput) {
 		return exitInvalid
 	}
-	for _, target := range []error{stage.ErrExists, stage.ErrOverlap, packcore.ErrNotEmpty} {
+	for _, target := range []error{stage.ErrExists, stage.ErrOverlap, packcore.ErrNotEmpty, objstore.ErrDenied, objstore.ErrNoBucket} {
 		if errors.Is(err, target) {
 			return exitUsage
 		}
@@ -120,6 +121,12 @@ func hintFor(err error) string {
 	}
 	if errors.Is(err, stage.ErrOverlap) {
 		return "choose a destination outside the source directory"
+	}
+	if errors.Is(err, objstore.ErrDenied) {
+		return "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, the shared credentials file) and the endpoint (AWS_ENDPOINT_URL_S3)"
+	}
+	if errors.Is(err, objstore.ErrNoBucket) {
+		return "create the bucket, or correct its name or the endpoint (AWS_ENDPOINT_URL_S3)"
 	}
 	return ""
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
@@ -31,6 +32,7 @@ type convertFlags struct {
 	dryRun       bool
 	yes          bool
 	restart      bool
+	staging      string
 	// part is --part I/N, for the converters that take it (registerPart).
 	part partFlag
 	// record says what the run produces (nil when a source cannot be
@@ -44,6 +46,7 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it")
+	fs.StringVar(&c.staging, "staging", "", "local directory that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
 }
 
 // registerPart adds --part, for converters that can split their work.
@@ -67,7 +70,7 @@ func (p *partFlag) Set(s string) error {
 // pack returns the pack settings the flags name, with the run's record.
 func (c *convertFlags) pack() convert.PackOptions {
 	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest,
-		Record: c.record, Restart: c.restart, Part: c.part.Part}
+		Record: c.record, Restart: c.restart, Part: c.part.Part, Staging: c.staging}
 }
 
 // withShardNote adds the note on the shard limits (the member cap and why
@@ -87,8 +90,8 @@ var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": t
 // file, so that a retry of a finished run is recognised (exit 0, already
 // done) and a rerun after a kill resumes. sources are the files and
 // directories read.
-func (c *convertFlags) identify(fs *flag.FlagSet, sources []string) error {
-	files, err := convert.Identify(sources)
+func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources []string) error {
+	files, err := convert.Identify(ctx, sources)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
@@ -106,7 +109,23 @@ func (c *convertFlags) identify(fs *flag.FlagSet, sources []string) error {
 // before anything is planned, that it is absent or empty (or holds a
 // finished run's output, which runJob compares with this run) and (when src
 // is not "") disjoint from the source.
-func (c *convertFlags) destination(src, dst string) (string, error) {
+func (c *convertFlags) destination(ctx context.Context, src, dst string) (string, error) {
+	if objstore.IsRemote(dst) {
+		c.dst = strings.TrimSuffix(dst, "/")
+		if src != "" && objstore.IsRemote(src) {
+			a, b := strings.TrimSuffix(src, "/")+"/", c.dst+"/"
+			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
+				return "", fmt.Errorf("%s and %s: %w", src, dst, stage.ErrOverlap)
+			}
+		}
+		if _, err := convert.ReadRecordAt(ctx, c.dst); err == nil {
+			return c.dst, nil
+		}
+		return c.dst, convert.CheckDest(ctx, c.dst)
+	}
+	if c.staging != "" {
+		return "", usagef("--staging is for destinations in object storage (s3://); a local destination is staged beside itself")
+	}
 	abs, err := filepath.Abs(dst)
 	if err != nil {
 		return "", err
@@ -127,26 +146,26 @@ func (c *convertFlags) destination(src, dst string) (string, error) {
 // output: nil when it holds none; a summary with status already_done when
 // that run had the same command, options and sources; a usage error naming
 // the differences otherwise.
-func (c *convertFlags) alreadyDone(format string) (*plan.Summary, error) {
+func (c *convertFlags) alreadyDone(ctx context.Context, format string) (*plan.Summary, error) {
 	if c.dst == "" || c.dryRun {
 		return nil, nil
 	}
 	if c.part.Whole() {
-		return c.doneAt(c.dst, c.record, format)
+		return c.doneAt(ctx, c.dst, c.record, format)
 	}
 	// A part is done when its own output is committed, or when the parts
 	// have been joined into the destination already.
 	if c.record != nil {
-		if sum, err := c.doneAt(c.dst, c.record.Whole(), format); sum != nil || err != nil {
+		if sum, err := c.doneAt(ctx, c.dst, c.record.Whole(), format); sum != nil || err != nil {
 			return sum, err
 		}
 	}
-	return c.doneAt(convert.PartDir(c.dst, c.part.Part), c.record, format)
+	return c.doneAt(ctx, convert.PartDir(c.dst, c.part.Part), c.record, format)
 }
 
 // doneAt compares the record committed in dir (if any) with rec.
-func (c *convertFlags) doneAt(dir string, rec *convert.Record, format string) (*plan.Summary, error) {
-	old, err := convert.ReadRecord(dir)
+func (c *convertFlags) doneAt(ctx context.Context, dir string, rec *convert.Record, format string) (*plan.Summary, error) {
+	old, err := convert.ReadRecordAt(ctx, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -154,14 +173,23 @@ func (c *convertFlags) doneAt(dir string, rec *convert.Record, format string) (*
 		return nil, err
 	}
 	if rec == nil {
-		return nil, stage.CheckDest(dir)
+		return nil, convert.CheckDest(ctx, dir)
 	}
 	if diff := rec.Diff(old); len(diff) > 0 {
 		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", dir, convert.ErrDifferentRun, strings.Join(diff, "; ")),
 			hint: "choose a new destination directory, or remove this one to convert again"}
 	}
 	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: dir}
-	if shards, err := packcore.ListShards(filepath.Join(dir, convert.MediaDir)); err == nil {
+	if objstore.IsRemote(dir) {
+		if st, err := objstore.Open(ctx, dir, objstore.Options{}); err == nil {
+			st.List(ctx, convert.MediaDir+"/", func(in objstore.Info) error { //nolint:errcheck // a count for the summary
+				if strings.HasSuffix(in.Name, ".zip") {
+					sum.Shards++
+				}
+				return nil
+			})
+		}
+	} else if shards, err := packcore.ListShards(filepath.Join(dir, convert.MediaDir)); err == nil {
 		sum.Shards = int64(len(shards))
 	}
 	return &sum, nil
@@ -189,7 +217,7 @@ func (e *env) interactive() bool {
 // (jobs that implement convert.Chooser) and a confirmation (when confirm is
 // set and --yes is not) where needed, and runs it.
 func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
-	if done, err := cf.alreadyDone(""); done != nil || err != nil {
+	if done, err := cf.alreadyDone(ctx, ""); done != nil || err != nil {
 		if done != nil && !e.quiet {
 			plan.RenderSummaryText(e.stderr, *done)
 		}

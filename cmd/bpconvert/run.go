@@ -194,7 +194,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Exit codes:")
 	fmt.Fprintln(w, "  0    success")
 	fmt.Fprintln(w, "  1    failure (including verify finding problems)")
-	fmt.Fprintln(w, "  2    usage error, refused prompt, or a destination that already exists")
+	fmt.Fprintln(w, "  2    usage error, refused prompt, a destination that already exists, or object storage\n       refusing the credentials or lacking the bucket")
 	fmt.Fprintln(w, "  3    invalid input (bad key, corrupt or truncated source, duplicate key)")
 	fmt.Fprintln(w, "  130  interrupted by SIGINT (143 for SIGTERM); temporary output is removed")
 }

@@ -79,7 +79,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 	if err := checkDisjoint(opts); err != nil {
 		return nil, err
 	}
-	srcs, err := resolveSources(opts)
+	srcs, err := resolveSources(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		}
 		c.names = append(c.names, name)
 	}
-	c.tableNames = partTableNames(opts, srcs.Shards)
+	c.tableNames = partTableNames(ctx, opts, srcs.Shards)
 	var spool *spoolWriter
 	if !opts.NoTable {
 		if spool, err = createSpool(out.Path(spoolName)); err != nil {

@@ -295,11 +295,11 @@ func TestPartTableNames(t *testing.T) {
 		want string
 	}{{convert.Part{}, "a/x.tar,b/y.tar"}, {convert.Part{I: 1, N: 2}, "a/x.tar"}, {convert.Part{I: 2, N: 2}, "b/y.tar"}} {
 		opts.Part = c.part
-		srcs, err := resolveSources(opts)
+		srcs, err := resolveSources(context.Background(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(partTableNames(opts, srcs.Shards), ","); got != c.want {
+		if got := strings.Join(partTableNames(context.Background(), opts, srcs.Shards), ","); got != c.want {
 			t.Errorf("part %v: names %s, want %s", c.part, got, c.want)
 		}
 	}

@@ -9,11 +9,12 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 // maxListed is how many problems a plan lists before counting the rest.
@@ -41,16 +42,18 @@ func Inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan,
 	if err := checkDisjoint(opts); err != nil {
 		return plan.Plan{}, err
 	}
-	srcs, err := resolveSources(opts)
+	srcs, err := resolveSources(ctx, opts)
 	if err != nil {
 		return plan.Plan{}, err
 	}
 	dest := opts.Dst
 	if dest != "" {
-		if dest, err = filepath.Abs(dest); err != nil {
-			return plan.Plan{}, err
+		if !objstore.IsRemote(dest) {
+			if dest, err = filepath.Abs(dest); err != nil {
+				return plan.Plan{}, err
+			}
 		}
-		if err := stage.CheckDest(dest); err != nil {
+		if err := convert.CheckDest(ctx, dest); err != nil {
 			return plan.Plan{}, err
 		}
 	}

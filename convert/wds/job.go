@@ -48,11 +48,11 @@ func usage(err error) error {
 
 // ShardFiles lists the shard files that src names (see Options.Src), for
 // identifying a run's sources; standard input ("-") lists none.
-func ShardFiles(src string) ([]string, error) {
+func ShardFiles(ctx context.Context, src string) ([]string, error) {
 	if src == "-" {
 		return nil, nil
 	}
-	srcs, err := resolveSources(Options{Src: src})
+	srcs, err := resolveSources(ctx, Options{Src: src})
 	if err != nil {
 		return nil, usage(err)
 	}

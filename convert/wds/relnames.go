@@ -1,6 +1,7 @@
 package wds
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,9 @@ func tableNames(shards []shardSource) []string {
 		a, err := filepath.Abs(s.Path)
 		if err != nil {
 			a = filepath.Clean(s.Path)
+		}
+		if s.store != nil {
+			a = "/" + strings.TrimPrefix(s.Path, "s3://") // bucket, then key
 		}
 		abs[i] = a
 		if first {
@@ -56,11 +60,11 @@ func tableNames(shards []shardSource) []string {
 // partTableNames returns tableNames for the shards of one part of a split
 // conversion, computed over every shard the source names, so all parts
 // name shards alike whichever shards each one holds.
-func partTableNames(opts Options, part []shardSource) []string {
+func partTableNames(ctx context.Context, opts Options, part []shardSource) []string {
 	if opts.Part.Whole() {
 		return tableNames(part)
 	}
-	all, err := listSources(opts)
+	all, err := listSources(ctx, opts)
 	if err != nil {
 		return tableNames(part)
 	}

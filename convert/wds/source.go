@@ -1,6 +1,7 @@
 package wds
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // shardSuffixes are the file name endings that mark a tar shard when a
@@ -32,6 +34,10 @@ type shardSource struct {
 	Stem string
 	// Size is the file size in bytes, or -1 for standard input.
 	Size int64
+	// store and key name a shard in object storage (Path is then its
+	// s3:// location).
+	store objstore.Store
+	key   string
 }
 
 // sourceList is what a source argument resolves to.
@@ -73,8 +79,8 @@ func shardStem(p string) string {
 
 // resolveSources lists the shards a source argument names: "-" (standard
 // input), an existing file or directory, or a brace pattern list.
-func resolveSources(opts Options) (sourceList, error) {
-	l, err := listSources(opts)
+func resolveSources(ctx context.Context, opts Options) (sourceList, error) {
+	l, err := listSources(ctx, opts)
 	if err != nil || opts.Part.Whole() {
 		return l, err
 	}
@@ -97,7 +103,7 @@ func (l sourceList) part(p convert.Part) sourceList {
 }
 
 // listSources lists every shard that opts.Src names.
-func listSources(opts Options) (sourceList, error) {
+func listSources(ctx context.Context, opts Options) (sourceList, error) {
 	src := opts.Src
 	if src == "" {
 		return sourceList{}, fmt.Errorf("wds: no source given")
@@ -111,6 +117,9 @@ func listSources(opts Options) (sourceList, error) {
 			name = "stdin"
 		}
 		return sourceList{Shards: []shardSource{{Name: "-", Stem: name, Size: -1}}, Bytes: -1}, nil
+	}
+	if objstore.IsRemote(src) {
+		return listRemote(ctx, src)
 	}
 	fi, err := os.Stat(src)
 	if err == nil {
@@ -130,6 +139,72 @@ func listSources(opts Options) (sourceList, error) {
 		return sourceList{}, fmt.Errorf("wds: %q: %w", src, ErrNoShards)
 	}
 	return listFiles(names)
+}
+
+// listRemote lists the shards in object storage that src names: one
+// object, the shards directly under a prefix (sorted by name), or a brace
+// pattern of objects.
+func listRemote(ctx context.Context, src string) (sourceList, error) {
+	bucket, key, err := objstore.ParseS3(src)
+	if err != nil && !strings.ContainsAny(src, "{}") {
+		return sourceList{}, fmt.Errorf("wds: %w", err)
+	}
+	if strings.ContainsAny(src, "{}") || strings.Contains(src, "::") {
+		names, perr := ExpandShards(src)
+		if perr != nil {
+			return sourceList{}, fmt.Errorf("wds: %w", perr)
+		}
+		var l sourceList
+		for _, n := range names {
+			one, err := listRemote(ctx, n)
+			if err != nil {
+				return sourceList{}, err
+			}
+			l.Shards = append(l.Shards, one.Shards...)
+			l.Bytes += one.Bytes
+		}
+		return l, nil
+	}
+	st, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{})
+	if err != nil {
+		return sourceList{}, fmt.Errorf("wds: %w", err)
+	}
+	shard := func(key string, size int64) shardSource {
+		loc := "s3://" + bucket + "/" + key
+		return shardSource{Name: loc, Path: loc, Stem: shardStem(key), Size: size, store: st, key: key}
+	}
+	if key != "" && !strings.HasSuffix(src, "/") {
+		if in, err := st.Stat(ctx, key); err == nil {
+			return sourceList{Shards: []shardSource{shard(key, in.Size)}, Bytes: in.Size}, nil
+		} else if !errors.Is(err, objstore.ErrNotExist) || errors.Is(err, objstore.ErrNoBucket) {
+			return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: err}
+		}
+	}
+	prefix := key
+	if prefix != "" {
+		prefix += "/"
+	}
+	var l sourceList
+	err = st.List(ctx, prefix, func(in objstore.Info) error {
+		name := strings.TrimPrefix(in.Name, prefix)
+		if strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
+			return nil
+		}
+		if !isShardName(name) {
+			l.Ignored = append(l.Ignored, name)
+			return nil
+		}
+		l.Shards = append(l.Shards, shard(in.Name, in.Size))
+		l.Bytes += in.Size
+		return nil
+	})
+	if err != nil {
+		return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: err}
+	}
+	if len(l.Shards) == 0 {
+		return sourceList{}, fmt.Errorf("wds: %s: %w (looked for *.tar, *.tar.gz, *.tgz, *.tar.bz2, *.tar.xz, *.tar.zst)", src, ErrNoShards)
+	}
+	return l, nil
 }
 
 // listFiles checks that every named shard is a readable file.

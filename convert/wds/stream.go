@@ -18,6 +18,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // Compression names, as plans and errors show them.
@@ -88,10 +89,11 @@ type shardStream struct {
 	src  shardSource
 	comp string
 
-	file  *os.File     // nil for standard input
-	raw   *countReader // bytes taken from the file or standard input
-	dec   io.Reader    // the uncompressed tar stream
-	close func()       // releases the decompressor
+	file   *os.File      // nil for standard input and remote shards
+	remote io.ReadCloser // a shard streamed from object storage
+	raw    *countReader  // bytes taken from the file or standard input
+	dec    io.Reader     // the uncompressed tar stream
+	close  func()        // releases the decompressor
 
 	pos *countReader // position in the uncompressed tar stream
 	tr  *tar.Reader
@@ -118,7 +120,14 @@ func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool)
 	if stdin != nil && ctx.Done() != nil {
 		in = &cancelReader{ctx: ctx, r: stdin}
 	}
-	if src.Path != "" {
+	if src.store != nil {
+		obj, err := src.store.Open(ctx, src.key)
+		if err != nil {
+			return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: err}
+		}
+		s.remote = objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{})
+		in = s.remote
+	} else if src.Path != "" {
 		f, err := srcfile.Open(src.Path)
 		if err != nil {
 			return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: pathCause(err)}
@@ -182,6 +191,9 @@ func (s *shardStream) Close() {
 func (s *shardStream) closeFile() {
 	if s.file != nil {
 		s.file.Close()
+	}
+	if s.remote != nil {
+		s.remote.Close()
 	}
 }
 

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// packRemote is pack where SRC or DST is in object storage: the files (or
+// objects) are packed through the one output path the converters use, so
+// shards are staged locally, uploaded as each is finished, and the manifest
+// and the run record go up last; a rerun after a kill resumes from the
+// shards the store holds.
+func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src, dst, staging string) (any, error) {
+	if !objstore.IsRemote(dst) && staging != "" {
+		return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
+	}
+	// The files to pack: a local directory walked as pack walks it, or
+	// every object under a prefix, in name order.
+	type item struct {
+		key, path string
+		size      int64
+	}
+	var walk func(fn func(it item) error) error
+	var srcStore objstore.Store
+	if objstore.IsRemote(src) {
+		st, err := objstore.Open(ctx, src, objstore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		srcStore = st
+		walk = func(fn func(it item) error) error {
+			return st.List(ctx, "", func(in objstore.Info) error {
+				if err := packcore.ValidateKey(in.Name); err != nil {
+					return fmt.Errorf("%s/%s: %w", src, in.Name, err)
+				}
+				return fn(item{key: in.Name, path: in.Name, size: in.Size})
+			})
+		}
+	} else {
+		walk = func(fn func(it item) error) error {
+			return walkFiles(ctx, src, func(key, p string, size int64) error { return fn(item{key, p, size}) })
+		}
+	}
+	var count, total int64
+	if err := walk(func(it item) error { count++; total += it.size; return nil }); err != nil {
+		return nil, &inputError{err: err}
+	}
+	if count == 0 {
+		return nil, usagef("pack: no files under %s", src)
+	}
+	var out *convert.Output
+	var stats packcore.Stats
+	if objstore.IsRemote(dst) {
+		dst = strings.TrimSuffix(dst, "/")
+		if objstore.IsRemote(src) {
+			a, b := strings.TrimSuffix(src, "/")+"/", dst+"/"
+			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
+				return nil, fmt.Errorf("pack: %s and %s: %w", src, dst, stage.ErrOverlap)
+			}
+		}
+		files, err := convert.Identify(ctx, []string{src})
+		if err != nil {
+			return nil, &inputError{err: err}
+		}
+		opts := map[string]string{}
+		fset.VisitAll(func(f *flag.Flag) {
+			if !notRecorded[f.Name] && f.Name != "staging" {
+				opts[f.Name] = f.Value.String()
+			}
+		})
+		rec := &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: "pack", Options: opts, Sources: files}
+		if old, err := convert.ReadRecordAt(ctx, dst); err == nil {
+			if diff := rec.Diff(old); len(diff) > 0 {
+				return nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
+					hint: "choose a new destination, or remove this one to pack again"}
+			}
+			e.infof("already done: %s holds the pack of this source; nothing was written", dst)
+			return plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
+		}
+		refBase := pf.refBase
+		if refBase == "" {
+			_, prefix, _ := objstore.ParseS3(dst)
+			refBase = path.Base("/" + prefix)
+			if prefix == "" {
+				refBase = "."
+			}
+		}
+		prog := e.newProgress("pack")
+		out, err = convert.Begin(ctx, dst, convert.OutputOptions{
+			Pack: convert.PackOptions{MaxPackBytes: int64(pf.maxPackBytes), MaxMembers: pf.maxMembers, NoManifest: pf.noManifest,
+				Record: rec, Staging: staging},
+			PackDir:  ".",
+			RefBase:  refBase,
+			Progress: prog,
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer out.Abort()
+		prog.SetTotal(count, total)
+		err = walk(func(it item) error {
+			if err := addItem(ctx, out, srcStore, it.key, it.path, it.size); err != nil {
+				return fmt.Errorf("pack: %s: %w", it.path, err)
+			}
+			prog.Add(1, it.size)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if stats, err = out.Commit(); err != nil {
+			return nil, err
+		}
+	} else {
+		// From object storage to a local directory: the local pack path
+		// with objects as the files.
+		abs, _ := filepath.Abs(dst)
+		st, err := stage.Begin(abs)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Abort()
+		opts := pf.options()
+		opts.NoLock = true
+		if opts.RefBase == "" {
+			opts.RefBase = filepath.Base(abs)
+		}
+		w, err := packcore.Create(ctx, st.Dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		defer w.Abort()
+		prog := e.newProgress("pack")
+		prog.SetTotal(count, total)
+		err = walk(func(it item) error {
+			if err := addItem(ctx, w, srcStore, it.key, it.path, it.size); err != nil {
+				return fmt.Errorf("pack: %s/%s: %w", src, it.path, err)
+			}
+			prog.Add(1, it.size)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if stats, err = w.Close(); err != nil {
+			return nil, err
+		}
+		if err := st.Commit(); err != nil {
+			return nil, err
+		}
+		dst = abs
+	}
+	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
+	return packResult{Src: src, Dst: dst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
+		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
+}
+
+// fileAdder is what addItem adds to: a run's output or a pack writer.
+type fileAdder interface {
+	convert.Packer
+	AddFile(key, path, group string) (string, error)
+}
+
+// addItem adds one file (a local path) or object (a name in src) as key.
+func addItem(ctx context.Context, w fileAdder, src objstore.Store, key, name string, size int64) error {
+	if src == nil {
+		_, err := w.AddFile(key, name, "")
+		return err
+	}
+	obj, err := src.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer obj.Close()
+	r := objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{})
+	defer r.Close()
+	_, err = w.Add(key, r, size, "")
+	return err
+}

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/internal/testtool"
+)
+
+// bpEnv runs the built binary with extra environment (the S3 server's).
+func bpEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	cmd.Env = append(cleanAWSEnv(), env...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, so.String(), se.String()}
+}
+
+// cleanAWSEnv is this process's environment without AWS settings, so a
+// developer's own profile or endpoint never reaches a test.
+func cleanAWSEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// wdsSource writes a WebDataset of shards tars with Python's tarfile:
+// samples of a random .jpg of size bytes and a .cls.
+func wdsSource(t *testing.T, dir string, shards, samples, size int) {
+	t.Helper()
+	testtool.Require(t, "python3")
+	script := `
+import io, os, sys, tarfile
+out, shards, samples, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+os.makedirs(out, exist_ok=True)
+for s in range(shards):
+    with tarfile.open(os.path.join(out, "train-%04d.tar" % s), "w", format=tarfile.GNU_FORMAT) as tf:
+        for i in range(samples):
+            for ext, data in (("jpg", os.urandom(size)), ("cls", str(i % 10).encode())):
+                ti = tarfile.TarInfo("%02d%05d.%s" % (s, i, ext))
+                ti.size = len(data)
+                tf.addfile(ti, io.BytesIO(data))
+`
+	if out, err := exec.Command("python3", "-c", script, dir, itoa(int64(shards)), itoa(int64(samples)), itoa(int64(size))).CombinedOutput(); err != nil {
+		t.Fatalf("python3 tarfile: %v\n%s", err, out)
+	}
+}
+
+// upload copies every file under dir to bucket/prefix through the S3 API.
+func upload(t *testing.T, srv *s3test.Server, dir, bucket, prefix string) {
+	t.Helper()
+	c := srv.Client()
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		_, err = c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + "/" + filepath.ToSlash(rel)), Body: bytes.NewReader(b)})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storeTree reads every object under bucket/prefix through the S3 API.
+func storeTree(t *testing.T, srv *s3test.Server, bucket, prefix string) map[string][]byte {
+	t.Helper()
+	c := srv.Client()
+	ctx := context.Background()
+	out := map[string][]byte{}
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			b.ReadFrom(g.Body)
+			g.Body.Close()
+			out[strings.TrimPrefix(*o.Key, prefix+"/")] = b.Bytes()
+		}
+	}
+	return out
+}
+
+// localTree reads every file under dir.
+func localTree(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		b, _ := os.ReadFile(p)
+		out[filepath.ToSlash(rel)] = b
+		return nil
+	})
+	return out
+}
+
+// sameOutput compares a conversion in the store with a local one: every
+// shard, the manifest and the tables byte for byte; the store holds the
+// record too (the local output has it as well).
+func sameOutput(t *testing.T, got, want map[string][]byte) {
+	t.Helper()
+	var names []string
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g, ok := got[n]
+		if !ok {
+			t.Errorf("%s: missing from the store", n)
+			continue
+		}
+		if n != ".bpconvert.json" && !bytes.Equal(g, want[n]) {
+			t.Errorf("%s: %d bytes in the store differ from the local run's %d", n, len(g), len(want[n]))
+		}
+	}
+	for n := range got {
+		if _, ok := want[n]; !ok {
+			t.Errorf("%s: in the store, not in the local run", n)
+		}
+	}
+}
+
+// pendingUploads counts the multipart uploads in progress in bucket.
+func pendingUploads(t *testing.T, srv *s3test.Server, bucket string) int {
+	t.Helper()
+	out, err := srv.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(out.Uploads)
+}
+
+// TestS3Directions converts one WebDataset local -> s3, s3 -> s3 and
+// s3 -> local, and pack local -> s3 and s3 -> local, and finds every
+// output byte-identical to the local run's; a retry is already done, a
+// different run into a committed destination is refused, and nothing stays
+// staged.
+func TestS3Directions(t *testing.T) {
+	srv := s3test.Start(t, "src-bucket", "dst-bucket")
+	env := srv.Env()
+	staging := t.TempDir()
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 3, 30, 20000)
+	upload(t, srv, src, "src-bucket", "wds")
+
+	local := filepath.Join(root, "local")
+	if r := bp(t, "convert-wds", "--yes", "--quiet", "--max-members", "16", src, local); r.code != 0 {
+		t.Fatalf("local run: %+v", r)
+	}
+	want := localTree(t, local)
+	for _, c := range []struct{ name, src, dst string }{
+		{"local to s3", src, "s3://dst-bucket/a"},
+		{"s3 to s3", "s3://src-bucket/wds", "s3://dst-bucket/b/deeper"},
+		{"s3 to local", "s3://src-bucket/wds/", filepath.Join(root, "fromstore")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := []string{"convert-wds", "--yes", "--json", "--max-members", "16", c.src, c.dst}
+			if strings.HasPrefix(c.dst, "s3://") {
+				args = append(args, "--staging", staging)
+			}
+			r := bpEnv(t, env, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if m := lastJSON(t, r); m["blobs"] != float64(180) || m["dest"] != strings.TrimSuffix(c.dst, "/") {
+				t.Fatalf("summary %v", m)
+			}
+			var got map[string][]byte
+			if strings.HasPrefix(c.dst, "s3://") {
+				_, key, _ := strings.Cut(strings.TrimPrefix(c.dst, "s3://"), "/")
+				got = storeTree(t, srv, "dst-bucket", key)
+			} else {
+				got = localTree(t, c.dst)
+			}
+			sameOutput(t, got, want)
+			// A retry of the finished run is done already.
+			r = bpEnv(t, env, args...)
+			if m := lastJSON(t, r); r.code != 0 || m["status"] != "already_done" {
+				t.Fatalf("retry: exit %d, %s", r.code, r.stdout)
+			}
+		})
+	}
+	// A different run into a committed destination: refused, exit 2.
+	r := bpEnv(t, env, "convert-wds", "--yes", "--max-members", "8", src, "s3://dst-bucket/a")
+	if r.code != 2 || !strings.Contains(r.stderr, "different run") {
+		t.Fatalf("different run into a committed destination: exit %d, %s", r.code, r.stderr)
+	}
+	if ents, _ := os.ReadDir(staging); len(ents) != 0 {
+		t.Fatalf("staging holds %d entries after the runs", len(ents))
+	}
+	if n := pendingUploads(t, srv, "dst-bucket"); n != 0 {
+		t.Fatalf("%d multipart uploads left", n)
+	}
+
+	// pack, to the store and back.
+	lp := filepath.Join(root, "lp")
+	if r := bp(t, "pack", "--quiet", "--max-members", "40", src, lp); r.code != 0 {
+		t.Fatalf("local pack: %+v", r)
+	}
+	if r := bpEnv(t, env, "pack", "--quiet", "--max-members", "40", "--staging", staging, src, "s3://dst-bucket/packs/media"); r.code != 0 {
+		t.Fatalf("pack to s3: %+v", r)
+	}
+	got := storeTree(t, srv, "dst-bucket", "packs/media")
+	delete(got, ".bpconvert.json") // the commit record of a pack in a store
+	sameOutput(t, got, localTree(t, lp))
+	back := filepath.Join(root, "back")
+	if r := bpEnv(t, env, "pack", "--quiet", "s3://src-bucket/wds", back); r.code != 0 {
+		t.Fatalf("pack from s3: %+v", r)
+	}
+	lp2 := filepath.Join(root, "lp2")
+	if r := bp(t, "pack", "--quiet", src, lp2); r.code != 0 {
+		t.Fatalf("local pack: %+v", r)
+	}
+	sameOutput(t, localTree(t, back), localTree(t, lp2))
+}
+
+// TestS3Errors: wrong credentials, a missing bucket and a missing source
+// give clear errors with the documented exit codes, never a credential.
+func TestS3Errors(t *testing.T) {
+	srv := s3test.Start(t, "bkt")
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 1, 4, 100)
+	wrong := append(srv.Env(), "AWS_ACCESS_KEY_ID=AKWRONGKEY0001", "AWS_SECRET_ACCESS_KEY=wrongSECRETwrongSECRETwrong")
+	for _, c := range []struct {
+		name  string
+		env   []string
+		args  []string
+		code  int
+		words string
+	}{
+		{"wrong credentials", wrong, []string{"convert-wds", "--yes", src, "s3://bkt/out"}, 2, "credentials were refused"},
+		{"missing bucket", srv.Env(), []string{"convert-wds", "--yes", src, "s3://no-such-bucket/out"}, 2, "bucket no-such-bucket does not exist"},
+		{"missing source", srv.Env(), []string{"convert-wds", "--yes", "s3://bkt/nothing-here", filepath.Join(root, "o")}, 2, "s3://bkt/nothing-here: no tar shards"},
+		{"bad bucket name", srv.Env(), []string{"convert-wds", "--yes", src, "s3://Bad_Name/out"}, 1, "not a valid bucket name"},
+		{"staging for a local destination", srv.Env(), []string{"convert-wds", "--yes", "--staging", root, src, filepath.Join(root, "o2")}, 2, "--staging is for destinations in object storage"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := bpEnv(t, c.env, c.args...)
+			if r.code != c.code || !strings.Contains(r.stderr, c.words) {
+				t.Fatalf("exit %d (want %d), stderr:\n%s", r.code, c.code, r.stderr)
+			}
+			for _, secret := range []string{srv.SecretKey, "wrongSECRETwrongSECRETwrong", "AKWRONGKEY0001"} {
+				if strings.Contains(r.stderr+r.stdout, secret) {
+					t.Fatalf("output carries a credential:\n%s", r.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestS3Faults: 503 SlowDown answers and connection resets are retried
+// and the output is the same as a local run's.
+func TestS3Faults(t *testing.T) {
+	srv := s3test.Start(t, "bkt")
+	proxy := s3test.NewProxy(t, srv)
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 2, 20, 30000)
+	local := filepath.Join(root, "local")
+	if r := bp(t, "convert-wds", "--yes", "--quiet", "--max-members", "8", src, local); r.code != 0 {
+		t.Fatalf("local run: %+v", r)
+	}
+	for _, c := range []struct {
+		name  string
+		fault s3test.Fault
+	}{{"slow down", s3test.SlowDown}, {"connection reset", s3test.Reset}} {
+		t.Run(c.name, func(t *testing.T) {
+			before := proxy.Faults()
+			// Every third request fails, the first 12 times.
+			proxy.SetFaults(func(n int, r *http.Request) s3test.Fault {
+				if n%3 == 0 && proxy.Faults()-before < 12 {
+					return c.fault
+				}
+				return s3test.Pass
+			})
+			defer proxy.SetFaults(nil)
+			dst := "s3://bkt/" + strings.ReplaceAll(c.name, " ", "-")
+			r := bpEnv(t, proxy.Env(srv), "convert-wds", "--yes", "--quiet", "--max-members", "8", src, dst)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if proxy.Faults()-before == 0 {
+				t.Fatal("no fault was injected")
+			}
+			sameOutput(t, storeTree(t, srv, "bkt", strings.TrimPrefix(dst, "s3://bkt/")), localTree(t, local))
+		})
+	}
+}
+
+// TestS3StoppedAndResumed: the server goes away in the middle of a run:
+// the run fails naming an object and commits nothing; once the server is
+// back, a rerun resumes from the shards the store holds and ends
+// byte-identical to a run never interrupted. The same for SIGKILL, and
+// SIGTERM exits 143 leaving no upload in progress.
+func TestS3StoppedAndResumed(t *testing.T) {
+	srv := s3test.Start(t, "bkt")
+	proxy := s3test.NewProxy(t, srv)
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 4, 40, 50000)
+	local := filepath.Join(root, "local")
+	if r := bp(t, "convert-wds", "--yes", "--quiet", "--max-members", "10", src, local); r.code != 0 {
+		t.Fatalf("local run: %+v", r)
+	}
+	want := localTree(t, local)
+	env := append(proxy.Env(srv), "AWS_MAX_ATTEMPTS=2")
+	args := func(dst string) []string {
+		return []string{"convert-wds", "--yes", "--max-members", "10", "--staging", filepath.Join(root, "staging"), src, dst}
+	}
+	// shardsIn counts the shards the server holds under prefix.
+	shardsIn := func(prefix string) int {
+		m, _ := filepath.Glob(srv.Path("bkt", prefix+"/media/pack-*.zip"))
+		return len(m)
+	}
+	start := func(dst string) *exec.Cmd {
+		cmd := exec.Command(binPath, args(dst)...)
+		cmd.Env = append(cleanAWSEnv(), env...)
+		var se bytes.Buffer
+		cmd.Stderr = &se
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	waitShards := func(cmd *exec.Cmd, prefix string, n int) {
+		deadline := time.Now().Add(60 * time.Second)
+		for shardsIn(prefix) < n {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("fewer than %d shards uploaded within 60 s", n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		stop func(cmd *exec.Cmd) // ends the run in the middle
+		code int
+	}{
+		{"server stopped", func(cmd *exec.Cmd) { srv.Stop() }, 1},
+		{"SIGKILL", func(cmd *exec.Cmd) { cmd.Process.Kill() }, -1},
+		{"SIGTERM", func(cmd *exec.Cmd) { cmd.Process.Signal(syscall.SIGTERM) }, 143},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prefix := strings.ReplaceAll(c.name, " ", "-")
+			dst := "s3://bkt/" + prefix
+			proxy.SetDelay(40 * time.Millisecond) // slow enough to stop in the middle
+			cmd := start(dst)
+			waitShards(cmd, prefix, 2)
+			c.stop(cmd)
+			err := cmd.Wait()
+			code := cmd.ProcessState.ExitCode()
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				code = -1
+			}
+			se := cmd.Stderr.(*bytes.Buffer).String()
+			if code != c.code {
+				t.Fatalf("exit %d (%v), want %d:\n%s", code, err, c.code, se)
+			}
+			if c.name == "server stopped" && !strings.Contains(se, "s3://bkt/"+prefix+"/") {
+				t.Fatalf("the error names no object:\n%s", se)
+			}
+			if exists(srv.Path("bkt", prefix+"/.bpconvert.json")) {
+				t.Fatal("an interrupted run committed its record")
+			}
+			if shardsIn(prefix) == len(filterShards(want)) {
+				t.Fatalf("every shard was uploaded before the run was stopped; the test proves nothing")
+			}
+			if c.name == "server stopped" {
+				srv.Restart()
+			}
+			proxy.SetDelay(0)
+			if c.name == "SIGTERM" {
+				if n := pendingUploads(t, srv, "bkt"); n != 0 {
+					t.Fatalf("%d multipart uploads left after SIGTERM", n)
+				}
+			}
+			r := bpEnv(t, env, args(dst)...)
+			if r.code != 0 {
+				t.Fatalf("rerun: exit %d: %s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "resuming an interrupted run") {
+				t.Fatalf("the rerun did not resume:\n%s", r.stderr)
+			}
+			sameOutput(t, storeTree(t, srv, "bkt", prefix), want)
+		})
+	}
+}
+
+// filterShards returns the shard names of a local output.
+func filterShards(tree map[string][]byte) []string {
+	var out []string
+	for n := range tree {
+		if strings.HasPrefix(n, "media/pack-") && strings.HasSuffix(n, ".zip") {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,408 @@
+package convert
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// PendingName is the object a run into object storage puts first, holding
+// its record: it says whose shards the destination holds until the run
+// commits (RecordName, put last and only if absent) and then is removed.
+const PendingName = ".bpconvert-pending.json"
+
+// UploadsInFlight bounds the shards a run into object storage uploads at
+// once; the writer waits for a free slot before it hands over the next.
+const UploadsInFlight = 2
+
+// StagedShards is the most shards of --max-pack-bytes that a run into
+// object storage keeps on local disk at once: the one being written, the
+// one being synced, the one being hashed and checked, and the uploads in
+// flight.
+const StagedShards = 3 + UploadsInFlight
+
+// remote is the object-storage side of an Output: the destination store,
+// the uploads of finished shards, and the commit.
+type remote struct {
+	store   objstore.Store
+	ctx     context.Context
+	media   string // local staging pack directory
+	packDir string // the pack directory in the store, "" for its root
+
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	err  error
+	sent int64 // shards uploaded by this run
+}
+
+// StagingDir returns the local directory that stages a run into dst, an
+// object-storage location: one directory per destination under root (the
+// system's temporary directory when root is ""), so a rerun on the same
+// machine finds the work a killed run staged.
+func StagingDir(root, dst string) string {
+	if root == "" {
+		root = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(dst))
+	return filepath.Join(root, "bpconvert-"+hex.EncodeToString(sum[:8]))
+}
+
+// CheckDest returns an error unless dst can take a new run's output: a
+// local directory that is absent or empty (stage.CheckDest), or an s3://
+// location that holds nothing, or only the shards of an interrupted run
+// (which Begin resumes or, with a different record, refuses).
+func CheckDest(ctx context.Context, dst string) error {
+	if !objstore.IsRemote(dst) {
+		return stage.CheckDest(dst)
+	}
+	st, err := objstore.Open(ctx, dst, objstore.Options{})
+	if err != nil {
+		return err
+	}
+	rs, err := readRemoteState(ctx, st, MediaDir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case rs.committed != nil:
+		return fmt.Errorf("%s: %w and holds a committed conversion", dst, stage.ErrExists)
+	case rs.pending == nil && (rs.others > 0 || len(rs.shards) > 0):
+		return fmt.Errorf("%s: %w and is not empty", dst, stage.ErrExists)
+	}
+	return nil
+}
+
+// ReadRecordAt reads the record committed at dst, a local directory or an
+// s3:// location; a missing one gives an error matching fs.ErrNotExist.
+func ReadRecordAt(ctx context.Context, dst string) (*Record, error) {
+	if !objstore.IsRemote(dst) {
+		return ReadRecord(dst)
+	}
+	st, err := objstore.Open(ctx, dst, objstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	b, err := objstore.ReadAll(ctx, st, RecordName, 1<<24)
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", dst, RecordName, err)
+	}
+	return &r, nil
+}
+
+// remoteState is what a destination in object storage holds.
+type remoteState struct {
+	committed []byte // its RecordName, or nil
+	pending   []byte // its PendingName, or nil
+	others    int    // objects that are neither
+	shards    []objstore.Info
+}
+
+func readRemoteState(ctx context.Context, st objstore.Store, packDir string) (remoteState, error) {
+	var rs remoteState
+	pfx := ""
+	if packDir != "." {
+		pfx = packDir + "/"
+	}
+	err := st.List(ctx, "", func(in objstore.Info) error {
+		switch {
+		case in.Name == RecordName:
+			b, err := objstore.ReadAll(ctx, st, in.Name, 1<<24)
+			if err != nil {
+				return err
+			}
+			rs.committed = b
+		case in.Name == PendingName:
+			b, err := objstore.ReadAll(ctx, st, in.Name, 1<<24)
+			if err != nil {
+				return err
+			}
+			rs.pending = b
+		case strings.HasPrefix(in.Name, pfx) && strings.HasSuffix(in.Name, ".zip") && !strings.Contains(in.Name[len(pfx):], "/"):
+			rs.shards = append(rs.shards, in)
+		default:
+			rs.others++
+		}
+		return nil
+	})
+	return rs, err
+}
+
+// beginRemote is Begin for a destination in object storage: the output is
+// staged on local disk (StagingDir), each finished shard is uploaded while
+// the next is written and then removed from the staging directory, and
+// Commit puts the tables, the manifest and, last and only if absent, the
+// record. A run that finds an interrupted run's shards in the store (its
+// pending record equal to this run's) resumes from them.
+func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
+	if !o.Pack.Part.Whole() {
+		return nil, &UsageError{Err: fmt.Errorf("%s: --part into object storage is not supported yet", dst),
+			Hint: "convert the parts into a local directory, or convert the whole dataset in one run"}
+	}
+	st, err := objstore.Open(ctx, dst, objstore.Options{Stats: o.Stats})
+	if err != nil {
+		return nil, err
+	}
+	var rec []byte
+	if o.Pack.Record != nil {
+		rec = o.Pack.Record.Encode()
+	}
+	rs, err := readRemoteState(ctx, st, o.packDir())
+	if err != nil {
+		return nil, err
+	}
+	resume := false
+	switch {
+	case rs.committed != nil:
+		return nil, fmt.Errorf("%s: %w and holds a committed conversion", dst, stage.ErrExists)
+	case rs.pending == nil && (rs.others > 0 || len(rs.shards) > 0):
+		return nil, fmt.Errorf("%s: %w and is not empty", dst, stage.ErrExists)
+	case rs.pending != nil && (o.Pack.Restart || rec == nil):
+		if err := clearRemote(ctx, st); err != nil {
+			return nil, err
+		}
+		rs = remoteState{}
+	case rs.pending != nil && !bytes.Equal(rs.pending, rec):
+		return nil, &UsageError{Err: fmt.Errorf("%s: %w: it holds the shards of an interrupted run of another conversion", dst, ErrDifferentRun),
+			Hint: "rerun with --restart to discard them, or choose another destination"}
+	case rs.pending != nil:
+		resume = true
+	}
+	if s3, ok := st.(interface {
+		AbortUploads(context.Context, string) (int, error)
+	}); ok {
+		// Uploads a killed run left unfinished hold storage until aborted.
+		if _, err := s3.AbortUploads(ctx, ""); err != nil {
+			return nil, err
+		}
+	}
+	if rs.pending == nil {
+		marker := rec
+		if marker == nil {
+			marker = []byte("{}\n")
+		}
+		if err := st.Put(ctx, PendingName, bytes.NewReader(marker), int64(len(marker)), objstore.PutOptions{IfAbsent: true}); err != nil {
+			if errors.Is(err, objstore.ErrExists) {
+				return nil, fmt.Errorf("%s: %w", dst, stage.ErrBusy)
+			}
+			return nil, err
+		}
+	}
+	local := StagingDir(o.Pack.Staging, dst)
+	sg, err := stage.BeginWith(local, stage.Options{Record: rec, Resume: rec != nil && !o.Pack.Restart})
+	if err != nil {
+		return nil, err
+	}
+	r := &remote{store: st, ctx: ctx, media: filepath.Join(sg.Dir, filepath.FromSlash(o.packDir())), sem: make(chan struct{}, UploadsInFlight)}
+	if o.packDir() != "." {
+		r.packDir = o.packDir()
+	}
+	if sg.Resumed {
+		if err := clearForResume(sg.Dir, o.packDir()); err != nil {
+			sg.Abort()
+			return nil, err
+		}
+	}
+	var stored []packcore.StoredShard
+	if resume {
+		if stored, err = r.storedShards(rs.shards); err != nil {
+			sg.Abort()
+			return nil, err
+		}
+	}
+	out, err := beginWriter(ctx, dst, sg, o, resume || sg.Resumed, stored, r.publish)
+	if err != nil {
+		sg.Abort()
+		return nil, err
+	}
+	out.remote = r
+	// Shards a killed run completed here but did not upload go up now.
+	for _, s := range out.Pack.Completed() {
+		if _, err := os.Stat(filepath.Join(r.media, s.Name)); err == nil {
+			if err := r.publish(s); err != nil {
+				out.Abort()
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// clearRemote removes every object under an interrupted run's destination.
+func clearRemote(ctx context.Context, st objstore.Store) error {
+	var names []string
+	if err := st.List(ctx, "", func(in objstore.Info) error {
+		names = append(names, in.Name)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == PendingName {
+			continue // last, so a failure here leaves the run recognisable
+		}
+		if err := st.Delete(ctx, n); err != nil {
+			return err
+		}
+	}
+	return st.Delete(ctx, PendingName)
+}
+
+// storedShards reads the central directory of each shard an interrupted
+// run uploaded. A shard that a local staging directory also holds (it was
+// uploaded just before the kill) is removed locally: the store's copy is
+// complete, since a put is whole or nothing.
+func (r *remote) storedShards(infos []objstore.Info) ([]packcore.StoredShard, error) {
+	var out []packcore.StoredShard
+	for _, in := range infos {
+		name := path.Base(in.Name)
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		full, err := r.store.Stat(r.ctx, in.Name)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := r.store.Open(r.ctx, in.Name)
+		if err != nil {
+			return nil, err
+		}
+		dir, err := packcore.ReadDirectory(obj, obj.Size())
+		obj.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s: resuming: %w", r.store.Location(), in.Name, err)
+		}
+		if err := os.Remove(filepath.Join(r.media, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		out = append(out, packcore.StoredShard{Info: packcore.ShardInfo{Name: name, Bytes: full.Size, SHA256: full.SHA256}, Dir: dir})
+	}
+	return out, nil
+}
+
+// publish uploads a finished shard in the background, at most
+// UploadsInFlight at once, and removes its staged file once the store holds
+// it whole.
+func (r *remote) publish(s packcore.ShardInfo) error {
+	if err := r.failed(); err != nil {
+		return err
+	}
+	select {
+	case r.sem <- struct{}{}:
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() { <-r.sem }()
+		if err := r.upload(s); err != nil {
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = err
+			}
+			r.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+func (r *remote) upload(s packcore.ShardInfo) error {
+	path := filepath.Join(r.media, s.Name)
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := r.store.Put(r.ctx, objstore.Join(r.packDir, s.Name), f, s.Bytes, objstore.PutOptions{SHA256: s.SHA256}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.sent++
+	r.mu.Unlock()
+	return os.Remove(path)
+}
+
+func (r *remote) failed() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// wait waits for the uploads in flight and returns the first failure.
+func (r *remote) wait() error {
+	r.wg.Wait()
+	return r.failed()
+}
+
+// commit uploads everything staged but the shards (tables, manifest, any
+// other file), then the record, only if no other run committed first, and
+// removes the pending record.
+func (r *remote) commit(stageDir string, rec []byte) error {
+	if err := r.wait(); err != nil {
+		return err
+	}
+	var files []string
+	err := filepath.WalkDir(stageDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(stageDir, p)
+		rel = filepath.ToSlash(rel)
+		if rel == RecordName || (path.Dir(rel) == cmp.Or(r.packDir, ".") && strings.HasSuffix(rel, ".zip")) {
+			return nil
+		}
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, rel := range files {
+		if err := r.putFile(rel, filepath.Join(stageDir, filepath.FromSlash(rel))); err != nil {
+			return err
+		}
+	}
+	if rec == nil {
+		rec = []byte("{}\n")
+	}
+	if err := r.store.Put(r.ctx, RecordName, bytes.NewReader(rec), int64(len(rec)), objstore.PutOptions{IfAbsent: true}); err != nil {
+		if errors.Is(err, objstore.ErrExists) {
+			return fmt.Errorf("%s: another run committed this destination first: %w", r.store.Location(), stage.ErrExists)
+		}
+		return err
+	}
+	return r.store.Delete(r.ctx, PendingName)
+}
+
+func (r *remote) putFile(rel, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return r.store.Put(r.ctx, rel, f, st.Size(), objstore.PutOptions{})
+}
