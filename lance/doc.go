@@ -28,7 +28,9 @@
 // by Dataset.PlanRewrite) writes a new one-version dataset from an opened
 // one, keeping its fragments, physical rows, deletion files, schema, table
 // configuration and the indices whose columns are kept. Kept columns of 2.0,
-// 2.1 and 2.2 data files are page-copied, not re-encoded; fragments of
+// 2.1 and 2.2 data files are page-copied, not re-encoded, each at its own
+// file version (Lance 14 mixes versions in one dataset, even in one
+// fragment: a fragment gets one new data file per version); fragments of
 // legacy (0.1) files are decoded and transcoded into file version 2.0
 // (primitive, boolean, binary and string types, fixed-size lists of
 // fixed-width items, lists and structs, one page per column); chosen top-level
@@ -37,7 +39,7 @@
 // blob columns that are not replaced (their payloads live at absolute file
 // offsets or in sidecar files that page copies do not carry), legacy
 // columns of other types (dictionaries, packed structs), fragments mixing
-// legacy and 2.x files, file version 2.3, fragments mixing file versions, data files
+// legacy and 2.x files, file version 2.3, data files
 // with global buffers, external row id or version sequences and overlays.
 // Indices on replaced columns are dropped, with a hint how to rebuild them.
 // WriteSharedBlobDataset, for tests only, writes blob v2 descriptors with

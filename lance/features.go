@@ -25,7 +25,7 @@ const (
 	flagSemanticTypes       = 1 << 11
 	flagManagedBlobs        = 1 << 14
 	flagNonReusableFieldIDs = 1 << 15
-	knownReaderFlags        = flagDeletionFiles | flagStableRowIDs | flagUseV2Format | flagTableConfig | flagMultiBasePaths | flagNoTxnFile
+	knownReaderFlags        = flagDeletionFiles | flagStableRowIDs | flagUseV2Format | flagTableConfig | flagMultiBasePaths | flagNoTxnFile | flagMixedFileVersions
 	pairedFlags             = flagMixedFileVersions
 	manifestFooterBytes     = 16
 )
@@ -54,8 +54,6 @@ var refusedFeatures = map[uint64]readerFeature{
 		"Lance 14.0.2 refuses it as well"},
 	1 << 13: {"a reserved table feature (fragment trees or independently declared covering fields)",
 		"Lance 14.0.2 refuses it as well"},
-	flagMixedFileVersions: {"data files of different file versions in one dataset",
-		"written by Lance 14 when data is appended with a newer data_storage_version"},
 	flagManagedBlobs: {"managed blobs (blob v2 payloads in _blobs/ objects)",
 		"written by Lance 14 for a table whose schema metadata sets lance.blob.managed=true"},
 	flagNonReusableFieldIDs: {"non-reusable field ids",

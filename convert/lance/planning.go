@@ -2,6 +2,7 @@ package lance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -80,8 +81,21 @@ func (j *Job) plan() plan.Plan {
 	if !j.opts.NoManifest {
 		p.Layout = append(p.Layout, plan.Output{Path: convert.MediaDir + "/" + packcore.ManifestName, Description: "size and SHA-256 of every pack shard"})
 	}
+	var fileVersions []string
+	for _, f := range j.rw.Fragments {
+		for _, v := range strings.Split(f.FileVersion, ", ") {
+			if !slices.Contains(fileVersions, v) {
+				fileVersions = append(fileVersions, v)
+			}
+		}
+	}
+	asWhat := "Lance " + j.rw.DataVersion
+	if len(fileVersions) > 1 {
+		slices.Sort(fileVersions)
+		asWhat += " with data files of file versions " + strings.Join(fileVersions, ", ") + " (each kept at its own version)"
+	}
 	p.Layout = append(p.Layout, plan.Output{Path: TableDir,
-		Description: fmt.Sprintf("the dataset as Lance %s, one version, same fragments, row addresses and deletions", j.rw.DataVersion)})
+		Description: fmt.Sprintf("the dataset as %s, one version, same fragments, row addresses and deletions", asWhat)})
 	p.Notes = append(p.Notes, "References are zip://KEY::"+convert.MediaDir+"/pack-NNNN.zip, relative to the output directory; "+
 		"the schema metadata key \""+MetaKey+"\" records what was extracted. Lance readers read "+TableDir+" as is; "+
 		"payload bytes are read by resolving the references (bpconvert, or any zip reader).")

@@ -214,7 +214,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		},
 	})
 	if res != nil {
-		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(res.DataFiles))})
+		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(res.Plan.Fragments))})
 		for _, ix := range res.Plan.Indices {
 			if !ix.Carried {
 				sum.Warnings = append(sum.Warnings, fmt.Sprintf("index %q dropped: %s; %s", ix.Name, ix.Reason, ix.Hint))
