@@ -8,8 +8,9 @@
 // Dataset.Scan reads the requested columns fragment by fragment, one page
 // per column at a time, and drops the rows named by deletion files (Arrow
 // IPC and roaring bitmaps); Dataset.Blobs yields, per row of a blob column
-// (blob v1 and v2), a handle that reads the payload on demand and tells
-// where it is stored, so shared blobs can be recognised;
+// (blob v1 and v2: inline, packed, dedicated, external and managed), a
+// handle that reads the payload on demand and tells where it is stored, so
+// shared blobs can be recognised;
 // for inspectors, Describe gathers what lance-inspect shows (versions,
 // fragments, schema, how every stored column is encoded, the first rows),
 // built on Dataset.ColumnEncodings (how each column of a fragment is stored:

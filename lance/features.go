@@ -25,7 +25,7 @@ const (
 	flagSemanticTypes       = 1 << 11
 	flagManagedBlobs        = 1 << 14
 	flagNonReusableFieldIDs = 1 << 15
-	knownReaderFlags        = flagDeletionFiles | flagStableRowIDs | flagUseV2Format | flagTableConfig | flagMultiBasePaths | flagNoTxnFile | flagMixedFileVersions
+	knownReaderFlags        = flagDeletionFiles | flagStableRowIDs | flagUseV2Format | flagTableConfig | flagMultiBasePaths | flagNoTxnFile | flagMixedFileVersions | flagManagedBlobs
 	pairedFlags             = flagMixedFileVersions
 	manifestFooterBytes     = 16
 )
@@ -54,8 +54,6 @@ var refusedFeatures = map[uint64]readerFeature{
 		"Lance 14.0.2 refuses it as well"},
 	1 << 13: {"a reserved table feature (fragment trees or independently declared covering fields)",
 		"Lance 14.0.2 refuses it as well"},
-	flagManagedBlobs: {"managed blobs (blob v2 payloads in _blobs/ objects)",
-		"written by Lance 14 for a table whose schema metadata sets lance.blob.managed=true"},
 	flagNonReusableFieldIDs: {"non-reusable field ids",
 		"a Lance 14 feature this reader does not know"},
 }

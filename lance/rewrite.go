@@ -607,7 +607,14 @@ func (rw *rewriter) buildSchema(extra map[string]string) error {
 	rw.top = map[int32]int32{}
 	rw.replacedIDs = map[int32]*Replacement{}
 	rw.schemaMeta = map[string][]byte{}
+	keptBlob := false
+	for _, f := range rw.d.schema.Fields {
+		keptBlob = keptBlob || (f.IsBlob() && rw.byName[f.Name] == nil)
+	}
 	for k, v := range rw.d.manifest.SchemaMetadata {
+		if k == managedBlobsKey && !keptBlob {
+			continue // the output stores no blob, managed or not
+		}
 		rw.schemaMeta[k] = v
 	}
 	for k, v := range extra {
@@ -985,6 +992,10 @@ func rewriteIndexMeta(raw []byte) []byte {
 	})
 	return out
 }
+
+// managedBlobsKey is the schema metadata key with which Lance 14 asks for
+// managed blob storage.
+const managedBlobsKey = "lance.blob.managed"
 
 // Writer identity recorded in manifests.
 const (

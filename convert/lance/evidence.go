@@ -43,7 +43,7 @@ type shareEntry struct {
 // columnEvidence is what one pass over a candidate column found.
 type columnEvidence struct {
 	ev       plan.Evidence
-	kinds    [4]int64 // non-null blob values per storage kind
+	kinds    [5]int64 // non-null blob values per storage kind
 	members  int64    // members a conversion writes
 	bytes    int64    // their bytes
 	kept     int64    // external values kept as URIs
@@ -94,7 +94,7 @@ func (j *Job) evidence(ctx context.Context, c *candidate) (*columnEvidence, erro
 			continue
 		}
 		if cl.blob != nil {
-			ce.kinds[cl.blob.Kind&3]++
+			ce.kinds[min(int(cl.blob.Kind), len(ce.kinds)-1)]++
 			if cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
 				ce.kept++
 				continue
