@@ -125,6 +125,9 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 				continue
 			}
 			if cl.blob != nil && cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
+				if cl.blob.Ranged {
+					return plan.Summary{}, j.keepRangedErr(c, cl, row)
+				}
 				if _, err := cols[i].set(cl.frag, cl.phys, cl.blob.URI); err != nil {
 					return plan.Summary{}, j.rowErr(c, cl, row, err)
 				}
