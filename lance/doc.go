@@ -28,7 +28,9 @@
 // It also writes, narrowly: Dataset.Rewrite (planned without touching disk
 // by Dataset.PlanRewrite) writes a new one-version dataset from an opened
 // one, keeping its fragments, physical rows, deletion files, schema, table
-// configuration and the indices whose columns are kept. Kept columns of 2.0,
+// configuration, the indices whose columns are kept and the tags that
+// name the opened version (naming version 1; RewritePlan.Tags lists the
+// others, which are dropped). Kept columns of 2.0,
 // 2.1 and 2.2 data files are page-copied, not re-encoded, each at its own
 // file version (Lance 14 mixes versions in one dataset, even in one
 // fragment: a fragment gets one new data file per version); fragments of

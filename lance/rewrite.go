@@ -63,6 +63,9 @@ type RewritePlan struct {
 	Replace     []string       // replaced columns
 	Fragments   []FragmentPlan // one per fragment, in order
 	Indices     []IndexPlan    // every index of the source version
+	// Tags are the source's tags: those naming the opened version are kept
+	// (naming version 1), the others dropped.
+	Tags []TagPlan
 	// DroppedBlobFiles lists the sidecar blob files (data/<file>/*.blob,
 	// relative to the dataset directory) that are not carried over.
 	DroppedBlobFiles []string
@@ -423,6 +426,11 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 		}
 		plan.Indices = append(plan.Indices, ip)
 	}
+	tags, err := d.Tags()
+	if err != nil {
+		return nil, err
+	}
+	plan.Tags = planTags(tags, d.manifest.Version)
 	return plan, nil
 }
 
@@ -511,7 +519,7 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 			return nil, fmt.Errorf("lance: %s: destination: %w", d.dir, err)
 		}
 	}
-	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, versions: map[string]bool{}, seed: opts.Seed, time: opts.Time}
+	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, versions: map[string]bool{}, tags: plan.Tags, seed: opts.Seed, time: opts.Time}
 	for name, h := range opts.blobDescriptors {
 		f := d.schema.Field(name)
 		if f == nil || f.BlobVersion() != 2 {
@@ -596,6 +604,7 @@ type rewriter struct {
 	schemaMeta  map[string][]byte
 	hooks       map[int32]blobDescriptorHook // test hook, by top-level field id
 	versions    map[string]bool              // file versions of the new data files
+	tags        []TagPlan                    // RewritePlan.Tags
 	seed        []byte                       // RewriteOptions.Seed
 	time        time.Time                    // RewriteOptions.Time
 }
@@ -1094,7 +1103,10 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	file = binary.LittleEndian.AppendUint16(file, 2)
 	file = append(file, "LANC"...)
 	name := fmt.Sprintf("%020d.manifest", ^uint64(0)-1)
-	return writeFileSync(filepath.Join(rw.dst, "_versions", name), file)
+	if err := writeFileSync(filepath.Join(rw.dst, "_versions", name), file); err != nil {
+		return err
+	}
+	return rw.writeTags(len(file))
 }
 
 // writeFileSync creates path with data and syncs it.
