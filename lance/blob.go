@@ -3,8 +3,10 @@ package lance
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"net/url"
 	"os"
@@ -26,6 +28,7 @@ const (
 	BlobPacked    BlobKind = 1 // a slice of a shared sidecar file data/<file>/<id>.blob
 	BlobDedicated BlobKind = 2 // a whole sidecar file data/<file>/<id>.blob
 	BlobExternal  BlobKind = 3 // a file outside the dataset, named by URI
+	BlobManaged   BlobKind = 4 // a range of a Lance-owned object (_blobs/<uuid>.blob) under a base path
 )
 
 // String names the kind.
@@ -39,6 +42,8 @@ func (k BlobKind) String() string {
 		return "dedicated"
 	case BlobExternal:
 		return "external"
+	case BlobManaged:
+		return "managed"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -63,8 +68,12 @@ type Blob struct {
 	// absent.
 	RefID    uint32
 	Location BlobLocation
-	// URI is the external URI of a BlobExternal value, as stored.
+	// URI is the external URI of a BlobExternal value, or the object path
+	// (relative to its base) of a BlobManaged value, as stored.
 	URI string
+	// Ranged is true for a BlobExternal value that is a slice of its
+	// object (a stored size other than 0), not the whole object.
+	Ranged bool
 
 	files *blobFiles
 }
@@ -220,7 +229,7 @@ func (d *Dataset) fragmentBlobRows(frag *Fragment, f *Field, files *blobFiles, d
 		}
 		var blobs []Blob
 		if err == nil {
-			blobs, err = decodeBlobPage(p, bufs, file, df, d, f.BlobVersion())
+			blobs, err = decodeBlobPage(p, bufs, file, df, d, f.BlobVersion(), row)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: page %d: %s: %w", loc, pi, pageEncodingName(p), err)
@@ -241,7 +250,8 @@ func (d *Dataset) fragmentBlobRows(frag *Fragment, f *Field, files *blobFiles, d
 }
 
 // decodeBlobPage decodes the blob descriptors of one page.
-func decodeBlobPage(p *pageInfo, bufs decode.PageBuffers, file *dataFile, df *DataFile, d *Dataset, version int) ([]Blob, error) {
+// firstRow is the fragment row of the page's first row, for errors.
+func decodeBlobPage(p *pageInfo, bufs decode.PageBuffers, file *dataFile, df *DataFile, d *Dataset, version int, firstRow uint64) ([]Blob, error) {
 	n := int(p.length)
 	inline := func(pos, size uint64) (Blob, error) {
 		if pos > uint64(file.meta.size) || size > uint64(file.meta.size)-pos {
@@ -321,7 +331,7 @@ func decodeBlobPage(p *pageInfo, bufs decode.PageBuffers, file *dataFile, df *Da
 		}
 		b, err := d.resolveBlobV2(ds, file, df, inline)
 		if err != nil {
-			return nil, fmt.Errorf("row %d: %w", i, err)
+			return nil, fmt.Errorf("row %d: %w", firstRow+uint64(i), err)
 		}
 		out[i] = b
 	}
@@ -500,7 +510,12 @@ func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, in
 			}
 			size = st.Size() - int64(ds.position)
 		}
-		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
+		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Ranged: ds.size != 0, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
+	case BlobManaged:
+		var err error
+		if b, err = d.managedBlob(ds); err != nil {
+			return Blob{}, err
+		}
 	default:
 		return Blob{}, fmt.Errorf("blob kind %d is not supported", ds.kind)
 	}
@@ -509,6 +524,76 @@ func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, in
 	}
 	b.RefID = ds.refID
 	return b, nil
+}
+
+// managedBlob resolves a managed (kind 4) descriptor: blob_id is the id of
+// a manifest base path (any value, 0 included) and blob_uri the object's
+// canonical path under it, with no prefix added; [position, position+size)
+// is the exact range, size 0 an empty blob. Lance 14.0.2 writes id 0
+// without a binding for the dataset root, which is read as such.
+func (d *Dataset) managedBlob(ds *blobV2Desc) (Blob, error) {
+	if err := checkManagedPath(ds.uri); err != nil {
+		return Blob{}, fmt.Errorf("%w: managed blob path %q: %v", errCorrupt, ds.uri, err)
+	}
+	if ds.position > math.MaxInt64 || ds.size > math.MaxInt64-ds.position {
+		return Blob{}, fmt.Errorf("%w: managed blob %q: range %d+%d overflows", errCorrupt, ds.uri, ds.position, ds.size)
+	}
+	base, bound := "", false
+	for _, bp := range d.manifest.BasePaths {
+		if bp.ID == ds.blobID {
+			base, bound = bp.Path, true
+		}
+	}
+	switch {
+	case !bound && ds.blobID == 0:
+		base = d.dir
+	case !bound:
+		return Blob{}, fmt.Errorf("%w: managed blob %q names base path %d, which the manifest does not bind", errCorrupt, ds.uri, ds.blobID)
+	}
+	p := filepath.Join(localBase(base), filepath.FromSlash(ds.uri))
+	b := Blob{Kind: BlobManaged, Size: int64(ds.size), URI: ds.uri, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: int64(ds.size)}}
+	if ds.size == 0 {
+		return b, nil
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return Blob{}, fmt.Errorf("managed blob %s: %w", p, err)
+	}
+	if end := ds.position + ds.size; uint64(st.Size()) < end {
+		return Blob{}, fmt.Errorf("%w: managed blob %s: range [%d, %d) past the object's %d bytes", errCorrupt, p, ds.position, end, st.Size())
+	}
+	return b, nil
+}
+
+// checkManagedPath checks a managed blob's path against the format's
+// rules: non-empty and relative, no scheme, backslash, empty, "." or ".."
+// component.
+func checkManagedPath(p string) error {
+	switch {
+	case p == "":
+		return errors.New("empty")
+	case strings.Contains(p, "://"):
+		return errors.New("has a URI scheme")
+	case strings.Contains(p, "\\"):
+		return errors.New("has a backslash")
+	case strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/"):
+		return errors.New("starts or ends with a slash")
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == "" || c == "." || c == ".." {
+			return fmt.Errorf("has a component %q", c)
+		}
+	}
+	return nil
+}
+
+// localBase turns a base path (a directory or a file:// URI) into a
+// directory.
+func localBase(base string) string {
+	if u, err := url.Parse(base); err == nil && u.Scheme == "file" {
+		return u.Path
+	}
+	return base
 }
 
 // externalBlobPath resolves an external blob URI: blobID 0 means an absolute

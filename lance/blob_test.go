@@ -287,3 +287,25 @@ func TestExternalBlobPath(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckManagedPath(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{"_blobs/0a0b.blob", true},
+		{"data/x/10000000000000000000000000000000.blob", true},
+		{"", false},
+		{"s3://bucket/_blobs/a.blob", false},
+		{`_blobs\a.blob`, false},
+		{"/_blobs/a.blob", false},
+		{"_blobs/", false},
+		{"_blobs//a.blob", false},
+		{"_blobs/./a.blob", false},
+		{"../a.blob", false},
+	} {
+		if err := checkManagedPath(tc.path); (err == nil) != tc.ok {
+			t.Errorf("checkManagedPath(%q) = %v, want ok=%v", tc.path, err, tc.ok)
+		}
+	}
+}

@@ -67,8 +67,11 @@ func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, err)
 	}
-	if err := m.checkFeatures(); err != nil {
+	if err := m.checkPaired(); err != nil {
 		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, err)
+	}
+	if bad := m.unsupportedFlags(); bad != 0 {
+		return nil, &UnsupportedFeaturesError{Dir: dir, Version: v, Flags: bad, Features: describeFeatures(bad), Readable: newestReadable(dir, versions, names, v)}
 	}
 	sc, err := newSchema(m.Fields, m.SchemaMetadata)
 	if err != nil {
@@ -79,6 +82,28 @@ func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
 		alloc = memory.DefaultAllocator
 	}
 	return &Dataset{dir: dir, versions: versions, manifest: m, schema: sc, alloc: alloc}, nil
+}
+
+// newestReadable returns the newest version before v whose manifest sets
+// no reader feature flag this package refuses, 0 when there is none. It
+// reads at most 1000 manifests.
+func newestReadable(dir string, versions []uint64, names map[uint64]string, v uint64) uint64 {
+	tried := 0
+	for i := len(versions) - 1; i >= 0 && tried < 1000; i-- {
+		if versions[i] >= v {
+			continue
+		}
+		tried++
+		b, err := readSource(filepath.Join(dir, "_versions", names[versions[i]]))
+		if err != nil {
+			continue
+		}
+		m, err := parseManifestFile(b)
+		if err == nil && m.checkPaired() == nil && m.unsupportedFlags() == 0 {
+			return versions[i]
+		}
+	}
+	return 0
 }
 
 // listVersions lists the committed versions under dir/_versions and the

@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -160,12 +161,18 @@ func TestFeatureFlags(t *testing.T) {
 	for _, tc := range []struct {
 		flags uint64
 		ok    bool
+		words string // what the refusal names
 	}{
-		{0, true},
-		{1 | 2 | 4 | 8 | 16 | 32, true},
-		{64, false},
-		{2048, false},
-		{1 << 40, false},
+		{0, true, ""},
+		{1 | 2 | 4 | 8 | 16 | 32, true, ""},
+		{64, false, "data overlay files"},
+		{128, false, "indices with covering columns"},
+		{1 << 11, false, "semantic column types"},
+		{1 << 11, false, "data_storage_version=\"2.2\""},
+		{1 << 15, false, "non-reusable field ids"},
+		{1 << 40, false, "reader feature bit 40, unknown to this reader"},
+		{1<<40 | 1<<41 | 64, false, "data overlay files"},
+		{1<<40 | 1<<41, false, "bit 40, 41"},
 	} {
 		dir := t.TempDir()
 		if err := os.MkdirAll(filepath.Join(dir, "_versions"), 0o755); err != nil {
@@ -178,12 +185,41 @@ func TestFeatureFlags(t *testing.T) {
 		if tc.ok != (err == nil) {
 			t.Fatalf("flags %#x: Open error = %v, want ok=%v", tc.flags, err, tc.ok)
 		}
-		if err != nil && !strings.Contains(err.Error(), "unsupported reader feature flags") {
-			t.Errorf("flags %#x: error %q does not name the feature flags", tc.flags, err)
+		if err != nil {
+			var fe *UnsupportedFeaturesError
+			if !errors.As(err, &fe) || fe.Flags != tc.flags || fe.Readable != 0 {
+				t.Errorf("flags %#x: error %#v, want an UnsupportedFeaturesError for the flags", tc.flags, err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.words) || strings.Contains(msg, "0x") || !strings.Contains(msg, "no earlier version") {
+				t.Errorf("flags %#x: error %q does not name %q in words (without hex)", tc.flags, msg, tc.words)
+			}
 		}
 		if err == nil && (ds.Schema().Field("x") == nil || ds.Schema().Arrow.Field(0).Type.String() != "int32") {
 			t.Errorf("flags %#x: schema %v", tc.flags, ds.Schema().Arrow)
 		}
+	}
+}
+
+// TestFeatureFlagsOlderVersion: a refused version names the newest earlier
+// version that can be read, and that version opens.
+func TestFeatureFlagsOlderVersion(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "_versions"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for v, flags := range map[int]uint64{1: 0, 2: 1, 3: 64, 4: 64 | 1} {
+		if err := os.WriteFile(filepath.Join(dir, "_versions", fmt.Sprintf("%d.manifest", v)), manifestBytes(flags), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Open(context.Background(), dir, OpenOptions{})
+	var fe *UnsupportedFeaturesError
+	if !errors.As(err, &fe) || fe.Version != 4 || fe.Readable != 2 || !strings.Contains(err.Error(), "version 2, the newest before it without it, can be read") {
+		t.Fatalf("Open: %v, want a refusal naming version 2", err)
+	}
+	if _, err := Open(context.Background(), dir, OpenOptions{Version: fe.Readable}); err != nil {
+		t.Fatalf("Open version %d: %v", fe.Readable, err)
 	}
 }
 

@@ -8,8 +8,9 @@
 // Dataset.Scan reads the requested columns fragment by fragment, one page
 // per column at a time, and drops the rows named by deletion files (Arrow
 // IPC and roaring bitmaps); Dataset.Blobs yields, per row of a blob column
-// (blob v1 and v2), a handle that reads the payload on demand and tells
-// where it is stored, so shared blobs can be recognised;
+// (blob v1 and v2: inline, packed, dedicated, external and managed), a
+// handle that reads the payload on demand and tells where it is stored, so
+// shared blobs can be recognised;
 // for inspectors, Describe gathers what lance-inspect shows (versions,
 // fragments, schema, how every stored column is encoded, the first rows),
 // built on Dataset.ColumnEncodings (how each column of a fragment is stored:
@@ -27,8 +28,12 @@
 // It also writes, narrowly: Dataset.Rewrite (planned without touching disk
 // by Dataset.PlanRewrite) writes a new one-version dataset from an opened
 // one, keeping its fragments, physical rows, deletion files, schema, table
-// configuration and the indices whose columns are kept. Kept columns of 2.0,
-// 2.1 and 2.2 data files are page-copied, not re-encoded; fragments of
+// configuration, the indices whose columns are kept and the tags that
+// name the opened version (naming version 1; RewritePlan.Tags lists the
+// others, which are dropped). Kept columns of 2.0,
+// 2.1 and 2.2 data files are page-copied, not re-encoded, each at its own
+// file version (Lance 14 mixes versions in one dataset, even in one
+// fragment: a fragment gets one new data file per version); fragments of
 // legacy (0.1) files are decoded and transcoded into file version 2.0
 // (primitive, boolean, binary and string types, fixed-size lists of
 // fixed-width items, lists and structs, one page per column); chosen top-level
@@ -37,7 +42,7 @@
 // blob columns that are not replaced (their payloads live at absolute file
 // offsets or in sidecar files that page copies do not carry), legacy
 // columns of other types (dictionaries, packed structs), fragments mixing
-// legacy and 2.x files, file version 2.3, fragments mixing file versions, data files
+// legacy and 2.x files, file version 2.3, data files
 // with global buffers, external row id or version sequences and overlays.
 // Indices on replaced columns are dropped, with a hint how to rebuild them.
 // WriteSharedBlobDataset, for tests only, writes blob v2 descriptors with

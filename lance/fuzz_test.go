@@ -75,7 +75,8 @@ func FuzzManifest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := m.checkFeatures(); err != nil {
+		if bad := m.unsupportedFlags(); m.checkPaired() != nil || bad != 0 {
+			describeFeatures(bad)
 			return
 		}
 		newSchema(m.Fields, m.SchemaMetadata)

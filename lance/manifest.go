@@ -72,18 +72,6 @@ type Manifest struct {
 	Config             map[string]string // table configuration
 }
 
-// Reader feature flags this package understands.
-const (
-	flagDeletionFiles   = 1
-	flagStableRowIDs    = 2
-	flagUseV2Format     = 4
-	flagTableConfig     = 8
-	flagMultiBasePaths  = 16
-	flagNoTxnFile       = 32
-	knownReaderFlags    = flagDeletionFiles | flagStableRowIDs | flagUseV2Format | flagTableConfig | flagMultiBasePaths | flagNoTxnFile
-	manifestFooterBytes = 16
-)
-
 // parseManifestFile decodes a whole manifest file (framing and message).
 func parseManifestFile(b []byte) (*Manifest, error) {
 	if len(b) < manifestFooterBytes {
@@ -256,14 +244,6 @@ func parseManifest(b []byte) (*Manifest, error) {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	return m, nil
-}
-
-// checkFeatures refuses reader feature flags this package does not know.
-func (m *Manifest) checkFeatures() error {
-	if unknown := m.ReaderFeatureFlags &^ knownReaderFlags; unknown != 0 {
-		return fmt.Errorf("unsupported reader feature flags %#x (known: %#x)", unknown, knownReaderFlags)
-	}
-	return nil
 }
 
 // parseMapEntry decodes a map<string, bytes|string> entry.

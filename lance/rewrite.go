@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,10 +57,15 @@ type RewritePlan struct {
 	SourceVersion uint64 // the opened version
 	// DataVersion is the data storage version of the output ("2.0",
 	// "2.1" or "2.2"): the source's, or "2.0" for a legacy (0.1) source.
+	// Data files keep their own versions, which may differ from it and
+	// from each other (Lance's mixed data file versions).
 	DataVersion string
 	Replace     []string       // replaced columns
 	Fragments   []FragmentPlan // one per fragment, in order
 	Indices     []IndexPlan    // every index of the source version
+	// Tags are the source's tags: those naming the opened version are kept
+	// (naming version 1), the others dropped.
+	Tags []TagPlan
 	// DroppedBlobFiles lists the sidecar blob files (data/<file>/*.blob,
 	// relative to the dataset directory) that are not carried over.
 	DroppedBlobFiles []string
@@ -70,8 +76,9 @@ type FragmentPlan struct {
 	ID           uint64   // fragment id, kept
 	PhysicalRows uint64   // physical rows, kept
 	Files        []string // source data files, relative to the data directory
-	// FileVersion is the version of the fragment's new data file, the
-	// version of its source files ("2.0", "2.1", "2.2"), or "2.0" when the
+	// FileVersion is the version of the fragment's new data files, the
+	// versions of its source files ("2.0", "2.1", "2.2"; "2.1, 2.0" when
+	// they differ: one new file is written per version), or "2.0" when the
 	// fragment is transcoded.
 	FileVersion string
 	// Transcode is true when pages cannot be copied (legacy 0.1 files) and
@@ -102,7 +109,7 @@ type RewriteResult struct {
 	Dir         string // the destination directory
 	Version     uint64 // the version written (1)
 	Plan        *RewritePlan
-	DataFiles   []string // new data files, relative to Dir/data, per fragment
+	DataFiles   []string // new data files, relative to Dir/data, in fragment order
 	CopiedBytes uint64   // page bytes copied from source data files
 	Bytes       uint64   // total bytes of the new data files
 }
@@ -334,10 +341,13 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 			if fp.Transcode {
 				return nil, fmt.Errorf("lance: %s: fragment %d: %s: file version %s mixed with legacy (0.1) files in one fragment", d.dir, fr.ID, df.Path, v)
 			}
-			if fp.FileVersion != "" && fp.FileVersion != v {
-				return nil, fmt.Errorf("lance: %s: fragment %d: %s: file version %s mixed with %s in one fragment", d.dir, fr.ID, df.Path, v, fp.FileVersion)
+			// Files of different versions (Lance's mixed data file
+			// versions) are each copied at their own version.
+			if fp.FileVersion == "" {
+				fp.FileVersion = v
+			} else if !slices.Contains(strings.Split(fp.FileVersion, ", "), v) {
+				fp.FileVersion += ", " + v
 			}
-			fp.FileVersion = v
 			// Sidecar blob files of blob v2 columns.
 			dir, err := d.dataFilePath(&df)
 			if err == nil {
@@ -362,19 +372,18 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 			fp.DeletionFile = deletionFileName(&fr)
 		}
 		if plan.DataVersion == "" {
-			plan.DataVersion = fp.FileVersion
+			plan.DataVersion = strings.Split(fp.FileVersion, ", ")[0]
 		}
 		plan.Fragments = append(plan.Fragments, fp)
 	}
-	if plan.DataVersion == "" {
+	if v := m.DataVersion; v == "2.0" || v == "2.1" || v == "2.2" {
+		plan.DataVersion = v // the version Lance writes new files at, kept
+	} else if plan.DataVersion == "" {
 		plan.DataVersion = m.DataVersion
 	}
 	transcode := false
 	for _, fp := range plan.Fragments {
 		transcode = transcode || fp.Transcode
-		if fp.FileVersion != plan.DataVersion {
-			return nil, fail("fragment %d has file version %s, fragment %d %s: one output version is needed", fp.ID, fp.FileVersion, plan.Fragments[0].ID, plan.DataVersion)
-		}
 	}
 	if plan.DataVersion == "0.1" || plan.DataVersion == "" {
 		return nil, fail("legacy (0.1) datasets without data files cannot be rewritten")
@@ -417,6 +426,11 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 		}
 		plan.Indices = append(plan.Indices, ip)
 	}
+	tags, err := d.Tags()
+	if err != nil {
+		return nil, err
+	}
+	plan.Tags = planTags(tags, d.manifest.Version)
 	return plan, nil
 }
 
@@ -505,7 +519,7 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 			return nil, fmt.Errorf("lance: %s: destination: %w", d.dir, err)
 		}
 	}
-	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, seed: opts.Seed, time: opts.Time}
+	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, versions: map[string]bool{}, tags: plan.Tags, seed: opts.Seed, time: opts.Time}
 	for name, h := range opts.blobDescriptors {
 		f := d.schema.Field(name)
 		if f == nil || f.BlobVersion() != 2 {
@@ -524,12 +538,12 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		msg, name, err := rw.fragment(fr, res)
+		msg, names, err := rw.fragment(fr, res)
 		if err != nil {
 			return nil, err
 		}
 		frags = append(frags, msg)
-		res.DataFiles = append(res.DataFiles, name)
+		res.DataFiles = append(res.DataFiles, names...)
 		deletions = deletions || fr.Deletion != nil
 	}
 	var indices [][]byte
@@ -589,6 +603,8 @@ type rewriter struct {
 	replacedIDs map[int32]*Replacement
 	schemaMeta  map[string][]byte
 	hooks       map[int32]blobDescriptorHook // test hook, by top-level field id
+	versions    map[string]bool              // file versions of the new data files
+	tags        []TagPlan                    // RewritePlan.Tags
 	seed        []byte                       // RewriteOptions.Seed
 	time        time.Time                    // RewriteOptions.Time
 }
@@ -600,7 +616,14 @@ func (rw *rewriter) buildSchema(extra map[string]string) error {
 	rw.top = map[int32]int32{}
 	rw.replacedIDs = map[int32]*Replacement{}
 	rw.schemaMeta = map[string][]byte{}
+	keptBlob := false
+	for _, f := range rw.d.schema.Fields {
+		keptBlob = keptBlob || (f.IsBlob() && rw.byName[f.Name] == nil)
+	}
 	for k, v := range rw.d.manifest.SchemaMetadata {
+		if k == managedBlobsKey && !keptBlob {
+			continue // the output stores no blob, managed or not
+		}
 		rw.schemaMeta[k] = v
 	}
 	for k, v := range extra {
@@ -664,7 +687,7 @@ func utf8FieldMessage(f *Field) []byte {
 
 // fragment writes the new data file of fragment fr, copies its deletion
 // file and returns its DataFragment message and the data file name.
-func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, error) {
+func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string, error) {
 	d := rw.d
 	where := func(file string, err error) error {
 		return fmt.Errorf("lance: %s: fragment %d: %s: %w", d.dir, fr.ID, file, err)
@@ -677,8 +700,6 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 			}
 		}
 	}()
-	var major, minor uint16
-	var dfMajor, dfMinor uint32
 	var fp *FragmentPlan
 	for i := range rw.plan.Fragments {
 		if rw.plan.Fragments[i].ID == fr.ID {
@@ -686,46 +707,162 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 		}
 	}
 	if fp == nil {
-		return nil, "", where("", fmt.Errorf("fragment is not in the plan"))
+		return nil, nil, where("", fmt.Errorf("fragment is not in the plan"))
 	}
+	// One new data file per file version of the fragment's source files
+	// (one, unless Lance mixed versions in the fragment), in the order of
+	// their first source file. fileGroup maps a source file to its group.
+	var groups []outVersion
+	fileGroup := make([]int, len(fr.Files))
 	for i := range fr.Files {
 		if fp.Transcode {
-			major, minor, dfMajor, dfMinor = 0, 3, 2, 0
+			groups = []outVersion{{0, 3, 2, 0}}
 			break
 		}
 		df := &fr.Files[i]
 		p, err := d.dataFilePath(df)
 		if err != nil {
-			return nil, "", where(df.Path, err)
+			return nil, nil, where(df.Path, err)
 		}
 		s, err := openSrcFile(p, df.Path)
 		if err != nil {
-			return nil, "", where(df.Path, err)
+			return nil, nil, where(df.Path, err)
 		}
 		srcs[i] = s
 		fv, _ := fileVersionName(uint32(s.major), uint32(s.minor))
 		mv, _ := fileVersionName(df.Major, df.Minor)
 		if fv != mv {
-			return nil, "", where(df.Path, fmt.Errorf("%w: footer says file version %d.%d, the manifest %d.%d", errCorrupt, s.major, s.minor, df.Major, df.Minor))
+			return nil, nil, where(df.Path, fmt.Errorf("%w: footer says file version %d.%d, the manifest %d.%d", errCorrupt, s.major, s.minor, df.Major, df.Minor))
 		}
 		if s.numGlobal > 1 {
-			return nil, "", where(df.Path, fmt.Errorf("data files with %d global buffers are not supported", s.numGlobal))
+			return nil, nil, where(df.Path, fmt.Errorf("data files with %d global buffers are not supported", s.numGlobal))
 		}
-		if i == 0 || s.major > major {
-			major, minor, dfMajor, dfMinor = s.major, s.minor, df.Major, df.Minor
+		ov := outVersion{s.major, s.minor, df.Major, df.Minor}
+		fileGroup[i] = -1
+		for g := range groups {
+			if groups[g].name() == ov.name() {
+				fileGroup[i] = g
+			}
+		}
+		if fileGroup[i] < 0 {
+			fileGroup[i] = len(groups)
+			groups = append(groups, ov)
 		}
 	}
-	if len(fr.Files) == 0 {
+	if len(groups) == 0 {
 		switch rw.plan.DataVersion {
 		case "2.0":
-			major, minor, dfMajor, dfMinor = 0, 3, 2, 0
+			groups = []outVersion{{0, 3, 2, 0}}
 		case "2.1":
-			major, minor, dfMajor, dfMinor = 2, 1, 2, 1
+			groups = []outVersion{{2, 1, 2, 1}}
 		default:
-			major, minor, dfMajor, dfMinor = 2, 2, 2, 2
+			groups = []outVersion{{2, 2, 2, 2}}
 		}
 	}
-	stem, err := randomFileStem(rw.seed, fmt.Sprintf("data file of fragment %d", fr.ID))
+	// The group of each output field: that of the source file storing it
+	// (a replaced or re-described column stays with the file that held
+	// it), else the first.
+	groupOf := func(id int32) int {
+		for i := range fr.Files {
+			for _, fid := range fr.Files[i].Fields {
+				if fid == id && !fp.Transcode {
+					return fileGroup[i]
+				}
+			}
+		}
+		return 0
+	}
+	var decoded map[int32]arrow.Array
+	if fp.Transcode {
+		var err error
+		if decoded, err = rw.d.readFragmentPhysical(rw.ctx, fr, rw.keptTop(fr)); err != nil {
+			return nil, nil, where(fr.Files[0].Path, err)
+		}
+		defer func() {
+			for _, a := range decoded {
+				a.Release()
+			}
+		}()
+	}
+	used := make([]bool, len(groups))
+	for _, id := range rw.order {
+		used[groupOf(rw.top[id])] = true
+	}
+	used[0] = used[0] || !slices.Contains(used, true) // a fragment keeps a file
+	msg := pbuf(nil).varint(1, fr.ID)
+	var names []string
+	for g, ov := range groups {
+		if !used[g] {
+			continue
+		}
+		label := ""
+		if g > 0 {
+			label = " at " + ov.name()
+		}
+		dfMsg, name, err := rw.fragmentFile(fr, fp, srcs, ov, label, func(id int32) bool { return groupOf(rw.top[id]) == g }, decoded, res)
+		if err != nil {
+			return nil, nil, err
+		}
+		msg = msg.bytes(2, dfMsg)
+		names = append(names, name)
+	}
+	if del := fr.Deletion; del != nil {
+		dn := deletionFileName(fr)
+		base, err := d.basePath(del.BaseID, "_deletions")
+		if err != nil {
+			return nil, nil, where(dn, err)
+		}
+		if err := copyFile(filepath.Join(base, dn), filepath.Join(rw.dst, "_deletions", dn)); err != nil {
+			return nil, nil, where(dn, err)
+		}
+		dm := pbuf(nil)
+		if del.Bitmap {
+			dm = dm.varint(1, 1)
+		}
+		dm = dm.varint(2, del.ReadVersion).varint(3, del.ID).varint(4, del.NumDeleted)
+		msg = msg.bytes(3, dm)
+	}
+	msg = msg.varint(4, fr.PhysicalRows)
+	// Row id and row version sequences stored inline are carried as they
+	// are; external ones would name files that are not copied.
+	err := wire.Walk(rw.rm.frags[fr.ID], func(f wire.Field) error {
+		switch f.Num {
+		case 5, 7, 9:
+			msg = msg.raw(f)
+		case 6, 8, 10, 11:
+			return fmt.Errorf("fragment field %d (external row id or version sequences, overlays) is not supported", f.Num)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, where(strings.Join(names, ", "), err)
+	}
+	return msg, names, nil
+}
+
+// outVersion is the version of a new data file: the footer's and the
+// manifest's numbers.
+type outVersion struct {
+	major, minor     uint16
+	dfMajor, dfMinor uint32
+}
+
+func (v outVersion) name() string {
+	n, _ := fileVersionName(v.dfMajor, v.dfMinor)
+	return n
+}
+
+// fragmentFile writes one new data file of fragment fr at version ov, with
+// the output fields that in selects, and returns its DataFile message and
+// name. label tells the file's seeded name apart from the fragment's other
+// files.
+func (rw *rewriter) fragmentFile(fr *Fragment, fp *FragmentPlan, srcs []*srcFile, ov outVersion, label string, in func(id int32) bool, decoded map[int32]arrow.Array, res *RewriteResult) ([]byte, string, error) {
+	d := rw.d
+	where := func(file string, err error) error {
+		return fmt.Errorf("lance: %s: fragment %d: %s: %w", d.dir, fr.ID, file, err)
+	}
+	major, minor := ov.major, ov.minor
+	stem, err := randomFileStem(rw.seed, fmt.Sprintf("data file of fragment %d", fr.ID)+label)
 	if err != nil {
 		return nil, "", where("", err)
 	}
@@ -743,20 +880,12 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 	}()
 	var outFields, outCols []uint64
 	inFile := map[int32]bool{}
-	var decoded map[int32]arrow.Array
-	if fp.Transcode {
-		if decoded, err = rw.d.readFragmentPhysical(rw.ctx, fr, rw.keptTop(fr)); err != nil {
-			return nil, "", where(name, err)
-		}
-		defer func() {
-			for _, a := range decoded {
-				a.Release()
-			}
-		}()
-	}
 	for _, id := range rw.order {
 		if err := rw.ctx.Err(); err != nil {
 			return nil, "", err
+		}
+		if !in(id) {
+			continue
 		}
 		if r := rw.replacedIDs[id]; r != nil {
 			vals, valid, err := r.Values(rw.ctx, fr.ID, fr.PhysicalRows)
@@ -853,40 +982,9 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, string, 
 	ok = true
 	res.CopiedBytes += w.copied
 	res.Bytes += size
-	dfMsg := pbuf(nil).str(1, name).packed(2, outFields).packed(3, outCols).varint(4, uint64(dfMajor)).varint(5, uint64(dfMinor)).varint(6, size)
-	msg := pbuf(nil).varint(1, fr.ID).bytes(2, dfMsg)
-	if del := fr.Deletion; del != nil {
-		dn := deletionFileName(fr)
-		base, err := d.basePath(del.BaseID, "_deletions")
-		if err != nil {
-			return nil, "", where(dn, err)
-		}
-		if err := copyFile(filepath.Join(base, dn), filepath.Join(rw.dst, "_deletions", dn)); err != nil {
-			return nil, "", where(dn, err)
-		}
-		dm := pbuf(nil)
-		if del.Bitmap {
-			dm = dm.varint(1, 1)
-		}
-		dm = dm.varint(2, del.ReadVersion).varint(3, del.ID).varint(4, del.NumDeleted)
-		msg = msg.bytes(3, dm)
-	}
-	msg = msg.varint(4, fr.PhysicalRows)
-	// Row id and row version sequences stored inline are carried as they
-	// are; external ones would name files that are not copied.
-	err = wire.Walk(rw.rm.frags[fr.ID], func(f wire.Field) error {
-		switch f.Num {
-		case 5, 7, 9:
-			msg = msg.raw(f)
-		case 6, 8, 10, 11:
-			return fmt.Errorf("fragment field %d (external row id or version sequences, overlays) is not supported", f.Num)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", where(name, err)
-	}
-	return msg, name, nil
+	rw.versions[ov.name()] = true
+	dfMsg := pbuf(nil).str(1, name).packed(2, outFields).packed(3, outCols).varint(4, uint64(ov.dfMajor)).varint(5, uint64(ov.dfMinor)).varint(6, size)
+	return dfMsg, name, nil
 }
 
 // rewriteIndexMeta sets the dataset version of an IndexMetadata message to
@@ -903,6 +1001,10 @@ func rewriteIndexMeta(raw []byte) []byte {
 	})
 	return out
 }
+
+// managedBlobsKey is the schema metadata key with which Lance 14 asks for
+// managed blob storage.
+const managedBlobsKey = "lance.blob.managed"
 
 // Writer identity recorded in manifests.
 const (
@@ -951,6 +1053,9 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	if len(rw.rm.config) > 0 {
 		flags |= flagTableConfig
 	}
+	if len(rw.versions) > 1 {
+		flags |= flagMixedFileVersions
+	}
 	var maxID uint64
 	for _, fr := range rw.d.manifest.Fragments {
 		maxID = max(maxID, fr.ID)
@@ -998,7 +1103,10 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	file = binary.LittleEndian.AppendUint16(file, 2)
 	file = append(file, "LANC"...)
 	name := fmt.Sprintf("%020d.manifest", ^uint64(0)-1)
-	return writeFileSync(filepath.Join(rw.dst, "_versions", name), file)
+	if err := writeFileSync(filepath.Join(rw.dst, "_versions", name), file); err != nil {
+		return err
+	}
+	return rw.writeTags(len(file))
 }
 
 // writeFileSync creates path with data and syncs it.

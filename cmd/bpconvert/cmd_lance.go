@@ -107,6 +107,14 @@ func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanc
 		}
 		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: --version %d: no such version", dir, o.version), hint: hint}
 	}
+	var fe *lance.UnsupportedFeaturesError
+	if errors.As(err, &fe) {
+		hint := ""
+		if fe.Readable != 0 {
+			hint = fmt.Sprintf("pass --version %d to inspect that version", fe.Readable)
+		}
+		return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err), hint: hint}
+	}
 	if err != nil {
 		hint := "DATASET must be a Lance dataset directory (holding _versions/ and data/), for LanceDB tables DB/NAME.lance"
 		if st, serr := os.Stat(dir); serr == nil && st.IsDir() && errors.Is(err, fs.ErrNotExist) {

@@ -2,8 +2,10 @@ package lance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/bpconvert/bpconvert/convert"
 	ld "github.com/bpconvert/bpconvert/lance"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/sniff"
@@ -43,7 +45,7 @@ type shareEntry struct {
 // columnEvidence is what one pass over a candidate column found.
 type columnEvidence struct {
 	ev       plan.Evidence
-	kinds    [4]int64 // non-null blob values per storage kind
+	kinds    [5]int64 // non-null blob values per storage kind
 	members  int64    // members a conversion writes
 	bytes    int64    // their bytes
 	kept     int64    // external values kept as URIs
@@ -94,8 +96,11 @@ func (j *Job) evidence(ctx context.Context, c *candidate) (*columnEvidence, erro
 			continue
 		}
 		if cl.blob != nil {
-			ce.kinds[cl.blob.Kind&3]++
+			ce.kinds[min(int(cl.blob.Kind), len(ce.kinds)-1)]++
 			if cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
+				if cl.blob.Ranged {
+					return nil, j.keepRangedErr(c, cl, row)
+				}
 				ce.kept++
 				continue
 			}
@@ -125,6 +130,18 @@ func (j *Job) evidence(ctx context.Context, c *candidate) (*columnEvidence, erro
 }
 
 // rowErr locates an error at one row of a column.
+// keepRangedErr refuses --external keep for an external blob that is a
+// range of its object: the URI alone would name the whole object.
+func (j *Job) keepRangedErr(c *candidate, cl *cell, row uint64) error {
+	b := cl.blob
+	err := j.rowErr(c, cl, row, fmt.Errorf("external blob %s is the range [%d, %d) of that object, which --external keep cannot keep: the cell would hold the bare URI, naming the whole object", b.URI, b.Location.Offset, b.Location.Offset+b.Location.Size))
+	var ie *convert.InputError
+	if errors.As(err, &ie) {
+		ie.Hint = "use --external copy (the default) to copy the range into the packs"
+	}
+	return err
+}
+
 func (j *Job) rowErr(c *candidate, cl *cell, row uint64, err error) error {
 	ie := j.invalid(c, fmt.Errorf("fragment %d, physical row %d: %w", cl.frag, cl.phys, err))
 	ie.Row = int64(row)

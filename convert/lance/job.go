@@ -84,8 +84,12 @@ func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
 	ds, err := ld.Open(ctx, src, ld.OpenOptions{Version: opts.Version})
 	if err != nil {
 		ie := (&Job{src: src}).located(err)
-		if errors.Is(err, ld.ErrVersionNotFound) {
+		var fe *ld.UnsupportedFeaturesError
+		switch {
+		case errors.Is(err, ld.ErrVersionNotFound):
 			ie.Hint = "run bpconvert lance-inspect on the dataset to list its versions"
+		case errors.As(err, &fe) && fe.Readable != 0:
+			ie.Hint = fmt.Sprintf("pass --version %d to convert that version (the changes after it are left out)", fe.Readable)
 		}
 		return nil, ie
 	}

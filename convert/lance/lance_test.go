@@ -26,6 +26,7 @@ var fixtures = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 func TestMain(m *testing.M) {
 	code := m.Run()
 	fixtures.Cleanup()
+	removePylance14()
 	os.Exit(code)
 }
 

@@ -2,6 +2,7 @@ package lance
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -80,8 +81,21 @@ func (j *Job) plan() plan.Plan {
 	if !j.opts.NoManifest {
 		p.Layout = append(p.Layout, plan.Output{Path: convert.MediaDir + "/" + packcore.ManifestName, Description: "size and SHA-256 of every pack shard"})
 	}
+	var fileVersions []string
+	for _, f := range j.rw.Fragments {
+		for _, v := range strings.Split(f.FileVersion, ", ") {
+			if !slices.Contains(fileVersions, v) {
+				fileVersions = append(fileVersions, v)
+			}
+		}
+	}
+	asWhat := "Lance " + j.rw.DataVersion
+	if len(fileVersions) > 1 {
+		slices.Sort(fileVersions)
+		asWhat += " with data files of file versions " + strings.Join(fileVersions, ", ") + " (each kept at its own version)"
+	}
 	p.Layout = append(p.Layout, plan.Output{Path: TableDir,
-		Description: fmt.Sprintf("the dataset as Lance %s, one version, same fragments, row addresses and deletions", j.rw.DataVersion)})
+		Description: fmt.Sprintf("the dataset as %s, one version, same fragments, row addresses and deletions", asWhat)})
 	p.Notes = append(p.Notes, "References are zip://KEY::"+convert.MediaDir+"/pack-NNNN.zip, relative to the output directory; "+
 		"the schema metadata key \""+MetaKey+"\" records what was extracted. Lance readers read "+TableDir+" as is; "+
 		"payload bytes are read by resolving the references (bpconvert, or any zip reader).")
@@ -91,6 +105,23 @@ func (j *Job) plan() plan.Plan {
 		} else {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("index %q on %s is dropped: %s; %s", ix.Name, strings.Join(ix.Columns, ", "), ix.Reason, ix.Hint))
 		}
+	}
+	var keptTags, droppedTags []string
+	for _, t := range j.rw.Tags {
+		switch {
+		case t.Kept:
+			keptTags = append(keptTags, fmt.Sprintf("%q", t.Name))
+		case t.Branch != "":
+			droppedTags = append(droppedTags, fmt.Sprintf("%q (version %d of branch %q)", t.Name, t.Version, t.Branch))
+		default:
+			droppedTags = append(droppedTags, fmt.Sprintf("%q (version %d)", t.Name, t.Version))
+		}
+	}
+	if len(keptTags) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("Tags naming the converted version %d are kept, naming version 1: %s.", j.rw.SourceVersion, strings.Join(keptTags, ", ")))
+	}
+	if len(droppedTags) > 0 {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("tags naming other versions are dropped (the output has one version): %s; convert with --version N to keep a tag of version N", strings.Join(droppedTags, ", ")))
 	}
 	if n := len(j.rw.DroppedBlobFiles); n > 0 && len(j.sel) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s of the extracted blob columns are not carried: their bytes are in the packs.", plan.CountText(int64(n), "sidecar blob files")))

@@ -125,6 +125,9 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 				continue
 			}
 			if cl.blob != nil && cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
+				if cl.blob.Ranged {
+					return plan.Summary{}, j.keepRangedErr(c, cl, row)
+				}
 				if _, err := cols[i].set(cl.frag, cl.phys, cl.blob.URI); err != nil {
 					return plan.Summary{}, j.rowErr(c, cl, row, err)
 				}
@@ -214,7 +217,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		},
 	})
 	if res != nil {
-		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(res.DataFiles))})
+		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(res.Plan.Fragments))})
 		for _, ix := range res.Plan.Indices {
 			if !ix.Carried {
 				sum.Warnings = append(sum.Warnings, fmt.Sprintf("index %q dropped: %s; %s", ix.Name, ix.Reason, ix.Hint))

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
@@ -148,6 +149,7 @@ type rawInfo struct {
 	DataPath        *string                    `json:"data_path"`
 	VideoPath       *string                    `json:"video_path"`
 	TotalEpisodes   *float64                   `json:"total_episodes"`
+	StorageFormat   *string                    `json:"storage_format"`
 	TotalFrames     *float64                   `json:"total_frames"`
 	Features        map[string]json.RawMessage `json:"features"`
 }
@@ -184,6 +186,13 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	var ri rawInfo
 	if err := json.Unmarshal(b, &ri); err != nil {
 		return nil, invalid("meta/info.json", err)
+	}
+	if sf := ri.StorageFormat; sf != nil && *sf != "" && *sf != "parquet" {
+		ie := convert.Invalid("lerobot", "meta/info.json", fmt.Errorf("storage_format %q: LeRobot datasets stored as Lance (frames.lance, videos.lance and meta.lance instead of data/ and videos/) are not supported; only parquet tables with mp4 files are", *sf))
+		if *sf == "lance" {
+			ie.Hint = "bpconvert convert-lance converts each of its Lance tables on its own, for example the video bytes of videos.lance into packs"
+		}
+		return nil, ie
 	}
 	d := &Dataset{Root: root, rootReal: rootReal, ChunksSize: defaultChunksSize}
 	if ri.CodebaseVersion == nil {

@@ -576,6 +576,14 @@ func TestRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, wantErr: []string{"episode 3", "episode_000003.parquet is missing"}},
+		{name: "stored as lance", base: "v3.0", change: func(t *testing.T, root string) {
+			editFile(t, filepath.Join(root, "meta", "info.json"), func(s string) string {
+				return strings.Replace(s, `{`, `{"storage_format": "lance", `, 1)
+			})
+			if err := os.RemoveAll(filepath.Join(root, "data")); err != nil {
+				t.Fatal(err)
+			}
+		}, wantErr: []string{"meta/info.json", `storage_format "lance"`, "stored as Lance"}},
 		{name: "no info.json", base: "v2.0", change: func(t *testing.T, root string) {
 			if err := os.Remove(filepath.Join(root, "meta", "info.json")); err != nil {
 				t.Fatal(err)
