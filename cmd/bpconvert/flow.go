@@ -46,21 +46,33 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it")
 }
 
-// registerPart adds --part, for converters that can split their work.
-func (c *convertFlags) registerPart(fs *flag.FlagSet) {
-	fs.Var(&c.part, convert.PartOption, "convert only part I of N (I/N, such as 2/8) of the work, for bpconvert finalize DST to join")
+// registerPart adds --part, for converters that can split their work;
+// --part auto reads the part from e's environment.
+func (c *convertFlags) registerPart(fs *flag.FlagSet, e *env) {
+	c.part.getenv = e.getenv
+	fs.Var(&c.part, convert.PartOption, "convert only part I of N (I/N, such as 2/8) of the work, for bpconvert finalize DST to join;\n"+
+		"auto (or auto/N) takes I, and N, from the index a batch engine gives each task:\n"+strings.Join(convert.IndexVariables(), ", "))
 }
 
 // partFlag is a --part value.
-type partFlag struct{ convert.Part }
+type partFlag struct {
+	convert.Part
+	// from says where the part came from (see convert.ResolvePart).
+	from   string
+	getenv func(string) string
+}
 
-// Set parses I/N.
+// Set parses I/N, auto or auto/N.
 func (p *partFlag) Set(s string) error {
-	v, err := convert.ParsePart(s)
+	getenv := p.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	v, from, err := convert.ResolvePart(s, getenv)
 	if err != nil {
 		return err
 	}
-	p.Part = v
+	p.Part, p.from = v, from
 	return nil
 }
 
@@ -189,6 +201,19 @@ func (e *env) interactive() bool {
 // (jobs that implement convert.Chooser) and a confirmation (when confirm is
 // set and --yes is not) where needed, and runs it.
 func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
+	if !cf.part.Whole() && cf.part.from != "--part "+cf.part.String() {
+		e.infof("part %s, from %s", cf.part, cf.part.from)
+	}
+	sum, err := e.runJobPart(ctx, cf, job, confirm)
+	if s, ok := sum.(plan.Summary); ok && !cf.part.Whole() {
+		s.Part, s.PartFrom = cf.part.String(), cf.part.from
+		sum = s
+	}
+	return sum, err
+}
+
+// runJobPart is runJob less the part's note in the summary.
+func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
 	if done, err := cf.alreadyDone(""); done != nil || err != nil {
 		if done != nil && !e.quiet {
 			plan.RenderSummaryText(e.stderr, *done)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type env struct {
 	quiet          bool
 	summaryFile    string
 	started        time.Time
+	// getenv reads the environment (--part auto).
+	getenv func(string) string
 }
 
 // infof prints a message for people on stderr unless --quiet.
@@ -71,7 +74,7 @@ func (e *env) commonFlags(fs *flag.FlagSet) {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, started: time.Now()}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, started: time.Now(), getenv: os.Getenv}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || (args[0] == "help" && len(args) == 1) {
 		usage(stdout)
 		if len(args) == 0 {
