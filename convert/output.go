@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,6 +44,8 @@ type Output struct {
 	Resumed int
 
 	st      *stage.Stage
+	ctx     context.Context
+	record  bool // the staging directory holds a record: a rerun can resume
 	stats   packcore.Stats
 	closed  bool
 	resumed map[string]bool // keys added or found again by this run
@@ -96,7 +99,7 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 		st.Abort()
 		return nil, err
 	}
-	out := &Output{Final: abs, Dir: st.Dir, Pack: w, st: st, resumed: map[string]bool{}}
+	out := &Output{Final: abs, Dir: st.Dir, Pack: w, st: st, ctx: ctx, record: rec != nil, resumed: map[string]bool{}}
 	if st.Resumed {
 		for _, s := range w.Completed() {
 			out.stats.Shards++
@@ -205,9 +208,16 @@ func (o *Output) Commit() (packcore.Stats, error) {
 	return st, o.st.Commit()
 }
 
-// Abort discards everything written. It does nothing after Commit.
+// Abort discards everything written, or, when the run's context was
+// cancelled with a cause that matches ErrKeepStaged and complete shards
+// are staged, keeps those for a retry to resume. It does nothing after
+// Commit.
 func (o *Output) Abort() {
 	o.Pack.Abort()
+	if o.record && errors.Is(context.Cause(o.ctx), ErrKeepStaged) && len(o.Pack.Completed()) > 0 {
+		o.st.Leave()
+		return
+	}
 	o.st.Abort()
 }
 

@@ -179,6 +179,25 @@ func (c *convertFlags) doneAt(dir string, rec *convert.Record, format string) (*
 	return &sum, nil
 }
 
+// kept returns err as a *keptError when the run was interrupted by a
+// signal that keeps staged work (convert.ErrKeepStaged) and its staging
+// directory holds complete shards, else err.
+func (c *convertFlags) kept(ctx context.Context, err error) error {
+	if c.dst == "" || !errors.Is(context.Cause(ctx), convert.ErrKeepStaged) {
+		return err
+	}
+	final := c.dst
+	if !c.part.Whole() {
+		final = convert.PartDir(c.dst, c.part.Part)
+	}
+	staging := stage.Path(final)
+	shards, lerr := packcore.ListShards(filepath.Join(staging, convert.MediaDir))
+	if lerr != nil || len(shards) == 0 {
+		return err
+	}
+	return &keptError{err: err, staging: staging, shards: len(shards)}
+}
+
 // failedPlan is the result of a run whose plan found problems: the error
 // document (--json, --summary-file) carries the plan under "plan".
 type failedPlan struct {
@@ -291,7 +310,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job,
 	start := time.Now()
 	sum, err := job.Run(ctx, prog)
 	if err != nil {
-		return nil, err
+		return nil, cf.kept(ctx, err)
 	}
 	// A summary returned without an error is a finished run.
 	sum.Status, sum.ExitCode, sum.Duration = plan.StatusOK, exitOK, time.Since(start)

@@ -112,6 +112,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	code := exitCode(ctx, err)
 	if errors.Is(err, errAborted) {
 		fmt.Fprintln(stderr, "bpconvert: aborted; nothing was written")
+	} else if ke := (*keptError)(nil); err != nil && code >= 128 && errors.As(err, &ke) {
+		fmt.Fprintf(stderr, "bpconvert: %s; %s kept in %s for a retry\n", context.Cause(ctx), plan.CountText(int64(ke.shards), "complete shards"), ke.staging)
+		fmt.Fprintf(stderr, "bpconvert: hint: %s\n", hintFor(err))
 	} else if err != nil && code >= 128 {
 		fmt.Fprintf(stderr, "bpconvert: interrupted (%s); temporary output removed, nothing was written\n", context.Cause(ctx))
 	} else if err != nil {
@@ -199,7 +202,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "  1    failure (including verify finding problems)")
 	fmt.Fprintln(w, "  2    usage error, refused prompt, or a destination that already exists")
 	fmt.Fprintln(w, "  3    invalid input (bad key, corrupt or truncated source, duplicate key)")
-	fmt.Fprintln(w, "  130  interrupted by SIGINT (143 for SIGTERM); temporary output is removed")
+	fmt.Fprintln(w, "  130  interrupted by SIGINT; temporary output is removed")
+	fmt.Fprintln(w, "  143  stopped by SIGTERM; a converter keeps its complete shards staged and the rerun resumes")
 }
 
 // parseFlags parses flags that may appear before, between or after the
