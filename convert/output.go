@@ -49,6 +49,9 @@ type Output struct {
 	stats   packcore.Stats
 	closed  bool
 	resumed map[string]bool // keys added or found again by this run
+	// reused counts the members found again in reused shards, and their
+	// bytes, which the writer's figures leave out.
+	reused, reusedBytes int64
 }
 
 // Begin starts the output for destination dst, which must be absent or an
@@ -158,6 +161,7 @@ func (o *Output) reuse(key string, size int64, group string) (ref string, done b
 				return "", false, fmt.Errorf("resuming: member %q has %d bytes in the staged shard, the source now gives %d", key, sz, size)
 			}
 			o.resumed[key] = true
+			o.reused, o.reusedBytes = o.reused+1, o.reusedBytes+size
 			o.Pack.Replay(key, size, group) // later placement as in an uninterrupted run
 			return ref, true, nil
 		}
@@ -186,7 +190,8 @@ func (o *Output) Path(rel string) string { return filepath.Join(o.Dir, filepath.
 
 // ClosePack completes the last shard and the manifest, so the packs can be
 // read back before the tables are written. It is called by Commit when the
-// converter has not.
+// converter has not. The figures count every member of the output, those
+// of shards reused from an interrupted run included.
 func (o *Output) ClosePack() (packcore.Stats, error) {
 	if o.closed {
 		return o.stats, nil
@@ -195,6 +200,7 @@ func (o *Output) ClosePack() (packcore.Stats, error) {
 	if err != nil {
 		return packcore.Stats{}, err
 	}
+	st.Members, st.Bytes = st.Members+o.reused, st.Bytes+o.reusedBytes
 	o.stats, o.closed = st, true
 	return st, nil
 }

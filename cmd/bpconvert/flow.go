@@ -43,7 +43,7 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
-	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it")
+	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
 }
 
 // registerPart adds --part, for converters that can split their work;
@@ -136,28 +136,59 @@ func (c *convertFlags) destination(src, dst string) (string, error) {
 }
 
 // alreadyDone reports whether the destination holds a finished run's
-// output: nil when it holds none; a summary with status already_done when
-// that run had the same command, options and sources; a usage error naming
-// the differences otherwise.
+// output: nil when it holds none; a summary with status already_done (and
+// the totals of what the destination holds for this run) when that run had
+// the same command, options and sources; a usage error naming the
+// differences otherwise. A part whose committed output differs is
+// converted again under --restart.
 func (c *convertFlags) alreadyDone(format string) (*plan.Summary, error) {
 	if c.dst == "" || c.dryRun {
 		return nil, nil
 	}
 	if c.part.Whole() {
-		return c.doneAt(c.dst, c.record, format)
+		return c.doneAt(c.dst, c.record, format, "choose a new destination directory, or remove this one to convert again")
 	}
 	// A part is done when its own output is committed, or when the parts
 	// have been joined into the destination already.
 	if c.record != nil {
-		if sum, err := c.doneAt(c.dst, c.record.Whole(), format); sum != nil || err != nil {
+		sum, err := c.doneAt(c.dst, c.record.Whole(), format, "choose a new destination directory, or remove this one to convert again")
+		if sum != nil {
+			if old, rerr := convert.ReadRecord(c.dst); rerr == nil {
+				sum.Blobs, sum.Bytes, sum.Shards = 0, 0, 0
+				for _, x := range old.Parts {
+					if x.Part == c.part.String() {
+						sum.Blobs, sum.Bytes, sum.Shards = x.Members, x.Bytes, int64(x.Shards)
+					}
+				}
+			}
+		}
+		if sum != nil || err != nil {
 			return sum, err
 		}
 	}
-	return c.doneAt(convert.PartDir(c.dst, c.part.Part), c.record, format)
+	dir := convert.PartDir(c.dst, c.part.Part)
+	if c.restart && c.record != nil {
+		if old, err := convert.ReadRecord(dir); err == nil && len(c.record.Diff(old)) > 0 {
+			// Made from other sources or options: its output is replaced.
+			// It is first renamed to the part's staging name, so a crash
+			// while removing it leaves a part that finalize sees as
+			// incomplete, never one with shards missing.
+			staging := stage.Path(dir)
+			if err := os.RemoveAll(staging); err != nil {
+				return nil, err
+			}
+			if err := os.Rename(dir, staging); err != nil {
+				return nil, err
+			}
+			return nil, os.RemoveAll(staging)
+		}
+	}
+	return c.doneAt(dir, c.record, format, fmt.Sprintf("its sources or options changed since part %s ran: add --restart to convert the part again (its old output is replaced)", c.part))
 }
 
-// doneAt compares the record committed in dir (if any) with rec.
-func (c *convertFlags) doneAt(dir string, rec *convert.Record, format string) (*plan.Summary, error) {
+// doneAt compares the record committed in dir (if any) with rec; hint is
+// the refusal's hint when they differ.
+func (c *convertFlags) doneAt(dir string, rec *convert.Record, format, hint string) (*plan.Summary, error) {
 	old, err := convert.ReadRecord(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -169,13 +200,14 @@ func (c *convertFlags) doneAt(dir string, rec *convert.Record, format string) (*
 		return nil, stage.CheckDest(dir)
 	}
 	if diff := rec.Diff(old); len(diff) > 0 {
-		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", dir, convert.ErrDifferentRun, strings.Join(diff, "; ")),
-			hint: "choose a new destination directory, or remove this one to convert again"}
+		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", dir, convert.ErrDifferentRun, strings.Join(diff, "; ")), hint: hint}
 	}
 	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: dir}
-	if shards, err := packcore.ListShards(filepath.Join(dir, convert.MediaDir)); err == nil {
-		sum.Shards = int64(len(shards))
+	members, bytes, shards, err := convert.Totals(dir)
+	if err != nil {
+		return nil, err
 	}
+	sum.Blobs, sum.Bytes, sum.Shards = members, bytes, int64(shards)
 	return &sum, nil
 }
 

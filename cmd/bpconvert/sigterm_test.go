@@ -26,9 +26,11 @@ func TestSigtermKeepsShards(t *testing.T) {
 		return append(append(append(append([]string{"convert-wds"}, shards...), dst), "--max-pack-bytes", "8MiB", "--yes", "--json"), extra...)
 	}
 	clean := filepath.Join(root, "clean")
-	if r := bp(t, args(clean)...); r.code != 0 {
-		t.Fatalf("clean run: %+v", r)
+	cr := bp(t, args(clean)...)
+	if cr.code != 0 {
+		t.Fatalf("clean run: %+v", cr)
 	}
+	cleanDoc := lastJSON(t, cr)
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
@@ -98,6 +100,12 @@ func TestSigtermKeepsShards(t *testing.T) {
 				t.Fatalf("rerun did not resume: %+v", r)
 			}
 			t.Logf("SIGTERM with %d shards complete; the rerun reused them", kept)
+			// The resumed run's summary counts the whole output, reused
+			// shards included.
+			if doc := lastJSON(t, r); doc["blobs"] != cleanDoc["blobs"] || doc["bytes"] != cleanDoc["bytes"] || doc["shards"] != cleanDoc["shards"] {
+				t.Fatalf("resumed summary: blobs %v bytes %v shards %v; uninterrupted %v %v %v",
+					doc["blobs"], doc["bytes"], doc["shards"], cleanDoc["blobs"], cleanDoc["bytes"], cleanDoc["shards"])
+			}
 			if tc.part != "" {
 				if r := bp(t, "finalize", dst); r.code != 0 {
 					t.Fatalf("finalize: %+v", r)
