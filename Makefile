@@ -32,11 +32,13 @@ fixtures-deps: deps
 	  fi; \
 	done
 
-# The pinned Python environment of the tests (independent writers and real
-# consumers: pylance, pyarrow, datasets, blobpack, s3fs, duckdb), made once
-# outside the tree by scripts/pyenv.sh from scripts/requirements/test.txt.
+# The pinned Python environments of the tests, made once outside the tree by
+# scripts/pyenv.sh: test.txt (independent writers and real consumers:
+# pylance, pyarrow, datasets, blobpack, s3fs, duckdb) and airflow.txt
+# (Apache Airflow 3.3.2, which runs examples/airflow).
 pyenv: deps
 	bash scripts/pyenv.sh scripts/requirements/test.txt >/dev/null
+	bash scripts/pyenv.sh scripts/requirements/airflow.txt >/dev/null
 
 # The S3 server the object-storage tests start on loopback (Apache-2.0),
 # built from its Go module into bin/.
@@ -45,6 +47,7 @@ $(VERSITYGW):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
 
 TEST_ENV = BPCONVERT_PYTHON=$$(bash scripts/pyenv.sh scripts/requirements/test.txt)/bin/python \
+	BPCONVERT_PYTHON_AIRFLOW=$$(bash scripts/pyenv.sh scripts/requirements/airflow.txt)/bin/python \
 	BPCONVERT_VERSITYGW=$(CURDIR)/$(VERSITYGW)
 
 test: deps fixtures-deps pyenv $(VERSITYGW)

@@ -11,6 +11,13 @@
 # than one run (ratio split/whole <= 1.0); finalize of a 2 GB,
 # 20,000-member output takes under 1 s.
 #
+# Then the scale: the same input (SCALE_MB, default 500 MB, in
+# SCALE_SHARDS, default 128, tar shards) split into N = SCALE_NS (default
+# 1 2 4 8 32 128) parts, run two at a time (the machine's cores), for each
+# N the total work (CPU seconds of every part), the largest part's share
+# of the bytes, the parts' wall time and finalize's time. FANOUT_PAIR=0
+# skips the first measurement.
+#
 # Needs bin/bpconvert (make build), python3, bc.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +31,40 @@ size=${FANOUT_SIZE:-102400}
 work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
 trap 'rm -rf "$work"' EXIT
 echo "# bench/fanout.sh: $(nproc) cores, runs=$runs, work dir on $(df --output=source "$work" | tail -1)"
+
+scale() {
+  local smb=${SCALE_MB:-500} sshards=${SCALE_SHARDS:-128} jobs=${SCALE_JOBS:-$(nproc)}
+  gen_shards "$work/scale" "$sshards" "$((smb * 1000000 / size))" "$size"
+  warm "$work/scale"
+  local sbytes
+  sbytes=$(du -sb "$work/scale" | cut -f1)
+  echo "scale: $sshards shards, $((smb * 1000000 / size)) members of $size bytes, $sbytes bytes; parts $jobs at a time"
+  printf '  %5s %12s %14s %10s %12s\n' N "cpu s" "largest part" "parts s" "finalize s"
+  local n
+  for n in ${SCALE_NS:-1 2 4 8 32 128}; do
+    set_aside "$work/sout" "$work/.sout.bpconvert-parts" "$work/sums"
+    mkdir -p "$work/sums"
+    sync
+    local t0 t1 t2 cpu
+    t0=$(now)
+    # Children's CPU time (user + system) of the subshell: every part.
+    cpu=$( (seq 1 "$n" | xargs -P "$jobs" -I{} "$bin" convert-wds "$work"/scale/*.tar "$work/sout" --yes --quiet \
+        --part "{}/$n" --summary-file "$work/sums/{}.json" >/dev/null
+      times) | tail -1 | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.2f", u[1]*60 + u[2] + s[1]*60 + s[2] }')
+    t1=$(now)
+    "$bin" finalize "$work/sout" --quiet
+    t2=$(now)
+    local share
+    share=$(python3 -c 'import json, sys; b = [json.load(open(p))["bytes"] for p in sys.argv[1:]]; print(f"{max(b) / sum(b) * 100:.1f}%")' \
+      "$work"/sums/*.json)
+    printf '  %5s %12s %14s %10.2f %12.3f\n' "$n" "$cpu" "$share" "$(echo "$t1 - $t0" | bc -l)" "$(echo "$t2 - $t1" | bc -l)"
+  done
+}
+
+if [ "${FANOUT_PAIR:-1}" = 0 ]; then
+  scale
+  exit 0
+fi
 
 gen_shards "$work/shards" "$nshards" "$((mb * 1000000 / size))" "$size"
 warm "$work/shards"
@@ -75,3 +116,5 @@ echo "input: $nshards shards, $members members of $size bytes, $bytes bytes"
 echo "  whole run:              $twhole s"
 echo "  --part 1/2 + 2/2 (concurrent): $tsplit s   ratio split/whole: $(ratio "$tsplit" "$twhole")x (target <= 1.00)"
 echo "  finalize:               $tfinal s (target < 1 s)"
+
+scale

@@ -11,6 +11,13 @@ import (
 // name, a missing file the source refers to. The CLI maps it to exit 3.
 var ErrInvalidInput = errors.New("invalid input")
 
+// ErrKeepStaged, matched (errors.Is) by the cause of a run's cancelled
+// context, asks the run to keep its complete staged shards for a retry to
+// resume, as after a kill, instead of removing them (see Output.Abort).
+// The CLI gives it to SIGTERM, which schedulers send to a task they will
+// run again.
+var ErrKeepStaged = errors.New("keep the staged work for a retry")
+
 // InputError locates a problem with a source: the file (shard, table,
 // metadata file or data file, as the user would find it), the member, row,
 // column and byte offset where they apply, the reason and, where one helps,

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -42,6 +44,8 @@ type FinalizeResult struct {
 	Shards  int
 	Members int64
 	Bytes   int64
+	// Extents say what each part contributed, in part order.
+	Extents []PartExtent
 }
 
 // Finalize joins the parts of a split conversion (see Part) into dst: the
@@ -65,7 +69,7 @@ func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResul
 		return res, err
 	}
 	partsDir := PartsDir(dst)
-	parts, recs, err := readParts(partsDir)
+	parts, recs, err := readParts(ctx, partsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		// No parts: a finished Finalize removed them, or there were none.
 		if rec, rerr := ReadRecord(dst); rerr == nil {
@@ -101,6 +105,10 @@ func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResul
 	if err := joinParts(ctx, st.Dir, parts, joiners, &res); err != nil {
 		return res, err
 	}
+	joined.Parts = res.Extents
+	if err := atomicfile.WriteFile(filepath.Join(st.Dir, RecordName), joined.Encode(), 0o644); err != nil {
+		return res, err
+	}
 	if err := st.Commit(); err != nil {
 		return res, err
 	}
@@ -112,46 +120,56 @@ func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResul
 
 // readParts lists the committed parts under partsDir, in order, and checks
 // that all N are there, complete, and made by the same plan from the same
-// sources.
-func readParts(partsDir string) ([]string, []*Record, error) {
+// sources. Each refusal names the parts to rerun, or the split to remove,
+// and how.
+func readParts(ctx context.Context, partsDir string) ([]string, []*Record, error) {
 	ents, err := os.ReadDir(partsDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	n := 0
-	found := map[int]string{}
-	staged := map[int]bool{}
+	found := map[int]map[int]string{} // N -> I -> committed part directory
+	staged := map[int]map[int]bool{}  // N -> I -> staged (running or stopped)
+	newest := map[int]time.Time{}     // N -> latest change of its parts
+	note := func(n int, e fs.DirEntry) {
+		if found[n] == nil {
+			found[n], staged[n] = map[int]string{}, map[int]bool{}
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().After(newest[n]) {
+			newest[n] = info.ModTime()
+		}
+	}
 	for _, e := range ents {
 		name := e.Name()
 		if p, ok := ParsePartName(name); ok && e.IsDir() {
-			if n != 0 && p.N != n {
-				return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s holds parts of different splits (%s and %d parts)", partsDir, name, n)}
-			}
-			n = p.N
-			found[p.I] = filepath.Join(partsDir, name)
+			note(p.N, e)
+			found[p.N][p.I] = filepath.Join(partsDir, name)
 			continue
 		}
 		if inner, ok := strings.CutSuffix(strings.TrimPrefix(name, "."), stage.Suffix); ok {
 			if p, ok := ParsePartName(inner); ok {
-				staged[p.I] = true
-				if n == 0 {
-					n = p.N
-				}
+				note(p.N, e)
+				staged[p.N][p.I] = true
 			}
 		}
 	}
-	if n == 0 {
+	if len(found) == 0 {
 		return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s holds no parts", partsDir),
 			Hint: "run the conversion with --part I/N for every I from 1 to N first"}
 	}
+	if len(found) > 1 {
+		return nil, nil, splitsError(partsDir, found, newest)
+	}
+	var n int
+	for n = range found {
+	}
 	var missing []string
 	for i := 1; i <= n; i++ {
-		if _, ok := found[i]; ok {
+		if _, ok := found[n][i]; ok {
 			continue
 		}
 		what := "missing"
-		if staged[i] {
-			what = "not complete (running, or killed: rerun it)"
+		if staged[n][i] {
+			what = "not complete (running, or stopped: rerun it)"
 		}
 		missing = append(missing, fmt.Sprintf("part %d/%d %s", i, n, what))
 	}
@@ -162,23 +180,137 @@ func readParts(partsDir string) ([]string, []*Record, error) {
 	var dirs []string
 	var recs []*Record
 	for i := 1; i <= n; i++ {
-		rec, err := ReadRecord(found[i])
+		rec, err := ReadRecord(found[n][i])
 		if err != nil {
 			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: part %d/%d: %w", i, n, err)}
 		}
 		if rec.Options[PartOption] != (Part{I: i, N: n}).String() {
-			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s: its record names part %q", found[i], rec.Options[PartOption])}
+			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: %s: its record names part %q", found[n][i], rec.Options[PartOption])}
 		}
-		if i > 1 {
-			if diff := rec.Whole().Diff(recs[0].Whole()); len(diff) > 0 {
-				return nil, nil, &UsageError{Err: fmt.Errorf("finalize: part %d/%d was made from another plan than part 1/%d: %s", i, n, n, strings.Join(diff, "; ")),
-					Hint: "rerun that part with the same command, options and sources as the others"}
-			}
-		}
-		dirs = append(dirs, found[i])
+		dirs = append(dirs, found[n][i])
 		recs = append(recs, rec)
 	}
+	if err := samePlan(ctx, recs); err != nil {
+		return nil, nil, err
+	}
 	return dirs, recs, nil
+}
+
+// splitsError refuses parts of several splits (a conversion rerun with
+// another N), naming the command that removes all but the newest split.
+func splitsError(partsDir string, found map[int]map[int]string, newest map[int]time.Time) error {
+	ns := slices.Sorted(maps.Keys(found))
+	keep := ns[0]
+	var desc, rm []string
+	for _, n := range ns {
+		desc = append(desc, fmt.Sprintf("%d of %d parts", len(found[n]), n))
+		if newest[n].After(newest[keep]) {
+			keep = n
+		}
+	}
+	for _, n := range ns {
+		if n != keep {
+			rm = append(rm, shellQuote(filepath.Join(partsDir, fmt.Sprintf("part-*-of-%04d", n))), shellQuote(filepath.Join(partsDir, fmt.Sprintf(".part-*-of-%04d%s", n, stage.Suffix))))
+		}
+	}
+	return &UsageError{Err: fmt.Errorf("finalize: %s holds parts of %d splits (%s)", partsDir, len(ns), strings.Join(desc, ", ")),
+		Hint: fmt.Sprintf("keep one split: `rm -rf %s` removes all but the %d-part split, written last; then run its missing parts and finalize again",
+			strings.Join(rm, " "), keep)}
+}
+
+// shellQuote quotes p for a POSIX shell, leaving a trailing glob unquoted.
+func shellQuote(p string) string {
+	dir, base := filepath.Split(p)
+	if dir == "" {
+		return base
+	}
+	return "'" + strings.ReplaceAll(dir, "'", `'\''`) + "'" + base
+}
+
+// samePlan checks that every part was made by the same plan from the same
+// sources. When they differ, the parts to rerun are those made with options
+// other than part 1's, or else those made from sources that have changed
+// since (compared with the files as they are now), each rerun with its own
+// command plus --restart.
+func samePlan(ctx context.Context, recs []*Record) error {
+	n := len(recs)
+	first := recs[0].Whole()
+	var other []int
+	var otherWhy []string
+	sourcesDiffer := false
+	for i, rec := range recs[1:] {
+		w := rec.Whole()
+		if diff := w.Diff(first); len(diff) > 0 {
+			sourcesDiffer = true
+			noSrc, firstNoSrc := *w, *first
+			noSrc.Sources, firstNoSrc.Sources = nil, nil
+			if d := noSrc.Diff(&firstNoSrc); len(d) > 0 {
+				other = append(other, i+2)
+				otherWhy = append(otherWhy, fmt.Sprintf("part %d/%d: %s", i+2, n, strings.Join(d, "; ")))
+			}
+		}
+	}
+	if len(other) > 0 {
+		return &UsageError{Err: fmt.Errorf("finalize: parts made with other options than part 1/%d: %s", n, strings.Join(otherWhy, "; ")),
+			Hint: fmt.Sprintf("rerun %s with part 1/%d's options plus --restart (or every part with the same new options plus --restart), then finalize again", partList(other, n), n)}
+	}
+	if !sourcesDiffer {
+		return nil
+	}
+	now := &Record{Command: first.Command, Options: first.Options, Sources: currentSources(ctx, recs)}
+	var stale []int
+	var why []string
+	for i, rec := range recs {
+		if diff := now.Diff(rec.Whole()); len(diff) > 0 {
+			stale = append(stale, i+1)
+			if len(why) == 0 {
+				why = diff
+			}
+		}
+	}
+	if len(stale) == 0 { // cannot happen: the parts differ, so not all match now
+		stale = []int{1}
+	}
+	what := partList(stale, n)
+	if len(stale) == n {
+		what = "every part"
+	}
+	verb := "was"
+	if len(stale) > 1 {
+		verb = "were"
+	}
+	return &UsageError{Err: fmt.Errorf("finalize: %s %s made from sources that have changed since: %s", what, verb, strings.Join(why, "; ")),
+		Hint: fmt.Sprintf("rerun %s with the same command plus --restart (it replaces the part's old output), then finalize again", what)}
+}
+
+// partList names parts: "part 2/3", "parts 1/3 and 2/3", "parts 1/4, 2/4 and 4/4".
+func partList(is []int, n int) string {
+	names := make([]string, len(is))
+	for k, i := range is {
+		names[k] = fmt.Sprintf("%d/%d", i, n)
+	}
+	if len(names) == 1 {
+		return "part " + names[0]
+	}
+	return "parts " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// currentSources identifies, as they are now, the source files that any
+// part's record names; a file that is gone is left out.
+func currentSources(ctx context.Context, recs []*Record) []SourceFile {
+	paths := map[string]bool{}
+	for _, r := range recs {
+		for _, s := range r.Sources {
+			paths[s.Path] = true
+		}
+	}
+	var out []SourceFile
+	for _, p := range slices.Sorted(maps.Keys(paths)) {
+		if got, err := Identify(ctx, []string{p}); err == nil && len(got) == 1 {
+			out = append(out, got[0])
+		}
+	}
+	return out
 }
 
 // joinParts links the parts' shards into dir/media under new numbers,
@@ -209,6 +341,7 @@ func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel
 			withManifest = false
 		}
 		renames[pi] = map[string]string{}
+		ext := PartExtent{Part: Part{I: pi + 1, N: len(parts)}.String(), First: res.Shards, Shards: len(names)}
 		for _, name := range names {
 			newName := fmt.Sprintf("%s-%04d.zip", packcore.DefaultPrefix, res.Shards)
 			res.Shards++
@@ -226,6 +359,8 @@ func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel
 			}
 			res.Members += int64(len(keys))
 			res.Bytes += bytes
+			ext.Members += int64(len(keys))
+			ext.Bytes += bytes
 			if err := os.Link(src, filepath.Join(media, newName)); err != nil {
 				return fmt.Errorf("finalize: %w", err)
 			}
@@ -237,6 +372,7 @@ func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel
 				manifest = append(manifest, packcore.ShardInfo{Name: newName, Bytes: e.Bytes, SHA256: e.SHA256})
 			}
 		}
+		res.Extents = append(res.Extents, ext)
 	}
 	if withManifest && len(manifest) > 0 {
 		if err := packcore.WriteManifest(media, manifest); err != nil {
@@ -259,6 +395,29 @@ func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel
 		return packcore.FormatRef(key, MediaDir+"/"+newName), nil
 	}
 	return joinFiles(ctx, dir, parts, joiners, rename)
+}
+
+// Totals counts the members, payload bytes and shards of the packs in the
+// media directory of dir (a converted destination or part), reading each
+// shard's central directory.
+func Totals(dir string) (members, bytes int64, shards int, err error) {
+	media := filepath.Join(dir, MediaDir)
+	names, err := packcore.ListShards(media)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, name := range names {
+		keys, b, err := shardKeys(filepath.Join(media, name))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		members += int64(len(keys))
+		bytes += b
+	}
+	return members, bytes, len(names), nil
 }
 
 // shardKeys returns a shard's member names and payload bytes.

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,10 +73,15 @@ type Output struct {
 
 	st        *stage.Stage
 	remote    *remote // set when the destination is in object storage
+	ctx       context.Context
+	record    bool // the staging directory holds a record: a rerun can resume
 	stats     packcore.Stats
 	closed    bool
 	committed bool            // a remote output was committed
 	resumed   map[string]bool // keys added or found again by this run
+	// reused counts the members found again in reused shards, and their
+	// bytes, which the writer's figures leave out.
+	reused, reusedBytes int64
 }
 
 // Begin starts the output for destination dst, which must be absent or an
@@ -140,7 +146,7 @@ func beginWriter(ctx context.Context, final string, st *stage.Stage, o OutputOpt
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Final: final, Dir: st.Dir, Pack: w, st: st, resumed: map[string]bool{}}
+	out := &Output{Final: final, Dir: st.Dir, Pack: w, st: st, ctx: ctx, record: o.Pack.Record != nil, resumed: map[string]bool{}}
 	if resume {
 		for _, s := range w.Completed() {
 			out.stats.Shards++
@@ -215,6 +221,7 @@ func (o *Output) reuse(key string, size int64, group string) (ref string, done b
 				return "", false, fmt.Errorf("resuming: member %q has %d bytes in the staged shard, the source now gives %d", key, sz, size)
 			}
 			o.resumed[key] = true
+			o.reused, o.reusedBytes = o.reused+1, o.reusedBytes+size
 			o.Pack.Replay(key, size, group) // later placement as in an uninterrupted run
 			return ref, true, nil
 		}
@@ -243,7 +250,8 @@ func (o *Output) Path(rel string) string { return filepath.Join(o.Dir, filepath.
 
 // ClosePack completes the last shard and the manifest, so the packs can be
 // read back before the tables are written. It is called by Commit when the
-// converter has not.
+// converter has not. The figures count every member of the output, those
+// of shards reused from an interrupted run included.
 func (o *Output) ClosePack() (packcore.Stats, error) {
 	if o.closed {
 		return o.stats, nil
@@ -252,6 +260,7 @@ func (o *Output) ClosePack() (packcore.Stats, error) {
 	if err != nil {
 		return packcore.Stats{}, err
 	}
+	st.Members, st.Bytes = st.Members+o.reused, st.Bytes+o.reusedBytes
 	o.stats, o.closed = st, true
 	return st, nil
 }
@@ -276,9 +285,11 @@ func (o *Output) Commit() (packcore.Stats, error) {
 	return st, nil
 }
 
-// Abort discards everything written. It does nothing after Commit. For a
-// destination in object storage the uploads in flight are abandoned; the
-// shards already uploaded stay for a rerun to resume from.
+// Abort discards everything written, or, when the run's context was
+// cancelled with a cause that matches ErrKeepStaged and complete shards
+// are staged, keeps those for a retry to resume. It does nothing after
+// Commit. For a destination in object storage the uploads in flight are
+// abandoned; the shards already uploaded stay for a rerun to resume from.
 func (o *Output) Abort() {
 	if o.committed {
 		return
@@ -286,6 +297,10 @@ func (o *Output) Abort() {
 	o.Pack.Abort()
 	if o.remote != nil {
 		o.remote.wait() //nolint:errcheck // aborting anyway
+	}
+	if o.record && errors.Is(context.Cause(o.ctx), ErrKeepStaged) && len(o.Pack.Completed()) > 0 {
+		o.st.Leave()
+		return
 	}
 	o.st.Abort()
 }

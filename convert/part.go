@@ -116,3 +116,105 @@ func ParsePartName(name string) (Part, bool) {
 	}
 	return p, true
 }
+
+// indexVar is an environment variable that an engine running N copies of
+// one task sets to the task's 0-based index, with the variable (if any)
+// that the same engine sets to N.
+type indexVar struct {
+	name, count, engine string
+}
+
+// indexVars are the variables --part auto reads, in the order tried.
+var indexVars = []indexVar{
+	{"JOB_COMPLETION_INDEX", "", "Kubernetes Indexed Job"},
+	{"AWS_BATCH_JOB_ARRAY_INDEX", "AWS_BATCH_JOB_ARRAY_SIZE", "AWS Batch array job"},
+	{"BATCH_TASK_INDEX", "BATCH_TASK_COUNT", "Google Cloud Batch"},
+	{"CLOUD_RUN_TASK_INDEX", "CLOUD_RUN_TASK_COUNT", "Cloud Run job"},
+	{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "Slurm job array"},
+}
+
+// slurmMin is the variable holding the first task ID of a Slurm array,
+// which SLURM_ARRAY_TASK_ID is offset by.
+const slurmMin = "SLURM_ARRAY_TASK_MIN"
+
+// IndexVariables lists the environment variables that ResolvePart reads a
+// part's index from, in the order it tries them.
+func IndexVariables() []string {
+	out := make([]string, len(indexVars))
+	for i, v := range indexVars {
+		out[i] = v.name
+	}
+	return out
+}
+
+// ResolvePart reads a --part value: "I/N" (see ParsePart), or "auto" or
+// "auto/N", which take the part from the environment that a batch engine
+// gives each of N copies of a task: the index from the first variable of
+// IndexVariables that getenv returns non-empty (0-based, so part index+1;
+// SLURM_ARRAY_TASK_ID less SLURM_ARRAY_TASK_MIN), N from the value or else
+// from the count variable of the same engine (AWS_BATCH_JOB_ARRAY_SIZE,
+// BATCH_TASK_COUNT, CLOUD_RUN_TASK_COUNT, SLURM_ARRAY_TASK_COUNT;
+// Kubernetes sets none, so auto/N is needed there). from says where the
+// part came from, for the run's summary: "--part 2/8", or
+// "JOB_COMPLETION_INDEX=1 (Kubernetes Indexed Job), N from --part auto/8".
+func ResolvePart(s string, getenv func(string) string) (p Part, from string, err error) {
+	spec, nText, hasN := strings.Cut(s, "/")
+	if spec != "auto" {
+		p, err := ParsePart(s)
+		if err != nil || p.Whole() {
+			return p, "", err
+		}
+		return p, "--part " + p.String(), nil
+	}
+	n := 0
+	if hasN {
+		if n, err = strconv.Atoi(nText); err != nil || n < 1 || n > MaxParts {
+			return Part{}, "", fmt.Errorf("part %q: want auto or auto/N with 1 <= N <= %d, such as auto/8", s, MaxParts)
+		}
+	}
+	for _, v := range indexVars {
+		val := strings.TrimSpace(getenv(v.name))
+		if val == "" {
+			continue
+		}
+		idx, err := strconv.Atoi(val)
+		if err != nil {
+			return Part{}, "", fmt.Errorf("part %s: %s=%q is not a whole number", s, v.name, val)
+		}
+		from = fmt.Sprintf("%s=%d (%s)", v.name, idx, v.engine)
+		if v.name == "SLURM_ARRAY_TASK_ID" {
+			if m := strings.TrimSpace(getenv(slurmMin)); m != "" {
+				lo, err := strconv.Atoi(m)
+				if err != nil {
+					return Part{}, "", fmt.Errorf("part %s: %s=%q is not a whole number", s, slurmMin, m)
+				}
+				idx -= lo
+				from = fmt.Sprintf("%s=%s less %s=%d (%s)", v.name, val, slurmMin, lo, v.engine)
+			}
+		}
+		count := ""
+		if v.count != "" {
+			count = strings.TrimSpace(getenv(v.count))
+		}
+		switch {
+		case hasN && count != "" && count != strconv.Itoa(n):
+			return Part{}, "", fmt.Errorf("part %s: %s=%s says there are %s parts, not %d", s, v.count, count, count, n)
+		case hasN:
+			from += ", N from --part " + s
+		case count != "":
+			if n, err = strconv.Atoi(count); err != nil || n < 1 || n > MaxParts {
+				return Part{}, "", fmt.Errorf("part %s: %s=%q: want a count from 1 to %d", s, v.count, count, MaxParts)
+			}
+			from += fmt.Sprintf(", N from %s=%d", v.count, n)
+		case v.count == "":
+			return Part{}, "", fmt.Errorf("part %s: %s sets no count of parts: give it as --part auto/N", s, v.engine)
+		default:
+			return Part{}, "", fmt.Errorf("part %s: %s is set but %s is not: give the count as --part auto/N", s, v.name, v.count)
+		}
+		if idx < 0 || idx >= n {
+			return Part{}, "", fmt.Errorf("part %s: %s gives part %d, outside 1..%d", s, from, idx+1, n)
+		}
+		return Part{I: idx + 1, N: n}, from, nil
+	}
+	return Part{}, "", fmt.Errorf("part %s: no part index in the environment (tried %s)", s, strings.Join(IndexVariables(), ", "))
+}

@@ -37,6 +37,20 @@ type Record struct {
 	Options map[string]string `json:"options"`
 	// Sources identify every source file.
 	Sources []SourceFile `json:"sources"`
+	// Parts, in a destination joined by Finalize, say what each part of
+	// the split contributed; they are not compared.
+	Parts []PartExtent `json:"parts,omitempty"`
+}
+
+// PartExtent is what one part of a split conversion contributed to the
+// joined destination: the shards numbered First to First+Shards-1, holding
+// Members members of Bytes payload bytes.
+type PartExtent struct {
+	Part    string `json:"part"`
+	First   int    `json:"first_shard"`
+	Shards  int    `json:"shards"`
+	Members int64  `json:"members"`
+	Bytes   int64  `json:"bytes"`
 }
 
 // SourceFile identifies one source file by path, size and modification

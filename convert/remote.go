@@ -406,3 +406,36 @@ func (r *remote) putFile(rel, path string) error {
 	}
 	return r.store.Put(r.ctx, rel, f, st.Size(), objstore.PutOptions{})
 }
+
+// TotalsAt is Totals for dst, a local directory or an s3:// location (each
+// shard's central directory read with ranged reads).
+func TotalsAt(ctx context.Context, dst string) (members, bytes int64, shards int, err error) {
+	if !objstore.IsRemote(dst) {
+		return Totals(dst)
+	}
+	st, err := objstore.Open(ctx, dst, objstore.Options{})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	rs, err := readRemoteState(ctx, st, MediaDir)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, in := range rs.shards {
+		obj, err := st.Open(ctx, in.Name)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		d, err := packcore.ReadDirectory(obj, obj.Size())
+		obj.Close()
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("%s/%s: %w", dst, in.Name, err)
+		}
+		for _, e := range d.Entries {
+			members++
+			bytes += e.Size
+		}
+		shards++
+	}
+	return members, bytes, shards, nil
+}

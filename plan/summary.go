@@ -49,6 +49,11 @@ type Summary struct {
 	Duration time.Duration `json:"-"`
 	// Warnings met during the run.
 	Warnings []string `json:"warnings"`
+	// Part is the part of a split conversion this run converted ("2/8"),
+	// and PartFrom where that came from ("--part 2/8", or the environment
+	// variable of --part auto); both are empty for an undivided run.
+	Part     string `json:"part,omitempty"`
+	PartFrom string `json:"part_from,omitempty"`
 }
 
 // SummarySchema identifies summary JSON documents (the "schema" field), with the same

@@ -253,6 +253,18 @@ func (s *Stage) Abort() {
 	removeEmpty(s.made) // parents this run created, left empty
 }
 
+// Leave releases the destination and keeps the staging directory as it
+// is, for a later run with the same record to resume (see
+// Options.Resume); that run removes it should its record differ. It does
+// nothing after Commit or Abort.
+func (s *Stage) Leave() {
+	if s.done {
+		return
+	}
+	s.done = true
+	s.unlock()
+}
+
 // CopyFile copies the regular file src to a new file dst (creating its
 // directory), synced; an existing dst is an error. It checks ctx before it
 // starts.

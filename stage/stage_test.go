@@ -225,3 +225,39 @@ func TestAbortRemovesCreatedParents(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLeave: Leave keeps the staging directory and its files, releases the
+// lock (its file is gone), and a run with the same record resumes it while
+// one with another record starts clean.
+func TestLeave(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		record  string
+		resumed bool
+	}{{"same record", "r1", true}, {"other record", "r2", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			final := filepath.Join(t.TempDir(), "out")
+			st, err := BeginWith(final, Options{Record: []byte("r1"), Resume: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(st.Dir, "shard"), []byte("kept"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			st.Leave()
+			st.Abort() // after Leave: does nothing
+			if _, err := os.Stat(LockPath(final)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("lock file after Leave: %v", err)
+			}
+			again, err := BeginWith(final, Options{Record: []byte(tc.record), Resume: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Abort()
+			_, err = os.Stat(filepath.Join(again.Dir, "shard"))
+			if again.Resumed != tc.resumed || (err == nil) != tc.resumed {
+				t.Fatalf("resumed %v, staged file kept: %v", again.Resumed, err)
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("convert-lance", flag.ContinueOnError)
 	var cf convertFlags
 	cf.register(fset)
-	cf.registerPart(fset)
+	cf.registerPart(fset, e)
 	var columns stringList
 	fset.Var(&columns, "column", "column to extract into packs, `NAME` (repeatable; default: every blob column)")
 	version := fset.Uint64("version", 0, "convert dataset version `N` (default: the latest)")

@@ -17,7 +17,7 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("convert-lerobot", flag.ContinueOnError)
 	var cf convertFlags
 	cf.register(fset)
-	cf.registerPart(fset)
+	cf.registerPart(fset, e)
 	images := fset.String("images", string(lerobot.ImagesExtract), "image features inside the tables: extract (into packs, columns become references) or skip")
 	videoMode := fset.String("video", string(lerobot.VideoCopy), "video features: copy (into packs, per episode where possible) or skip")
 	noSplit := fset.Bool("no-split-episodes", false, "keep every v3.0 camera file whole; episodes are addressed by [from_ns, to_ns)")

@@ -23,7 +23,7 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("convert-parquet", flag.ContinueOnError)
 	var cf convertFlags
 	cf.register(fset)
-	cf.registerPart(fset)
+	cf.registerPart(fset, e)
 	var columns, fields stringList
 	fset.Var(&columns, "column", "top-level column to extract into packs, `NAME` as written (repeatable)")
 	fset.Var(&fields, "field", "nested field to extract, `a.b.c` with dots between levels (repeatable)")

@@ -15,7 +15,7 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("convert-wds", flag.ContinueOnError)
 	var cf convertFlags
 	cf.register(fset)
-	cf.registerPart(fset)
+	cf.registerPart(fset, e)
 	shardPrefix := fset.Bool("shard-prefix", false, "prefix every key with its shard's stem (train-000003/000123.jpg), for keys that repeat across shards")
 	noTable := fset.Bool("no-table", false, "do not write samples.parquet")
 	inline := fset.String("inline", "", "comma-separated fields (e.g. cls,txt,json) stored inline in samples.parquet instead of as references")

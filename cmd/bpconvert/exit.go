@@ -27,6 +27,25 @@ type interrupted struct{ sig syscall.Signal }
 
 func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
 
+// Is makes SIGTERM ask a converter to keep its complete staged shards
+// (convert.ErrKeepStaged): schedulers (Airflow, Kubernetes, Slurm) send it
+// to a task they will run again, and the retry resumes. SIGINT, a person
+// at a terminal stopping the run, removes them.
+func (i interrupted) Is(target error) bool {
+	return target == convert.ErrKeepStaged && i.sig == syscall.SIGTERM
+}
+
+// keptError is an interrupted conversion that left its complete shards
+// staged for a rerun to resume.
+type keptError struct {
+	err     error
+	staging string
+	shards  int
+}
+
+func (e *keptError) Error() string { return e.err.Error() }
+func (e *keptError) Unwrap() error { return e.err }
+
 // usageError is a command line the program refuses: exit 2.
 type usageError struct {
 	msg  string
@@ -112,6 +131,10 @@ func hintFor(err error) string {
 	var he *hintError
 	if errors.As(err, &he) {
 		return he.hint
+	}
+	var ke *keptError
+	if errors.As(err, &ke) {
+		return "rerun the same command to resume from the kept shards; add --restart (or remove " + ke.staging + ") to discard them"
 	}
 	if h := convert.Hint(err); h != "" {
 		return h

@@ -182,8 +182,8 @@ func TestFinalizeRefuses(t *testing.T) {
 			run(dst, "3/3")
 			os.MkdirAll(filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".bpconvert-parts", ".part-0002-of-0003.bpconvert-staging"), 0o755)
 		}},
-		{"other plan", "another plan", 2, func(dst string) { run(dst, "1/2"); run(dst, "2/2", "--max-members", "2") }},
-		{"other split", "different splits", 2, func(dst string) { run(dst, "1/2"); run(dst, "2/3") }},
+		{"other plan", "other options than part 1/2", 2, func(dst string) { run(dst, "1/2"); run(dst, "2/2", "--max-members", "2") }},
+		{"other split", "holds parts of 2 splits", 2, func(dst string) { run(dst, "1/2"); run(dst, "2/3") }},
 		{"duplicate key", "also in part 1/2", 3, func(dst string) {
 			run(dst, "1/2")
 			// Part 1 of the same split of copies of the shards stands in

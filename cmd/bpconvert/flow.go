@@ -45,25 +45,37 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
-	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it")
+	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
 	fs.StringVar(&c.staging, "staging", "", "local directory that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
 }
 
-// registerPart adds --part, for converters that can split their work.
-func (c *convertFlags) registerPart(fs *flag.FlagSet) {
-	fs.Var(&c.part, convert.PartOption, "convert only part I of N (I/N, such as 2/8) of the work, for bpconvert finalize DST to join")
+// registerPart adds --part, for converters that can split their work;
+// --part auto reads the part from e's environment.
+func (c *convertFlags) registerPart(fs *flag.FlagSet, e *env) {
+	c.part.getenv = e.getenv
+	fs.Var(&c.part, convert.PartOption, "convert only part I of N (I/N, such as 2/8) of the work, for bpconvert finalize DST to join;\n"+
+		"auto (or auto/N) takes I, and N, from the index a batch engine gives each task:\n"+strings.Join(convert.IndexVariables(), ", "))
 }
 
 // partFlag is a --part value.
-type partFlag struct{ convert.Part }
+type partFlag struct {
+	convert.Part
+	// from says where the part came from (see convert.ResolvePart).
+	from   string
+	getenv func(string) string
+}
 
-// Set parses I/N.
+// Set parses I/N, auto or auto/N.
 func (p *partFlag) Set(s string) error {
-	v, err := convert.ParsePart(s)
+	getenv := p.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	v, from, err := convert.ResolvePart(s, getenv)
 	if err != nil {
 		return err
 	}
-	p.Part = v
+	p.Part, p.from = v, from
 	return nil
 }
 
@@ -143,28 +155,59 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (string
 }
 
 // alreadyDone reports whether the destination holds a finished run's
-// output: nil when it holds none; a summary with status already_done when
-// that run had the same command, options and sources; a usage error naming
-// the differences otherwise.
+// output: nil when it holds none; a summary with status already_done (and
+// the totals of what the destination holds for this run) when that run had
+// the same command, options and sources; a usage error naming the
+// differences otherwise. A part whose committed output differs is
+// converted again under --restart.
 func (c *convertFlags) alreadyDone(ctx context.Context, format string) (*plan.Summary, error) {
 	if c.dst == "" || c.dryRun {
 		return nil, nil
 	}
 	if c.part.Whole() {
-		return c.doneAt(ctx, c.dst, c.record, format)
+		return c.doneAt(ctx, c.dst, c.record, format, "choose a new destination directory, or remove this one to convert again")
 	}
 	// A part is done when its own output is committed, or when the parts
 	// have been joined into the destination already.
 	if c.record != nil {
-		if sum, err := c.doneAt(ctx, c.dst, c.record.Whole(), format); sum != nil || err != nil {
+		sum, err := c.doneAt(ctx, c.dst, c.record.Whole(), format, "choose a new destination directory, or remove this one to convert again")
+		if sum != nil {
+			if old, rerr := convert.ReadRecord(c.dst); rerr == nil {
+				sum.Blobs, sum.Bytes, sum.Shards = 0, 0, 0
+				for _, x := range old.Parts {
+					if x.Part == c.part.String() {
+						sum.Blobs, sum.Bytes, sum.Shards = x.Members, x.Bytes, int64(x.Shards)
+					}
+				}
+			}
+		}
+		if sum != nil || err != nil {
 			return sum, err
 		}
 	}
-	return c.doneAt(ctx, convert.PartDir(c.dst, c.part.Part), c.record, format)
+	dir := convert.PartDir(c.dst, c.part.Part)
+	if c.restart && c.record != nil {
+		if old, err := convert.ReadRecord(dir); err == nil && len(c.record.Diff(old)) > 0 {
+			// Made from other sources or options: its output is replaced.
+			// It is first renamed to the part's staging name, so a crash
+			// while removing it leaves a part that finalize sees as
+			// incomplete, never one with shards missing.
+			staging := stage.Path(dir)
+			if err := os.RemoveAll(staging); err != nil {
+				return nil, err
+			}
+			if err := os.Rename(dir, staging); err != nil {
+				return nil, err
+			}
+			return nil, os.RemoveAll(staging)
+		}
+	}
+	return c.doneAt(ctx, dir, c.record, format, fmt.Sprintf("its sources or options changed since part %s ran: add --restart to convert the part again (its old output is replaced)", c.part))
 }
 
-// doneAt compares the record committed in dir (if any) with rec.
-func (c *convertFlags) doneAt(ctx context.Context, dir string, rec *convert.Record, format string) (*plan.Summary, error) {
+// doneAt compares the record committed in dir (if any) with rec; hint is
+// the refusal's hint when they differ.
+func (c *convertFlags) doneAt(ctx context.Context, dir string, rec *convert.Record, format, hint string) (*plan.Summary, error) {
 	old, err := convert.ReadRecordAt(ctx, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -176,23 +219,34 @@ func (c *convertFlags) doneAt(ctx context.Context, dir string, rec *convert.Reco
 		return nil, convert.CheckDest(ctx, dir)
 	}
 	if diff := rec.Diff(old); len(diff) > 0 {
-		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", dir, convert.ErrDifferentRun, strings.Join(diff, "; ")),
-			hint: "choose a new destination directory, or remove this one to convert again"}
+		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", dir, convert.ErrDifferentRun, strings.Join(diff, "; ")), hint: hint}
 	}
 	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: dir}
-	if objstore.IsRemote(dir) {
-		if st, err := objstore.Open(ctx, dir, objstore.Options{}); err == nil {
-			st.List(ctx, convert.MediaDir+"/", func(in objstore.Info) error { //nolint:errcheck // a count for the summary
-				if strings.HasSuffix(in.Name, ".zip") {
-					sum.Shards++
-				}
-				return nil
-			})
-		}
-	} else if shards, err := packcore.ListShards(filepath.Join(dir, convert.MediaDir)); err == nil {
-		sum.Shards = int64(len(shards))
+	members, bytes, shards, err := convert.TotalsAt(ctx, dir)
+	if err != nil {
+		return nil, err
 	}
+	sum.Blobs, sum.Bytes, sum.Shards = members, bytes, int64(shards)
 	return &sum, nil
+}
+
+// kept returns err as a *keptError when the run was interrupted by a
+// signal that keeps staged work (convert.ErrKeepStaged) and its staging
+// directory holds complete shards, else err.
+func (c *convertFlags) kept(ctx context.Context, err error) error {
+	if c.dst == "" || !errors.Is(context.Cause(ctx), convert.ErrKeepStaged) {
+		return err
+	}
+	final := c.dst
+	if !c.part.Whole() {
+		final = convert.PartDir(c.dst, c.part.Part)
+	}
+	staging := stage.Path(final)
+	shards, lerr := packcore.ListShards(filepath.Join(staging, convert.MediaDir))
+	if lerr != nil || len(shards) == 0 {
+		return err
+	}
+	return &keptError{err: err, staging: staging, shards: len(shards)}
 }
 
 // failedPlan is the result of a run whose plan found problems: the error
@@ -217,6 +271,19 @@ func (e *env) interactive() bool {
 // (jobs that implement convert.Chooser) and a confirmation (when confirm is
 // set and --yes is not) where needed, and runs it.
 func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
+	if !cf.part.Whole() && cf.part.from != "--part "+cf.part.String() {
+		e.infof("part %s, from %s", cf.part, cf.part.from)
+	}
+	sum, err := e.runJobPart(ctx, cf, job, confirm)
+	if s, ok := sum.(plan.Summary); ok && !cf.part.Whole() {
+		s.Part, s.PartFrom = cf.part.String(), cf.part.from
+		sum = s
+	}
+	return sum, err
+}
+
+// runJobPart is runJob less the part's note in the summary.
+func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
 	if done, err := cf.alreadyDone(ctx, ""); done != nil || err != nil {
 		if done != nil && !e.quiet {
 			plan.RenderSummaryText(e.stderr, *done)
@@ -294,7 +361,7 @@ func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, con
 	start := time.Now()
 	sum, err := job.Run(ctx, prog)
 	if err != nil {
-		return nil, err
+		return nil, cf.kept(ctx, err)
 	}
 	// A summary returned without an error is a finished run.
 	sum.Status, sum.ExitCode, sum.Duration = plan.StatusOK, exitOK, time.Since(start)

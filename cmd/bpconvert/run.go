@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,8 @@ type env struct {
 	quiet          bool
 	summaryFile    string
 	started        time.Time
+	// getenv reads the environment (--part auto).
+	getenv func(string) string
 }
 
 // infof prints a message for people on stderr unless --quiet.
@@ -71,7 +74,7 @@ func (e *env) commonFlags(fs *flag.FlagSet) {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, started: time.Now()}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, started: time.Now(), getenv: os.Getenv}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || (args[0] == "help" && len(args) == 1) {
 		usage(stdout)
 		if len(args) == 0 {
@@ -109,6 +112,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	code := exitCode(ctx, err)
 	if errors.Is(err, errAborted) {
 		fmt.Fprintln(stderr, "bpconvert: aborted; nothing was written")
+	} else if ke := (*keptError)(nil); err != nil && code >= 128 && errors.As(err, &ke) {
+		fmt.Fprintf(stderr, "bpconvert: %s; %s kept in %s for a retry\n", context.Cause(ctx), plan.CountText(int64(ke.shards), "complete shards"), ke.staging)
+		fmt.Fprintf(stderr, "bpconvert: hint: %s\n", hintFor(err))
 	} else if err != nil && code >= 128 {
 		fmt.Fprintf(stderr, "bpconvert: interrupted (%s); temporary output removed, nothing was written\n", context.Cause(ctx))
 	} else if err != nil {
@@ -196,7 +202,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "  1    failure (including verify finding problems)")
 	fmt.Fprintln(w, "  2    usage error, refused prompt, a destination that already exists, or object storage\n       refusing the credentials or lacking the bucket")
 	fmt.Fprintln(w, "  3    invalid input (bad key, corrupt or truncated source, duplicate key)")
-	fmt.Fprintln(w, "  130  interrupted by SIGINT (143 for SIGTERM); temporary output is removed")
+	fmt.Fprintln(w, "  130  interrupted by SIGINT; temporary output is removed")
+	fmt.Fprintln(w, "  143  stopped by SIGTERM; a converter keeps its complete shards staged and the rerun resumes")
 }
 
 // parseFlags parses flags that may appear before, between or after the

@@ -20,8 +20,9 @@ import (
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
-// bpEnv runs the built binary with extra environment (the S3 server's).
-func bpEnv(t *testing.T, env []string, args ...string) result {
+// bpS3 runs the built binary with this environment, less its AWS settings,
+// plus env (the S3 server's).
+func bpS3(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = append(cleanAWSEnv(), env...)
@@ -200,7 +201,7 @@ func TestS3Directions(t *testing.T) {
 			if strings.HasPrefix(c.dst, "s3://") {
 				args = append(args, "--staging", staging)
 			}
-			r := bpEnv(t, env, args...)
+			r := bpS3(t, env, args...)
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
@@ -216,14 +217,14 @@ func TestS3Directions(t *testing.T) {
 			}
 			sameOutput(t, got, want)
 			// A retry of the finished run is done already.
-			r = bpEnv(t, env, args...)
+			r = bpS3(t, env, args...)
 			if m := lastJSON(t, r); r.code != 0 || m["status"] != "already_done" {
 				t.Fatalf("retry: exit %d, %s", r.code, r.stdout)
 			}
 		})
 	}
 	// A different run into a committed destination: refused, exit 2.
-	r := bpEnv(t, env, "convert-wds", "--yes", "--max-members", "8", src, "s3://dst-bucket/a")
+	r := bpS3(t, env, "convert-wds", "--yes", "--max-members", "8", src, "s3://dst-bucket/a")
 	if r.code != 2 || !strings.Contains(r.stderr, "different run") {
 		t.Fatalf("different run into a committed destination: exit %d, %s", r.code, r.stderr)
 	}
@@ -239,14 +240,14 @@ func TestS3Directions(t *testing.T) {
 	if r := bp(t, "pack", "--quiet", "--max-members", "40", src, lp); r.code != 0 {
 		t.Fatalf("local pack: %+v", r)
 	}
-	if r := bpEnv(t, env, "pack", "--quiet", "--max-members", "40", "--staging", staging, src, "s3://dst-bucket/packs/media"); r.code != 0 {
+	if r := bpS3(t, env, "pack", "--quiet", "--max-members", "40", "--staging", staging, src, "s3://dst-bucket/packs/media"); r.code != 0 {
 		t.Fatalf("pack to s3: %+v", r)
 	}
 	got := storeTree(t, srv, "dst-bucket", "packs/media")
 	delete(got, ".bpconvert.json") // the commit record of a pack in a store
 	sameOutput(t, got, localTree(t, lp))
 	back := filepath.Join(root, "back")
-	if r := bpEnv(t, env, "pack", "--quiet", "s3://src-bucket/wds", back); r.code != 0 {
+	if r := bpS3(t, env, "pack", "--quiet", "s3://src-bucket/wds", back); r.code != 0 {
 		t.Fatalf("pack from s3: %+v", r)
 	}
 	lp2 := filepath.Join(root, "lp2")
@@ -278,7 +279,7 @@ func TestS3Errors(t *testing.T) {
 		{"staging for a local destination", srv.Env(), []string{"convert-wds", "--yes", "--staging", root, src, filepath.Join(root, "o2")}, 2, "--staging is for destinations in object storage"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := bpEnv(t, c.env, c.args...)
+			r := bpS3(t, c.env, c.args...)
 			if r.code != c.code || !strings.Contains(r.stderr, c.words) {
 				t.Fatalf("exit %d (want %d), stderr:\n%s", r.code, c.code, r.stderr)
 			}
@@ -318,7 +319,7 @@ func TestS3Faults(t *testing.T) {
 			})
 			defer proxy.SetFaults(nil)
 			dst := "s3://bkt/" + strings.ReplaceAll(c.name, " ", "-")
-			r := bpEnv(t, proxy.Env(srv), "convert-wds", "--yes", "--quiet", "--max-members", "8", src, dst)
+			r := bpS3(t, proxy.Env(srv), "convert-wds", "--yes", "--quiet", "--max-members", "8", src, dst)
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
@@ -418,7 +419,7 @@ func TestS3StoppedAndResumed(t *testing.T) {
 					t.Fatalf("%d multipart uploads left after SIGTERM", n)
 				}
 			}
-			r := bpEnv(t, env, args(dst)...)
+			r := bpS3(t, env, args(dst)...)
 			if r.code != 0 {
 				t.Fatalf("rerun: exit %d: %s", r.code, r.stderr)
 			}

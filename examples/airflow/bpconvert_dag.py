@@ -1,55 +1,105 @@
-"""Convert a WebDataset into blob packs on several workers, then join them.
+"""Convert a dataset into blob packs on several workers, join, then verify.
 
-Dynamic task mapping runs one task per part (`.expand(part=...)`); each part
-is a separate bpconvert process that may run on any worker sharing the
-filesystem. `finalize` joins the parts once all of them succeeded. Every
-task is safe to retry: a finished part or finalize exits 0 ("already_done"),
-a killed one resumes from its complete shards. Exit codes 2 and 3 fail the
-task without retrying (see bpconvert_commands.NO_RETRY).
+Airflow 3 (airflow.sdk). Dynamic task mapping runs one task per part
+(`convert_part.expand(part=...)`); each part is a separate bpconvert process
+that may run on any worker sharing the filesystem. `finalize` joins the
+parts once all of them succeeded, and `verify` re-reads the output and
+compares every payload with the source; it updates the Asset the output is
+declared as, so downstream DAGs can be scheduled on it.
 
-Airflow 2.7 or later. Put this file and bpconvert_commands.py in the DAGs
-folder; set BPCONVERT, SOURCES, DEST and PARTS for your data.
+Every task is safe to retry: a finished part or finalize exits 0
+("already_done"); a part stopped by SIGTERM (clear, mark failed, a lost
+heartbeat, execution_timeout) or killed keeps its complete shards, and the
+retry resumes from them. Exit codes 2 (usage) and 3 (invalid input) fail the
+task without retrying. Failures carry bpconvert's error and hint, read from
+its --summary-file; its output is streamed to the task log as it happens,
+errors at error level.
+
+Put this file and bpconvert_commands.py in the DAGs folder, create the pool
+(`airflow pools set bpconvert 8 "bpconvert parts"`), and trigger with the
+params of your run (the defaults below are placeholders), for example
+    airflow dags trigger bpconvert_fanout -c '{"sources": ["/data/shards/train-{000000..000999}.tar"],
+        "dest": "/data/packs/train", "parts": 8}'
 """
 
-import subprocess
-from datetime import datetime, timedelta
+import logging
+import os
+from datetime import timedelta
 
-from airflow.decorators import dag, task
-from airflow.exceptions import AirflowException, AirflowFailException
+from airflow.sdk import Asset, Param, dag, get_current_context, task
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from bpconvert_commands import NO_RETRY, finalize_command, outcome, part_command, summary
+from bpconvert_commands import BpconvertFailed, finalize_command, part_command, run, verify_command
 
-BPCONVERT = "/usr/local/bin/bpconvert"
-SOURCES = ["/data/shards/train-{000000..000999}.tar"]
-DEST = "/data/packs/train"
-PARTS = 8
+#: The converted dataset, for downstream DAGs (schedule=[PACKS]). An Asset
+#: is declared when the DAG is parsed, so its URI names the default
+#: destination; the event verify emits carries the run's real one.
+PACKS = Asset(name="bpconvert_packs", uri=os.environ.get("BPCONVERT_ASSET_URI", "file:///data/packs/train"))
 
+#: The pool bounding how many parts run at once.
+POOL = os.environ.get("BPCONVERT_POOL", "bpconvert")
 
-def run(argv):
-    """Run bpconvert; return its JSON summary or raise per its exit code."""
-    proc = subprocess.run(argv, capture_output=True, text=True)
-    print(proc.stderr)
-    result = outcome(proc.returncode)
-    if result == "ok":
-        return summary(proc.stdout)
-    message = f"{argv[1]} exited {proc.returncode}: {proc.stderr.strip().splitlines()[-1:] or ''}"
-    if result == "fail":
-        raise AirflowFailException(f"{message} ({NO_RETRY[proc.returncode]}; not retried)")
-    raise AirflowException(message)
+#: How long a failed task waits before its retry.
+RETRY_DELAY = timedelta(seconds=float(os.environ.get("BPCONVERT_RETRY_DELAY", "30")))
 
 
-@dag(schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
-     default_args={"retries": 3, "retry_delay": timedelta(minutes=1)})
+def bpconvert(argv):
+    """Run bpconvert; return its summary, or raise what Airflow should do."""
+    log = logging.getLogger("bpconvert")  # into the task log
+    try:
+        return run(argv, log)
+    except BpconvertFailed as e:
+        log.error("%s", e)
+        if e.outcome == "fail":
+            raise AirflowFailException(str(e)) from None
+        raise AirflowException(str(e)) from None
+
+
+@dag(
+    dag_id="bpconvert_fanout",
+    schedule=None,
+    catchup=False,
+    render_template_as_native_obj=True,
+    params={
+        "bpconvert": Param("bpconvert", type="string", description="the bpconvert program (a path, or a name on PATH)"),
+        "converter": Param("convert-wds", enum=["convert-wds", "convert-parquet", "convert-lerobot", "convert-lance"]),
+        "sources": Param(["/data/shards/train-{000000..000999}.tar"], type="array", items={"type": "string"},
+                         description="SRC arguments; convert-wds takes several, the others one"),
+        "dest": Param("/data/packs/train", type="string", description="DST: a new directory"),
+        "parts": Param(8, type="integer", minimum=1, maximum=1024, description="N: tasks to split the work into"),
+        "extra": Param([], type="array", items={"type": "string"},
+                       description="more converter flags, such as [\"--column\", \"image\"] for convert-parquet"),
+    },
+    default_args={
+        "retries": 3,
+        "retry_delay": RETRY_DELAY,
+        "execution_timeout": timedelta(hours=6),
+        "pool": POOL,
+    },
+    tags=["bpconvert"],
+)
 def bpconvert_fanout():
     @task
-    def convert_part(part: int):
-        return run(part_command(BPCONVERT, "convert-wds", SOURCES, DEST, part, PARTS))
+    def parts_list(params=None):
+        return list(range(1, params["parts"] + 1))
+
+    @task(map_index_template="part {{ part_label }}")
+    def convert_part(part, params=None):
+        get_current_context()["part_label"] = f"{part}/{params['parts']}"
+        return bpconvert(part_command(params["bpconvert"], params["converter"], params["sources"], params["dest"],
+                                      part, params["parts"], params["extra"]))
 
     @task
-    def finalize(_summaries):
-        return run(finalize_command(BPCONVERT, DEST))
+    def finalize(_summaries, params=None):
+        return bpconvert(finalize_command(params["bpconvert"], params["dest"]))
 
-    finalize(convert_part.expand(part=list(range(1, PARTS + 1))))
+    @task(outlets=[PACKS])
+    def verify(_summary, params=None, outlet_events=None):
+        summary = bpconvert(verify_command(params["bpconvert"], params["dest"], params["sources"]))
+        outlet_events[PACKS].extra = {"dest": params["dest"], "members": summary.get("members")}
+        return summary
+
+    verify(finalize(convert_part.expand(part=parts_list())))
 
 
 bpconvert_fanout()
