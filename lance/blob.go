@@ -72,7 +72,8 @@ type Blob struct {
 	// (relative to its base) of a BlobManaged value, as stored.
 	URI string
 	// Ranged is true for a BlobExternal value that is a slice of its
-	// object (a stored size other than 0), not the whole object.
+	// object (a stored size or position other than 0), not the whole
+	// object.
 	Ranged bool
 
 	files *blobFiles
@@ -510,7 +511,7 @@ func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, in
 			}
 			size = st.Size() - int64(ds.position)
 		}
-		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Ranged: ds.size != 0, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
+		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Ranged: ds.size != 0 || ds.position != 0, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
 	case BlobManaged:
 		var err error
 		if b, err = d.managedBlob(ds); err != nil {
