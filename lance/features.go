@@ -43,19 +43,19 @@ var refusedFeatures = map[uint64]readerFeature{
 	flagOverlays: {"data overlay files",
 		"an unstable Lance feature that released builds of Lance 14 refuse as well"},
 	flagCoveredIndex: {"indices with covering columns",
-		"set when an index carries columns it is not keyed on; dropping that index in Lance writes a version without it"},
+		"set when an index carries columns it is not keyed on; Lance 14.0.2 reads it"},
 	flagReuseStableRowIDs: {"a fragment reuse index over stable row ids",
 		"reserved; Lance 14.0.2 refuses it as well"},
 	flagFragmentReuseIndex: {"a tagged fragment reuse index",
 		"known to Lance 14; this reader does not interpret fragment reuse indices"},
 	flagSemanticTypes: {"semantic column types",
-		"set on tables created at file version 2.3; write the table again with data_storage_version=\"2.2\""},
+		"meant for tables created at file version 2.3, which this reader does not read either; write the table again with data_storage_version=\"2.2\""},
 	1 << 12: {"a reserved table feature (fragment trees or independently declared covering fields)",
 		"Lance 14.0.2 refuses it as well"},
 	1 << 13: {"a reserved table feature (fragment trees or independently declared covering fields)",
 		"Lance 14.0.2 refuses it as well"},
 	flagNonReusableFieldIDs: {"non-reusable field ids",
-		"a Lance 14 feature this reader does not know"},
+		"known to Lance 14.0.2, which checks it against a field id high-water mark"},
 }
 
 // UnsupportedFeaturesError is returned by Open for a version whose manifest
