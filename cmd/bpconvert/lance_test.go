@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -413,5 +414,53 @@ func TestLanceInspectErrors(t *testing.T) {
 				t.Errorf("--json: document %v, want ok false and an error naming %q", m, tc.want[0])
 			}
 		})
+	}
+}
+
+// TestLanceRefusedFeature: a latest version whose manifest sets a reader
+// feature flag bpconvert does not support (here data overlay files, bit 6)
+// is refused by lance-inspect and convert-lance with exit 3, the feature
+// named in words and a hint naming the newest version that can be read.
+func TestLanceRefusedFeature(t *testing.T) {
+	ds := filepath.Join(t.TempDir(), "types_2_1.lance")
+	testtool.CopyTree(t, filepath.Join(lanceFixtures(t), "types_2_1.lance"), ds)
+	// Version 7 is the latest: append reader_feature_flags = 64 to its
+	// manifest message (the last value of a protobuf field wins).
+	p := filepath.Join(ds, "_versions", "7.manifest")
+	if _, err := os.Stat(p); err != nil {
+		p = filepath.Join(ds, "_versions", fmt.Sprintf("%020d", ^uint64(0)-7)+".manifest")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := b[len(b)-16:]
+	pos := binary.LittleEndian.Uint64(tail[:8])
+	n := binary.LittleEndian.Uint32(b[pos:])
+	msg := append(append([]byte{}, b[pos+4:pos+4+uint64(n)]...), 9<<3, 64)
+	out := append(append([]byte{}, b[:pos]...), binary.LittleEndian.AppendUint32(nil, uint32(len(msg)))...)
+	out = append(append(out, msg...), tail...)
+	if err := os.WriteFile(p, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"lance-inspect", ds}, "pass --version 6 to inspect that version"},
+		{[]string{"convert-lance", "--dry-run", "--column", "bin", ds, filepath.Join(t.TempDir(), "out")}, "pass --version 6 to convert that version"},
+	} {
+		r := bp(t, tc.args...)
+		if r.code != exitInvalid {
+			t.Fatalf("%s: exit %d, want %d\nstderr: %s", tc.args[0], r.code, exitInvalid, r.stderr)
+		}
+		for _, w := range []string{"version 7 uses data overlay files", "version 6, the newest before it without it, can be read", tc.hint} {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", tc.args[0], w, r.stderr)
+			}
+		}
+		if strings.Contains(r.stderr, "0x") {
+			t.Errorf("%s: stderr has hex:\n%s", tc.args[0], r.stderr)
+		}
 	}
 }
