@@ -14,7 +14,13 @@
 #   blob v2:    an int64 "id" and a blob v2 column "blob" (extension
 #               lance.blob.v2), storage version 2.2 (written by the Node
 #               snippet below, in appends of at most 64 MiB); converted with
-#               --yes alone (blob columns are payloads).
+#               --yes alone (blob columns are payloads);
+#   managed:    the same shape written by pylance 14.0.2 with
+#               lance.blob.managed=true (the values in _blobs/<uuid>.blob
+#               objects; fixtures/lance14/bench.py), converted with --yes;
+#               its official route is fixtures/lance14/official.py
+#               (pylance's scan with blob_handling="all_binary", zipfile,
+#               a new table).
 # The conversion packs every payload (CRC-32, SHA-256 for the manifest,
 # fsync) and writes the table back as Lance with the other pages copied.
 # bpconvert fsyncs what it writes and cp does not, so cp -r is also timed
@@ -30,7 +36,10 @@
 # 2 x largest page + 64 MiB.
 #
 # Knobs: RUNS (3), LANCE_ROWS, LANCE_SIZE, BENCH_DIR (a fresh temp dir,
-# removed at the end), BPCONVERT (bin/bpconvert, built by `make build`).
+# removed at the end), BPCONVERT (bin/bpconvert, built by `make build`),
+# LANCE_CASES (default "binary one blob2 managed": which datasets to
+# measure), BPCONVERT_PYTHON (the interpreter with pylance; default: the
+# environment scripts/pyenv.sh makes from scripts/requirements/test.txt).
 # Needs node with fixtures/lance/node_modules (npm ci --prefix fixtures/lance),
 # bc, python3.
 set -euo pipefail
@@ -51,13 +60,21 @@ done
 [ -x "$bin" ] || { echo "bench/lance_convert.sh: $bin is missing: run make build" >&2; exit 1; }
 [ -d "$root/fixtures/lance/node_modules/@lancedb/lancedb" ] || { echo "bench/lance_convert.sh: run npm ci --prefix fixtures/lance" >&2; exit 1; }
 
+cases=" ${LANCE_CASES:-binary one blob2 managed} "
+has() { case "$cases" in *" $1 "*) return 0;; esac; return 1; }
+py=${BPCONVERT_PYTHON:-}
+if has managed && [ -z "$py" ]; then
+  py=$(bash "$root/scripts/pyenv.sh" "$root/scripts/requirements/test.txt")/bin/python
+fi
+
 echo "# bench/lance_convert.sh: $(nproc) cores, runs=$runs, $rows rows x $size B, work dir on $(df --output=source "$work" | tail -1)"
 
 # The binary dataset, storage version 2.1: one fragment per append of 64
 # MiB (one page each), and the same rows written in one go (one fragment of
 # pages of about 32 MiB, as a dataset written at once is).
-node "$root/fixtures/lance/bench.mjs" "$work/db" "$rows" "$size" 2.1 >/dev/null
-ONE_FRAGMENT=1 node "$root/fixtures/lance/bench.mjs" "$work/db1" "$rows" "$size" 2.1 >/dev/null
+if has binary; then node "$root/fixtures/lance/bench.mjs" "$work/db" "$rows" "$size" 2.1 >/dev/null; fi
+if has one; then ONE_FRAGMENT=1 node "$root/fixtures/lance/bench.mjs" "$work/db1" "$rows" "$size" 2.1 >/dev/null; fi
+if has managed; then "$py" "$root/fixtures/lance14/bench.py" "$work/db/bench_managed.lance" "$rows" "$size" 2>/dev/null; fi
 
 # The blob v2 dataset (storage version 2.2, the first that has blob v2),
 # written with the same library; run from fixtures/lance so that its
@@ -100,7 +117,7 @@ for (let start = 0; start < rows; start += perBatch) {
   }
 }
 '
-(cd "$root/fixtures/lance" && node --input-type=module -e "$blob2_js" "$work/db" "$rows" "$size")
+if has blob2; then (cd "$root/fixtures/lance" && node --input-type=module -e "$blob2_js" "$work/db" "$rows" "$size"); fi
 
 # mean_page DATASET COLUMN prints the mean page size of COLUMN in bytes
 # (lance-inspect reports pages and bytes per column, not each page); a blob
@@ -115,6 +132,15 @@ print(c["bytes"] // max(c["pages"], 1))' "$2"
 
 cp_sync() { cp -r "$1" "$2" && sync "$2"; }
 
+# official DATASET COLUMN OUTDIR runs the official route of DATASET: the
+# pylance script for the managed dataset, the lancedb one otherwise.
+official() {
+  case "$1" in
+    *bench_managed.lance) "$py" "$root/fixtures/lance14/official.py" "$1" "$2" "$3" 2>/dev/null;;
+    *) node "$root/fixtures/lance/official.mjs" "$1" "$2" "$3";;
+  esac
+}
+
 bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
   local label=$1 ds=$2 col=$3 official=$4; shift 4
   local bytes; bytes=$(du -sb "$ds" | cut -f1)
@@ -126,7 +152,7 @@ bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
   local members; members=$("$bin" ls --json "$work/out/media" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
   eval "$BENCH_CLEAN"
   if [ "$official" = yes ]; then
-    node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official" >/dev/null
+    official "$ds" "$col" "$work/official" >/dev/null
     "$bin" verify "$work/official/media" >/dev/null
     eval "$BENCH_CLEAN"
   fi
@@ -139,7 +165,7 @@ bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
     tcps+=("$(time_runs 1 cp_sync "$ds" "$work/cp")")
     tconv+=("$(time_runs 1 "$bin" convert-lance --quiet "$@" "$ds" "$work/out")")
     if [ "$official" = yes ]; then
-      toff+=("$(time_runs 1 node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official")")
+      toff+=("$(time_runs 1 official "$ds" "$col" "$work/official")")
     fi
   done
   tcp=$(median "${tcp[@]}"); tcps=$(median "${tcps[@]}"); tconv=$(median "${tconv[@]}")
@@ -148,7 +174,10 @@ bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
   rss=$(peak_rss_mib "$bin" convert-lance --quiet "$@" "$ds" "$work/out")
   eval "$BENCH_CLEAN"
   if [ "$official" = yes ]; then
-    rssoff=$(peak_rss_mib node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official")
+    case "$ds" in
+      *bench_managed.lance) rssoff=$(peak_rss_mib "$py" "$root/fixtures/lance14/official.py" "$ds" "$col" "$work/official");;
+      *) rssoff=$(peak_rss_mib node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official");;
+    esac
     eval "$BENCH_CLEAN"
   fi
   page=$(mean_page "$ds" "$col")
@@ -158,7 +187,7 @@ bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
   echo "  cp -r + sync of the copy: $tcps s  ($(mbs "$tcps") MB/s)"
   echo "  bpconvert convert-lance: $tconv s  ($(mbs "$tconv") MB/s), peak RSS $rss MiB"
   if [ -n "$toff" ]; then
-    echo "  official route (lancedb scan, zip, new table): $toff s  ($(mbs "$toff") MB/s), peak RSS $rssoff MiB"
+    echo "  official route (Lance's own scan, zip, new table): $toff s  ($(mbs "$toff") MB/s), peak RSS $rssoff MiB"
   fi
   echo "  throughput ratio convert/cp: $(ratio "$tcp" "$tconv")x (target >= 0.5); convert/(cp + sync): $(ratio "$tcps" "$tconv")x"
   if [ -n "$toff" ]; then
@@ -166,6 +195,7 @@ bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
   fi
 }
 
-bench_one "binary, storage 2.1" "$work/db/bench_2_1.lance" data yes --yes --column data
-bench_one "binary, storage 2.1, one fragment" "$work/db1/bench_2_1.lance" data no --yes --column data
-bench_one "blob v2, storage 2.2" "$work/db/bench_blob2.lance" blob no --yes
+if has binary; then bench_one "binary, storage 2.1" "$work/db/bench_2_1.lance" data yes --yes --column data; fi
+if has one; then bench_one "binary, storage 2.1, one fragment" "$work/db1/bench_2_1.lance" data no --yes --column data; fi
+if has blob2; then bench_one "blob v2, storage 2.2" "$work/db/bench_blob2.lance" blob no --yes; fi
+if has managed; then bench_one "managed blob v2 (pylance 14.0.2), storage 2.2" "$work/db/bench_managed.lance" blob yes --yes; fi
