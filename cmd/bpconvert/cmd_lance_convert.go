@@ -21,6 +21,9 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]
+	if err := localSource("convert-lance", src); err != nil {
+		return nil, err
+	}
 	absDst, err := cf.destination(ctx, src, dst)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,9 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	if !(*tolerance > 0) {
 		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
 	}
+	if err := localSource("convert-lerobot", pos[0]); err != nil {
+		return nil, err
+	}
 	absDst, err := cf.destination(ctx, pos[0], pos[1])
 	if err != nil {
 		return nil, err

@@ -36,6 +36,9 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		fieldPaths = append(fieldPaths, strings.Split(f, "."))
 	}
 	src, dst := pos[0], pos[1]
+	if err := localSource("convert-parquet", src); err != nil {
+		return nil, err
+	}
 	absDst, err := cf.destination(ctx, src, dst)
 	if err != nil {
 		return nil, err

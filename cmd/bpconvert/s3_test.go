@@ -441,3 +441,35 @@ func filterShards(tree map[string][]byte) []string {
 	}
 	return out
 }
+
+// TestS3OtherConverters: convert-parquet and convert-lance write into a
+// bucket exactly what they write locally; their sources must be local.
+func TestS3OtherConverters(t *testing.T) {
+	srv := s3test.Start(t, "bkt")
+	env := srv.Env()
+	pq := filepath.Join(parquetFixtureRoot(t), "plain")
+	ln := filepath.Join(lanceFixtures(t), "blob2_2_2.lance")
+	for _, c := range []struct {
+		name string
+		args []string // the converter, its flags; then SRC DST are added
+		src  string
+	}{
+		{"parquet", []string{"convert-parquet", "--yes", "--quiet", "--column", "jpg", "--field", "meta.thumb", "--max-pack-bytes", "256KiB"}, pq},
+		{"lance", []string{"convert-lance", "--yes", "--quiet"}, ln},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			local := filepath.Join(t.TempDir(), "out")
+			if r := bp(t, append(c.args, c.src, local)...); r.code != 0 {
+				t.Fatalf("local run: %+v", r)
+			}
+			if r := bpS3(t, env, append(c.args, c.src, "s3://bkt/"+c.name)...); r.code != 0 {
+				t.Fatalf("run into the bucket: %+v", r)
+			}
+			sameOutput(t, storeTree(t, srv, "bkt", c.name), localTree(t, local))
+			r := bpS3(t, env, append(c.args, "s3://bkt/"+c.name, filepath.Join(t.TempDir(), "x"))...)
+			if r.code != 2 || !strings.Contains(r.stderr, "not supported yet") {
+				t.Fatalf("a source in a bucket: exit %d, %s", r.code, r.stderr)
+			}
+		})
+	}
+}

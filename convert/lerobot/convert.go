@@ -18,6 +18,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -75,12 +76,15 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 	o := ins.Options
 	d := ins.Dataset
 	prog = progress.OrNop(prog)
-	absDst, err := filepath.Abs(dst)
-	if err != nil {
-		return nil, err
-	}
-	if err := stage.CheckDisjoint(d.Root, absDst); err != nil {
-		return nil, err
+	absDst := dst
+	if !objstore.IsRemote(dst) {
+		var err error
+		if absDst, err = filepath.Abs(dst); err != nil {
+			return nil, err
+		}
+		if err := stage.CheckDisjoint(d.Root, absDst); err != nil {
+			return nil, err
+		}
 	}
 	out, err := convert.Begin(ctx, absDst, convert.OutputOptions{Pack: o.PackOptions, Progress: prog})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -28,9 +29,12 @@ var _ convert.Job = (*Job)(nil)
 // the conversion. It writes nothing. A LeRobot plan has no selectable
 // entries (the options choose what is converted), so selected is ignored.
 func (j *Job) Plan(ctx context.Context, _ []string) (plan.Plan, error) {
-	dst, err := filepath.Abs(j.Dst)
-	if err != nil {
-		return plan.Plan{}, err
+	dst := j.Dst
+	if !objstore.IsRemote(dst) {
+		var err error
+		if dst, err = filepath.Abs(j.Dst); err != nil {
+			return plan.Plan{}, err
+		}
 	}
 	if j.ins == nil {
 		ins, err := Inspect(ctx, j.Src, j.Options)
