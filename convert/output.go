@@ -311,6 +311,11 @@ func (o *Output) Summary(s plan.Summary) plan.Summary {
 	s.Dest = o.Final
 	s.Blobs, s.Bytes, s.Shards = o.stats.Members, o.stats.Bytes, int64(o.stats.Shards)
 	s.Warnings = append(s.Warnings, GroupWarnings(o.stats.GroupsSplit)...)
+	if r := o.remote; r != nil {
+		s.Upload = &plan.Upload{Requests: r.stats.Requests(), Bytes: r.stats.BytesWritten(),
+			PartBytes: objstore.DefaultPartSize, PartsInFlight: UploadsInFlight * objstore.DefaultConcurrency,
+			StagingBound: StagedShards * r.maxShard}
+	}
 	return s
 }
 

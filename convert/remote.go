@@ -44,6 +44,9 @@ type remote struct {
 	media   string // local staging pack directory
 	packDir string // the pack directory in the store, "" for its root
 
+	stats    *objstore.Stats
+	maxShard int64 // --max-pack-bytes
+
 	sem  chan struct{}
 	wg   sync.WaitGroup
 	mu   sync.Mutex
@@ -158,7 +161,11 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 		return nil, &UsageError{Err: fmt.Errorf("%s: --part into object storage is not supported yet", dst),
 			Hint: "convert the parts into a local directory, or convert the whole dataset in one run"}
 	}
-	st, err := objstore.Open(ctx, dst, objstore.Options{Stats: o.Stats})
+	stats := o.Stats
+	if stats == nil {
+		stats = &objstore.Stats{}
+	}
+	st, err := objstore.Open(ctx, dst, objstore.Options{Stats: stats})
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +219,11 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 	if err != nil {
 		return nil, err
 	}
-	r := &remote{store: st, ctx: ctx, media: filepath.Join(sg.Dir, filepath.FromSlash(o.packDir())), sem: make(chan struct{}, UploadsInFlight)}
+	maxShard := o.Pack.MaxPackBytes
+	if maxShard <= 0 {
+		maxShard = packcore.DefaultMaxPackBytes
+	}
+	r := &remote{store: st, ctx: ctx, stats: stats, maxShard: maxShard, media: filepath.Join(sg.Dir, filepath.FromSlash(o.packDir())), sem: make(chan struct{}, UploadsInFlight)}
 	if o.packDir() != "." {
 		r.packDir = o.packDir()
 	}

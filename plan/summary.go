@@ -54,6 +54,23 @@ type Summary struct {
 	// variable of --part auto); both are empty for an undivided run.
 	Part     string `json:"part,omitempty"`
 	PartFrom string `json:"part_from,omitempty"`
+	// Upload describes the uploads of a run into object storage; nil for
+	// a destination on local disk.
+	Upload *Upload `json:"upload,omitempty"`
+}
+
+// Upload is what a run into object storage sent and the bounds it kept.
+type Upload struct {
+	// Requests and Bytes count the requests to the destination's store
+	// and the object bytes uploaded.
+	Requests int64 `json:"requests"`
+	Bytes    int64 `json:"bytes"`
+	// PartBytes is the multipart part size and PartsInFlight the most
+	// parts sent at once: memory for uploads stays within their product.
+	PartBytes     int64 `json:"part_bytes"`
+	PartsInFlight int   `json:"parts_in_flight"`
+	// StagingBound is the most local disk the staged shards may take.
+	StagingBound int64 `json:"staging_bound_bytes"`
 }
 
 // SummarySchema identifies summary JSON documents (the "schema" field), with the same
@@ -116,6 +133,10 @@ func RenderSummaryText(w io.Writer, s Summary) error {
 				parts[i] = CountText(c.N, c.Name)
 			}
 			b.WriteString("; " + strings.Join(parts, ", "))
+		}
+		if u := s.Upload; u != nil {
+			fmt.Fprintf(&b, "; uploaded %s in %s (parts of %s, at most %d at once; staging at most %s)",
+				HumanBytes(u.Bytes), CountText(u.Requests, "requests"), HumanBytes(u.PartBytes), u.PartsInFlight, HumanBytes(u.StagingBound))
 		}
 	case StatusAlreadyDone:
 		b.WriteString("already done: " + safe(s.Dest) + " holds the output of this source and plan; nothing was written")

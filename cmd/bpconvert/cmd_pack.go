@@ -75,6 +75,8 @@ type packResult struct {
 	Shards      int                  `json:"shards"`
 	GroupsSplit int                  `json:"groups_split"`
 	ShardFiles  []packcore.ShardInfo `json:"shard_files"`
+	// Upload describes the uploads of a pack written to object storage.
+	Upload *plan.Upload `json:"upload,omitempty"`
 }
 
 func cmdPack(ctx context.Context, e *env, args []string) (any, error) {

@@ -60,6 +60,7 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 	}
 	var out *convert.Output
 	var stats packcore.Stats
+	var upload *plan.Upload
 	if objstore.IsRemote(dst) {
 		dst = strings.TrimSuffix(dst, "/")
 		if objstore.IsRemote(src) {
@@ -121,6 +122,7 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		if stats, err = out.Commit(); err != nil {
 			return nil, err
 		}
+		upload = out.Summary(plan.Summary{}).Upload
 	} else {
 		// From object storage to a local directory: the local pack path
 		// with objects as the files.
@@ -162,7 +164,7 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 	}
 	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
 	return packResult{Src: src, Dst: dst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
-		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
+		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles, Upload: upload}, nil
 }
 
 // fileAdder is what addItem adds to: a run's output or a pack writer.

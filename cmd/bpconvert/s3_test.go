@@ -205,8 +205,16 @@ func TestS3Directions(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			if m := lastJSON(t, r); m["blobs"] != float64(180) || m["dest"] != strings.TrimSuffix(c.dst, "/") {
+			m := lastJSON(t, r)
+			if m["blobs"] != float64(180) || m["dest"] != strings.TrimSuffix(c.dst, "/") {
 				t.Fatalf("summary %v", m)
+			}
+			if up, _ := m["upload"].(map[string]any); strings.HasPrefix(c.dst, "s3://") {
+				if up == nil || up["bytes"].(float64) < 90*20000 || up["part_bytes"].(float64) <= 0 || up["staging_bound_bytes"].(float64) <= 0 {
+					t.Fatalf("summary's upload figures: %v", m["upload"])
+				}
+			} else if up != nil {
+				t.Fatalf("a local destination's summary has upload figures: %v", up)
 			}
 			var got map[string][]byte
 			if strings.HasPrefix(c.dst, "s3://") {

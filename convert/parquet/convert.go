@@ -26,6 +26,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/sniff"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -74,6 +75,8 @@ type Result struct {
 	Rows int64
 	// Pack is what the pack writer wrote.
 	Pack packcore.Stats
+	// Upload describes the uploads of a run into object storage.
+	Upload *plan.Upload
 }
 
 // Convert writes the converted dataset to dst, which must not exist (or be
@@ -105,7 +108,9 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 	if err != nil {
 		return nil, err
 	}
-	if res.Pack, err = out.Commit(); err != nil {
+	res.Pack, err = out.Commit()
+	res.Upload = out.Summary(plan.Summary{}).Upload
+	if err != nil {
 		return nil, err
 	}
 	return res, nil

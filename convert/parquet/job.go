@@ -95,6 +95,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			{Name: "rows", N: res.Rows},
 		},
 		Warnings: append(append([]string{}, j.Inspection.Warnings...), convert.GroupWarnings(res.Pack.GroupsSplit)...),
+		Upload:   res.Upload,
 	}, nil
 }
 

@@ -172,7 +172,9 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 	slices.Sort(c.res.Fields)
 	c.res.Warnings = c.warnings()
 	c.closeSets()
-	if _, err := out.Commit(); err != nil {
+	_, err = out.Commit()
+	c.res.Upload = out.Summary(plan.Summary{}).Upload
+	if err != nil {
 		return nil, err
 	}
 	return &c.res, nil

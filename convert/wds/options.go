@@ -131,6 +131,8 @@ type Result struct {
 	Pack packcore.Stats
 	// Warnings are things the user should know.
 	Warnings []string
+	// Upload describes the uploads of a run into object storage.
+	Upload *plan.Upload
 
 	// linkPaths counts links copied at once, after their target's shard
 	// completed, and at the end of the input (for tests).
@@ -158,5 +160,6 @@ func (r *Result) Summary() plan.Summary {
 		Shards:   int64(r.Pack.Shards),
 		Counts:   counts,
 		Warnings: append(append([]string{}, r.Warnings...), convert.GroupWarnings(r.Pack.GroupsSplit)...),
+		Upload:   r.Upload,
 	}
 }
