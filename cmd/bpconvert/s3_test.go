@@ -231,6 +231,19 @@ func TestS3Directions(t *testing.T) {
 			}
 		})
 	}
+	// A bucket source is read once: the plan of a confirmed run (--yes)
+	// does not download the tars for a header pass.
+	proxy := s3test.NewProxy(t, srv)
+	var srcBytes int64
+	for _, b := range localTree(t, src) {
+		srcBytes += int64(len(b))
+	}
+	if r := bpS3(t, proxy.Env(srv), "convert-wds", "--yes", "--quiet", "s3://src-bucket/wds", filepath.Join(root, "once")); r.code != 0 {
+		t.Fatalf("s3 to local through the proxy: %+v", r)
+	}
+	if got := proxy.BytesSent(); got < srcBytes || got > srcBytes+srcBytes/20 {
+		t.Fatalf("the conversion fetched %d bytes of a %d-byte source", got, srcBytes)
+	}
 	// A different run into a committed destination: refused, exit 2.
 	r := bpS3(t, env, "convert-wds", "--yes", "--max-members", "8", src, "s3://dst-bucket/a")
 	if r.code != 2 || !strings.Contains(r.stderr, "different run") {

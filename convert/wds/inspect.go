@@ -81,6 +81,7 @@ type inspection struct {
 
 	keys    map[string]struct{} // every key, for duplicates across shards
 	skipped int                 // compressed shards not read (Options.QuickPlan)
+	remote  int                 // shards in object storage not read (Options.QuickPlan)
 	fields  map[string]*fieldStats
 	outside fieldStats // members in no sample
 	links   int64
@@ -139,6 +140,12 @@ func (in *inspection) scan(ctx context.Context, pc progress.Counter) error {
 // shard reads one shard's headers. Problems are recorded, not returned;
 // the error is for cancellation.
 func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walker, i int, src shardSource, buf *[]byte) error {
+	if in.opts.QuickPlan && src.store != nil {
+		// A remote tar's headers cannot be reached by seeking: a header
+		// pass would download it once more than Convert does.
+		in.remote++
+		return nil
+	}
 	s, err := openShard(ctx, src, nil, true)
 	if err != nil {
 		in.fail(err)
@@ -264,6 +271,9 @@ func (in *inspection) plan(dest string) plan.Plan {
 	}
 	if o.ShardPrefix {
 		p.Source.Details = append(p.Source.Details, "keys prefixed with shard names")
+	}
+	if in.remote > 0 {
+		p.Source.Details = append(p.Source.Details, fmt.Sprintf("%d shards in object storage not read for this plan (each is read once, by the conversion, which checks keys as it goes; --dry-run reads them for the plan)", in.remote))
 	}
 	if in.skipped > 0 {
 		p.Source.Details = append(p.Source.Details, fmt.Sprintf("%d compressed shards not read for this plan (counts are of the plain ones)", in.skipped))

@@ -37,6 +37,7 @@ type Proxy struct {
 	delay    time.Duration
 	requests atomic.Int64
 	faults   atomic.Int64
+	sent     atomic.Int64
 	srv      *http.Server
 	ln       net.Listener
 }
@@ -87,7 +88,7 @@ func NewProxy(t testing.TB, s *Server) *Proxy {
 			}
 			panic(http.ErrAbortHandler)
 		}
-		rp.ServeHTTP(w, r)
+		rp.ServeHTTP(&countingWriter{ResponseWriter: w, n: &p.sent}, r)
 	})}
 	go p.srv.Serve(ln)
 	t.Cleanup(func() { p.srv.Close() })
@@ -111,6 +112,26 @@ func (p *Proxy) SetDelay(d time.Duration) {
 
 // Requests is the number of requests the proxy received.
 func (p *Proxy) Requests() int64 { return p.requests.Load() }
+
+// BytesSent is the number of response body bytes passed to clients.
+func (p *Proxy) BytesSent() int64 { return p.sent.Load() }
+
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
 
 // Faults is the number of requests answered with a fault.
 func (p *Proxy) Faults() int64 { return p.faults.Load() }
