@@ -84,6 +84,7 @@ func ReadManifestIn(ctx context.Context, s objstore.Store, dir string) (*Manifes
 // shards.
 func shardsAt(ctx context.Context, s objstore.Store, name string) (dir string, shards []objstore.Info, single bool, err error) {
 	name = strings.Trim(name, "/")
+	var statErr error
 	if strings.HasSuffix(name, ".zip") {
 		in, err := s.Stat(ctx, name)
 		if err == nil {
@@ -93,10 +94,14 @@ func shardsAt(ctx context.Context, s objstore.Store, name string) (dir string, s
 			return "", nil, false, err
 		}
 		// not an object: a directory, or nothing (the listing says which)
+		statErr = err
 	}
 	shards, err = ListShardsIn(ctx, s, name)
 	if err != nil {
 		return "", nil, false, err
+	}
+	if len(shards) == 0 && statErr != nil {
+		return "", nil, false, statErr
 	}
 	if len(shards) == 0 {
 		return "", nil, false, fmt.Errorf("%s: %w: no *.zip shards there", storeName(s, name), objstore.ErrNotExist)

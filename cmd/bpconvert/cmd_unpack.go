@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
@@ -24,6 +25,8 @@ type unpackResult struct {
 	Bytes   int64  `json:"bytes"`
 	// Warnings name keys that differ only in case or Unicode normalization.
 	Warnings []string `json:"warnings"`
+	// fetched says what reading an s3:// pack took.
+	*fetched
 }
 
 func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
@@ -32,8 +35,16 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."})
-	if err != nil {
+	var set *packcore.Set
+	var rem *remote
+	if objstore.IsRemote(pos[0]) {
+		if rem, err = openRemote(ctx, "unpack", pos[0]); err != nil {
+			return nil, err
+		}
+		if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: "."}); err != nil {
+			return nil, storeError("unpack", err)
+		}
+	} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."}); err != nil {
 		return nil, &inputError{err: fmt.Errorf("unpack: %w", err)}
 	}
 	defer set.Close()
@@ -101,7 +112,7 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	e.infof("unpacked %s blobs into %s", plan.Thousands(count), pos[1])
-	return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings}, nil
+	return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings, fetched: fetchedBy(rem)}, nil
 }
 
 func quoteAll(keys []string) []string {
@@ -122,6 +133,7 @@ func extract(set *packcore.Set, m packcore.Member, target string) error {
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
