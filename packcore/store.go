@@ -1,6 +1,7 @@
 package packcore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -191,14 +192,44 @@ func VerifyIn(ctx context.Context, s objstore.Store, name string) (*VerifyReport
 		if err != nil {
 			return nil, err
 		}
-		seq := func(ctx context.Context) io.ReadCloser {
-			return io.NopCloser(ctxReader{ctx, io.NewSectionReader(obj, 0, obj.Size())})
+		if !remote {
+			return &openedShard{r: obj, size: obj.Size(), close: obj.Close, seq: func(ctx context.Context) io.ReadCloser {
+				return io.NopCloser(ctxReader{ctx, io.NewSectionReader(obj, 0, obj.Size())})
+			}}, nil
 		}
-		if remote {
-			seq = func(ctx context.Context) io.ReadCloser {
-				return objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{Chunk: verifyChunk})
-			}
-		}
-		return &openedShard{r: obj, size: obj.Size(), close: obj.Close, seq: seq}, nil
+		// The tail read for the directory is kept and ends the stream,
+		// so no byte of the shard is fetched twice but the part of a large
+		// directory that lies before the tail.
+		tc := &tailCache{Object: obj}
+		return &openedShard{r: tc, size: obj.Size(), close: obj.Close, seq: tc.stream}, nil
 	})
+}
+
+// tailCache keeps a copy of the read that reached an object's end (the
+// directory's tail read), for stream to serve instead of fetching it again.
+type tailCache struct {
+	objstore.Object
+	off  int64
+	tail []byte
+}
+
+func (t *tailCache) ReadAt(p []byte, off int64) (int, error) {
+	n, err := t.Object.ReadAt(p, off)
+	if (err == nil || errors.Is(err, io.EOF)) && off+int64(n) == t.Size() && n == len(p) && t.tail == nil {
+		t.off, t.tail = off, bytes.Clone(p[:n])
+	}
+	return n, err
+}
+
+// stream reads the object front to back: the bytes before the kept tail
+// with reads fetched ahead, then the tail from memory.
+func (t *tailCache) stream(ctx context.Context) io.ReadCloser {
+	if t.tail == nil {
+		return objstore.NewSeqReader(ctx, t.Object, objstore.SeqOptions{Chunk: verifyChunk})
+	}
+	head := objstore.NewSeqReader(ctx, sectionObject{io.NewSectionReader(t.Object, 0, t.off)}, objstore.SeqOptions{Chunk: verifyChunk})
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(head, bytes.NewReader(t.tail)), head}
 }
