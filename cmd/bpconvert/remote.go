@@ -36,12 +36,11 @@ func fetchedBy(r *remote) *fetched {
 }
 
 // openRemote opens the bucket of an s3:// location for reading. A
-// malformed location is a usage error; a configuration without usable
-// credentials a failure with a hint.
+// malformed location is a usage error.
 func openRemote(ctx context.Context, cmd, loc string) (*remote, error) {
 	bucket, prefix, err := objstore.ParseS3(loc)
 	if err != nil {
-		return nil, usagef("%s: %v", cmd, err)
+		return nil, &usageError{msg: fmt.Sprintf("%s: %v", cmd, err), hint: "name object storage as s3://BUCKET/PREFIX"}
 	}
 	stats := &objstore.Stats{}
 	st, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{Stats: stats})
@@ -51,18 +50,17 @@ func openRemote(ctx context.Context, cmd, loc string) (*remote, error) {
 	return &remote{store: st, name: prefix, stats: stats}, nil
 }
 
-// storeError words a failure to read object storage for the CLI: a missing
-// bucket, object or pack is bad input (exit 3); refused credentials and
-// other failures exit 1, with a hint where one helps.
+// storeError words a failure to read object storage for the CLI, with the
+// exit codes of the write side: a missing bucket or refused credentials
+// exit 2, with hints (exit.go); a missing object or pack is bad input
+// (exit 3); other failures exit 1.
 func storeError(cmd string, err error) error {
 	err = fmt.Errorf("%s: %w", cmd, err)
 	switch {
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, objstore.ErrNoBucket), errors.Is(err, objstore.ErrDenied):
 		return err
 	case errors.Is(err, objstore.ErrNotExist):
 		return &inputError{err: err}
-	case errors.Is(err, objstore.ErrDenied):
-		return &hintError{err: err, hint: "check the credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE and the shared credentials file), and AWS_ENDPOINT_URL_S3 for an S3-compatible server"}
 	case strings.Contains(err.Error(), "no usable AWS credentials"):
 		return &hintError{err: err, hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a shared credentials file"}
 	}
