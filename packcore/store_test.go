@@ -1,6 +1,7 @@
 package packcore
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"fmt"
@@ -283,5 +284,71 @@ func TestStreamsInS3(t *testing.T) {
 	r.Close()
 	if err == nil || !strings.Contains(err.Error(), "CRC-32 mismatch") {
 		t.Fatalf("flipped byte read back with %v", err)
+	}
+}
+
+// countingReader counts the positioned reads of a file.
+type countingReader struct {
+	r     io.ReaderAt
+	reads int
+}
+
+func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.r.ReadAt(p, off)
+}
+
+// TestReadDirectoryReads checks the directory read against Go's
+// archive/zip on shards whose directory fits in the tail and on one whose
+// directory does not, with and without bytes prepended to the archive,
+// and counts the reads: one when the tail holds the directory, two when not.
+func TestReadDirectoryReads(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		keys    int
+		prepend int
+		reads   int
+	}{
+		{"small", 50, 0, 1},
+		{"small, prepended", 50, 1000, 1},
+		{"large", 1500, 0, 2},
+		{"large, prepended", 1500, 70000, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			keys := make([]string, c.keys)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("dir/%060d.bin", i)
+			}
+			b, err := os.ReadFile(filepath.Join(writeKeys(t, keys, 10, c.keys), "pack-0000.zip"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b = append(bytes.Repeat([]byte{'x'}, c.prepend), b...)
+			cr := &countingReader{r: bytes.NewReader(b)}
+			d, err := ReadDirectory(cr, int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cr.reads != c.reads {
+				t.Errorf("%d reads, want %d (directory of %d bytes)", cr.reads, c.reads, d.Size)
+			}
+			zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(zr.File) != len(d.Entries) {
+				t.Fatalf("%d entries, archive/zip reads %d", len(d.Entries), len(zr.File))
+			}
+			for i, f := range zr.File {
+				e := d.Entries[i]
+				off, err := f.DataOffset()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Name != f.Name || e.CRC32 != f.CRC32 || uint64(e.Size) != f.UncompressedSize64 || e.HeaderOffset+localLen+int64(len(f.Name)) != off {
+					t.Fatalf("entry %d: %+v; archive/zip: %s crc %08x size %d data at %d", i, e, f.Name, f.CRC32, f.UncompressedSize64, off)
+				}
+			}
+		})
 	}
 }
