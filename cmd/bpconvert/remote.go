@@ -24,7 +24,7 @@ type fetched struct {
 	// BytesFetched counts the object bytes read from the store.
 	BytesFetched int64 `json:"bytes_fetched"`
 	// Requests counts the requests sent to it.
-	Requests int64 `json:"requests"`
+	Requests int64 `json:"fetch_requests"`
 }
 
 // fetchedBy returns what r fetched (nothing for a local location).

@@ -155,7 +155,7 @@ func TestS3VerifyAgainstParquet(t *testing.T) {
 			t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", c[0], c[1], r.code, d, d.Against, r.stderr)
 		}
 		m := lastJSON(t, bp(t, "verify", "--json", c[0], "--against", c[1]))
-		t.Logf("verify %s --against %s: %v requests, %v bytes fetched", c[0], c[1], m["requests"], m["bytes_fetched"])
+		t.Logf("verify %s --against %s: %v requests, %v bytes fetched", c[0], c[1], m["fetch_requests"], m["bytes_fetched"])
 	}
 	// A source whose row 3 payload differs: pyarrow rewrites the table.
 	bad := filepath.Join(root, "bad")

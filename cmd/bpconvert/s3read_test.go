@@ -99,7 +99,7 @@ func TestS3Read(t *testing.T) {
 			if rj["bytes_fetched"].(float64) <= 0 {
 				t.Errorf("ls --json %s: bytes_fetched %v", c[1], rj["bytes_fetched"])
 			}
-			t.Logf("ls %s: %v requests, %v bytes fetched", c[1], rj["requests"], rj["bytes_fetched"])
+			t.Logf("ls %s: %v requests, %v bytes fetched", c[1], rj["fetch_requests"], rj["bytes_fetched"])
 		}
 	})
 
@@ -127,8 +127,8 @@ func TestS3Read(t *testing.T) {
 				}
 				if len(args) == 1 || strings.HasPrefix(args[0], "zip://") {
 					// a HEAD of the shard, its tail, the member
-					if m["requests"].(float64) != 3 {
-						t.Errorf("cat %v: %v requests, want 3", args, m["requests"])
+					if m["fetch_requests"].(float64) != 3 {
+						t.Errorf("cat %v: %v requests, want 3", args, m["fetch_requests"])
 					}
 				}
 			}
@@ -150,7 +150,7 @@ func TestS3Read(t *testing.T) {
 		}
 		sameTree(t, filepath.Join(dst, "remote"), filepath.Join(dst, "local"))
 		m := lastJSON(t, r)
-		t.Logf("unpack of %v members: %v requests, %v bytes fetched", m["members"], m["requests"], m["bytes_fetched"])
+		t.Logf("unpack of %v members: %v requests, %v bytes fetched", m["members"], m["fetch_requests"], m["bytes_fetched"])
 	})
 
 	t.Run("verify", func(t *testing.T) {
@@ -160,7 +160,7 @@ func TestS3Read(t *testing.T) {
 			t.Fatalf("verify: exit %d %+v\nlocal: exit %d %+v\n%s", r.code, d, lr.code, ld, r.stderr)
 		}
 		m := lastJSON(t, r)
-		t.Logf("verify s3://data/ds: %v requests, %v bytes fetched", m["requests"], m["bytes_fetched"])
+		t.Logf("verify s3://data/ds: %v requests, %v bytes fetched", m["fetch_requests"], m["bytes_fetched"])
 		pattern := "shard-{000000..000001}.tar"
 		for _, c := range [][2]string{
 			{"s3://data/ds", filepath.Join(src, pattern)},
@@ -172,7 +172,7 @@ func TestS3Read(t *testing.T) {
 				t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", c[0], c[1], r.code, d.Against, d.Problems, r.stderr)
 			}
 			m := lastJSON(t, r)
-			t.Logf("verify %s --against %s: %v requests, %v bytes fetched", c[0], c[1], m["requests"], m["bytes_fetched"])
+			t.Logf("verify %s --against %s: %v requests, %v bytes fetched", c[0], c[1], m["fetch_requests"], m["bytes_fetched"])
 		}
 	})
 
