@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -20,6 +19,7 @@ import (
 	"github.com/ulikunitz/xz"
 
 	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -28,6 +28,16 @@ import (
 // WebDataset shards when it has a samples table, parquet tables when it
 // has tables that convert-parquet rewrote.
 func (v *verifier) against(src string) error {
+	if v.store != nil || objstore.IsRemote(src) {
+		// Lance and LeRobot sources and datasets are read from local paths
+		// only.
+		switch {
+		case len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src)):
+			return errors.New("--against: comparing with a Lance source in object storage, or a Lance table, is not supported yet")
+		case !objstore.IsRemote(src) && isLeRobotDataset(src):
+			return errors.New("--against: comparing a dataset in object storage with a LeRobot source is not supported yet")
+		}
+	}
 	switch {
 	case len(v.lc) > 0 && isLanceDataset(src):
 		return v.againstLance(src)
@@ -56,6 +66,7 @@ func sameBytes(src io.Reader, set *packcore.Set, key string) (int64, string, err
 	if err != nil {
 		return 0, fmt.Sprintf("member unreadable: %v", err), nil
 	}
+	defer cr.Close()
 	// The member is read on its own goroutine, a piece ahead, while the
 	// source is read here.
 	mr, pw := io.Pipe()
@@ -148,7 +159,13 @@ func stripDot(name string) string {
 // againstWDS re-reads the WebDataset shards and compares every member with
 // the pack member of its key (an inline field with its table cell).
 func (v *verifier) againstWDS(src string) error {
-	files, err := wds.ShardFiles(v.ctx, src)
+	var files []string
+	var err error
+	if objstore.IsRemote(src) {
+		files, err = v.remoteShards(src)
+	} else {
+		files, err = wds.ShardFiles(v.ctx, src)
+	}
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
 	}
@@ -177,12 +194,15 @@ func (v *verifier) againstWDS(src string) error {
 }
 
 func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) error {
-	f, err := os.Open(name)
+	f, err := v.fs.open(name)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
 	}
 	defer f.Close()
-	r, err := decompress(bufio.NewReaderSize(f, 1<<20))
+	// A tar in object storage is streamed, reads fetched ahead.
+	seq := f.stream(v.ctx)
+	defer seq.Close()
+	r, err := decompress(bufio.NewReaderSize(seq, 1<<20))
 	if err != nil {
 		return fmt.Errorf("--against: %s: %w", name, err)
 	}
@@ -220,6 +240,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 				continue
 			}
 			n, reason, err := sameBytes(tr, set, key)
+			tr.Close()
 			if err != nil {
 				return err
 			}
@@ -305,4 +326,60 @@ func decodeParquetRecord(s string) (*parquetRecord, bool) {
 		return nil, false
 	}
 	return &r, true
+}
+
+// remoteShards lists the tar shards an s3:// source names: brace patterns
+// and "::" lists as for local shards, each an object, or a prefix whose
+// objects directly under it that are named like shards are taken in name
+// order.
+func (v *verifier) remoteShards(src string) ([]string, error) {
+	locs, err := wds.ExpandShards(src)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, loc := range locs {
+		st, key, err := v.fs.store(loc)
+		if err != nil {
+			return nil, err
+		}
+		if key != "" {
+			if _, err := st.Stat(v.ctx, key); err == nil {
+				out = append(out, loc)
+				continue
+			} else if !errors.Is(err, objstore.ErrNotExist) {
+				return nil, err
+			}
+		}
+		prefix := ""
+		if key != "" {
+			prefix = key + "/"
+		}
+		n := len(out)
+		err = st.List(v.ctx, prefix, func(in objstore.Info) error {
+			rest := strings.TrimPrefix(in.Name, prefix)
+			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && isShardName(rest) {
+				out = append(out, joinPath(strings.TrimSuffix(loc, "/"), rest))
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == n {
+			return nil, fmt.Errorf("%s: %w: no object and no tar shards there", loc, objstore.ErrNotExist)
+		}
+	}
+	return out, nil
+}
+
+// isShardName reports whether a name ends like a tar shard.
+func isShardName(name string) bool {
+	lower := strings.ToLower(name)
+	for _, s := range shardSuffixes {
+		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
+			return true
+		}
+	}
+	return false
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,11 +15,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
+
+// errStop ends a listing early.
+var errStop = errors.New("stop")
 
 func (v *verifier) hasParquetRecord() bool { return len(v.pq) > 0 }
 
@@ -26,13 +30,33 @@ func (v *verifier) hasParquetRecord() bool { return len(v.pq) > 0 }
 // compares, row by row, each extracted value with the member its reference
 // names.
 func (v *verifier) againstParquet(src string) error {
-	st, err := os.Stat(src)
-	if err != nil {
-		return fmt.Errorf("--against: %w", err)
+	isDir := true
+	if objstore.IsRemote(src) {
+		// a table, or a prefix
+		isDir = !(strings.HasSuffix(src, ".parquet") && v.fs.exists(src))
+		if isDir {
+			st, key, err := v.fs.store(src)
+			if err != nil {
+				return fmt.Errorf("--against: %w", err)
+			}
+			found := false
+			if err := st.List(v.ctx, strings.TrimSuffix(key, "/")+"/", func(objstore.Info) error { found = true; return errStop }); err != nil && !errors.Is(err, errStop) {
+				return fmt.Errorf("--against: %w", err)
+			}
+			if !found {
+				return fmt.Errorf("--against: %s: %w: no objects there", src, objstore.ErrNotExist)
+			}
+		}
+	} else {
+		st, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("--against: %w", err)
+		}
+		isDir = st.IsDir()
 	}
 	srcRoot := src
-	if !st.IsDir() {
-		srcRoot = filepath.Dir(src)
+	if !isDir {
+		srcRoot = dirOf(src)
 	}
 	a := &Against{Source: src, Format: "parquet"}
 	v.rep.Against = a
@@ -43,19 +67,19 @@ func (v *verifier) againstParquet(src string) error {
 	sort.Strings(rels)
 	for _, rel := range rels {
 		rec := v.pq[rel]
-		sp := filepath.Join(srcRoot, filepath.FromSlash(rel))
-		if !st.IsDir() && filepath.Base(src) != filepath.Base(rel) {
+		sp := joinPath(srcRoot, rel)
+		if !isDir && baseOf(src) != path.Base(rel) {
 			continue
 		}
-		if _, err := os.Stat(sp); err != nil && strings.HasSuffix(sp, ".parquet") {
+		if !v.fs.exists(sp) && strings.HasSuffix(sp, ".parquet") {
 			// a Hugging Face save_to_disk source: the table was written
 			// from the Arrow data file of the same name
-			if arrowSrc := strings.TrimSuffix(sp, ".parquet") + ".arrow"; fileExists(arrowSrc) {
+			if arrowSrc := strings.TrimSuffix(sp, ".parquet") + ".arrow"; v.fs.exists(arrowSrc) {
 				sp = arrowSrc
 				a.Format = "Hugging Face save_to_disk (Arrow)"
 			}
 		}
-		if _, err := os.Stat(sp); err != nil {
+		if !v.fs.exists(sp) {
 			a.Mismatches++
 			v.problem(Problem{Table: rel, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sp)})
 			continue
@@ -69,7 +93,7 @@ func (v *verifier) againstParquet(src string) error {
 			return fmt.Errorf("--against: pack directory %s: %w", base, e.err)
 		}
 		for _, x := range rec.Extracted {
-			if err := v.compareColumn(a, srcRoot, sp, filepath.Join(v.root, filepath.FromSlash(rel)), rel, x.Path, e.set); err != nil {
+			if err := v.compareColumn(a, srcRoot, sp, joinPath(v.root, rel), rel, x.Path, e.set); err != nil {
 				return err
 			}
 		}
@@ -92,9 +116,9 @@ type columnCursor struct {
 
 func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
 	if strings.HasSuffix(p, ".arrow") {
-		return openArrowColumn(p, root)
+		return v.openArrowColumn(p, root)
 	}
-	pf, err := file.OpenParquetFile(p, false)
+	pf, err := v.openParquet(p)
 	if err != nil {
 		return nil, err
 	}
@@ -133,8 +157,8 @@ func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
 
 // openArrowColumn reads column root of an Arrow IPC file: the file format
 // (ARROW1 magic) or a stream, as Hugging Face save_to_disk writes.
-func openArrowColumn(p, root string) (*columnCursor, error) {
-	f, err := os.Open(p)
+func (v *verifier) openArrowColumn(p, root string) (*columnCursor, error) {
+	f, err := v.fs.open(p)
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +197,10 @@ func openArrowColumn(p, root string) (*columnCursor, error) {
 		}
 		c.err = func() error { return ferr }
 	} else {
-		sr, err := ipc.NewReader(f)
+		seq := f.stream(v.ctx)
+		sr, err := ipc.NewReader(seq)
 		if err != nil {
+			seq.Close()
 			f.Close()
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
@@ -185,7 +211,7 @@ func openArrowColumn(p, root string) (*columnCursor, error) {
 			}
 			return sr.RecordBatch(), true
 		}
-		c.done = func() { sr.Release(); f.Close() }
+		c.done = func() { sr.Release(); seq.Close(); f.Close() }
 		c.err = sr.Err
 	}
 	idx := schema.FieldIndices(root)
@@ -287,16 +313,20 @@ func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel stri
 			if s.bytes == nil && s.path != "" {
 				// a struct<bytes, path> whose bytes are the file at path,
 				// relative to the dataset root
-				fp := filepath.FromSlash(s.path)
-				if !filepath.IsAbs(fp) {
+				fp := s.path
+				if objstore.IsRemote(srcRoot) {
+					fp = joinPath(srcRoot, fp)
+				} else if fp = filepath.FromSlash(fp); !filepath.IsAbs(fp) {
 					fp = filepath.Join(srcRoot, fp)
 				}
-				f, err := os.Open(fp)
+				f, err := v.fs.open(fp)
 				if err != nil {
 					v.compared(a, 0, fmt.Sprintf("source file %s: %v", s.path, err), p)
 					continue
 				}
-				n, reason, err := sameBytes(f, set, key)
+				seq := f.stream(v.ctx)
+				n, reason, err := sameBytes(seq, set, key)
+				seq.Close()
 				f.Close()
 				if err != nil {
 					return err

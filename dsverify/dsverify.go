@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -120,6 +121,9 @@ type Options struct {
 	// MaxProblems bounds the problems listed (0 means 10,000); the counts
 	// keep counting.
 	MaxProblems int
+	// Stats, when set, counts the requests and bytes that reading an
+	// s3:// dataset or source took.
+	Stats *objstore.Stats
 }
 
 // ErrNothingToVerify is returned for a directory that holds neither packs
@@ -134,31 +138,61 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = 10000
 	}
-	st, err := os.Stat(root)
-	if err != nil {
-		return nil, err
-	}
 	rep := &Report{Root: root, Packs: []Pack{}, Tables: []Table{}, Problems: []Problem{}}
-	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}, lc: map[string]*lanceRecord{}}
+	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}, lc: map[string]*lanceRecord{},
+		fs: &files{ctx: ctx, stats: opts.Stats, stores: map[string]objstore.Store{}}}
 	defer v.close()
-	if !st.IsDir() {
-		// A single shard: the pack check alone.
-		pr, err := packcore.Verify(ctx, root)
+	var packDirs []string
+	var tables []tableFile
+	if objstore.IsRemote(root) {
+		st, key, err := v.fs.store(root)
 		if err != nil {
 			return nil, err
 		}
-		v.addPack(filepath.Base(root), pr)
-		return rep, nil
-	}
-	packDirs, tables, err := discover(root)
-	if err != nil {
-		return nil, err
+		v.store, v.key = st, key
+		if strings.HasSuffix(key, ".zip") {
+			if _, err := st.Stat(ctx, key); err == nil {
+				// A single shard: the pack check alone.
+				pr, err := packcore.VerifyIn(ctx, st, key)
+				if err != nil {
+					return nil, err
+				}
+				v.addPack(path.Base(key), pr)
+				return rep, nil
+			}
+		}
+		if packDirs, tables, err = v.discoverRemote(); err != nil {
+			return nil, err
+		}
+	} else {
+		st, err := os.Stat(root)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			// A single shard: the pack check alone.
+			pr, err := packcore.Verify(ctx, root)
+			if err != nil {
+				return nil, err
+			}
+			v.addPack(filepath.Base(root), pr)
+			return rep, nil
+		}
+		if packDirs, tables, err = discover(root); err != nil {
+			return nil, err
+		}
 	}
 	if len(packDirs) == 0 && len(tables) == 0 {
 		return nil, fmt.Errorf("%s: %w", root, ErrNothingToVerify)
 	}
 	for _, d := range packDirs {
-		pr, err := packcore.Verify(ctx, filepath.Join(root, filepath.FromSlash(d)))
+		var pr *packcore.VerifyReport
+		var err error
+		if v.store != nil {
+			pr, err = packcore.VerifyIn(ctx, v.store, v.storeName(d))
+		} else {
+			pr, err = packcore.Verify(ctx, filepath.Join(root, filepath.FromSlash(d)))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -196,6 +230,22 @@ type verifier struct {
 	// lc holds the Lance tables convert-lance wrote, by path relative to
 	// root, with what they record.
 	lc map[string]*lanceRecord
+	// fs opens files, local or in object storage.
+	fs *files
+	// store and key are the bucket and prefix of an s3:// root (store is
+	// nil for a local one); objects holds every object under it, by path
+	// relative to root, from the one listing.
+	store   objstore.Store
+	key     string
+	objects map[string]bool
+}
+
+// storeName is the name in the root's store of a path relative to root.
+func (v *verifier) storeName(rel string) string {
+	if rel == "." || rel == "" {
+		return v.key
+	}
+	return objstore.Join(v.key, rel)
 }
 
 type setEntry struct {
@@ -240,7 +290,11 @@ func (v *verifier) set(dir string) *setEntry {
 		return e
 	}
 	e := &setEntry{shards: map[string]bool{}}
-	e.set, e.err = packcore.OpenSet(filepath.Join(v.root, filepath.FromSlash(dir)), packcore.SetOptions{RefBase: "."})
+	if v.store != nil {
+		e.set, e.err = packcore.OpenSetIn(v.ctx, v.store, v.storeName(dir), packcore.SetOptions{RefBase: "."})
+	} else {
+		e.set, e.err = packcore.OpenSet(filepath.Join(v.root, filepath.FromSlash(dir)), packcore.SetOptions{RefBase: "."})
+	}
 	if e.set != nil {
 		for _, s := range e.set.Shards() {
 			e.shards[s] = true
@@ -265,7 +319,11 @@ func (v *verifier) resolve(ref string) string {
 	if dir == "" {
 		dir = "."
 	}
-	if _, err := os.Stat(filepath.Join(v.root, filepath.FromSlash(shardPath))); err != nil {
+	if v.objects != nil {
+		if !v.objects[shardPath] {
+			return fmt.Sprintf("shard %s does not exist", shardPath)
+		}
+	} else if _, err := os.Stat(filepath.Join(v.root, filepath.FromSlash(shardPath))); err != nil {
 		return fmt.Sprintf("shard %s does not exist", shardPath)
 	}
 	e := v.set(dir)
@@ -335,4 +393,63 @@ func discover(root string) (packDirs []string, tables []tableFile, err error) {
 	sort.Strings(packDirs)
 	sort.Slice(tables, func(i, j int) bool { return tables[i].rel < tables[j].rel })
 	return packDirs, tables, err
+}
+
+// discoverRemote lists the pack directories and tables under an s3:// root
+// with one listing, skipping hidden entries as discover does, and records
+// every object for resolve.
+func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err error) {
+	prefix := ""
+	if v.key != "" {
+		prefix = v.key + "/"
+	}
+	v.objects = map[string]bool{}
+	dirs := map[string]bool{}
+	lances := map[string]bool{}
+	err = v.store.List(v.ctx, prefix, func(in objstore.Info) error {
+		rel := strings.TrimPrefix(in.Name, prefix)
+		v.objects[rel] = true
+		segs := strings.Split(rel, "/")
+		for i, seg := range segs {
+			if strings.HasPrefix(seg, ".") {
+				return nil
+			}
+			if i < len(segs)-1 && strings.HasSuffix(seg, ".lance") {
+				lances[strings.Join(segs[:i+1], "/")] = true
+				return nil
+			}
+		}
+		name := segs[len(segs)-1]
+		dir := path.Dir(rel)
+		switch {
+		case strings.HasSuffix(name, ".zip"):
+			dirs[dir] = true
+		case strings.HasSuffix(name, ".parquet"):
+			tables = append(tables, tableFile{rel, "parquet"})
+		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
+			tables = append(tables, tableFile{rel, "json"})
+		case strings.HasSuffix(name, ".jsonl"):
+			tables = append(tables, tableFile{rel, "jsonl"})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(lances) > 0 {
+		names := sortedSet(lances)
+		return nil, nil, fmt.Errorf("%s: Lance table %s: reading Lance datasets from object storage is not supported yet (verify a local copy)", v.root, names[0])
+	}
+	packDirs = sortedSet(dirs)
+	sort.Slice(tables, func(i, j int) bool { return tables[i].rel < tables[j].rel })
+	return packDirs, tables, nil
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

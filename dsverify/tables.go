@@ -2,6 +2,7 @@ package dsverify
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -61,7 +63,7 @@ func (v *verifier) table(t tableFile) error {
 			v.wds.checkRow(v, t.rel, row, column, value)
 		}
 	}
-	p := filepath.Join(v.root, filepath.FromSlash(t.rel))
+	p := joinPath(v.root, t.rel)
 	var err error
 	switch t.format {
 	case "parquet":
@@ -69,9 +71,9 @@ func (v *verifier) table(t tableFile) error {
 	case "lance":
 		tr.Rows, err = v.lanceTable(p, check)
 	case "json":
-		tr.Rows, err = jsonTable(p, check)
+		tr.Rows, err = v.jsonTable(p, check)
 	case "jsonl":
-		tr.Rows, err = jsonlTable(p, check)
+		tr.Rows, err = v.jsonlTable(p, check)
 	}
 	if err != nil {
 		if v.ctx.Err() != nil {
@@ -86,7 +88,7 @@ func (v *verifier) table(t tableFile) error {
 
 // parquetTable reads the string columns of a parquet file.
 func (v *verifier) parquetTable(p, rel string, fn cellFunc) (int64, error) {
-	pf, err := file.OpenParquetFile(p, false)
+	pf, err := v.openParquet(p)
 	if err != nil {
 		return 0, err
 	}
@@ -235,10 +237,44 @@ func visitValue(a arrow.Array, i int, name string, row int64, fn cellFunc) {
 	}
 }
 
+// openParquet opens a parquet file, local or in object storage (its footer
+// and column chunks then fetched with ranged reads).
+func (v *verifier) openParquet(p string) (*file.Reader, error) {
+	if !objstore.IsRemote(p) {
+		return file.OpenParquetFile(p, false)
+	}
+	f, err := v.fs.open(p)
+	if err != nil {
+		return nil, err
+	}
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return pf, nil
+}
+
+// maxJSONTable bounds a JSON table read whole from object storage.
+const maxJSONTable = 1 << 30
+
+// openText opens a text table for reading front to back: the local file, or
+// the object read whole with one request.
+func (v *verifier) openText(p string) (io.ReadCloser, error) {
+	if !objstore.IsRemote(p) {
+		return os.Open(p)
+	}
+	b, err := v.fs.readAll(p, maxJSONTable)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
 // jsonTable reads a JSON document: the row is the index in the innermost
 // array around a string, the column its path of object keys.
-func jsonTable(p string, fn cellFunc) (int64, error) {
-	f, err := os.Open(p)
+func (v *verifier) jsonTable(p string, fn cellFunc) (int64, error) {
+	f, err := v.openText(p)
 	if err != nil {
 		return 0, err
 	}
@@ -255,8 +291,8 @@ func jsonTable(p string, fn cellFunc) (int64, error) {
 }
 
 // jsonlTable reads JSON lines: one row per line.
-func jsonlTable(p string, fn cellFunc) (int64, error) {
-	f, err := os.Open(p)
+func (v *verifier) jsonlTable(p string, fn cellFunc) (int64, error) {
+	f, err := v.openText(p)
 	if err != nil {
 		return 0, err
 	}

@@ -43,8 +43,10 @@ type Directory struct {
 const maxTail = endLen + max16
 
 // ReadDirectory parses the central directory of the zip archive r of the
-// given size. It makes one read for the tail of the file, one for a zip64
-// end record when there is one, and one for the directory.
+// given size. It reads the last 64 KiB of the file (the longest end record
+// and comment a zip archive can have) and, only when they do not hold all
+// of it, the rest of the directory: one read for a directory that fits in
+// the tail, two for a larger one.
 func ReadDirectory(r io.ReaderAt, size int64) (*Directory, error) {
 	cd, err := readCentral(r, size, nil)
 	if err != nil {
@@ -70,9 +72,10 @@ type centralDir struct {
 }
 
 // readCentral finds and reads the central directory of the zip archive r of
-// the given size: one read for the tail of the file, one for a zip64 end
-// record when there is one, and one for the directory, into buf when it
-// has the room (nil: a new buffer).
+// the given size: one read for the tail of the file, which holds the end
+// records and the directory's end (all of a small directory), and one for
+// whatever of the zip64 end record and the directory lies before the tail,
+// into buf when it has the room (nil: a new buffer).
 func readCentral(r io.ReaderAt, size int64, buf []byte) (*centralDir, error) {
 	if size < endLen {
 		return nil, fmt.Errorf("%w: %d bytes is too short for a zip archive", ErrFormat, size)
@@ -114,7 +117,9 @@ func readCentral(r io.ReaderAt, size int64, buf []byte) (*centralDir, error) {
 			return nil, fmt.Errorf("%w: zip64 end record offset %d out of range", ErrFormat, end64Off)
 		}
 		var e64 [end64Len]byte
-		if _, err := r.ReadAt(e64[:], locAbs-end64Len); err != nil {
+		if tailStart := size - tailLen; locAbs-end64Len >= tailStart {
+			copy(e64[:], tail[locAbs-end64Len-tailStart:])
+		} else if _, err := r.ReadAt(e64[:], locAbs-end64Len); err != nil {
 			return nil, fmt.Errorf("reading zip64 end record: %w", err)
 		}
 		if binary.LittleEndian.Uint32(e64[:]) != sigEnd64 {
@@ -142,8 +147,19 @@ func readCentral(r io.ReaderAt, size int64, buf []byte) (*centralDir, error) {
 	} else {
 		buf = make([]byte, cdSize)
 	}
-	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && cdSize == 0) {
-		return nil, fmt.Errorf("reading central directory: %w", err)
+	// The tail read holds the directory's end, or all of it when it is
+	// small: only what lies before the tail is read again.
+	tailStart := size - tailLen
+	inTail := int64(0)
+	if start+cdSize > tailStart {
+		from := max(start, tailStart)
+		inTail = start + cdSize - from
+		copy(buf[cdSize-inTail:], tail[from-tailStart:])
+	}
+	if head := cdSize - inTail; head > 0 {
+		if _, err := r.ReadAt(buf[:head], start); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("reading central directory: %w", err)
+		}
 	}
 	return &centralDir{buf: buf, count: count, start: start, base: base}, nil
 }

@@ -1,6 +1,7 @@
 package packcore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // ErrNotFound is wrapped when a key or reference is not in a pack set.
@@ -56,8 +59,12 @@ type memberLoc struct {
 }
 
 type shardFile struct {
-	name    string
-	f       *os.File
+	name string
+	// r reads the shard: an *os.File, or an object in a store, where every
+	// read is a request (remote) and streams are fetched ahead in chunks.
+	r       io.ReaderAt
+	closer  io.Closer
+	remote  bool
 	size    int64
 	dir     *Directory
 	bounds  []int64        // per entry: where its payload must end
@@ -119,16 +126,26 @@ func openShard(p string) (*shardFile, error) {
 		f.Close()
 		return nil, err
 	}
-	dir, err := ReadDirectory(f, st.Size())
+	sf, err := newShardFile(filepath.Base(p), f, st.Size(), false)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	if probs := structuralProblems(filepath.Base(p), dir); len(probs) > 0 {
-		f.Close()
+	sf.closer = f
+	return sf, nil
+}
+
+// newShardFile reads and checks the central directory of the shard r of the
+// given size.
+func newShardFile(name string, r io.ReaderAt, size int64, remote bool) (*shardFile, error) {
+	dir, err := ReadDirectory(r, size)
+	if err != nil {
+		return nil, err
+	}
+	if probs := structuralProblems(name, dir); len(probs) > 0 {
 		return nil, errors.New(probs[0])
 	}
-	sf := &shardFile{name: filepath.Base(p), f: f, size: st.Size(), dir: dir,
+	sf := &shardFile{name: name, r: r, remote: remote, size: size, dir: dir,
 		bounds: make([]int64, len(dir.Entries)), dataOff: make([]atomic.Int64, len(dir.Entries))}
 	// A payload may not run past the next member's header or the directory.
 	order := make([]int, len(dir.Entries))
@@ -150,7 +167,9 @@ func openShard(p string) (*shardFile, error) {
 func (s *Set) Close() error {
 	var errs []error
 	for _, sf := range s.shards {
-		errs = append(errs, sf.f.Close())
+		if sf.closer != nil {
+			errs = append(errs, sf.closer.Close())
+		}
 	}
 	s.shards = nil
 	return errors.Join(errs...)
@@ -278,6 +297,17 @@ func (sf *shardFile) crcError(i int, got uint32) error {
 // CRC-32. The first read of a member takes its local header in the same
 // positioned read as the payload when buf has room for both.
 func (sf *shardFile) readInto(i int, buf []byte) ([]byte, error) {
+	b, err := sf.fetch(i, buf)
+	if err != nil {
+		return nil, err
+	}
+	return sf.checkCRC(i, b)
+}
+
+// fetch reads member i into buf (grown when too small) without checking its
+// CRC-32: local header and payload in one read when the header is
+// unchecked.
+func (sf *shardFile) fetch(i int, buf []byte) ([]byte, error) {
 	e := sf.dir.Entries[i]
 	off := sf.dataOff[i].Load()
 	var want int64 // header and payload, for a member whose header is unchecked
@@ -297,7 +327,7 @@ func (sf *shardFile) readInto(i int, buf []byte) ([]byte, error) {
 			// One read of header and payload, the payload then moved to
 			// the front of buf.
 			all := buf[:want]
-			if _, err := sf.f.ReadAt(all, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+			if _, err := sf.r.ReadAt(all, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
 				return nil, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 			}
 			start, err := sf.checkHeader(i, all)
@@ -306,17 +336,32 @@ func (sf *shardFile) readInto(i int, buf []byte) ([]byte, error) {
 			}
 			rel := start - e.HeaderOffset
 			copy(buf, all[rel:rel+e.Size])
-			return sf.checkCRC(i, buf)
+			return buf, nil
+		}
+		if sf.remote {
+			// A request costs more than a copy: header and payload are
+			// fetched together here too.
+			all := make([]byte, want)
+			if _, err := sf.r.ReadAt(all, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
+			}
+			start, err := sf.checkHeader(i, all)
+			if err != nil {
+				return nil, err
+			}
+			rel := start - e.HeaderOffset
+			copy(buf, all[rel:rel+e.Size])
+			return buf, nil
 		}
 		var err error
 		if off, err = sf.readHeader(i); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := sf.f.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
+	if _, err := sf.r.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
 		return nil, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 	}
-	return sf.checkCRC(i, buf)
+	return buf, nil
 }
 
 // checkCRC returns b when its CRC-32 is the one member i's directory entry
@@ -337,7 +382,7 @@ func (sf *shardFile) readHeader(i int) (int64, error) {
 		return 0, fmt.Errorf("%s:%s: %w: member extends past its bounds", sf.name, cutName(e.Name), ErrFormat)
 	}
 	hdr := make([]byte, n)
-	if _, err := sf.f.ReadAt(hdr, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := sf.r.ReadAt(hdr, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
 		return 0, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 	}
 	return sf.checkHeader(i, hdr)
@@ -369,7 +414,9 @@ func (sf *shardFile) checkHeader(i int, hdr []byte) (int64, error) {
 
 // Open returns a reader bounded to a member's bytes: reads and seeks stay
 // inside the blob. It is for random access and computes no CRC; a caller
-// that streams a whole member uses OpenChecked.
+// that streams a whole member uses OpenChecked, and one that streams a part
+// uses OpenRange. In a set opened from object storage every read of it is
+// a request of its own.
 func (s *Set) Open(refOrKey string) (*io.SectionReader, error) {
 	loc, err := s.resolve(refOrKey)
 	if err != nil {
@@ -382,24 +429,64 @@ func (s *Set) Open(refOrKey string) (*io.SectionReader, error) {
 // computes their CRC-32 as they pass and, at the end, returns an error
 // wrapping ErrChecksum instead of io.EOF when it differs from the central
 // directory's: a caller that reads to io.EOF has read the stored bytes.
-func (s *Set) OpenChecked(refOrKey string) (io.Reader, error) {
+// From object storage a member up to 8 MiB is fetched, local header and
+// payload, with one ranged read; a larger one is streamed in 8 MiB reads,
+// two ahead of the caller. Close releases that read-ahead (a local reader's
+// Close does nothing).
+func (s *Set) OpenChecked(refOrKey string) (io.ReadCloser, error) {
 	loc, err := s.resolve(refOrKey)
 	if err != nil {
 		return nil, err
 	}
-	sr, err := loc.shard.open(loc.i)
+	sf, i := loc.shard, loc.i
+	if sf.remote && sf.dir.Entries[i].Size <= streamChunk {
+		b, err := sf.fetch(i, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &checkedReader{r: bytes.NewReader(b), crc: crc32.NewIEEE(), sf: sf, i: i}, nil
+	}
+	if !sf.remote {
+		sr, err := sf.open(i)
+		if err != nil {
+			return nil, err
+		}
+		return &checkedReader{r: sr, crc: crc32.NewIEEE(), sf: sf, i: i}, nil
+	}
+	r, err := sf.stream(i, 0, sf.dir.Entries[i].Size)
 	if err != nil {
 		return nil, err
 	}
-	return &checkedReader{r: sr, crc: crc32.NewIEEE(), sf: loc.shard, i: loc.i}, nil
+	return &checkedReader{r: r, closer: r, crc: crc32.NewIEEE(), sf: sf, i: i}, nil
 }
+
+// OpenRange returns a reader of n bytes of a member from byte off on, with
+// no CRC (a part is what the shard stores). From object storage it is
+// fetched in reads of up to 8 MiB, two ahead of the caller; Close releases
+// them.
+func (s *Set) OpenRange(refOrKey string, off, n int64) (io.ReadCloser, error) {
+	loc, err := s.resolve(refOrKey)
+	if err != nil {
+		return nil, err
+	}
+	size := loc.shard.dir.Entries[loc.i].Size
+	if off < 0 || n < 0 || off > size || n > size-off {
+		return nil, fmt.Errorf("%s:%s: bytes %d to %d are outside the member's %d", loc.shard.name, cutName(loc.shard.dir.Entries[loc.i].Name), off, off+n, size)
+	}
+	return loc.shard.stream(loc.i, off, n)
+}
+
+// streamChunk is the size of one read of a member streamed from object
+// storage.
+const streamChunk = 8 << 20
 
 // checkedReader checks a member's CRC-32 when its reader reaches the end.
 type checkedReader struct {
-	r   io.Reader
-	crc hash.Hash32
-	sf  *shardFile
-	i   int
+	r      io.Reader
+	closer io.Closer
+	crc    hash.Hash32
+	sf     *shardFile
+	i      int
 }
 
 func (c *checkedReader) Read(p []byte) (int, error) {
@@ -413,6 +500,14 @@ func (c *checkedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close releases the reader's read-ahead, if any.
+func (c *checkedReader) Close() error {
+	if c.closer != nil {
+		return c.closer.Close()
+	}
+	return nil
+}
+
 func (sf *shardFile) open(i int) (*io.SectionReader, error) {
 	off := sf.dataOff[i].Load()
 	if off == 0 {
@@ -421,8 +516,27 @@ func (sf *shardFile) open(i int) (*io.SectionReader, error) {
 			return nil, err
 		}
 	}
-	return io.NewSectionReader(sf.f, off, sf.dir.Entries[i].Size), nil
+	return io.NewSectionReader(sf.r, off, sf.dir.Entries[i].Size), nil
 }
+
+// stream returns a reader of n bytes of member i from byte off on: a
+// section of a local file, or reads of object storage fetched ahead.
+func (sf *shardFile) stream(i int, off, n int64) (io.ReadCloser, error) {
+	sr, err := sf.open(i)
+	if err != nil {
+		return nil, err
+	}
+	part := io.NewSectionReader(sr, off, n)
+	if !sf.remote {
+		return io.NopCloser(part), nil
+	}
+	return objstore.NewSeqReader(context.Background(), sectionObject{part}, objstore.SeqOptions{Chunk: streamChunk}), nil
+}
+
+// sectionObject is a section of a shard as an object, for streaming.
+type sectionObject struct{ *io.SectionReader }
+
+func (sectionObject) Close() error { return nil }
 
 // ReadMany reads several members concurrently with up to workers goroutines
 // and returns their bytes in input order; like Read, it checks every

@@ -62,13 +62,48 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 	} else {
 		dir, names = filepath.Dir(path), []string{filepath.Base(path)}
 	}
-	rep := &VerifyReport{Problems: []string{}}
 	var manifest *Manifest
+	var manifestErr error
 	if st.IsDir() {
-		manifest, err = ReadManifest(dir)
-		if err != nil {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: unreadable (%v)", ManifestName, err))
-		}
+		manifest, manifestErr = ReadManifest(dir)
+	}
+	return verifyShards(ctx, names, manifest, manifestErr, func(ctx context.Context, name string) (*openedShard, error) {
+		return openLocalShard(filepath.Join(dir, name))
+	})
+}
+
+// openedShard is a shard opened for a check: positioned reads for its
+// directory, and one reader front to back.
+type openedShard struct {
+	r     io.ReaderAt
+	size  int64
+	seq   func(ctx context.Context) io.ReadCloser
+	close func() error
+}
+
+// shardOpener opens a shard of the pack directory being checked, by name.
+type shardOpener func(ctx context.Context, name string) (*openedShard, error)
+
+func openLocalShard(p string) (*openedShard, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &openedShard{r: f, size: st.Size(), close: f.Close,
+		seq: func(ctx context.Context) io.ReadCloser { return io.NopCloser(ctxReader{ctx, f}) }}, nil
+}
+
+// verifyShards checks the named shards (in shard order), with the manifest
+// (or the error reading it) of their directory.
+func verifyShards(ctx context.Context, names []string, manifest *Manifest, manifestErr error, open shardOpener) (*VerifyReport, error) {
+	rep := &VerifyReport{Problems: []string{}}
+	if manifestErr != nil {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: unreadable (%v)", ManifestName, manifestErr))
 	}
 	// owner holds every key seen, with the index of its shard in names:
 	// outside the heap, and with copies of the keys, so that each shard's
@@ -77,7 +112,7 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 	present := make(map[string]bool)
 	// Shards are checked on all cores and their results taken in order;
 	// SHA-256 only when a manifest has digests to compare.
-	results := checkShards(ctx, dir, names, manifest != nil)
+	results := checkShardsWith(ctx, open, names, manifest != nil)
 	for i, name := range names {
 		if err := ctx.Err(); err != nil {
 			results.drain(i)
@@ -159,6 +194,13 @@ type shardChecks struct {
 // checkShards starts checking the named shards of dir, with SHA-256 when
 // hash is set.
 func checkShards(ctx context.Context, dir string, names []string, hash bool) *shardChecks {
+	return checkShardsWith(ctx, func(ctx context.Context, name string) (*openedShard, error) {
+		return openLocalShard(filepath.Join(dir, name))
+	}, names, hash)
+}
+
+// checkShardsWith is checkShards for shards that open opens.
+func checkShardsWith(ctx context.Context, open shardOpener, names []string, hash bool) *shardChecks {
 	c := &shardChecks{
 		out:   make([]chan shardResult, len(names)),
 		slots: make(chan struct{}, max(1, min(runtime.GOMAXPROCS(0), len(names)))),
@@ -170,7 +212,7 @@ func checkShards(ctx context.Context, dir string, names []string, hash bool) *sh
 		for i, name := range names {
 			c.slots <- struct{}{}
 			go func() {
-				res, err := verifyShard(ctx, filepath.Join(dir, name), true, hash)
+				res, err := verifyShard(ctx, open, name, true, hash)
 				c.out[i] <- shardResult{res, err}
 			}()
 		}
@@ -195,22 +237,17 @@ func (c *shardChecks) drain(i int) {
 // verifyShard parses a shard's directory, checks its structure, and reads
 // the file once from start to end to check each member's local header and,
 // with crc, CRC-32, and, with hash, to compute the file's SHA-256.
-func verifyShard(ctx context.Context, path string, crc, hash bool) (*shardCheck, error) {
-	name := filepath.Base(path)
-	f, err := os.Open(path)
+func verifyShard(ctx context.Context, open shardOpener, name string, crc, hash bool) (*shardCheck, error) {
+	f, err := open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	defer f.close()
+	dir, err := ReadDirectory(f.r, f.size)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := ReadDirectory(f, st.Size())
-	if err != nil {
-		return nil, err
-	}
-	res := &shardCheck{dir: dir, size: st.Size()}
+	res := &shardCheck{dir: dir, size: f.size}
 	res.problems = structuralProblems(name, dir)
 
 	order := make([]int, 0, len(dir.Entries))
@@ -222,7 +259,9 @@ func verifyShard(ctx context.Context, path string, crc, hash bool) (*shardCheck,
 	sort.SliceStable(order, func(a, b int) bool {
 		return dir.Entries[order[a]].HeaderOffset < dir.Entries[order[b]].HeaderOffset
 	})
-	var src io.Reader = ctxReader{ctx, f}
+	seq := f.seq(ctx)
+	defer seq.Close()
+	var src io.Reader = seq
 	sha := sha256.New()
 	if hash {
 		src = io.TeeReader(src, sha)

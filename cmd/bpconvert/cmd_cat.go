@@ -9,8 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -25,6 +27,8 @@ type catResult struct {
 	// CRCChecked is true when the whole member was read and its CRC-32
 	// matched.
 	CRCChecked bool `json:"crc_checked"`
+	// fetched says what reading from s3:// took.
+	*fetched
 }
 
 func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
@@ -48,7 +52,7 @@ func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
 	if len(pos) == 2 {
 		dir = pos[1]
 	}
-	set, name, err := openForCat(pos[0], dir)
+	set, name, rem, err := openForCat(ctx, pos[0], dir)
 	if err != nil {
 		return nil, err
 	}
@@ -65,22 +69,20 @@ func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
 	if *length >= 0 && *length < n {
 		n = *length
 	}
-	var r io.Reader
+	var r io.ReadCloser
 	if *offset == 0 && n == m.Size {
 		// The whole blob: its CRC-32 is checked as it streams.
 		if r, err = set.OpenChecked(name); err != nil {
 			return nil, fmt.Errorf("cat: %w", err)
 		}
 		res.CRCChecked = true
-	} else {
-		sr, err := set.Open(name)
-		if err != nil {
-			return nil, fmt.Errorf("cat: %w", err)
-		}
-		r = io.NewSectionReader(sr, *offset, n)
+	} else if r, err = set.OpenRange(name, *offset, n); err != nil {
+		return nil, fmt.Errorf("cat: %w", err)
 	}
+	defer r.Close()
 	w, err := io.Copy(e.stdout, &ctxReader{ctx: ctx, r: r})
 	res.Bytes = w
+	res.fetched = fetchedBy(rem)
 	if err != nil {
 		if errors.Is(err, packcore.ErrChecksum) {
 			return res, &inputError{err: fmt.Errorf("cat: %q: %w", m.Key, err)}
@@ -91,26 +93,62 @@ func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
 }
 
 // openForCat opens the pack set that resolves arg. A reference's shard path
-// is relative to dir (the dataset root); a bare key is looked up in dir, or
-// in dir/media when dir is a dataset root. It returns the set and the name
-// to resolve in it (the reference itself, checked against its shard).
-func openForCat(arg, dir string) (*packcore.Set, string, error) {
+// is relative to dir (the dataset root), or an s3:// location of its own; a
+// bare key is looked up in dir, or in dir/media when dir is a dataset root.
+// It returns the set and the name to resolve in it (the reference itself,
+// checked against its shard), and the store it reads when remote.
+func openForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *remote, error) {
 	if packcore.IsRef(arg) {
 		_, shardPath, err := packcore.ParseRef(arg)
 		if err != nil {
-			return nil, "", usagef("cat: %v", err)
+			return nil, "", nil, usagef("cat: %v", err)
+		}
+		if objstore.IsRemote(shardPath) || objstore.IsRemote(dir) {
+			loc := shardPath
+			if !objstore.IsRemote(shardPath) {
+				loc = strings.TrimSuffix(dir, "/") + "/" + shardPath
+			}
+			// One shard, opened alone: a HEAD and one read of its tail.
+			rem, err := openRemote(ctx, "cat", loc)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			set, err := packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: "."})
+			if err != nil {
+				return nil, "", nil, storeError("cat", fmt.Errorf("%s: %w", arg, err))
+			}
+			if path.Base(rem.name) != path.Base(shardPath) || !strings.HasSuffix(rem.name, ".zip") || len(set.Shards()) != 1 {
+				set.Close()
+				return nil, "", nil, &inputError{err: fmt.Errorf("cat: %s: %s is not a shard", arg, loc)}
+			}
+			return set, arg, rem, nil
 		}
 		sdir, _ := path.Split(shardPath)
 		p := filepath.Join(dir, filepath.FromSlash(sdir))
 		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(shardPath))); err != nil {
-			return nil, "", &hintError{err: fmt.Errorf("cat: %s: shard %s: %w", arg, shardPath, err),
+			return nil, "", nil, &hintError{err: fmt.Errorf("cat: %s: shard %s: %w", arg, shardPath, err),
 				hint: "a reference's shard path is relative to the dataset root: give the root as DIR, or run cat from it"}
 		}
 		set, err := packcore.OpenSet(p, packcore.SetOptions{RefBase: "."})
 		if err != nil {
-			return nil, "", &inputError{err: fmt.Errorf("cat: %w", err)}
+			return nil, "", nil, &inputError{err: fmt.Errorf("cat: %w", err)}
 		}
-		return set, arg, nil
+		return set, arg, nil, nil
+	}
+	if objstore.IsRemote(dir) {
+		rem, err := openRemote(ctx, "cat", dir)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		set, err := packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{})
+		if errors.Is(err, objstore.ErrNotExist) && !strings.HasSuffix(rem.name, ".zip") {
+			// no shards there: a dataset root
+			set, err = packcore.OpenSetIn(ctx, rem.store, objstore.Join(rem.name, convert.MediaDir), packcore.SetOptions{})
+		}
+		if err != nil {
+			return nil, "", nil, storeError("cat", err)
+		}
+		return set, arg, rem, nil
 	}
 	p := dir
 	if st, err := os.Stat(dir); err == nil && st.IsDir() {
@@ -120,9 +158,9 @@ func openForCat(arg, dir string) (*packcore.Set, string, error) {
 	}
 	set, err := packcore.OpenSet(p, packcore.SetOptions{})
 	if err != nil {
-		return nil, "", &inputError{err: fmt.Errorf("cat: %w", err)}
+		return nil, "", nil, &inputError{err: fmt.Errorf("cat: %w", err)}
 	}
-	return set, arg, nil
+	return set, arg, nil, nil
 }
 
 // ctxReader stops a copy when ctx is cancelled.

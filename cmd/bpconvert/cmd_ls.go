@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"syscall"
 
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
 type lsResult struct {
 	Members []lsMember `json:"members"`
+	// fetched says what an s3:// listing read.
+	*fetched
 }
 
 type lsMember struct {
@@ -29,12 +32,20 @@ func cmdLs(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: refBase})
-	if err != nil {
+	var set *packcore.Set
+	var rem *remote
+	if objstore.IsRemote(pos[0]) {
+		if rem, err = openRemote(ctx, "ls", pos[0]); err != nil {
+			return nil, err
+		}
+		if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: refBase}); err != nil {
+			return nil, storeError("ls", err)
+		}
+	} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: refBase}); err != nil {
 		return nil, &inputError{err: fmt.Errorf("ls: %w", err)}
 	}
 	defer set.Close()
-	var res lsResult
+	res := lsResult{fetched: fetchedBy(rem)}
 	for m := range set.Members() {
 		if e.json {
 			res.Members = append(res.Members, lsMember{m.Key, m.Shard, m.Size, set.Ref(m)})
@@ -49,6 +60,9 @@ func cmdLs(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	if e.json {
 		return res, nil
+	}
+	if rem != nil {
+		return res.fetched, nil
 	}
 	return nil, nil
 }

@@ -11,10 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -24,6 +27,8 @@ type unpackResult struct {
 	Bytes   int64  `json:"bytes"`
 	// Warnings name keys that differ only in case or Unicode normalization.
 	Warnings []string `json:"warnings"`
+	// fetched says what reading an s3:// pack took.
+	*fetched
 }
 
 func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
@@ -32,8 +37,16 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	set, err := packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."})
-	if err != nil {
+	var set *packcore.Set
+	var rem *remote
+	if objstore.IsRemote(pos[0]) {
+		if rem, err = openRemote(ctx, "unpack", pos[0]); err != nil {
+			return nil, err
+		}
+		if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: "."}); err != nil {
+			return nil, storeError("unpack", err)
+		}
+	} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."}); err != nil {
 		return nil, &inputError{err: fmt.Errorf("unpack: %w", err)}
 	}
 	defer set.Close()
@@ -77,31 +90,97 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	defer st.Abort()
 	prog := e.newProgress("unpack")
 	prog.SetTotal(count, total)
-	for m := range set.Members() {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	one := func(m packcore.Member) error {
 		target := filepath.Join(st.Dir, filepath.FromSlash(m.Key))
 		if !strings.HasPrefix(target, st.Dir+string(filepath.Separator)) {
-			return nil, &inputError{err: fmt.Errorf("unpack: member escapes destination: %q", convert.Cut(m.Key))}
+			return &inputError{err: fmt.Errorf("unpack: member escapes destination: %q", convert.Cut(m.Key))}
 		}
 		if err := extract(set, m, target); err != nil {
 			switch {
 			case errors.Is(err, fs.ErrExist):
-				return nil, &inputError{err: fmt.Errorf("unpack: %s:%s: collides with a file already extracted: this file system does not tell apart %s", m.Shard, convert.Cut(m.Key), strings.Join(quoteAll(twinOf[m.Key]), " and ")),
+				return &inputError{err: fmt.Errorf("unpack: %s:%s: collides with a file already extracted: this file system does not tell apart %s", m.Shard, convert.Cut(m.Key), strings.Join(quoteAll(twinOf[m.Key]), " and ")),
 					hint: "unpack onto a case-sensitive file system that does not normalize names (Linux ext4, for example)"}
 			case errors.Is(err, packcore.ErrFormat):
-				return nil, fmt.Errorf("unpack: %w", err) // names shard and member already
+				return fmt.Errorf("unpack: %w", err) // names shard and member already
 			}
-			return nil, fmt.Errorf("unpack: %s:%s: %w", m.Shard, convert.Cut(m.Key), err)
+			return fmt.Errorf("unpack: %s:%s: %w", m.Shard, convert.Cut(m.Key), err)
 		}
-		prog.Add(1, m.Size)
+		return nil
+	}
+	if rem == nil {
+		for m := range set.Members() {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := one(m); err != nil {
+				return nil, err
+			}
+			prog.Add(1, m.Size)
+		}
+	} else if err := extractConcurrently(ctx, set, remoteUnpackWorkers, one, prog); err != nil {
+		return nil, err
 	}
 	if err := st.Commit(); err != nil {
 		return nil, err
 	}
 	e.infof("unpacked %s blobs into %s", plan.Thousands(count), pos[1])
-	return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings}, nil
+	return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings, fetched: fetchedBy(rem)}, nil
+}
+
+// remoteUnpackWorkers is how many members an unpack from object storage
+// fetches at once: each is a request of its own, so they overlap.
+const remoteUnpackWorkers = 8
+
+// extractConcurrently runs one for every member of set on workers
+// goroutines. On failure it stops handing out members and returns the error
+// of the first member, in set order, that failed.
+func extractConcurrently(ctx context.Context, set *packcore.Set, workers int, one func(packcore.Member) error, prog progress.Counter) error {
+	type job struct {
+		i int
+		m packcore.Member
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan job)
+	var (
+		mu       sync.Mutex
+		firstI   = -1
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				err := one(j.m)
+				mu.Lock()
+				if err != nil && (firstI < 0 || j.i < firstI) {
+					firstI, firstErr = j.i, err
+					cancel()
+				} else if err == nil {
+					prog.Add(1, j.m.Size)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	i := 0
+feed:
+	for m := range set.Members() {
+		select {
+		case jobs <- job{i, m}:
+			i++
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
 }
 
 func quoteAll(keys []string) []string {
@@ -122,6 +201,7 @@ func extract(set *packcore.Set, m packcore.Member, target string) error {
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	f, err := os.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/dsverify"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -17,12 +19,29 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep, err := dsverify.Verify(ctx, pos[0], dsverify.Options{Against: *against})
+	opts := dsverify.Options{Against: *against}
+	remote := objstore.IsRemote(pos[0]) || objstore.IsRemote(*against)
+	if remote {
+		if objstore.IsRemote(pos[0]) {
+			if _, _, err := objstore.ParseS3(pos[0]); err != nil {
+				return nil, usagef("verify: %v", err)
+			}
+		}
+		opts.Stats = &objstore.Stats{}
+	}
+	rep, err := dsverify.Verify(ctx, pos[0], opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
+		if remote && !errors.Is(err, dsverify.ErrNothingToVerify) {
+			return nil, storeError("verify", err)
+		}
 		return nil, &inputError{err: fmt.Errorf("verify: %w", err)}
+	}
+	var res any = rep
+	if remote {
+		res = verifyResult{rep, &fetched{BytesFetched: opts.Stats.BytesRead(), Requests: opts.Stats.Requests()}}
 	}
 	out := e.stdout
 	if e.json {
@@ -59,9 +78,15 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 		}
 	}
 	if !rep.OK() {
-		return rep, fmt.Errorf("verify: %s: %s", pos[0], plan.CountText(int64(len(rep.Problems)), "problems"))
+		return res, fmt.Errorf("verify: %s: %s", pos[0], plan.CountText(int64(len(rep.Problems)), "problems"))
 	}
-	return rep, nil
+	return res, nil
+}
+
+// verifyResult is the summary of a verify that read object storage.
+type verifyResult struct {
+	*dsverify.Report
+	*fetched
 }
 
 // mismatches counts mismatches in words ("1 mismatch", "2 mismatches").
