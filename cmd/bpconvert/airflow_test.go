@@ -163,7 +163,8 @@ func tail(b []byte) string {
 // against the source. Part 2 is stopped with SIGTERM mid-run, as Airflow
 // stops a task it clears or times out; Airflow retries it and the retry
 // resumes from the kept shards. The UI's map index shows parts 1..3, the
-// summaries are XComs, verify emits an asset event. The same run again
+// summaries are XComs, verify emits an asset event. A part cleared and run
+// again (airflow tasks clear, tasks test) is already done. The same run again
 // finds every task already done; a corrupt input fails its part once, not
 // retried, with bpconvert's error in the task log at error level. Each
 // successful run ends with verify --against the source passing.
@@ -237,6 +238,18 @@ func TestAirflowDAG(t *testing.T) {
 		t.Fatalf("undivided run: %+v", r)
 	}
 	sameMembers(t, filepath.Join(dst, "media"), filepath.Join(one, "media"))
+
+	// Part 2/3 cleared and run again in the same DAG run: already done (in
+	// the joined DST), with the part's own figures (40 samples of 2 members).
+	runID := a.query(t, "select run_id from dag_run where dag_id = 'bpconvert_fanout'")[0][0].(string)
+	if out, err := a.cmd(context.Background(), "tasks", "clear", "bpconvert_fanout", "-t", "^convert_part$", "-y").CombinedOutput(); err != nil {
+		t.Fatalf("tasks clear: %v\n%s", err, tail(out))
+	}
+	b, err := a.cmd(context.Background(), "tasks", "test", "bpconvert_fanout", "convert_part", runID, "--map-index", "1").CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "already done: "+dst+" holds") ||
+		!regexp.MustCompile(`Returned value was: \{'blobs': 80, .*'part': '2/3'`).Match(b) {
+		t.Fatalf("cleared part 2/3 run again: %v\n%s", err, tail(b))
+	}
 
 	// The same run again: every part and finalize are already done.
 	out, ok = a.dagsTest(t, conf)

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/bpconvert/bpconvert/convert"
 	ld "github.com/bpconvert/bpconvert/lance"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -367,6 +368,12 @@ func fanOutCompare(t *testing.T, command, src string, flags []string, against bo
 						t.Errorf("%s differs from the whole run's:\n%s\n---\n%s", name, a, b)
 					}
 					refs += refsResolve(t, dst, string(a))
+				case name == ".bpconvert.json":
+					// The joined record is the whole run's plus what each
+					// part contributed.
+					if a, b := recordText(t, dst, n), recordText(t, one, 0); a != b {
+						t.Errorf("record differs from the whole run's:\n%s\n---\n%s", a, b)
+					}
 				case got[name] != sum:
 					t.Errorf("%s: %q, whole run %q", name, got[name], sum)
 				}
@@ -388,6 +395,29 @@ func fanOutCompare(t *testing.T, command, src string, flags []string, against bo
 			}
 		})
 	}
+}
+
+// recordText returns the run record in dir without its per-part extents,
+// after checking that there are n of them (one per part, in order, with
+// consecutive shards adding up to the shards in dir/media).
+func recordText(t *testing.T, dir string, n int) string {
+	t.Helper()
+	rec, err := convert.ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	for i, x := range rec.Parts {
+		if x.Part != fmt.Sprintf("%d/%d", i+1, n) || x.First != next {
+			t.Fatalf("%s: extents %+v", dir, rec.Parts)
+		}
+		next += x.Shards
+	}
+	if len(rec.Parts) != n || (n > 0 && next != len(packShards(filepath.Join(dir, "media")))) {
+		t.Fatalf("%s: extents %+v for %d parts", dir, rec.Parts, n)
+	}
+	rec.Parts = nil
+	return string(rec.Encode())
 }
 
 // nonMedia counts the files of a treeBytes map outside media/ (a split run
