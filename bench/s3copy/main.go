@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 )
 
 func main() {
@@ -48,6 +49,8 @@ func run(ctx context.Context, args []string, part int64, conc int) error {
 		if o.BaseEndpoint != nil {
 			o.UsePathStyle = true
 		}
+		o.Logger = logging.Nop{}
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	tm := transfermanager.New(client, func(o *transfermanager.Options) {
 		o.PartSizeBytes, o.Concurrency = part, conc
