@@ -53,7 +53,15 @@ type result struct {
 // bp runs the built binary without a terminal.
 func bp(t *testing.T, args ...string) result {
 	t.Helper()
+	return runBin(t, nil, args...)
+}
+
+// runBin runs the built binary without a terminal, with env as its whole
+// environment (nil: this process's).
+func runBin(t *testing.T, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(binPath, args...)
+	cmd.Env = env
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -29,18 +28,7 @@ func engineEnv(vars ...string) []string {
 // bpEnv runs bpconvert with env as its whole environment.
 func bpEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binPath, args...)
-	cmd.Env = env
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, so.String(), se.String()}
+	return runBin(t, env, args...)
 }
 
 // TestPartAuto runs convert-wds --part auto as each batch engine would, N

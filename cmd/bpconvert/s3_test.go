@@ -24,18 +24,7 @@ import (
 // plus env (the S3 server's).
 func bpS3(t *testing.T, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binPath, args...)
-	cmd.Env = append(cleanAWSEnv(), env...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, so.String(), se.String()}
+	return runBin(t, append(cleanAWSEnv(), env...), args...)
 }
 
 // cleanAWSEnv is this process's environment without AWS settings, so a
