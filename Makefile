@@ -56,7 +56,9 @@ test: deps fixtures-deps pyenv $(VERSITYGW)
 	$(TEST_ENV) $(GO) test -count=1 -timeout 40m ./...
 
 # Static checks: formatting, vet, staticcheck (pinned, installed into bin/),
-# and a go.mod/go.sum that `go mod tidy` would not change.
+# a go.mod/go.sum that `go mod tidy` would not change, and the pure-Go CLI
+# cross-compiled for every platform it is built for.
+CROSS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 STATICCHECK := bin/staticcheck
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -68,6 +70,8 @@ lint: deps $(STATICCHECK)
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags lerobot ./cmd/bpconvert ./convert/lerobot/...
 	$(GO) mod tidy -diff
+	@for p in $(CROSS); do echo "go build ./cmd/bpconvert for $$p"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/bpconvert || exit 1; done
 
 # Every fuzz target for a few seconds each (FUZZTIME=5s).
 fuzz-smoke: deps
