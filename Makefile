@@ -8,9 +8,13 @@ export PATH := /usr/local/go/bin:$(PATH)
 deps:
 	bash scripts/install-deps.sh
 
-# The version --version prints: git describe of the checkout (a tag, commits
-# since it and the revision; -dirty for uncommitted changes).
-VERSION_LDFLAGS = -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The one version string of a build (printed by `bpconvert version`, recorded
+# in every table, run record and Lance manifest): git describe of a tagged
+# checkout (the tag, commits since it and the revision; -dirty for uncommitted
+# changes). An untagged checkout sets nothing and the build says "(devel)";
+# see buildVersion in cmd/bpconvert/cmd_version.go.
+GIT_VERSION := $(shell git describe --tags --dirty 2>/dev/null)
+VERSION_LDFLAGS = $(if $(GIT_VERSION),-X main.version=$(GIT_VERSION))
 
 # Two programs from one command package: bpconvert (pure Go) and
 # bpconvert-lerobot (the same CLI linked with libav), which bpconvert runs

@@ -39,9 +39,12 @@ type convertFlags struct {
 	// identified, such as standard input); see identify.
 	record *convert.Record
 	dst    string // absolute destination, set by destination
+	// command is the converter's name, for messages (set by register).
+	command string
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
+	c.command = fs.Name()
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
@@ -122,6 +125,9 @@ func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources [
 // finished run's output, which runJob compares with this run) and (when src
 // is not "") disjoint from the source.
 func (c *convertFlags) destination(ctx context.Context, src, dst string) (string, error) {
+	if err := checkDestParent(c.command, dst); err != nil {
+		return "", err
+	}
 	if objstore.IsRemote(dst) {
 		c.dst = strings.TrimSuffix(dst, "/")
 		if src != "" && objstore.IsRemote(src) {
