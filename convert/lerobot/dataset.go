@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
@@ -187,7 +188,11 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	}
 	infoPath, err := sourceFile(rootReal, root, "meta/info.json")
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, invalid("", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
+		ie := convert.Invalid("lerobot", "", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
+		if fi, err := os.Stat(filepath.Join(root, framesTable)); err == nil && fi.IsDir() {
+			ie.Hint = "a LeRobot dataset stored as Lance keeps meta/ beside frames.lance; copy it too (converting from meta.lance, its copy for object storage, is not supported)"
+		}
+		return nil, ie
 	}
 	if err != nil {
 		return nil, invalid("meta/info.json", err)

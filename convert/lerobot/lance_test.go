@@ -265,6 +265,8 @@ func TestLanceRefusals(t *testing.T) {
 			wantErr: []string{"videos.lance: is missing from"}},
 		{name: "no manifest", change: func(t *testing.T, root string) { removeAll(t, filepath.Join(root, "videos.lance", "_versions")) },
 			wantErr: []string{"videos.lance: lance: "}},
+		{name: "no meta/", change: func(t *testing.T, root string) { removeAll(t, filepath.Join(root, "meta")) },
+			wantErr: []string{"does not look like a LeRobot dataset (meta/info.json is missing)"}, hint: "keeps meta/ beside frames.lance"},
 		{name: "image features", change: func(t *testing.T, root string) {
 			editFile(t, filepath.Join(root, "meta", "info.json"), func(s string) string {
 				return strings.Replace(s, `"features": {`, `"features": {"observation.image": {"dtype": "image", "shape": [8, 8, 3]}, `, 1)
