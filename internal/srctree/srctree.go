@@ -193,7 +193,7 @@ func (t *Tree) checkName(op, rel string) error {
 // matching fs.ErrNotExist; a local path whose links lead out of the root
 // one matching srcfile.ErrOutside, and an irregular file one matching
 // srcfile.ErrNotRegular.
-func (t *Tree) Stat(ctx context.Context, rel string) (Entry, error) {
+func (t *Tree) Stat(rel string) (Entry, error) {
 	if t.store == nil {
 		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
 		if err != nil {
@@ -217,7 +217,7 @@ func (t *Tree) Stat(ctx context.Context, rel string) (Entry, error) {
 
 // IsDir reports whether rel is a directory: locally, one inside the root;
 // in a bucket, a prefix some object lies under.
-func (t *Tree) IsDir(ctx context.Context, rel string) (bool, error) {
+func (t *Tree) IsDir(rel string) (bool, error) {
 	if t.store == nil {
 		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -274,7 +274,7 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 		}
 		return &localFile{File: f, size: fi.Size()}, nil
 	}
-	e, err := t.Stat(ctx, rel)
+	e, err := t.Stat(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func (t *Tree) ReadFile(ctx context.Context, rel string, max int64) ([]byte, err
 		}
 		return srcfile.ReadFile(real, max)
 	}
-	e, err := t.Stat(ctx, rel)
+	e, err := t.Stat(rel)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func TestTree(t *testing.T) {
 				t.Fatalf("remote %v empty %v location %s", tr.Remote(), tr.Empty(), tr.Location())
 			}
 			for name, body := range files {
-				e, err := tr.Stat(ctx, name)
+				e, err := tr.Stat(name)
 				if err != nil || e.Size != int64(len(body)) || e.Name != name {
 					t.Fatalf("Stat(%s) = %+v, %v", name, e, err)
 				}
@@ -106,7 +106,7 @@ func TestTree(t *testing.T) {
 				t.Errorf("ReadFile over its limit: %v", err)
 			}
 			for _, name := range []string{"meta/missing.json", "meta"} {
-				if _, err := tr.Stat(ctx, name); !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, srcfile.ErrNotRegular) {
+				if _, err := tr.Stat(name); !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, srcfile.ErrNotRegular) {
 					t.Errorf("Stat(%s): %v", name, err)
 				}
 			}
@@ -130,7 +130,7 @@ func TestTree(t *testing.T) {
 				t.Errorf("Walk of a missing directory: %v", err)
 			}
 			for dir, want := range map[string]bool{"data": true, "meta/episodes": true, "dat": false, "data.txt": false, "nothing": false} {
-				if got, err := tr.IsDir(ctx, dir); got != want || err != nil {
+				if got, err := tr.IsDir(dir); got != want || err != nil {
 					t.Errorf("IsDir(%s) = %v, %v; want %v", dir, got, err, want)
 				}
 			}
