@@ -11,7 +11,7 @@ import (
 const (
 	// BlockSize is what a read that is not part of a sequential run is
 	// rounded out to (aligned), and the first step of a run's read-ahead.
-	BlockSize = 64 << 10
+	BlockSize = 16 << 10
 	// MaxAhead is the largest request a sequential run grows to; while a
 	// run goes on, the next request of that size is in flight ahead of it.
 	MaxAhead = 8 << 20
@@ -100,10 +100,9 @@ func (f *remoteFile) spanAt(pos, need int64, seq bool) *span {
 	}
 	var lo, hi int64
 	if seq {
-		f.ahead = min(max(2*f.ahead, BlockSize), MaxAhead)
+		f.ahead = min(max(2*f.ahead, need, BlockSize), MaxAhead)
 		lo, hi = pos, pos+max(need, f.ahead)
 	} else {
-		f.ahead = 0
 		lo = pos / BlockSize * BlockSize
 		hi = (pos + need + BlockSize - 1) / BlockSize * BlockSize
 		// not again what a kept span holds before pos
@@ -115,6 +114,9 @@ func (f *remoteFile) spanAt(pos, need int64, seq bool) *span {
 		}
 	}
 	hi = f.limit(pos, min(hi, size))
+	if !seq {
+		f.ahead = hi - lo // a run that starts here doubles it
+	}
 	s := f.fetch(lo, hi)
 	if seq && f.ahead >= MaxAhead/4 && hi < size && f.holding(hi) == nil {
 		// a long run: the next span is fetched while this one is read
