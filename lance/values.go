@@ -425,7 +425,7 @@ func (v *Value) Bytes() (b []byte, held bool, err error) {
 	} else {
 		// A value that only decodes whole.
 		stored = make([]byte, v.n)
-		if _, err := s.file.f.ReadAt(stored, v.off); err != nil {
+		if _, err := s.win.r.ReadAt(stored, v.off); err != nil {
 			return nil, false, v.rowErr(err)
 		}
 	}
@@ -461,7 +461,7 @@ func (v *Value) Open() (io.ReadCloser, error) {
 	if s.br == nil {
 		s.br = bufio.NewReaderSize(nil, 1<<20)
 	}
-	r, err := v.zip.Stream(s.file.f, v.off, v.n, v.Size, s.br)
+	r, err := v.zip.Stream(s.win.r, v.off, v.n, v.Size, s.br)
 	if err != nil {
 		return nil, v.rowErr(err)
 	}
