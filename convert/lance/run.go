@@ -244,7 +244,7 @@ func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols [
 	if err != nil {
 		return nil, err
 	}
-	o := ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed}
+	o := ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed, WriterVersion: j.opts.ToolVersion}
 	if seed != nil {
 		// A reproducible table: its version's time is the source's.
 		if o.Time, err = versionsTime(j.ds.Dir()); err != nil {
