@@ -181,3 +181,46 @@ func TestS3FanOut(t *testing.T) {
 		}
 	})
 }
+
+// TestS3SourceUnavailable: a store that stops answering while a source is
+// read from it is a failure of the store (exit 1, naming the object, with
+// the hint to rerun), never bad input (exit 3); nothing is left at DST.
+func TestS3SourceUnavailable(t *testing.T) {
+	srv := s3test.Start(t, "src")
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 3, 6, 5000)
+	upload(t, srv, src, "src", "wds")
+	proxy := s3test.NewProxy(t, srv)
+	proxy.SetFaults(func(_ int, r *http.Request) s3test.Fault {
+		if strings.Contains(r.URL.Path, "train-0001.tar") {
+			return s3test.Reset
+		}
+		return s3test.Pass
+	})
+	for _, c := range []struct {
+		name, words string
+		env         []string
+		stop        bool
+	}{
+		{"reads of one tar keep failing", "train-0001.tar", append(proxy.Env(srv), "AWS_MAX_ATTEMPTS=2"), false},
+		{"server stopped", "cannot reach the store", append(srv.Env(), "AWS_MAX_ATTEMPTS=2"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.stop {
+				srv.Stop()
+			}
+			dst := filepath.Join(root, strings.ReplaceAll(c.name, " ", "-"))
+			r := bpS3(t, c.env, "convert-wds", "--yes", "s3://src/wds", dst)
+			if r.code != 1 || !strings.Contains(r.stderr, c.words) || !strings.Contains(r.stderr, "rerun the same command") {
+				t.Fatalf("exit %d (want 1), stderr:\n%s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, srv.SecretKey) {
+				t.Fatal("output carries the secret key")
+			}
+			if exists(dst) {
+				t.Fatalf("%s left after a failed run", dst)
+			}
+		})
+	}
+}

@@ -123,7 +123,8 @@ func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool)
 	if src.store != nil {
 		obj, err := src.store.Open(ctx, src.key)
 		if err != nil {
-			return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: err}
+			// The store's error names the object.
+			return nil, fmt.Errorf("wds: %w", err)
 		}
 		s.remote = objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{})
 		in = s.remote
