@@ -224,3 +224,31 @@ func TestS3SourceUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// TestS3DryRunHeaders: the plan of a WebDataset in a bucket reads the tar
+// headers through ranged reads, skipping the payloads between them, as
+// the local plan does by seeking: for members of 4 MB it fetches about a
+// window (1 MiB) per member, not the tars.
+func TestS3DryRunHeaders(t *testing.T) {
+	srv := s3test.Start(t, "src")
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 2, 3, 4_000_000)
+	upload(t, srv, src, "src", "wds")
+	var total int64
+	for _, b := range localTree(t, src) {
+		total += int64(len(b))
+	}
+	proxy := s3test.NewProxy(t, srv)
+	r := bpS3(t, proxy.Env(srv), "convert-wds", "--dry-run", "s3://src/wds", filepath.Join(root, "out"))
+	if r.code != 0 || !strings.Contains(r.stdout, "12 members") && !strings.Contains(r.stdout, "6 samples") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := proxy.BytesSent(); got > 6*(1<<20)+1<<20 {
+		t.Fatalf("the plan fetched %d bytes of %d-byte tars", got, total)
+	}
+	t.Logf("plan fetched %d of %d bytes in %d requests", proxy.BytesSent(), total, proxy.Requests())
+	if exists(filepath.Join(root, "out")) {
+		t.Fatal("a dry run wrote its destination")
+	}
+}
