@@ -46,6 +46,9 @@ type TableRecord struct {
 	// PackBase is the directory, relative to the dataset root, that
 	// references name.
 	PackBase string `json:"pack_base"`
+	// RefBase is what references call the dataset root when it is not
+	// the default, relative one (--ref-base: an absolute path or a URL).
+	RefBase string `json:"ref_base,omitempty"`
 	// Extracted lists the fields that became references.
 	Extracted []ExtractedField `json:"extracted"`
 	// SourceSchema is the source table's Arrow schema (with its key-value
@@ -776,6 +779,7 @@ func (tc *tableConv) metadata(keys, vals []string, inSchema *arrow.Schema) (arro
 		Tool:         "bpconvert",
 		Version:      tc.opts.Version,
 		PackBase:     MediaDir,
+		RefBase:      tc.opts.RefBase,
 		SourceSchema: base64.StdEncoding.EncodeToString(flight.SerializeSchema(src, tc.opts.Allocator)),
 	}
 	for _, p := range tc.paths {

@@ -179,8 +179,10 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	if disk != nil {
 		ext = "arrow"
 	}
+	if ins.opts.RefBase == "" { // else the note on --ref-base says what they are
+		p.Notes = append(p.Notes, "References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).")
+	}
 	p.Notes = append(p.Notes,
-		"References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).",
 		"Member keys: <field>/<table path without ."+ext+">/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.",
 		readersNote(disk != nil),
 	)
