@@ -392,6 +392,9 @@ func walkLeaves(a arrow.Array, i int, fpath []string, out *[]leaf) {
 			}
 		}
 		l.null = l.bytes == nil && l.path == ""
+		if l.bytes == nil && packcore.IsRef(l.path) {
+			l.text = l.path // a media struct kept by convert-parquet: its path is the reference
+		}
 		*out = append(*out, l)
 		return
 	case *array.String:

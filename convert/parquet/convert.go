@@ -184,12 +184,13 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		res.Rows += t.Rows
 		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
+	ce := ins.cardEdit(sel)
 	for _, o := range others {
 		if ins.in.dropped(o.rel) {
 			continue
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(o.rel))
-		if done, err := rewriteMetadataFile(o, ins.in.metaKind(o.rel), dst, sel.Paths); err != nil {
+		if done, err := rewriteMetadataFile(o, ins.in.metaKind(o.rel), dst, ce); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		} else if done {
 			res.Metadata = append(res.Metadata, o.rel)
@@ -199,7 +200,63 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		}
 	}
+	if ins.writesCard(sel) && (opts.Part.Whole() || opts.Part.I == 1) {
+		card, _, err := rewriteCard(nil, ce)
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, cardName), card, 0o644); err != nil {
+			return nil, fmt.Errorf("parquet: %s: %w", cardName, err)
+		}
+		res.Metadata = append(res.Metadata, cardName)
+	}
 	return res, nil
+}
+
+// edit is how the conversion of paths changes the features that a table
+// with candidates cands declares (see featureEdit).
+func (o Options) edit(cands []Candidate, paths [][]string) featureEdit {
+	var e featureEdit
+	for _, p := range paths {
+		isStruct := false
+		for _, c := range cands {
+			if slices.Equal(c.Path, p) && c.Struct {
+				isStruct = true
+			}
+		}
+		if !isStruct || o.Media == MediaString {
+			e.strings = append(e.strings, p)
+		}
+		if isStruct && o.KeepPath {
+			e.siblings = append(e.siblings, p)
+		}
+	}
+	return e
+}
+
+// cardEdit is what the conversion of sel changes in the dataset card and
+// the dataset_info.json files.
+func (ins *Inspection) cardEdit(sel Selection) cardEdit {
+	e := cardEdit{features: ins.opts.edit(ins.Candidates, sel.Paths),
+		packFiles: []string{MediaDir + "/pack-0000.zip", MediaDir + "/" + packcore.ManifestName}}
+	named := false
+	for _, t := range ins.Tables {
+		e.tables = append(e.tables, t.OutRel)
+		named = named || namesSplit(t.OutRel)
+	}
+	// Without data files named by the card or by split names, datasets
+	// takes every file under the root for data, the shards too.
+	e.addConfigs = ins.in.disk == nil && !named && len(sel.Paths) > 0
+	return e
+}
+
+// writesCard reports whether the conversion of sel writes a dataset card
+// the source does not have: one that names the tables in configs.
+func (ins *Inspection) writesCard(sel Selection) bool {
+	if !ins.cardEdit(sel).addConfigs {
+		return false
+	}
+	return !slices.ContainsFunc(ins.in.others, func(f inputFile) bool { return f.rel == cardName })
 }
 
 // partOf returns the tables and other files that part p converts: a
@@ -224,7 +281,7 @@ func partOf(ins *Inspection, p convert.Part) ([]*Table, []inputFile) {
 // selected reports whether path is one of paths.
 func selected(paths [][]string, path []string) bool {
 	for _, p := range paths {
-		if dotted(p) == dotted(path) && len(p) == len(path) {
+		if slices.Equal(p, path) {
 			return true
 		}
 	}
@@ -282,9 +339,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	fields := inSchema.Fields()
 	jsonCols := map[int]bool{}
 	for i, f := range fields {
-		if n := tree[f.Name]; n != nil {
-			fields[i].Type = outType(f.Type, n)
-		} else if f.Type.ID() == arrow.BINARY && t.annotation([]string{f.Name}) == "JSON" {
+		if tree[f.Name] == nil && f.Type.ID() == arrow.BINARY && t.annotation([]string{f.Name}) == "JSON" {
 			jt, err := extensions.NewJSONType(arrow.BinaryTypes.String)
 			if err != nil {
 				return err
@@ -294,6 +349,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		}
 	}
 	tc.jsonCols = jsonCols
+	fields = withoutUnsetIDs(outFields(fields, tree, tc.outOpts()))
 	kv := md.KeyValueMetadata()
 	meta, storeSchema, err := tc.metadata(kv.Keys(), kv.Values(), inSchema)
 	if err != nil {
@@ -606,25 +662,27 @@ func releaseAll(as []arrow.Array) {
 // batch is written. With payloadsOnly set only the columns holding selected
 // payloads are walked (the first walk needs no others).
 func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Schema, tree map[string]*selNode, first int64, pack packFunc, payloadsOnly bool) ([]arrow.Array, []arrow.Array, error) {
-	cols := make([]arrow.Array, rec.NumCols())
+	cols := make([]arrow.Array, outSchema.NumFields())
 	var made []arrow.Array
 	n := int(rec.NumRows())
 	var ids []elemID
 	var live []bool
-	for j := range cols {
-		f := outSchema.Field(j)
+	k := 0 // the output column of input column j
+	for j := 0; j < int(rec.NumCols()); j, k = j+1, k+1 {
+		f := outSchema.Field(k)
 		node := tree[f.Name]
+		sibling := node != nil && hasSibling(rec.Column(j).DataType(), node, tc.outOpts())
 		if payloadsOnly && node == nil {
 			continue
 		}
 		if tc.jsonCols[j] {
 			js := asJSON(rec.Column(j), f.Type.(arrow.ExtensionType))
 			made = append(made, js)
-			cols[j] = js
+			cols[k] = js
 			continue
 		}
 		if node == nil {
-			cols[j] = rec.Column(j)
+			cols[k] = rec.Column(j)
 			continue
 		}
 		if ids == nil {
@@ -634,7 +692,7 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 			}
 			live = allLive(n)
 		}
-		r := &rewriter{mem: tc.opts.Allocator, pack: pack}
+		r := &rewriter{mem: tc.opts.Allocator, pack: pack, o: tc.outOpts()}
 		nc, err := r.rewrite(rec.Column(j), f.Type, node, []string{f.Name}, ids, live, f.Nullable)
 		if err != nil {
 			var ie *InputError
@@ -644,9 +702,22 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 			return nil, made, fmt.Errorf("parquet: %s: column %q: %w", tc.t.Rel, f.Name, err)
 		}
 		made = append(made, nc)
-		cols[j] = nc
+		cols[k] = nc
+		if sibling {
+			k++
+			if !payloadsOnly {
+				pa := r.pathArray(rec.Column(j))
+				made = append(made, pa)
+				cols[k] = pa
+			}
+		}
 	}
 	return cols, made, nil
+}
+
+// outOpts are the options that shape the output type of selected fields.
+func (tc *tableConv) outOpts() outOpts {
+	return outOpts{keepMedia: tc.opts.Media != MediaString, keepPath: tc.opts.KeepPath}
 }
 
 // pack stores one payload of the field at path and returns its reference.
@@ -758,7 +829,7 @@ func (tc *tableConv) metadata(keys, vals []string, inSchema *arrow.Schema) (arro
 		case MetaKey:
 			// Replaced below.
 		case HFKey:
-			v, _, err := rewriteHF(vals[i], tc.paths)
+			v, err := rewriteHF(vals[i], tc.opts.edit(tc.t.Candidates, tc.paths))
 			if err != nil {
 				v = vals[i] // not JSON: kept as the source wrote it
 			}

@@ -483,12 +483,7 @@ func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 		return inputErr(t.Rel, -1, "", "the schema changed since the file was inspected")
 	}
 	tree := buildTree(tc.paths)
-	fields := t.schema.Fields()
-	for i, f := range fields {
-		if n := tree[f.Name]; n != nil {
-			fields[i].Type = outType(f.Type, n)
-		}
-	}
+	fields := outFields(t.schema.Fields(), tree, tc.outOpts())
 	md := t.schema.Metadata()
 	meta, _, err := tc.metadata(md.Keys(), md.Values(), t.schema)
 	if err != nil {

@@ -104,7 +104,9 @@ func TestHFDiskConvert(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := filepath.Join(root, tc.src)
-			ins, sel, res, opts, dst := convertChecked(t, src, tc.opts, tc.columns, tc.fields, tc.wantPaths)
+			o := tc.opts
+			o.Media = MediaString // the save_to_disk output is checked with references as strings
+			ins, sel, res, opts, dst := convertChecked(t, src, o, tc.columns, tc.fields, tc.wantPaths)
 			if res.Rewritten != len(tc.tables) || res.Copied != 0 {
 				t.Errorf("rewrote %d and copied %d tables, want %d and 0", res.Rewritten, res.Copied, len(tc.tables))
 			}
@@ -217,7 +219,7 @@ func checkDiskTable(t *testing.T, tb *Table, root string, paths [][]string, in a
 			srcHF = p[1]
 		}
 	}
-	wantHF, _, err := rewriteHF(srcHF, paths)
+	wantHF, err := rewriteHF(srcHF, featureEdit{strings: paths})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +394,7 @@ func TestHFDiskParts(t *testing.T) {
 			var sel Selection
 			for i := 1; i <= n; i++ {
 				p := convert.Part{I: i, N: n}
-				opts := Options{Version: "test", PackOptions: convert.PackOptions{Part: p, Record: diskRecord(t, src, p), MaxPackBytes: 8 << 10}}
+				opts := Options{Version: "test", Media: MediaString, PackOptions: convert.PackOptions{Part: p, Record: diskRecord(t, src, p), MaxPackBytes: 8 << 10}}
 				var err error
 				if ins, err = Inspect(ctx, src, opts); err != nil {
 					t.Fatal(err)

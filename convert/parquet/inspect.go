@@ -60,7 +60,27 @@ type Options struct {
 	// converter built on this package keep its own key scheme (LeRobot's
 	// frames/<feature>/<table>/<row:08d>). Keys must be unique per payload.
 	Keys func(id PayloadID) (key, group string)
+	// Media says what a selected Hugging Face media struct<bytes, path>
+	// becomes: MediaKeep ("", the default) keeps the struct, bytes null
+	// and path the reference, so that datasets still reads Image(),
+	// Audio(), ... features; MediaString makes it the reference string,
+	// declared Value("string"). Binary fields always become strings.
+	Media MediaMode
+	// KeepPath adds beside each selected media struct a string field
+	// named with PathSuffix (image_path beside image, a list of strings
+	// beside a list of images) holding the source's path, which the
+	// reference replaces.
+	KeepPath bool
 }
+
+// MediaMode is what a selected media struct<bytes, path> becomes.
+type MediaMode string
+
+// Media modes.
+const (
+	MediaKeep   MediaMode = "keep"
+	MediaString MediaMode = "string"
+)
 
 // PayloadID locates one payload for Options.Keys.
 type PayloadID struct {
@@ -119,8 +139,9 @@ type Candidate struct {
 	Evidence plan.Evidence `json:"evidence"`
 }
 
-// Name returns the dotted path.
-func (c Candidate) Name() string { return dotted(c.Path) }
+// Name returns the field's name as plans and --field write it (see
+// FieldName).
+func (c Candidate) Name() string { return FieldName(c.Path) }
 
 // Table is one parquet file of the source, or one Arrow IPC data file of
 // a Hugging Face save_to_disk dataset (see Arrow).
@@ -297,7 +318,7 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 		}
 		ins.Tables = append(ins.Tables, t)
 		for _, c := range t.Candidates {
-			k := dotted(c.Path) + "\x00" + fmt.Sprint(c.Struct)
+			k := FieldName(c.Path) + "\x00" + fmt.Sprint(c.Struct)
 			i, ok := agg[k]
 			if !ok {
 				i = len(ins.Candidates)
@@ -761,7 +782,7 @@ func (ins *Inspection) Select(columns []string, fields [][]string) (Selection, e
 	}
 	for i, p := range paths {
 		if len(p) == 0 || slices.Contains(p, "") {
-			return Selection{}, fmt.Errorf("parquet: %w: empty column name in %q", ErrBadSelection, dotted(p))
+			return Selection{}, fmt.Errorf("parquet: %w: empty column name in %q", ErrBadSelection, FieldName(p))
 		}
 		for _, q := range paths[:i] {
 			n := min(len(p), len(q))
@@ -793,7 +814,7 @@ func (ins *Inspection) candidateList() string {
 	}
 	var parts []string
 	for _, c := range ins.Candidates {
-		parts = append(parts, fmt.Sprintf("%s (%s)", dotted(c.Path), c.label()))
+		parts = append(parts, fmt.Sprintf("%s (%s)", FieldName(c.Path), c.label()))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -817,7 +838,7 @@ func resolve(t *Table, path []string) (bool, error) {
 		return false, nil
 	}
 	if len(idx) > 1 {
-		return false, inputErr(t.Rel, -1, dotted(path), "column name is not unique")
+		return false, inputErr(t.Rel, -1, FieldName(path), "column name is not unique")
 	}
 	typ := t.schema.Field(idx[0]).Type
 	for i := 1; ; i++ {
@@ -833,25 +854,25 @@ func resolve(t *Table, path []string) (bool, error) {
 		}
 		st, ok := typ.(*arrow.StructType)
 		if !ok {
-			return false, inputErr(t.Rel, -1, dotted(path), "%q is %s, not a struct", path[i-1], typ)
+			return false, inputErr(t.Rel, -1, FieldName(path), "%q is %s, not a struct", path[i-1], typ)
 		}
 		fi := st.FieldIndices(path[i])
 		if len(fi) == 0 {
 			return false, nil
 		}
 		if len(fi) > 1 {
-			return false, inputErr(t.Rel, -1, dotted(path), "field name %q is not unique", path[i])
+			return false, inputErr(t.Rel, -1, FieldName(path), "field name %q is not unique", path[i])
 		}
 		typ = st.Field(fi[0]).Type
 	}
 	if isBinary(typ) {
 		if a := t.annotation(path); a != "" {
-			return false, inputErr(t.Rel, -1, dotted(path), "the column holds %s, not payloads", a)
+			return false, inputErr(t.Rel, -1, FieldName(path), "the column holds %s, not payloads", a)
 		}
 		return true, nil
 	}
 	if _, _, ok := hfStruct(typ); ok {
 		return true, nil
 	}
-	return false, inputErr(t.Rel, -1, dotted(path), "expected a binary field or a struct<bytes: binary, path: string>, got %s", typ)
+	return false, inputErr(t.Rel, -1, FieldName(path), "expected a binary field or a struct<bytes: binary, path: string>, got %s", typ)
 }

@@ -70,7 +70,7 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		}
 	}
 	merged := arrow.NewMetadata(keys, vals)
-	schema = arrow.NewSchema(schema.Fields(), &merged)
+	schema = arrow.NewSchema(withoutUnsetIDs(schema.Fields()), &merged)
 	props := []pq.WriterProperty{
 		pq.WithAllocator(mem),
 		pq.WithStoreDecimalAsInteger(true),
@@ -139,7 +139,7 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 			for _, ch := range chunks {
 				ch.Release()
 			}
-			cols[c] = *arrow.NewColumn(col.Field(), chunked)
+			cols[c] = *arrow.NewColumn(schema.Field(c), chunked)
 			chunked.Release()
 		}
 		out := array.NewTable(schema, cols, tbl.NumRows())

@@ -69,12 +69,27 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			e.Action = plan.ActionExtract
 			e.Fidelity = plan.FidelitySchemaChanges
 			e.Notes = []string{"packed into " + MediaDir + "/, the field rewritten in place to zip:// reference strings (null stays null)"}
-			if c.Struct {
+			keep := c.Struct && ins.opts.Media != MediaString
+			switch {
+			case keep && ins.opts.KeepPath:
+				e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
+					"the source path moves to a new string field " + FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix)) + " beside it (--keep-path)"}
+			case keep:
+				e.Fidelity = plan.FidelityPathDropped
+				e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
+					"the source path's extension names the member, the path itself is not kept (--keep-path keeps it beside the field)"}
+			case c.Struct && ins.opts.KeepPath:
+				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the source path moves to a new string field "+
+					FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix))+" beside it (--keep-path)")
+			case c.Struct:
 				e.Fidelity = plan.FidelitySchemaChangesPathDropped
 				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the path's extension names the member, the path itself is not kept")
 			}
-			if c.Media != "" {
-				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s rewritten to Value(\"string\")", c.Media))
+			switch {
+			case c.Media != "" && keep:
+				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s kept: datasets reads it as before, opening each path through fsspec", c.Media))
+			case c.Media != "":
+				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s rewritten to Value(\"string\") (--hf-media string)", c.Media))
 			}
 		} else {
 			e.Action = plan.ActionSkip
@@ -146,11 +161,18 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			Action:   plan.ActionCopy,
 			Fidelity: plan.FidelityLossless,
 		}
-		if meta := ins.metadataRewrites(sel.Paths); len(meta) > 0 {
-			e.Notes = []string{"copied unchanged, except the feature declarations of the extracted fields in " + strings.Join(meta, " and ") +
-				", which become string (the rest of each file byte for byte)"}
+		if meta := ins.metadataRewrites(ins.cardEdit(sel)); len(meta) > 0 {
+			e.Notes = []string{"copied unchanged, except " + strings.Join(meta, " and ") +
+				": the features of the fields that become reference strings are declared string, the --keep-path fields added, and the card's configs name the tables wherever a data_files pattern would take in " + MediaDir + "/ (the card's YAML is written again, anchors and aliases resolved; its text after the front matter byte for byte)"}
 		}
 		p.Entries = append(p.Entries, e)
+	}
+	if ins.writesCard(sel) {
+		p.Entries = append(p.Entries, plan.Entry{
+			Name: cardName, Kind: "dataset card", Detail: "written: configs naming the tables as the train split",
+			Action: plan.ActionRewrite, Fidelity: plan.FidelityLossless,
+			Notes: []string{"the source has no card and no table is named like a split, so datasets.load_dataset(DST) would take every file for data, " + MediaDir + "/ too"},
+		})
 	}
 
 	if len(sel.Paths) > 0 {
@@ -237,7 +259,7 @@ func listSome(names []string, n int) string {
 
 // readersNote says how the output is read.
 func readersNote(disk bool) string {
-	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; the extracted fields are strings, and their bytes are read by resolving the references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). "
+	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; an extracted field holds zip:// references (in the path of a kept media struct), and its bytes are read by resolving them through the packs (fsspec's zip:// protocol, which datasets uses for Image() and Audio(); examples/fsspec/packrefs.py does it fast). Relative references resolve from the dataset root only: --ref-base with an absolute path or URL makes them resolve from anywhere. "
 	if disk {
 		return n + "With datasets, name the tables: load_dataset(\"parquet\", data_files={\"train\": \"DST/train/*.parquet\", ...}) (a data_dir would also take in dataset_info.json and media/). `bpconvert verify DST --against SRC` proves the result equal to the Arrow data files."
 	}
