@@ -784,26 +784,30 @@ func (tc *tableConv) packErr(row int64, col string, err error) error {
 
 // resolvePath finds the file a Hugging Face path names: relative to the
 // dataset root, inside it once symlinks are resolved, a regular file.
-func (tc *tableConv) resolvePath(name string) (string, int64, error) {
+func (tc *tableConv) resolvePath(name string) (string, int64, error) { return tc.ins.in.resolvePath(name) }
+
+// resolvePath finds the file a Hugging Face path names: relative to the
+// dataset root, inside it once symlinks are resolved, a regular file.
+func (in *inputs) resolvePath(name string) (string, int64, error) {
 	if strings.Contains(name, "://") || strings.Contains(name, "::") {
 		return "", 0, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed)", name)
 	}
 	p := filepath.FromSlash(name)
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(tc.ins.in.root, p)
+		p = filepath.Join(in.root, p)
 	}
 	p = filepath.Clean(p)
-	if !stage.Within(tc.ins.in.root, p) && !stage.Within(tc.ins.in.rootReal, p) {
-		return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, tc.ins.in.root)
+	if !stage.Within(in.root, p) && !stage.Within(in.rootReal, p) {
+		return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", 0, fmt.Errorf("path %q names no file under %s", name, tc.ins.in.root)
+			return "", 0, fmt.Errorf("path %q names no file under %s", name, in.root)
 		}
 		return "", 0, fmt.Errorf("path %q: %w", name, err)
 	}
-	if !stage.Within(tc.ins.in.rootReal, real) {
+	if !stage.Within(in.rootReal, real) {
 		return "", 0, fmt.Errorf("path %q resolves to %s, outside the dataset root", name, real)
 	}
 	st, err := os.Stat(real)

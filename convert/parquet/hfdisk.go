@@ -410,7 +410,7 @@ func (a *cappedAllocator) check(size int) {
 // bytes and sampling the first values of each candidate. It is a full read
 // of the file (an Arrow stream has no footer that counts its rows), one
 // batch at a time.
-func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
+func inspectArrow(ctx context.Context, in *inputs, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
 	defer recovered(f.rel, &err)
 	r, err := openArrow(f.rel, f.path, f.size, opts.Allocator)
 	if err != nil {
@@ -427,6 +427,7 @@ func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		}
 	}
 	t.findCandidates(features, warnings)
+	nulls := make([]int64, len(t.Candidates)) // every value read: the whole count
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -441,11 +442,17 @@ func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		for i := range t.Candidates {
 			c := &t.Candidates[i]
 			col := rec.Column(rec.Schema().FieldIndices(c.Path[0])[0])
-			visitPayloads(col, c.Path[1:], c.Struct, allLive(col.Len()), func(val []byte, valid bool, _ string) {
+			visitPayloads(col, c.Path[1:], c.Struct, allLive(col.Len()), func(val []byte, valid bool, name string) {
 				if valid {
 					c.ChunkBytes += int64(len(val))
+				} else if name == "" {
+					nulls[i]++
 				}
 				if c.Evidence.Sampled >= int64(opts.SampleSize) {
+					return
+				}
+				if !valid && name != "" {
+					in.sampleFile(t.Rel, c, name, warnings)
 					return
 				}
 				if !valid {
@@ -460,8 +467,12 @@ func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		rec.Release()
 	}
 	for i := range t.Candidates {
-		t.Candidates[i].Rows = t.Rows
-		t.Candidates[i].Evidence.Values = t.Rows
+		c := &t.Candidates[i]
+		c.Rows = t.Rows
+		c.Evidence.Values = t.Rows
+		if f, _ := sc.FieldsByName(c.Path[0]); len(f) == 1 && !strings.Contains(f[0].Type.String(), "list<") {
+			c.Evidence.Nulls = &nulls[i] // one slot per row: nulls of the rows
+		}
 	}
 	return t, nil
 }
