@@ -784,7 +784,9 @@ func (tc *tableConv) packErr(row int64, col string, err error) error {
 
 // resolvePath finds the file a Hugging Face path names: relative to the
 // dataset root, inside it once symlinks are resolved, a regular file.
-func (tc *tableConv) resolvePath(name string) (string, int64, error) { return tc.ins.in.resolvePath(name) }
+func (tc *tableConv) resolvePath(name string) (string, int64, error) {
+	return tc.ins.in.resolvePath(name)
+}
 
 // resolvePath finds the file a Hugging Face path names: relative to the
 // dataset root, inside it once symlinks are resolved, a regular file.
