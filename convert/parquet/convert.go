@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -297,6 +298,24 @@ type tableConv struct {
 	opts  Options
 	// jsonCols are top-level JSON columns, read as binary, written as JSON.
 	jsonCols map[int]bool
+	// pageIndex is set when the source table has a page index (column and
+	// offset indexes), which the output then has too.
+	pageIndex bool
+}
+
+// hasPageIndex reports whether a table's first row group has an offset
+// index for any column chunk (writers write it for every chunk or none).
+func hasPageIndex(md *metadata.FileMetaData) bool {
+	if md.NumRowGroups() == 0 {
+		return false
+	}
+	rg := md.RowGroup(0)
+	for i := 0; i < rg.NumColumns(); i++ {
+		if cc, err := rg.ColumnChunk(i); err == nil && cc.GetOffsetIndexLocation() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // tableKey is a table's path without its .parquet or .arrow extension, as
@@ -371,6 +390,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 			}
 		}
 	}
+	tc.pageIndex = hasPageIndex(md)
 	tw, err := tc.createWriter(out, outSchema, md.Schema.Root().Name(), codecs, storeSchema)
 	if err != nil {
 		return err
@@ -460,6 +480,7 @@ func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName 
 		pq.WithMaxRowGroupLength(math.MaxInt32),
 		pq.WithRootName(rootName),
 		pq.WithCompression(compress.Codecs.Snappy),
+		pq.WithPageIndexEnabled(tc.pageIndex),
 	}
 	var aprops []pqarrow.WriterOption
 	aprops = append(aprops, pqarrow.WithAllocator(mem))

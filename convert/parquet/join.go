@@ -76,6 +76,7 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		pq.WithStoreDecimalAsInteger(true),
 		pq.WithMaxRowGroupLength(math.MaxInt32),
 		pq.WithRootName(md.Schema.Root().Name()),
+		pq.WithPageIndexEnabled(hasPageIndex(md)),
 	}
 	if md.NumRowGroups() > 0 {
 		rg := md.RowGroup(0)

@@ -94,7 +94,7 @@ for i in range(360):
 blob = [None if i % 30 == 7 else os.urandom(10) for i in range(360)]
 img = [None if i % 40 == 3 else {"bytes": None, "path": "imgs/%d.png" % i} for i in range(360)]
 t = pa.table({"blob": pa.array(blob, pa.binary()), "image": pa.array(img, pa.struct([("bytes", pa.binary()), ("path", pa.string())]))})
-pq.write_table(t, os.path.join(d, "t.parquet"), row_group_size=100)
+pq.write_table(t, os.path.join(d, "t.parquet"), row_group_size=100, write_page_index=True)
 `
 
 // TestPlanCounts checks that a plan's null counts are the whole table's
@@ -123,5 +123,24 @@ func TestPlanCounts(t *testing.T) {
 		if c.Name() == "image" && (c.Evidence.NonNull == 0 || !slices.Contains(c.Evidence.Kinds, "PNG")) {
 			t.Errorf("image: path-only values not counted as PNG files: %+v", c.Evidence)
 		}
+	}
+
+	// The source has a page index (write_page_index=True): so has the
+	// output, as pyarrow reads it.
+	sel, err := ins.Select([]string{"blob", "image"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	if _, err := Convert(context.Background(), ins, sel, dst, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	check := "import sys, pyarrow.parquet as pq\n" +
+		"for f in sys.argv[1:]:\n" +
+		"    m = pq.ParquetFile(f).metadata\n" +
+		"    print(all(m.row_group(r).column(c).has_offset_index and m.row_group(r).column(c).has_column_index for r in range(m.num_row_groups) for c in range(m.num_columns)))\n"
+	out, err := exec.Command(py, "-c", check, filepath.Join(src, "t.parquet"), filepath.Join(dst, "t.parquet")).CombinedOutput()
+	if err != nil || string(out) != "True\nTrue\n" {
+		t.Fatalf("page indexes (source, output): %s %v", out, err)
 	}
 }
