@@ -440,6 +440,8 @@ func discover(root string) (packDirs []string, tables []tableFile, err error) {
 		switch {
 		case strings.HasSuffix(name, ".parquet"):
 			tables = append(tables, tableFile{rel, "parquet"})
+		case strings.HasSuffix(name, ".arrow"):
+			tables = append(tables, tableFile{rel, "arrow"})
 		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
 			tables = append(tables, tableFile{rel, "json"})
 		case strings.HasSuffix(name, ".jsonl"):
@@ -483,6 +485,8 @@ func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err 
 			dirs[dir] = true
 		case strings.HasSuffix(name, ".parquet"):
 			tables = append(tables, tableFile{rel, "parquet"})
+		case strings.HasSuffix(name, ".arrow"):
+			tables = append(tables, tableFile{rel, "arrow"})
 		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
 			tables = append(tables, tableFile{rel, "json"})
 		case strings.HasSuffix(name, ".jsonl"):

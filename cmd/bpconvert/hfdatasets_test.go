@@ -25,9 +25,9 @@ type hfReport struct {
 }
 
 // hfRead runs testdata/hfread.py on a converted dataset from directory cwd.
-func hfRead(t *testing.T, py, src, dst, cwd string) hfReport {
+func hfRead(t *testing.T, py, src, dst, cwd string, mode ...string) hfReport {
 	t.Helper()
-	cmd := exec.Command(py, filepath.Join("testdata", "hfread.py"), src, dst, cwd)
+	cmd := exec.Command(py, append([]string{filepath.Join("testdata", "hfread.py"), src, dst, cwd}, mode...)...)
 	cmd.Env = hfEnv(t)
 	out, err := cmd.Output()
 	if err != nil {
@@ -60,17 +60,20 @@ func hfEnv(t *testing.T) []string {
 // every image decodes to the source's pixels, every payload read back
 // through datasets' embed_table_storage (fsspec, as push_to_hub does) is
 // the source's bytes, and no field gained metadata. With the default,
-// relative references it loads from the dataset root only.
+// relative references it loads from the dataset root only. The same
+// dataset saved with save_to_disk converts into a save_to_disk directory
+// that datasets.load_from_disk reads the same way.
 func TestHFDatasetsReadsConverted(t *testing.T) {
 	py := testtool.Python(t)
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
-	gen := exec.Command(py, filepath.Join("testdata", "hfwrite.py"), src)
+	disk := filepath.Join(root, "disk")
+	gen := exec.Command(py, filepath.Join("testdata", "hfwrite.py"), src, disk)
 	gen.Env = hfEnv(t)
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("hfwrite.py: %v\n%s", err, out)
 	}
-	convert := func(t *testing.T, dst string, extra ...string) {
+	convert := func(t *testing.T, src, dst string, extra ...string) {
 		t.Helper()
 		args := append([]string{"convert-parquet", src, dst, "--yes", "--quiet",
 			"--column", "image", "--column", "audio", "--column", "frames", "--column", "thumb"}, extra...)
@@ -92,7 +95,7 @@ func TestHFDatasetsReadsConverted(t *testing.T) {
 
 	t.Run("absolute references load from any directory", func(t *testing.T) {
 		dst := filepath.Join(root, "abs")
-		convert(t, dst, "--ref-base", dst)
+		convert(t, src, dst, "--ref-base", dst)
 		r := hfRead(t, py, src, dst, elsewhere)
 		if r.Error != nil || len(r.Mismatches) > 0 {
 			t.Fatalf("error %v, mismatches %v", r.Error, r.Mismatches)
@@ -111,7 +114,7 @@ func TestHFDatasetsReadsConverted(t *testing.T) {
 
 	t.Run("relative references load from the root", func(t *testing.T) {
 		dst := filepath.Join(root, "rel")
-		convert(t, dst)
+		convert(t, src, dst)
 		r := hfRead(t, py, src, dst, elsewhere)
 		if r.Error == nil || !strings.Contains(*r.Error, "FileNotFoundError") {
 			t.Fatalf("loaded from another directory with relative references: error %v", r.Error)
@@ -125,7 +128,7 @@ func TestHFDatasetsReadsConverted(t *testing.T) {
 
 	t.Run("source paths kept beside the media fields", func(t *testing.T) {
 		dst := filepath.Join(root, "paths")
-		convert(t, dst, "--ref-base", dst, "--keep-path")
+		convert(t, src, dst, "--ref-base", dst, "--keep-path")
 		r := hfRead(t, py, src, dst, elsewhere)
 		if r.Error != nil || len(r.Mismatches) > 0 {
 			t.Fatalf("error %v, mismatches %v", r.Error, r.Mismatches)
@@ -135,6 +138,19 @@ func TestHFDatasetsReadsConverted(t *testing.T) {
 		}
 		if r.KeptPaths != 79 {
 			t.Errorf("%d kept paths compared, want 79", r.KeptPaths)
+		}
+	})
+
+	t.Run("a save_to_disk dataset loads with load_from_disk", func(t *testing.T) {
+		dst := filepath.Join(root, "todisk")
+		convert(t, disk, dst, "--ref-base", dst)
+		r := hfRead(t, py, disk, dst, elsewhere, "disk")
+		if r.Error != nil || len(r.Mismatches) > 0 {
+			t.Fatalf("error %v, mismatches %v", r.Error, r.Mismatches)
+		}
+		wantFeatures(t, r)
+		if r.Payloads != 158 || r.Decoded != 39 {
+			t.Errorf("%d payloads compared (want 158), %d images decoded (want 39)", r.Payloads, r.Decoded)
 		}
 	})
 }

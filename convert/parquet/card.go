@@ -37,8 +37,6 @@ type featureEdit struct {
 	siblings [][]string
 }
 
-func (e featureEdit) empty() bool { return len(e.strings) == 0 && len(e.siblings) == 0 }
-
 // PathSuffix names the field that --keep-path adds beside a media field:
 // image_path beside image.
 const PathSuffix = "_path"

@@ -166,7 +166,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 			}
 		}
 		out := filepath.Join(dir, filepath.FromSlash(t.OutRel))
-		if len(paths) == 0 && !t.Arrow {
+		if len(paths) == 0 {
 			if err := stage.CopyFile(ctx, t.Path, out); err != nil {
 				return nil, fmt.Errorf("parquet: %s: %w", t.Rel, err)
 			}
@@ -187,9 +187,6 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 	}
 	ce := ins.cardEdit(sel)
 	for _, o := range others {
-		if ins.in.dropped(o.rel) {
-			continue
-		}
 		dst := filepath.Join(dir, filepath.FromSlash(o.rel))
 		if done, err := rewriteMetadataFile(o, ins.in.metaKind(o.rel), dst, ce); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)

@@ -108,7 +108,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 				has = true
 			}
 		}
-		if has || t.Arrow {
+		if has {
 			rewritten = append(rewritten, t)
 			rrows += t.Rows
 		} else {
@@ -119,10 +119,10 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 		p.Entries = append(p.Entries, plan.Entry{
 			Name:     tableNames(rewritten),
 			Kind:     "Arrow IPC tables",
-			Detail:   fmt.Sprintf("%s, %s; written as parquet (snappy, the Arrow schema stored), row groups of up to %s of column data", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows"), plan.HumanBytes(arrowRowGroupBytes)),
+			Detail:   fmt.Sprintf("%s, %s; written again as Arrow IPC streams at the same paths, one record batch for each of the source's", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
 			Action:   plan.ActionRewrite,
 			Fidelity: plan.FidelitySchemaChanges,
-			Notes:    []string{"each data-NNNNN-of-NNNNN.arrow becomes data-NNNNN-of-NNNNN.parquet in the same directory; other columns and the schema metadata kept"},
+			Notes:    []string{"other columns and the schema metadata kept; state.json, dataset_dict.json and dataset_info.json kept too, so that datasets.load_from_disk(DST) reads the output"},
 		})
 	} else if len(rewritten) > 0 {
 		p.Entries = append(p.Entries, plan.Entry{
@@ -141,16 +141,6 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			Detail:   plan.CountText(int64(len(copied)), "tables") + " without selected fields",
 			Action:   plan.ActionCopy,
 			Fidelity: plan.FidelityLossless,
-		})
-	}
-	if disk != nil {
-		p.Entries = append(p.Entries, plan.Entry{
-			Name:     strings.Join(disk.dropped, ", "),
-			Kind:     "save_to_disk bookkeeping",
-			Detail:   plan.CountText(int64(len(disk.dropped)), "files"),
-			Action:   plan.ActionSkip,
-			Fidelity: plan.FidelitySkipped,
-			Notes:    []string{"not written: they name the .arrow files, which the output does not have, and would make datasets.load_from_disk take it for a save_to_disk directory; the output is read as parquet"},
 		})
 	}
 	if len(ins.Others) > 0 {
@@ -259,9 +249,9 @@ func listSome(names []string, n int) string {
 
 // readersNote says how the output is read.
 func readersNote(disk bool) string {
-	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; an extracted field holds zip:// references (in the path of a kept media struct), and its bytes are read by resolving them through the packs (fsspec's zip:// protocol, which datasets uses for Image() and Audio(); examples/fsspec/packrefs.py does it fast). Relative references resolve from the dataset root only: --ref-base with an absolute path or URL makes them resolve from anywhere. "
+	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are (Arrow readers the Arrow data files of a save_to_disk dataset); an extracted field holds zip:// references (in the path of a kept media struct), and its bytes are read by resolving them through the packs (fsspec's zip:// protocol, which datasets uses for Image() and Audio(); examples/fsspec/packrefs.py does it fast). Relative references resolve from the dataset root only: --ref-base with an absolute path or URL makes them resolve from anywhere. "
 	if disk {
-		return n + "With datasets, name the tables: load_dataset(\"parquet\", data_files={\"train\": \"DST/train/*.parquet\", ...}) (a data_dir would also take in dataset_info.json and media/). `bpconvert verify DST --against SRC` proves the result equal to the Arrow data files."
+		return n + "With datasets, load it as the source is loaded: datasets.load_from_disk(DST). `bpconvert verify DST --against SRC` proves the result equal to the Arrow data files."
 	}
 	return n + "`bpconvert verify DST --against SRC` proves the result equal to the source."
 }

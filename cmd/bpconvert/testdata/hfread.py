@@ -1,5 +1,6 @@
-# hfread.py SRC DST CWD: loads the converted dataset DST with Hugging Face
-# datasets (load_dataset(DST), from the working directory CWD), compares its
+# hfread.py SRC DST CWD [disk]: loads the converted dataset DST with Hugging
+# Face datasets (load_dataset(DST), or load_from_disk(DST) for a
+# save_to_disk dataset, from the working directory CWD), compares its
 # features with those of the source SRC, decodes every Image() and compares
 # the pixels with the source's, reads every payload back through datasets'
 # own embed_table_storage (which opens each path through fsspec, as
@@ -9,12 +10,14 @@ import datasets, pyarrow.parquet as pq, PIL.Image
 from datasets.table import embed_table_storage
 
 src, dst, cwd = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), sys.argv[3]
-source = datasets.load_dataset(src, split="train")
+disk = sys.argv[4:] == ["disk"]
+load = datasets.load_from_disk if disk else (lambda d: datasets.load_dataset(d, split="train"))
+source = load(src)
 os.chdir(cwd)
-rep = {"features": str(datasets.load_dataset(dst, split="train").features), "source_features": str(source.features),
+rep = {"features": str(load(dst).features), "source_features": str(source.features),
        "payloads": 0, "decoded": 0, "mismatches": [], "error": None}
 try:
-    out = datasets.load_dataset(dst, split="train")
+    out = load(dst)
     raw_src = source.cast_column("image", datasets.Image(decode=False)).cast_column("frames", datasets.List(datasets.Image(decode=False)))
     embedded = embed_table_storage(out.data.table).to_pylist()
     for i, (s, o) in enumerate(zip(raw_src, out)):
@@ -51,9 +54,10 @@ try:
             if got != want:
                 rep["mismatches"].append("row %d: kept paths %r, source %r" % (i, got, want))
             rep["kept_paths"] += len(got)
-    sch, ssch = pq.read_schema(os.path.join(dst, "data.parquet")), pq.read_schema(os.path.join(src, "data.parquet"))
-    rep["field_metadata"] = {f.name: str(f.metadata) for f in sch if f.metadata}
-    rep["same_fields"] = [f.name for f in sch if f.name in ssch.names and ssch.field(f.name).equals(f, check_metadata=True)]
+    if not disk:
+        sch, ssch = pq.read_schema(os.path.join(dst, "data.parquet")), pq.read_schema(os.path.join(src, "data.parquet"))
+        rep["field_metadata"] = {f.name: str(f.metadata) for f in sch if f.metadata}
+        rep["same_fields"] = [f.name for f in sch if f.name in ssch.names and ssch.field(f.name).equals(f, check_metadata=True)]
 except Exception as e:
     rep["error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
 print(json.dumps(rep))

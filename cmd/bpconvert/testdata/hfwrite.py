@@ -1,10 +1,11 @@
-# hfwrite.py DIR: writes a Hugging Face dataset with datasets itself
+# hfwrite.py DIR [DISK]: writes a Hugging Face dataset with datasets itself
 # (Dataset.from_dict, to_parquet) into DIR/data.parquet: 40 rows of an
 # Image() (one null), an Audio() (WAV bytes), a List(Image()), a binary
 # column and a label; and the card as datasets writes its front matter
 # (DatasetInfo._to_yaml_dict dumped by yaml.safe_dump): two configs share
 # one features list, which PyYAML writes with an anchor and an alias, and
-# the default config's data_files is "**".
+# the default config's data_files is "**". With DISK, the same dataset
+# is also saved with Dataset.save_to_disk(DISK).
 import io, os, sys, wave, struct, json
 import yaml, PIL.Image
 import datasets
@@ -36,3 +37,5 @@ fl = ds.info._to_yaml_dict()["features"]
 meta = {"license": "mit", "dataset_info": [{"config_name": "default", "features": fl}, {"config_name": "other", "features": fl}],
         "configs": [{"config_name": "default", "data_files": "**"}, {"config_name": "other", "data_files": "data.parquet"}]}
 open(os.path.join(out, "README.md"), "w").write("---\n" + yaml.safe_dump(meta, sort_keys=False) + "---\n# card\n")
+if len(sys.argv) > 2:
+    ds.save_to_disk(sys.argv[2])
