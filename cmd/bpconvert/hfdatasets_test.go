@@ -110,6 +110,26 @@ func TestHFDatasetsReadsConverted(t *testing.T) {
 		if strings.Join(r.SameFields, ",") != "image,audio,frames,label" {
 			t.Errorf("fields equal to the source's, metadata included: %v", r.SameFields)
 		}
+
+		// The reading recipe, examples/hf-datasets/read_hf.py, as a user
+		// runs it: from another directory, 100 random rows.
+		cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "examples", "hf-datasets", "read_hf.py"), dst, "--n", "100")
+		cmd.Dir, cmd.Env = elsewhere, hfEnv(t)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("read_hf.py: %v", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		var got struct {
+			Rows, Refs, Bytes int
+			Columns           []string
+		}
+		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil || !strings.Contains(lines[0], "'image': Image(") {
+			t.Fatalf("read_hf.py printed %s (%v)", out, err)
+		}
+		if got.Rows != 100 || got.Refs < 190 || got.Bytes < got.Refs*40 || strings.Join(got.Columns, ",") != "image,audio" {
+			t.Errorf("read_hf.py: %+v", got)
+		}
 	})
 
 	t.Run("relative references load from the root", func(t *testing.T) {
