@@ -27,7 +27,7 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 	var columns, fields stringList
 	fset.Var(&columns, "column", "top-level column to extract into packs, `NAME` as written (repeatable)")
 	fset.Var(&fields, "field", "nested field to extract, `a.b.c` with dots between levels (repeatable); a dot or backslash\ninside a name is written \\. or \\\\ (obs.cam\\.front is the field cam.front of obs), as plans name candidates")
-	media := fset.String("hf-media", string(parquet.MediaKeep), "what a Hugging Face media struct<bytes, path> (Image, Audio, ...) becomes: keep (the struct stays, bytes null,\n"+
+	media := fset.String("hf-media", string(parquet.MediaKeep), "what a Hugging Face media struct<bytes, path> (Image, Audio, ...) becomes, `MODE` keep (the struct stays, bytes null,\n"+
 		"path the reference, so datasets still reads Image()/Audio() features) or string (the reference string, Value(\"string\"));\nplain binary columns always become reference strings")
 	keepPath := fset.Bool("keep-path", false, "keep the source path of each extracted media struct in a string field beside it, named FIELD"+parquet.PathSuffix+"\n(image"+parquet.PathSuffix+" beside image; a list beside a list), declared Value(\"string\") in the features; by default it is not kept")
 	pos, err := e.parse(fset, args, 2, "SRC DST")
