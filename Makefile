@@ -8,9 +8,13 @@ export PATH := /usr/local/go/bin:$(PATH)
 deps:
 	bash scripts/install-deps.sh
 
-# The version --version prints: git describe of the checkout (a tag, commits
-# since it and the revision; -dirty for uncommitted changes).
-VERSION_LDFLAGS = -X main.version=$(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# The one version string of a build (printed by `bpconvert version`, recorded
+# in every table, run record and Lance manifest): git describe of a tagged
+# checkout (the tag, commits since it and the revision; -dirty for uncommitted
+# changes). An untagged checkout sets nothing and the build says "(devel)";
+# see buildVersion in cmd/bpconvert/cmd_version.go.
+GIT_VERSION := $(shell git describe --tags --dirty 2>/dev/null)
+VERSION_LDFLAGS = $(if $(GIT_VERSION),-X main.version=$(GIT_VERSION))
 
 # Two programs from one command package: bpconvert (pure Go) and
 # bpconvert-lerobot (the same CLI linked with libav), which bpconvert runs
@@ -56,7 +60,9 @@ test: deps fixtures-deps pyenv $(VERSITYGW)
 	$(TEST_ENV) $(GO) test -count=1 -timeout 40m ./...
 
 # Static checks: formatting, vet, staticcheck (pinned, installed into bin/),
-# and a go.mod/go.sum that `go mod tidy` would not change.
+# a go.mod/go.sum that `go mod tidy` would not change, and the pure-Go CLI
+# cross-compiled for every platform it is built for.
+CROSS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 STATICCHECK := bin/staticcheck
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -68,6 +74,8 @@ lint: deps $(STATICCHECK)
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags lerobot ./cmd/bpconvert ./convert/lerobot/...
 	$(GO) mod tidy -diff
+	@for p in $(CROSS); do echo "go build ./cmd/bpconvert for $$p"; \
+	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/bpconvert || exit 1; done
 
 # Every fuzz target for a few seconds each (FUZZTIME=5s).
 fuzz-smoke: deps

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -31,6 +32,12 @@ type FinalizeOptions struct {
 	// output; nil for a file that is not a table). A command without
 	// joiners cannot be finalized.
 	Joiners func(command string) (func(rel string) TableJoiner, bool)
+	// Stats, when set, counts the requests and bytes of object storage.
+	Stats *objstore.Stats
+	// Staging is the local directory under which a destination in object
+	// storage has its tables joined (the system's temporary directory when
+	// ""); no payload byte is staged.
+	Staging string
 }
 
 // FinalizeResult says what Finalize did.
@@ -63,6 +70,9 @@ type FinalizeResult struct {
 // or a dst that holds other output is a *UsageError; a key that two parts
 // both wrote is an *InputError.
 func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResult, error) {
+	if objstore.IsRemote(dst) {
+		return finalizeRemote(ctx, dst, o)
+	}
 	var res FinalizeResult
 	dst, err := filepath.Abs(dst)
 	if err != nil {
@@ -127,29 +137,67 @@ func readParts(ctx context.Context, partsDir string) ([]string, []*Record, error
 	if err != nil {
 		return nil, nil, err
 	}
-	found := map[int]map[int]string{} // N -> I -> committed part directory
-	staged := map[int]map[int]bool{}  // N -> I -> staged (running or stopped)
-	newest := map[int]time.Time{}     // N -> latest change of its parts
-	note := func(n int, e fs.DirEntry) {
-		if found[n] == nil {
-			found[n], staged[n] = map[int]string{}, map[int]bool{}
-		}
-		if info, err := e.Info(); err == nil && info.ModTime().After(newest[n]) {
-			newest[n] = info.ModTime()
-		}
-	}
+	l := newPartListing()
 	for _, e := range ents {
+		var mod time.Time
+		if info, err := e.Info(); err == nil {
+			mod = info.ModTime()
+		}
 		name := e.Name()
 		if p, ok := ParsePartName(name); ok && e.IsDir() {
-			note(p.N, e)
-			found[p.N][p.I] = filepath.Join(partsDir, name)
+			l.note(p, filepath.Join(partsDir, name), mod)
 			continue
 		}
 		if inner, ok := strings.CutSuffix(strings.TrimPrefix(name, "."), stage.Suffix); ok {
 			if p, ok := ParsePartName(inner); ok {
-				note(p.N, e)
-				staged[p.N][p.I] = true
+				l.note(p, "", mod)
 			}
+		}
+	}
+	rm := func(n int) []string {
+		return []string{"rm -rf " + shellQuote(filepath.Join(partsDir, fmt.Sprintf("part-*-of-%04d", n))) + " " +
+			shellQuote(filepath.Join(partsDir, fmt.Sprintf(".part-*-of-%04d%s", n, stage.Suffix)))}
+	}
+	return l.check(ctx, partsDir, func(loc string) (*Record, error) { return ReadRecord(loc) }, rm)
+}
+
+// partListing is what a parts directory holds, per number of parts N: the
+// committed parts (I -> location), those staged (running or stopped), and
+// when each split last changed.
+type partListing struct {
+	found  map[int]map[int]string
+	staged map[int]map[int]bool
+	newest map[int]time.Time
+}
+
+func newPartListing() *partListing {
+	return &partListing{found: map[int]map[int]string{}, staged: map[int]map[int]bool{}, newest: map[int]time.Time{}}
+}
+
+// note records part p: committed at loc, or staged when loc is "".
+func (l *partListing) note(p Part, loc string, mod time.Time) {
+	if l.found[p.N] == nil {
+		l.found[p.N], l.staged[p.N] = map[int]string{}, map[int]bool{}
+	}
+	if mod.After(l.newest[p.N]) {
+		l.newest[p.N] = mod
+	}
+	if loc == "" {
+		l.staged[p.N][p.I] = true
+	} else {
+		l.found[p.N][p.I] = loc
+	}
+}
+
+// check returns the committed parts of the one split listed, in order,
+// with their records (read by readRecord), refusing several splits (rm
+// gives the commands that remove a split of n parts), missing or
+// incomplete parts, and parts of different plans or sources.
+func (l *partListing) check(ctx context.Context, partsDir string, readRecord func(loc string) (*Record, error), rm func(n int) []string) ([]string, []*Record, error) {
+	found := map[int]map[int]string{}
+	for n, parts := range l.found {
+		if len(parts) > 0 {
+			found[n] = parts
 		}
 	}
 	if len(found) == 0 {
@@ -157,7 +205,7 @@ func readParts(ctx context.Context, partsDir string) ([]string, []*Record, error
 			Hint: "run the conversion with --part I/N for every I from 1 to N first"}
 	}
 	if len(found) > 1 {
-		return nil, nil, splitsError(partsDir, found, newest)
+		return nil, nil, splitsError(partsDir, found, l.newest, rm)
 	}
 	var n int
 	for n = range found {
@@ -168,7 +216,7 @@ func readParts(ctx context.Context, partsDir string) ([]string, []*Record, error
 			continue
 		}
 		what := "missing"
-		if staged[n][i] {
+		if l.staged[n][i] {
 			what = "not complete (running, or stopped: rerun it)"
 		}
 		missing = append(missing, fmt.Sprintf("part %d/%d %s", i, n, what))
@@ -180,7 +228,7 @@ func readParts(ctx context.Context, partsDir string) ([]string, []*Record, error
 	var dirs []string
 	var recs []*Record
 	for i := 1; i <= n; i++ {
-		rec, err := ReadRecord(found[n][i])
+		rec, err := readRecord(found[n][i])
 		if err != nil {
 			return nil, nil, &UsageError{Err: fmt.Errorf("finalize: part %d/%d: %w", i, n, err)}
 		}
@@ -197,11 +245,12 @@ func readParts(ctx context.Context, partsDir string) ([]string, []*Record, error
 }
 
 // splitsError refuses parts of several splits (a conversion rerun with
-// another N), naming the command that removes all but the newest split.
-func splitsError(partsDir string, found map[int]map[int]string, newest map[int]time.Time) error {
+// another N), naming the commands (rm) that remove all but the newest
+// split.
+func splitsError(partsDir string, found map[int]map[int]string, newest map[int]time.Time, rm func(n int) []string) error {
 	ns := slices.Sorted(maps.Keys(found))
 	keep := ns[0]
-	var desc, rm []string
+	var desc, cmds []string
 	for _, n := range ns {
 		desc = append(desc, fmt.Sprintf("%d of %d parts", len(found[n]), n))
 		if newest[n].After(newest[keep]) {
@@ -210,12 +259,12 @@ func splitsError(partsDir string, found map[int]map[int]string, newest map[int]t
 	}
 	for _, n := range ns {
 		if n != keep {
-			rm = append(rm, shellQuote(filepath.Join(partsDir, fmt.Sprintf("part-*-of-%04d", n))), shellQuote(filepath.Join(partsDir, fmt.Sprintf(".part-*-of-%04d%s", n, stage.Suffix))))
+			cmds = append(cmds, rm(n)...)
 		}
 	}
 	return &UsageError{Err: fmt.Errorf("finalize: %s holds parts of %d splits (%s)", partsDir, len(ns), strings.Join(desc, ", ")),
-		Hint: fmt.Sprintf("keep one split: `rm -rf %s` removes all but the %d-part split, written last; then run its missing parts and finalize again",
-			strings.Join(rm, " "), keep)}
+		Hint: fmt.Sprintf("keep one split: `%s` removes all but the %d-part split, written last; then run its missing parts and finalize again",
+			strings.Join(cmds, "; "), keep)}
 }
 
 // shellQuote quotes p for a POSIX shell, leaving a trailing glob unquoted.

@@ -191,9 +191,14 @@ func ReadRecord(dst string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeRecord(b, filepath.Join(dst, RecordName))
+}
+
+// decodeRecord decodes a record read from where (named in errors).
+func decodeRecord(b []byte, where string) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dst, RecordName), err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return &r, nil
 }

@@ -158,8 +158,13 @@ func readRemoteState(ctx context.Context, st objstore.Store, packDir string) (re
 // pending record equal to this run's) resumes from them.
 func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 	if !o.Pack.Part.Whole() {
-		return nil, &UsageError{Err: fmt.Errorf("%s: --part into object storage is not supported yet", dst),
-			Hint: "convert the parts into a local directory, or convert the whole dataset in one run"}
+		// A part is committed beside the destination (PartLocation); the
+		// destination itself appears when Finalize joins the parts.
+		loc, err := PartLocation(dst, o.Pack.Part)
+		if err != nil {
+			return nil, err
+		}
+		dst = loc
 	}
 	stats := o.Stats
 	if stats == nil {
@@ -256,6 +261,28 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 		}
 	}
 	return out, nil
+}
+
+// DiscardAt removes a committed output from loc, an s3:// location, so a
+// rerun can replace it: the pending record goes up first and the record is
+// removed next, so a crash on the way leaves an interrupted run that a rerun
+// with --restart clears, never a committed output with objects missing.
+func DiscardAt(ctx context.Context, loc string) error {
+	st, err := objstore.Open(ctx, loc, objstore.Options{})
+	if err != nil {
+		return err
+	}
+	rec, err := objstore.ReadAll(ctx, st, RecordName, 1<<24)
+	if err != nil {
+		return err
+	}
+	if err := st.Put(ctx, PendingName, bytes.NewReader(rec), int64(len(rec)), objstore.PutOptions{}); err != nil {
+		return err
+	}
+	if err := st.Delete(ctx, RecordName); err != nil {
+		return err
+	}
+	return clearRemote(ctx, st)
 }
 
 // clearRemote removes every object under an interrupted run's destination.

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -47,8 +48,29 @@ func (v *verifier) against(src string) error {
 		return v.againstWDS(src)
 	case v.hasParquetRecord():
 		return v.againstParquet(src)
+	case len(v.plainLance) > 0 && v.store == nil && isLanceDataset(src):
+		sort.Strings(v.plainLance)
+		return v.againstBlobpackLance(src, v.plainLance)
 	}
-	return errors.New("--against: the dataset has no samples.parquet (convert-wds), no table rewritten by convert-parquet and no Lance table written by convert-lance, and the source is no LeRobot dataset; comparing with the source is supported for those four")
+	bp, err := v.readBlobpackParquet()
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	if bp != nil {
+		return v.againstBlobpackParquet(src, bp)
+	}
+	return errors.New("--against: " + notComparable(v, src))
+}
+
+// notComparable says why the dataset cannot be compared with src.
+func notComparable(v *verifier, src string) string {
+	switch {
+	case len(v.plainLance) > 0:
+		return fmt.Sprintf("the dataset's Lance table %s was not written by bpconvert convert-lance and %s is no Lance dataset to compare it with (a dataset blobpack 0.2.0 converted is compared with its Lance source)", v.plainLance[0], src)
+	case len(v.rep.Tables) == 0:
+		return "the dataset holds packs and no table, and comparing packs alone with a source is not supported (blobpack 0.2.0's convert-wds and pack write no table; bpconvert convert-wds writes samples.parquet, which verify compares)"
+	}
+	return "the dataset has no samples.parquet (convert-wds), no table rewritten by convert-parquet, no Lance table written by convert-lance, no extraction.json (blobpack 0.2.0 convert-parquet) and no Lance table without a bpconvert record (blobpack 0.2.0 convert-lance), and the source is no LeRobot dataset; comparing with the source is supported for those"
 }
 
 // chunk is the size of the pieces compared.

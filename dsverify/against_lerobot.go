@@ -2,15 +2,18 @@ package dsverify
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
-// isLeRobotDataset reports whether dir looks like a LeRobot dataset.
+// isLeRobotDataset reports whether dir looks like a LeRobot dataset (in
+// the parquet layout or stored as Lance).
 func isLeRobotDataset(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "meta", "info.json"))
 	return err == nil
@@ -21,7 +24,8 @@ func isLeRobotDataset(dir string) bool {
 // source, and the frames extracted from the tables as convert-parquet's
 // are (see againstParquet). A camera file cut into one container per
 // episode cannot be compared byte for byte (its packets are copied into new
-// containers); its episodes are counted as not compared.
+// containers); its episodes are counted as not compared. The camera files
+// of a source stored as Lance are the blobs of its videos.lance.
 func (v *verifier) againstLeRobot(src string) error {
 	if len(v.pq) > 0 {
 		if err := v.againstParquet(src); err != nil {
@@ -45,6 +49,10 @@ func (v *verifier) againstLeRobot(src string) error {
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("--against: %s: %w", videoindex.FileName, err)
+	}
+	blobs, err := lerobot.LanceCameraFiles(v.ctx, src)
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
 	}
 	// Each packed blob once, with the first entry that names it.
 	first := map[string]int{}
@@ -73,7 +81,7 @@ func (v *verifier) againstLeRobot(src string) error {
 		if e.err != nil {
 			continue // reported by the table check
 		}
-		sf, err := os.Open(filepath.Join(src, filepath.FromSlash(key)))
+		sf, r, err := openCameraFile(src, key, blobs)
 		if os.IsNotExist(err) {
 			a.NotCompared++ // an episode container cut from a camera file
 			continue
@@ -81,7 +89,7 @@ func (v *verifier) againstLeRobot(src string) error {
 		if err != nil {
 			return fmt.Errorf("--against: %w", err)
 		}
-		n, reason, err := sameBytes(sf, e.set, key)
+		n, reason, err := sameBytes(r, e.set, key)
 		sf.Close()
 		if err != nil {
 			return err
@@ -89,4 +97,23 @@ func (v *verifier) againstLeRobot(src string) error {
 		v.compared(a, n, reason, p)
 	}
 	return nil
+}
+
+// openCameraFile opens the source camera file that a conversion packed
+// whole as key: the file key under src, or with blobs (a source stored as
+// Lance) the blob of that name. A key naming none matches os.ErrNotExist.
+func openCameraFile(src, key string, blobs map[string]lerobot.SourceFile) (*os.File, io.Reader, error) {
+	if blobs == nil {
+		f, err := os.Open(filepath.Join(src, filepath.FromSlash(key)))
+		return f, f, err
+	}
+	b, ok := blobs[key]
+	if !ok {
+		return nil, nil, os.ErrNotExist
+	}
+	f, err := os.Open(b.Path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, io.NewSectionReader(f, b.Offset, b.Size), nil
 }

@@ -92,6 +92,9 @@ type Against struct {
 	// NotCompared counts blobs that have no byte-identical counterpart in
 	// the source: LeRobot episode containers cut from a camera file.
 	NotCompared int64 `json:"not_compared"`
+	// Notes say what the comparison had to assume (a dataset converted
+	// by blobpack records no source version, for example).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Report lists what was checked and every problem found.
@@ -237,6 +240,9 @@ type verifier struct {
 	// lc holds the Lance tables convert-lance wrote, by path relative to
 	// root, with what they record.
 	lc map[string]*lanceRecord
+	// plainLance lists the Lance tables under root that carry no
+	// bpconvert record (blobpack convert-lance writes such tables).
+	plainLance []string
 	// fs opens files, local or in object storage.
 	fs *files
 	// store and key are the bucket and prefix of an s3:// root (store is

@@ -183,9 +183,11 @@ func (v *verifier) lanceTable(p string, fn cellFunc) (int64, error) {
 		return 0, err
 	}
 	sc := ds.Schema()
+	rel, _ := filepath.Rel(v.root, p)
 	if rec, ok := decodeLanceRecord(sc.Metadata[metaKey]); ok {
-		rel, _ := filepath.Rel(v.root, p)
 		v.lc[filepath.ToSlash(rel)] = rec
+	} else {
+		v.plainLance = append(v.plainLance, filepath.ToSlash(rel))
 	}
 	var cols []string
 	for _, f := range sc.Fields {

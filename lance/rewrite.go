@@ -45,6 +45,10 @@ type RewriteOptions struct {
 	// Time is the new version's timestamp; the zero value means now. A
 	// reproducible rewrite gives a time derived from its input.
 	Time time.Time
+	// WriterVersion is the version recorded in the manifest beside the
+	// writer library "bpconvert": the version of the program that writes
+	// (empty records "(devel)").
+	WriterVersion string
 
 	// blobDescriptors rewrites blob v2 columns, by name, with 6-field
 	// descriptors (test hook: see blobDescriptor).
@@ -519,7 +523,11 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 			return nil, fmt.Errorf("lance: %s: destination: %w", d.dir, err)
 		}
 	}
-	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, versions: map[string]bool{}, tags: plan.Tags, seed: opts.Seed, time: opts.Time}
+	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, versions: map[string]bool{}, tags: plan.Tags, seed: opts.Seed, time: opts.Time,
+		writerVersion: opts.WriterVersion}
+	if rw.writerVersion == "" {
+		rw.writerVersion = "(devel)"
+	}
 	for name, h := range opts.blobDescriptors {
 		f := d.schema.Field(name)
 		if f == nil || f.BlobVersion() != 2 {
@@ -603,10 +611,12 @@ type rewriter struct {
 	replacedIDs map[int32]*Replacement
 	schemaMeta  map[string][]byte
 	hooks       map[int32]blobDescriptorHook // test hook, by top-level field id
-	versions    map[string]bool              // file versions of the new data files
-	tags        []TagPlan                    // RewritePlan.Tags
-	seed        []byte                       // RewriteOptions.Seed
-	time        time.Time                    // RewriteOptions.Time
+	// writerVersion is recorded in the manifest with writerLibrary.
+	writerVersion string
+	versions      map[string]bool // file versions of the new data files
+	tags          []TagPlan       // RewritePlan.Tags
+	seed          []byte          // RewriteOptions.Seed
+	time          time.Time       // RewriteOptions.Time
 }
 
 // buildSchema builds the output schema: kept fields byte for byte, each
@@ -1006,11 +1016,9 @@ func rewriteIndexMeta(raw []byte) []byte {
 // managed blob storage.
 const managedBlobsKey = "lance.blob.managed"
 
-// Writer identity recorded in manifests.
-const (
-	writerLibrary = "bpconvert"
-	writerVersion = "0.1.0"
-)
+// writerLibrary is the writer recorded in manifests, with
+// RewriteOptions.WriterVersion.
+const writerLibrary = "bpconvert"
 
 // commit writes the transaction file and the manifest of version 1.
 func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
@@ -1084,7 +1092,7 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 		m = m.varint(11, maxID)
 	}
 	m = m.str(12, txnName)
-	m = m.bytes(13, pbuf(nil).str(1, writerLibrary).str(2, writerVersion))
+	m = m.bytes(13, pbuf(nil).str(1, writerLibrary).str(2, rw.writerVersion))
 	if flags&flagStableRowIDs != 0 {
 		m = m.varint(14, rw.rm.nextRowID)
 	}

@@ -185,3 +185,43 @@ func (l *Local) Delete(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// Copy implements Store: a hard link where the file system allows one, a
+// copy otherwise, put under a temporary name and renamed into place.
+func (l *Local) Copy(ctx context.Context, from, to string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	src, err := l.path(from)
+	if err != nil {
+		return err
+	}
+	dst, err := l.path(to)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".copy")
+	os.Remove(tmp) //nolint:errcheck // a leftover of a killed copy
+	if err := os.Link(src, tmp); err == nil {
+		if err := os.Rename(tmp, dst); err != nil {
+			os.Remove(tmp) //nolint:errcheck // failing anyway
+			return err
+		}
+		return nil
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", src, ErrNotExist)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return l.Put(ctx, to, f, info.Size(), PutOptions{})
+}

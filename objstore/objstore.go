@@ -34,6 +34,11 @@ type Store interface {
 	Put(ctx context.Context, name string, r io.ReaderAt, size int64, o PutOptions) error
 	// Delete removes the object; a missing one is not an error.
 	Delete(ctx context.Context, name string) error
+	// Copy makes to a copy of the object from, inside the store, without
+	// the bytes passing through this process where the backend can (a
+	// server-side copy on S3, a hard link locally); the copy keeps the
+	// recorded SHA256. A missing from gives an error matching ErrNotExist.
+	Copy(ctx context.Context, from, to string) error
 	// Location is the store's root as the user named it (an absolute path
 	// or s3://BUCKET/PREFIX), never carrying a credential.
 	Location() string
@@ -85,6 +90,11 @@ func (*noBucket) Is(target error) bool { return target == ErrNotExist }
 // ErrExists is matched by a Put with IfAbsent on an existing object.
 var ErrExists = fs.ErrExist
 
+// ErrUnavailable is matched by errors for a store that could not be
+// reached or kept failing (refused or reset connections, 5xx answers)
+// after every retry: a failure of the store, not of the data in it.
+var ErrUnavailable = errors.New("the store could not be reached")
+
 // ErrDenied is matched by errors for refused credentials or permissions.
 var ErrDenied = errors.New("access denied")
 
@@ -102,7 +112,14 @@ type Options struct {
 	Concurrency int
 	// Stats, when set, counts the requests and bytes moved.
 	Stats *Stats
+	// MaxCopySize is the largest object Copy copies with one request (S3);
+	// larger ones are copied in parts of PartSize (at least 5 MiB). 0 means
+	// MaxSingleCopy.
+	MaxCopySize int64
 }
+
+// MaxSingleCopy is the largest object S3 copies in one CopyObject request.
+const MaxSingleCopy = 5 << 30
 
 // DefaultPartSize is the part size of multipart uploads.
 const DefaultPartSize = 16 << 20

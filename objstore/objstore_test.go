@@ -269,3 +269,69 @@ func TestSeqReader(t *testing.T) {
 		})
 	}
 }
+
+// TestCopy: a copy inside a store holds the same bytes and recorded digest,
+// in one request or in parts above MaxCopySize, and on S3 moves no payload
+// through this process; names that need escaping copy too, and a missing
+// source matches ErrNotExist.
+func TestCopy(t *testing.T) {
+	srv := s3test.Start(t, "bucket-c")
+	srv.SetEnv(t)
+	ctx := context.Background()
+	stats := &objstore.Stats{}
+	remote, err := objstore.Open(ctx, "s3://bucket-c/p", objstore.Options{PartSize: 5 << 20, MaxCopySize: 6 << 20, Stats: stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := objstore.Open(ctx, t.TempDir(), objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := random(t, 1000)
+	big := random(t, 12<<20+12345) // three copied parts of 5 MiB on S3
+	for kind, st := range map[string]objstore.Store{"local": local, "s3": remote} {
+		t.Run(kind, func(t *testing.T) {
+			for _, tc := range []struct {
+				name string
+				data []byte
+				to   string
+			}{
+				{"one request", small, "out/media/pack-0000.zip"},
+				{"in parts", big, "out/media/pack-0001.zip"},
+				{"escaped name", small, "out/a b+c/ü%20.zip"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					from := "parts/" + strings.ReplaceAll(tc.name, " ", "_") + ".zip"
+					if err := st.Put(ctx, from, bytes.NewReader(tc.data), int64(len(tc.data)), objstore.PutOptions{SHA256: "cafe"}); err != nil {
+						t.Fatal(err)
+					}
+					read, written := stats.BytesRead(), stats.BytesWritten()
+					if err := st.Copy(ctx, from, tc.to); err != nil {
+						t.Fatal(err)
+					}
+					if kind == "s3" && (stats.BytesRead() != read || stats.BytesWritten() != written) {
+						t.Fatalf("copy moved %d bytes in and %d out through this process", stats.BytesRead()-read, stats.BytesWritten()-written)
+					}
+					got, err := objstore.ReadAll(ctx, st, tc.to, 1<<30)
+					if err != nil || !bytes.Equal(got, tc.data) {
+						t.Fatalf("copy holds %d bytes (%v), want the %d put", len(got), err, len(tc.data))
+					}
+					info, err := st.Stat(ctx, tc.to)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if kind == "s3" && info.SHA256 != "cafe" {
+						t.Fatalf("copy's SHA256 = %q, want the source's", info.SHA256)
+					}
+					// The source stays.
+					if _, err := st.Stat(ctx, from); err != nil {
+						t.Fatalf("source after copy: %v", err)
+					}
+				})
+			}
+			if err := st.Copy(ctx, "parts/missing.zip", "out/x.zip"); !errors.Is(err, objstore.ErrNotExist) {
+				t.Fatalf("copy of a missing object: %v, want ErrNotExist", err)
+			}
+		})
+	}
+}

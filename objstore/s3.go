@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -35,6 +37,7 @@ type S3 struct {
 	prefix      string // "" or ending in "/"
 	partSize    int64
 	concurrency int
+	maxCopy     int64
 	stats       *Stats
 	secrets     []string // credential strings that must never reach a message
 }
@@ -94,6 +97,10 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 	}
 	if st.concurrency <= 0 {
 		st.concurrency = DefaultConcurrency
+	}
+	st.maxCopy = o.MaxCopySize
+	if st.maxCopy <= 0 || st.maxCopy > MaxSingleCopy {
+		st.maxCopy = MaxSingleCopy
 	}
 	st.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
 		// A library prints nothing: the SDK's log lines go nowhere.
@@ -181,6 +188,24 @@ func (s *S3) fail(op, name string, err error) error {
 		kind, what = ErrExists, "the object exists already"
 	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
 		kind, what = ErrNotExist, "no such object"
+	case status == 0 || status >= 500:
+		// No answer, or the server kept failing, after every retry.
+		kind = ErrUnavailable
+		var ne *net.OpError
+		switch {
+		case errors.As(err, &ne):
+			what = "cannot reach the store: " + ne.Err.Error()
+		case code != "":
+			what = "the store keeps failing: " + code
+		default:
+			what = fmt.Sprintf("the store keeps failing (HTTP %d)", status)
+		}
+		var re interface{ MaxAttempts() int }
+		if errors.As(err, &re) {
+			what += fmt.Sprintf(" (after %d attempts)", re.MaxAttempts())
+		} else if strings.Contains(err.Error(), "exceeded maximum number of attempts") {
+			what += " (after every retry)"
+		}
 	}
 	var msg string
 	switch {
@@ -461,5 +486,129 @@ func (s *S3) Delete(ctx context.Context, name string) error {
 		}
 		return s.fail("delete", name, err)
 	}
+	return nil
+}
+
+// copySource is the CopySource of an object of this store: the bucket and
+// the key, each path segment URL-encoded.
+func (s *S3) copySource(name string) string {
+	segs := strings.Split(s.key(name), "/")
+	for i, g := range segs {
+		segs[i] = url.PathEscape(g)
+	}
+	return s.bucket + "/" + strings.Join(segs, "/")
+}
+
+// Copy implements Store: a server-side CopyObject up to MaxCopySize, an
+// UploadPartCopy of concurrent parts above it (aborted on failure); the
+// bytes never pass through this process. The user metadata (the recorded
+// SHA256) is kept, and the copy's size is checked afterwards.
+func (s *S3) Copy(ctx context.Context, from, to string) error {
+	src, err := s.Stat(ctx, from)
+	if err != nil {
+		return err
+	}
+	if src.Size <= s.maxCopy {
+		s.stats.request()
+		if _, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+			Bucket: &s.bucket, Key: aws.String(s.key(to)), CopySource: aws.String(s.copySource(from)),
+		}); err != nil {
+			return s.fail("copy from "+s.url(from)+" to", to, err)
+		}
+	} else if err := s.copyParts(ctx, from, to, src); err != nil {
+		return err
+	}
+	got, err := s.Stat(ctx, to)
+	if err != nil {
+		return err
+	}
+	if got.Size != src.Size {
+		return fmt.Errorf("%s: the store holds %d bytes after a copy of %d from %s", s.url(to), got.Size, src.Size, s.url(from))
+	}
+	return nil
+}
+
+// copyParts is Copy for an object larger than one CopyObject may copy.
+func (s *S3) copyParts(ctx context.Context, from, to string, src Info) error {
+	key := s.key(to)
+	var meta map[string]string
+	if src.SHA256 != "" {
+		meta = map[string]string{metaSHA256: src.SHA256}
+	}
+	s.stats.request()
+	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key, Metadata: meta})
+	if err != nil {
+		return s.fail("copy", to, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			s.abortUpload(key, up.UploadId)
+		}
+	}()
+	nparts := int((src.Size + s.partSize - 1) / s.partSize)
+	parts := make([]types.CompletedPart, nparts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	next := make(chan int)
+	for range min(s.concurrency, nparts) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				off := int64(i) * s.partSize
+				n := min(s.partSize, src.Size-off)
+				num := int32(i + 1)
+				s.stats.request()
+				out, err := s.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+					Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
+					CopySource:      aws.String(s.copySource(from)),
+					CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+				})
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = s.fail(fmt.Sprintf("copy part %d of %d", num, nparts), to, err)
+					}
+					mu.Unlock()
+					cancel()
+					continue
+				}
+				parts[i] = types.CompletedPart{PartNumber: &num}
+				if out.CopyPartResult != nil {
+					parts[i].ETag = out.CopyPartResult.ETag
+				}
+			}
+		}()
+	}
+feed:
+	for i := range nparts {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: copy: %w", s.url(to), err)
+	}
+	s.stats.request()
+	if _, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	}); err != nil {
+		return s.fail("complete copy", to, err)
+	}
+	done = true
 	return nil
 }

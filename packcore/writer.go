@@ -15,9 +15,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/filelock"
 	"github.com/bpconvert/bpconvert/internal/keyindex"
 	"github.com/bpconvert/bpconvert/internal/offheap"
 )
@@ -252,13 +252,12 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 // lockDir takes an exclusive advisory lock on the pack directory so that two
 // writers never interleave shards.
 func (w *Writer) lockDir() error {
-	f, err := os.Open(w.dir)
+	f, err := filelock.LockDir(w.dir)
+	if errors.Is(err, filelock.ErrLocked) {
+		return fmt.Errorf("pack %s: another writer holds this directory: %w", w.dir, err)
+	}
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return fmt.Errorf("pack %s: another writer holds this directory: %w", w.dir, err)
 	}
 	w.lock = f
 	return nil

@@ -17,9 +17,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/filelock"
 )
 
 // ErrExists is wrapped when the destination already exists and is not empty.
@@ -138,7 +138,7 @@ func acquire(final string) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", final, err)
 		}
-		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if err := filelock.TryLock(lock); err != nil {
 			lock.Close()
 			return nil, fmt.Errorf("%s: %w (%s is locked)", final, ErrBusy, path)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -50,16 +51,23 @@ func tableJoiners(command string) (func(rel string) convert.TableJoiner, bool) {
 
 func cmdFinalize(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("finalize", flag.ContinueOnError)
+	staging := fset.String("staging", "", "local directory for joining the tables of an s3:// destination (default: the system's temporary directory); no payload is staged")
 	pos, err := e.parse(fset, args, 1, "DST")
 	if err != nil {
 		return nil, err
 	}
-	res, err := convert.Finalize(ctx, pos[0], convert.FinalizeOptions{Joiners: tableJoiners})
+	stats := &objstore.Stats{}
+	res, err := convert.Finalize(ctx, pos[0], convert.FinalizeOptions{Joiners: tableJoiners, Stats: stats, Staging: *staging})
 	if err != nil {
 		return nil, err
 	}
 	sum := plan.Summary{Status: plan.StatusOK, Format: res.Command, Dest: pos[0], Blobs: res.Members, Bytes: res.Bytes, Shards: int64(res.Shards),
 		Counts: plan.Counts{{Name: "parts", N: int64(res.Parts)}}}
+	if objstore.IsRemote(pos[0]) {
+		// Shards are copied inside the store: only tables and manifests
+		// pass through this machine.
+		sum.Upload = &plan.Upload{Requests: stats.Requests(), Bytes: stats.BytesWritten()}
+	}
 	if res.AlreadyDone {
 		sum.Status = plan.StatusAlreadyDone
 		sum.Counts = nil

@@ -89,6 +89,9 @@ func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]
+	if err := checkDestParent("pack", dst); err != nil {
+		return nil, err
+	}
 	if objstore.IsRemote(src) || objstore.IsRemote(dst) {
 		return packRemote(ctx, e, fset, &pf, src, dst, *staging)
 	}

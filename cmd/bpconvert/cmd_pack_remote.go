@@ -75,7 +75,7 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		}
 		opts := map[string]string{}
 		fset.VisitAll(func(f *flag.Flag) {
-			if !notRecorded[f.Name] && f.Name != "staging" {
+			if !notRecorded[f.Name] {
 				opts[f.Name] = f.Value.String()
 			}
 		})

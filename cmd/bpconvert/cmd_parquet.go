@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"runtime/debug"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert/parquet"
@@ -66,12 +65,4 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	return e.runJob(ctx, &cf, job, true)
-}
-
-// buildVersion is the module version recorded in rewritten tables.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

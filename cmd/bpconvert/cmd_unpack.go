@@ -37,6 +37,9 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkDestParent("unpack", pos[1]); err != nil {
+		return nil, err
+	}
 	var set *packcore.Set
 	var rem *remote
 	if objstore.IsRemote(pos[0]) {

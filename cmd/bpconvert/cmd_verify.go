@@ -14,7 +14,9 @@ import (
 
 func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("verify", flag.ContinueOnError)
-	against := fset.String("against", "", "also re-read the source at `SRC` (WebDataset shards or parquet dataset) and compare every payload with its member, byte for byte")
+	against := fset.String("against", "", "also re-read the source at `SRC` and compare every payload with its member, byte for byte: WebDataset shards,\n"+
+		"a parquet or Hugging Face dataset, a Lance or LeRobot dataset (as the converters wrote them), or the parquet\n"+
+		"or Lance source of a dataset that blobpack 0.2.0 converted")
 	pos, err := e.parse(fset, args, 1, "DATASET|DIR|SHARD")
 	if err != nil {
 		return nil, err
@@ -75,6 +77,9 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 		fmt.Fprintf(out, "against %s (%s): %s compared%s, %s (%s), %s\n", a.Source, a.Format,
 			plan.CountText(a.Payloads, "payloads"), inline, plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
 			mismatches(a.Mismatches))
+		for _, n := range a.Notes {
+			fmt.Fprintf(out, "note: %s\n", n)
+		}
 		if a.NotCompared > 0 {
 			fmt.Fprintf(out, "not compared: %s cut from camera files into one container per episode (packets copied, not the file's bytes)\n",
 				plan.CountText(a.NotCompared, "episode containers"))

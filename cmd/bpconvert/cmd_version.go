@@ -7,11 +7,30 @@ import (
 	"runtime/debug"
 )
 
-// version is the release this program was built as; make build sets it
-// with -ldflags "-X main.version=..." from git describe. Without it the
-// version comes from the build information: the module version when built
-// with go install, else "devel" and the VCS revision.
+// version is the release this program was built as: make build sets it
+// with -ldflags "-X main.version=..." to the git describe of a checkout
+// that has a tag (v1.2.0, or v1.2.0-3-gabc1234-dirty past it). See
+// buildVersion for the rest.
 var version string
+
+// devel is the version of a build with no release version: a local build
+// of an untagged checkout.
+const devel = "(devel)"
+
+// buildVersion is the one version string of this build, the one that
+// `version` prints and that every output records (the bpconvert metadata
+// of tables, the run record, the writer of a Lance manifest): the -ldflags
+// version when set, else the module version Go recorded (go install
+// ...@v1.2.0 sets it), else "(devel)".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != devel {
+		return bi.Main.Version
+	}
+	return devel
+}
 
 type versionResult struct {
 	Version   string `json:"version"`
@@ -20,11 +39,11 @@ type versionResult struct {
 	GoVersion string `json:"go_version"`
 }
 
-// versionInfo describes this build.
+// versionInfo describes this build: its version and, beside it, the VCS
+// revision Go recorded (if any).
 func versionInfo() versionResult {
-	v := versionResult{Version: version}
-	bi, ok := debug.ReadBuildInfo()
-	if ok {
+	v := versionResult{Version: buildVersion()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
 		v.GoVersion = bi.GoVersion
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -32,18 +51,6 @@ func versionInfo() versionResult {
 				v.Revision = s.Value
 			case "vcs.modified":
 				v.Modified = s.Value == "true"
-			}
-		}
-		if v.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v.Version = bi.Main.Version
-		}
-	}
-	if v.Version == "" {
-		v.Version = "devel"
-		if len(v.Revision) >= 12 {
-			v.Version += "-" + v.Revision[:12]
-			if v.Modified {
-				v.Version += "-dirty"
 			}
 		}
 	}
@@ -57,7 +64,14 @@ func cmdVersion(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	v := versionInfo()
 	if !e.json {
-		fmt.Fprintf(e.stdout, "bpconvert %s (%s)\n", v.Version, v.GoVersion)
+		extra := v.GoVersion
+		if v.Revision != "" {
+			extra += ", revision " + v.Revision
+			if v.Modified {
+				extra += ", modified"
+			}
+		}
+		fmt.Fprintf(e.stdout, "bpconvert %s (%s)\n", v.Version, extra)
 	}
 	return v, nil
 }

@@ -40,9 +40,12 @@ type convertFlags struct {
 	// identified, such as standard input); see identify.
 	record *convert.Record
 	dst    string // absolute destination, set by destination
+	// command is the converter's name, for messages (set by register).
+	command string
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
+	c.command = fs.Name()
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
 	fs.Var(&c.refBase, convert.RefBaseOption, convert.RefBaseHelp)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
@@ -115,7 +118,7 @@ func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
 }
 
 // notRecorded are flags that do not change what a run writes.
-var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "restart": true}
+var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "restart": true, "staging": true}
 
 // identify records what the run produces: the command, every flag that
 // shapes the output (defaults included) and the identity of every source
@@ -142,6 +145,9 @@ func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources [
 // finished run's output, which runJob compares with this run) and (when src
 // is not "") disjoint from the source.
 func (c *convertFlags) destination(ctx context.Context, src, dst string) (string, error) {
+	if err := checkDestParent(c.command, dst); err != nil {
+		return "", err
+	}
 	if objstore.IsRemote(dst) {
 		c.dst = strings.TrimSuffix(dst, "/")
 		if src != "" && objstore.IsRemote(src) {
@@ -150,10 +156,19 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (string
 				return "", fmt.Errorf("%s and %s: %w", src, dst, stage.ErrOverlap)
 			}
 		}
-		if _, err := convert.ReadRecordAt(ctx, c.dst); err == nil {
+		check := c.dst
+		if !c.part.Whole() {
+			// A part goes beside the destination, which it does not touch.
+			loc, err := convert.PartLocation(c.dst, c.part.Part)
+			if err != nil {
+				return "", err
+			}
+			check = loc
+		}
+		if _, err := convert.ReadRecordAt(ctx, check); err == nil {
 			return c.dst, nil
 		}
-		return c.dst, convert.CheckDest(ctx, c.dst)
+		return c.dst, convert.CheckDest(ctx, check)
 	}
 	if c.staging != "" {
 		return "", usagef("--staging is for destinations in object storage (s3://); a local destination is staged beside itself")
@@ -202,7 +217,7 @@ func (c *convertFlags) alreadyDone(ctx context.Context, format string) (*plan.Su
 	if c.record != nil {
 		sum, err := c.doneAt(ctx, c.dst, c.record.Whole(), format, "choose a new destination directory, or remove this one to convert again")
 		if sum != nil {
-			if old, rerr := convert.ReadRecord(c.dst); rerr == nil {
+			if old, rerr := convert.ReadRecordAt(ctx, c.dst); rerr == nil {
 				sum.Blobs, sum.Bytes, sum.Shards = 0, 0, 0
 				for _, x := range old.Parts {
 					if x.Part == c.part.String() {
@@ -215,7 +230,16 @@ func (c *convertFlags) alreadyDone(ctx context.Context, format string) (*plan.Su
 			return sum, err
 		}
 	}
-	dir := convert.PartDir(c.dst, c.part.Part)
+	dir, err := convert.PartLocation(c.dst, c.part.Part)
+	if err != nil {
+		return nil, err
+	}
+	if c.restart && c.record != nil && objstore.IsRemote(dir) {
+		if old, err := convert.ReadRecordAt(ctx, dir); err == nil && len(c.record.Diff(old)) > 0 {
+			// Made from other sources or options: its output is replaced.
+			return nil, convert.DiscardAt(ctx, dir)
+		}
+	}
 	if c.restart && c.record != nil {
 		if old, err := convert.ReadRecord(dir); err == nil && len(c.record.Diff(old)) > 0 {
 			// Made from other sources or options: its output is replaced.
@@ -264,7 +288,7 @@ func (c *convertFlags) doneAt(ctx context.Context, dir string, rec *convert.Reco
 // signal that keeps staged work (convert.ErrKeepStaged) and its staging
 // directory holds complete shards, else err.
 func (c *convertFlags) kept(ctx context.Context, err error) error {
-	if c.dst == "" || !errors.Is(context.Cause(ctx), convert.ErrKeepStaged) {
+	if c.dst == "" || objstore.IsRemote(c.dst) || !errors.Is(context.Cause(ctx), convert.ErrKeepStaged) {
 		return err
 	}
 	final := c.dst

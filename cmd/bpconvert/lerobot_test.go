@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +23,57 @@ func TestLerobotCLI(t *testing.T) {
 	t.Run("yes converts", func(t *testing.T) { testLerobotYes(t, root) })
 	t.Run("no manifest", func(t *testing.T) { testLerobotNoManifest(t, root) })
 	t.Run("exit codes", func(t *testing.T) { testLerobotExitCodes(t, root) })
+	t.Run("stored as lance", func(t *testing.T) { testLerobotLance(t, root) })
+}
+
+// testLerobotLance converts the Lance-stored twin of the v3.0 dataset that
+// fixtures/lance14/lerobot.py writes (pylance 14.0.2): the dry run names
+// the storage format and writes nothing, the conversion packs what the
+// parquet twin's does, and a twin whose blob disagrees with file_size is
+// refused with exit 3, naming the table and row.
+func testLerobotLance(t *testing.T, root string) {
+	twin := filepath.Join(t.TempDir(), "twin")
+	testtool.LeRobotLance(t, filepath.Join(root, "v3.0"), twin)
+	dst := filepath.Join(t.TempDir(), "out")
+	r := bp(t, "convert-lerobot", twin, dst, "--dry-run", "--json")
+	if r.code != exitOK {
+		t.Fatalf("dry run: exit %d: %s", r.code, r.stderr)
+	}
+	p, err := plan.ParseJSON(strings.NewReader(r.stdout))
+	if err != nil {
+		t.Fatalf("plan JSON: %v\n%s", err, r.stdout)
+	}
+	if p.Source.Version != "v3.0" || !slices.Contains(p.Source.Details, "stored as Lance (frames.lance, videos.lance, meta.lance)") {
+		t.Errorf("source %+v", p.Source)
+	}
+	if exists(dst) || exists(stage.Path(dst)) {
+		t.Fatal("--dry-run wrote the destination or a staging directory")
+	}
+	r = bp(t, "convert-lerobot", twin, dst, "--yes", "--json")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	doc := lastJSON(t, r)
+	counts, _ := doc["counts"].(map[string]any)
+	if doc["status"] != "ok" || doc["blobs"] != 7.0 || counts["episode_containers"] != 6.0 || counts["index_entries"] != 12.0 || counts["rewritten_tables"] != 2.0 {
+		t.Fatalf("summary %v", doc)
+	}
+	for _, rel := range []string{"data/chunk-000/file-000.parquet", "data/chunk-000/file-001.parquet", "meta/info.json", "video_index.json"} {
+		if !exists(filepath.Join(dst, rel)) {
+			t.Errorf("%s not written", rel)
+		}
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad")
+	testtool.LeRobotLance(t, filepath.Join(root, "v3.0"), bad, "--break", "file-size")
+	bdst := filepath.Join(t.TempDir(), "out")
+	r = bp(t, "convert-lerobot", bad, bdst, "--yes")
+	if r.code != exitInvalid || !strings.Contains(r.stderr, `bpconvert: error: lerobot: videos.lance: row 0: column "video_bytes": `) || !strings.Contains(r.stderr, "file_size says") {
+		t.Errorf("file_size off by one: exit %d: %s", r.code, r.stderr)
+	}
+	if exists(bdst) || exists(stage.Path(bdst)) {
+		t.Errorf("a refused run left %s or its staging directory", bdst)
+	}
 }
 
 // lerobotFixtures are the datasets fixtures/parquet/lerobot.mjs writes
@@ -43,7 +95,7 @@ func testLerobotDryRun(t *testing.T, root string) {
 	if err != nil {
 		t.Fatalf("plan JSON: %v\n%s", err, r.stdout)
 	}
-	if p.Source.Format != "LeRobot" || p.Source.Version != "v3.0" || p.Dest != dst {
+	if p.Source.Format != "LeRobot" || p.Source.Version != "v3.0" || p.Dest != dst || !slices.Contains(p.Source.Details, "stored as parquet") {
 		t.Errorf("source %+v, dest %s", p.Source, p.Dest)
 	}
 	got := map[string]plan.Action{}

@@ -307,6 +307,40 @@ open(p, "wb").write(b)
 	})
 }
 
+// TestVerifyLeRobotLance converts the Lance-stored twin of the LeRobot
+// v3.0 fixture (fixtures/lance14/lerobot.py, pylance 14.0.2) and checks
+// that verify --against the twin compares the camera file packed whole with
+// its blob in videos.lance, and finds a changed byte in it.
+func TestVerifyLeRobotLance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("converts videos; skipped with -short")
+	}
+	src := filepath.Join(t.TempDir(), "twin")
+	testtool.LeRobotLance(t, filepath.Join(lerobotFixtureRoot(t), "v3.0"), src)
+	dst := filepath.Join(t.TempDir(), "out")
+	if r := bp(t, "convert-lerobot", src, dst, "--yes", "--quiet"); r.code != 0 {
+		t.Fatalf("convert: %+v", r)
+	}
+	r, d := verifyJSON(t, dst, "--against", src)
+	if r.code != 0 || countIndexRefs(d) != 12 || d.Against == nil || d.Against.Payloads != 1 || d.Against.Bytes == 0 || d.Against.NotCompared != 6 || d.Against.Mismatches != 0 {
+		t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d.Against, d.Problems, r.stderr)
+	}
+	python(t, flipMember, filepath.Join(dst, "media", "pack-0000.zip"), "videos/observation.images.wrist/chunk-000/file-000.mp4")
+	r, d = verifyJSON(t, dst, "--against", src)
+	if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 {
+		t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
+	}
+	found := false
+	for _, p := range d.Problems {
+		if p.Table == "video_index.json" && p.Row >= 0 && strings.Contains(p.Reason, "differs from the source at byte 0") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no problem names the changed camera file: %+v", d.Problems)
+	}
+}
+
 // hasProblem reports whether a problem has the table, row, column and a
 // reason containing text.
 func hasProblem(d verifyDoc, table string, row int64, column, text string) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -55,6 +56,7 @@ type videoBlob struct {
 	key     string
 	member  string
 	path    string
+	offset  int64 // of the blob in path (a dataset stored as Lance), else -1
 	size    int64
 	temp    bool // a cut container to remove once packed
 	entries []videoindex.Entry
@@ -119,7 +121,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ref, err := addFile(ctx, out, b.member, b.path, b.size, fmt.Sprintf("episode-%d", b.episode))
+		ref, err := addFile(ctx, out, b.member, b.path, b.offset, b.size, fmt.Sprintf("episode-%d", b.episode))
 		if err != nil {
 			return nil, fmt.Errorf("lerobot: %s: %w", b.member, err)
 		}
@@ -147,6 +149,14 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 		}
 		res.Tables = r.Rewritten
 		res.Copied += r.Copied + r.Files
+	} else if ins.lanceTables != nil {
+		if o.Part.I <= 1 {
+			n, err := ins.writeLanceTables(ctx, out.Path(""))
+			if err != nil {
+				return nil, err
+			}
+			res.Tables = n
+		}
 	} else if o.Part.I <= 1 {
 		n, err := copyTree(ctx, d.Root, "data", out.Path("data"))
 		if err != nil {
@@ -162,7 +172,7 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 		res.Copied += n
 		if len(ins.Videos) > 0 {
 			// The videos are packed: info.json says where they went.
-			if err := rewriteInfoFile(out.Path("meta/info.json"), convert.MediaDir); err != nil {
+			if err := rewriteInfoFile(out.Path("meta/info.json"), convert.MediaDir, d.StorageFormat); err != nil {
 				return nil, fmt.Errorf("lerobot: %w", err)
 			}
 		}
@@ -212,7 +222,10 @@ func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile
 				continue
 			}
 			if !f.Split {
-				b := videoBlob{episode: int64(f.Episodes[0].Index), key: f.Key, member: f.Rel, path: f.Path, size: f.Size}
+				b := videoBlob{episode: int64(f.Episodes[0].Index), key: f.Key, member: f.Rel, path: f.Path, offset: -1, size: f.Size}
+				if f.Row >= 0 {
+					b.offset = f.Offset
+				}
 				for _, e := range f.Episodes {
 					b.episode = min(b.episode, int64(e.Index))
 					b.entries = append(b.entries, videoindex.Entry{EpisodeIndex: int64(e.Index), VideoKey: f.Key,
@@ -225,7 +238,7 @@ func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return nil, err
 			}
-			outs, err := ins.Options.Engine.Split(ctx, f.Report, video.DirDest(out))
+			outs, err := ins.split(ctx, f, out)
 			if err != nil {
 				if errors.Is(err, video.ErrNotSplittable) || errors.Is(err, video.ErrInconsistent) {
 					return nil, invalid("", fmt.Errorf("%s: %s: %w", f.Key, f.Rel, err))
@@ -242,7 +255,7 @@ func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile
 					span = min(span, declared)
 				}
 				blobs = append(blobs, videoBlob{
-					episode: int64(e.Index), key: f.Key, path: o.Path, size: o.Bytes, temp: true,
+					episode: int64(e.Index), key: f.Key, path: o.Path, offset: -1, size: o.Bytes, temp: true,
 					member: fmt.Sprintf("%s/episode_%06d%s", base, e.Index, ext),
 					entries: []videoindex.Entry{{EpisodeIndex: int64(e.Index), VideoKey: f.Key,
 						FromNS: 0, ToNS: span, Frames: e.Frames}},
@@ -294,14 +307,36 @@ func (ins *Inspection) partFiles(p convert.Part) func(*VideoFile) bool {
 	return func(f *VideoFile) bool { return keep[f] }
 }
 
-// addFile packs one file.
-func addFile(ctx context.Context, w convert.Packer, key, p string, size int64, group string) (string, error) {
+// addFile packs file p, of size bytes, or with offset >= 0 the size bytes
+// of p from offset (a blob).
+func addFile(ctx context.Context, w convert.Packer, key, p string, offset, size int64, group string) (string, error) {
 	f, err := srcfile.Open(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	defer f.Close()
-	return w.Add(key, f, size, group)
+	if offset < 0 {
+		return w.Add(key, f, size, group)
+	}
+	return w.Add(key, io.NewSectionReader(f, offset, size), size, group)
+}
+
+// split cuts f into one container per episode under dir, reading its blob
+// in place for a dataset stored as Lance.
+func (ins *Inspection) split(ctx context.Context, f *VideoFile, dir string) ([]video.Output, error) {
+	if f.Row < 0 {
+		return ins.Options.Engine.Split(ctx, f.Report, video.DirDest(dir))
+	}
+	r, in, err := f.input()
+	if err != nil {
+		return nil, invalid(videosTable, fmt.Errorf("row %d: %w", f.Row, err))
+	}
+	defer r.Close()
+	s := *f.Report.Scan
+	s.Input = &in
+	rep := *f.Report
+	rep.Scan = &s
+	return ins.Options.Engine.Split(ctx, &rep, video.DirDest(dir))
 }
 
 // copyTree copies every regular file under root/dir into dst (same

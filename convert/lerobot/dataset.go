@@ -49,13 +49,21 @@ type Dataset struct {
 	// TotalEpisodes and TotalFrames are info.json's totals (0 when absent).
 	TotalEpisodes, TotalFrames int64
 	// VideoKeys and ImageKeys are the features with dtype "video" and
-	// "image", sorted.
-	VideoKeys, ImageKeys []string
+	// "image", sorted; Features every feature's name, sorted.
+	VideoKeys, ImageKeys, Features []string
 	// Episodes are sorted by Index.
 	Episodes []Episode
 	// EpisodeFiles are the files the episodes were read from, relative to
 	// Root, slash-separated.
 	EpisodeFiles []string
+	// StorageFormat is info.json's storage_format: StorageParquet (also
+	// when absent, LeRobot's default: tables under data/, camera files
+	// under videos/) or StorageLance (frames.lance, videos.lance and
+	// meta.lance; see lancestore.go).
+	StorageFormat string
+
+	// lance holds what the Lance tables say, for StorageLance.
+	lance *lanceStore
 
 	// rootReal is Root with its symbolic links resolved: no file the
 	// conversion reads may resolve outside it.
@@ -126,6 +134,10 @@ type Episode struct {
 	Length int64
 	// DataChunk and DataFile locate the v3.0 data file (-1 when absent).
 	DataChunk, DataFile int64
+	// From and To are dataset_from_index and dataset_to_index, the
+	// episode's frames [From, To) of the whole dataset (v3.0; -1 when
+	// absent).
+	From, To int64
 	// Videos holds the v3.0 per-camera location and interval, by video key.
 	Videos map[string]EpisodeVideo
 }
@@ -155,8 +167,10 @@ type rawInfo struct {
 }
 
 // Open reads meta/info.json and the episode metadata of the dataset at src
-// (meta/episodes.jsonl for v2.x, every meta/episodes/**/*.parquet for v3.0).
-// It reads no video and writes nothing. Problems with the dataset are
+// (meta/episodes.jsonl for v2.x, every meta/episodes/**/*.parquet for v3.0)
+// and, for a dataset stored as Lance, the Lance tables' metadata and the
+// rows of videos.lance but their bytes (see openLanceStore). It reads no
+// video and writes nothing. Problems with the dataset are
 // *convert.InputError values.
 func Open(ctx context.Context, src string) (*Dataset, error) {
 	root, err := filepath.Abs(src)
@@ -174,7 +188,11 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	}
 	infoPath, err := sourceFile(rootReal, root, "meta/info.json")
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, invalid("", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
+		ie := convert.Invalid("lerobot", "", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
+		if fi, err := os.Stat(filepath.Join(root, framesTable)); err == nil && fi.IsDir() {
+			ie.Hint = "a LeRobot dataset stored as Lance keeps meta/ beside frames.lance; copy it too (converting from meta.lance, its copy for object storage, is not supported)"
+		}
+		return nil, ie
 	}
 	if err != nil {
 		return nil, invalid("meta/info.json", err)
@@ -187,20 +205,25 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	if err := json.Unmarshal(b, &ri); err != nil {
 		return nil, invalid("meta/info.json", err)
 	}
-	if sf := ri.StorageFormat; sf != nil && *sf != "" && *sf != "parquet" {
-		ie := convert.Invalid("lerobot", "meta/info.json", fmt.Errorf("storage_format %q: LeRobot datasets stored as Lance (frames.lance, videos.lance and meta.lance instead of data/ and videos/) are not supported; only parquet tables with mp4 files are", *sf))
-		if *sf == "lance" {
-			ie.Hint = "bpconvert convert-lance converts each of its Lance tables on its own, for example the video bytes of videos.lance into packs"
-		}
-		return nil, ie
-	}
-	d := &Dataset{Root: root, rootReal: rootReal, ChunksSize: defaultChunksSize}
+	d := &Dataset{Root: root, rootReal: rootReal, ChunksSize: defaultChunksSize, StorageFormat: StorageParquet}
 	if ri.CodebaseVersion == nil {
 		return nil, invalid("meta/info.json", errors.New("no codebase_version"))
 	}
 	d.Version = *ri.CodebaseVersion
 	if !slices.Contains(Versions, d.Version) {
 		return nil, invalid("meta/info.json", fmt.Errorf("unsupported codebase_version %q; expected one of %s", d.Version, strings.Join(Versions, ", ")))
+	}
+	if sf := ri.StorageFormat; sf != nil && *sf != "" {
+		switch *sf {
+		case StorageParquet:
+		case StorageLance:
+			if !d.V3() {
+				return nil, invalid("meta/info.json", fmt.Errorf("storage_format %q with codebase_version %q: LeRobot stores only v3.0 datasets as Lance", *sf, d.Version))
+			}
+			d.StorageFormat = StorageLance
+		default:
+			return nil, invalid("meta/info.json", fmt.Errorf("unsupported storage_format %q; expected %q (tables under data/, mp4 files under videos/) or %q (frames.lance, videos.lance and meta.lance)", *sf, StorageParquet, StorageLance))
+		}
 	}
 	if ri.FPS == nil || !(*ri.FPS > 0) || math.IsInf(*ri.FPS, 0) {
 		return nil, invalid("meta/info.json", errors.New("fps is missing or not a positive number"))
@@ -232,6 +255,7 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return nil, invalid("meta/info.json", fmt.Errorf("feature %q: %w", name, err))
 		}
+		d.Features = append(d.Features, name)
 		switch f.DType {
 		case "video":
 			d.VideoKeys = append(d.VideoKeys, name)
@@ -241,6 +265,7 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	}
 	slices.Sort(d.VideoKeys)
 	slices.Sort(d.ImageKeys)
+	slices.Sort(d.Features)
 	if len(d.VideoKeys) == 0 && len(d.ImageKeys) == 0 {
 		return nil, invalid("meta/info.json", errors.New("no video or image features; nothing to convert"))
 	}
@@ -257,6 +282,11 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	}
 	if len(d.Episodes) == 0 {
 		return nil, invalid("", fmt.Errorf("%s: no episodes", strings.Join(d.EpisodeFiles, ", ")))
+	}
+	if d.StorageFormat == StorageLance {
+		if d.lance, err = openLanceStore(ctx, d); err != nil {
+			return nil, err
+		}
 	}
 	slices.SortFunc(d.Episodes, func(a, b Episode) int { return cmpInt(a.Index, b.Index) })
 	for i := 1; i < len(d.Episodes); i++ {
@@ -315,7 +345,7 @@ func (d *Dataset) readEpisodesV2() error {
 		if row.Length == nil || *row.Length <= 0 {
 			return invalid(rel, fmt.Errorf("line %d: episode %d has no positive length", line, *row.EpisodeIndex))
 		}
-		d.Episodes = append(d.Episodes, Episode{Index: *row.EpisodeIndex, Length: *row.Length, DataChunk: -1, DataFile: -1})
+		d.Episodes = append(d.Episodes, Episode{Index: *row.EpisodeIndex, Length: *row.Length, DataChunk: -1, DataFile: -1, From: -1, To: -1})
 	}
 	if err := sc.Err(); err != nil {
 		return invalid(rel, err)
@@ -434,13 +464,16 @@ func readEpisodeTable(ctx context.Context, path string, videoKeys []string) ([]E
 		if !ok || idx < 0 {
 			return nil, fmt.Errorf("row %d: no episode_index", i)
 		}
-		e := Episode{Index: int64(idx), DataChunk: -1, DataFile: -1}
+		e := Episode{Index: int64(idx), DataChunk: -1, DataFile: -1, From: -1, To: -1}
+		if from, ok := at("dataset_from_index", i); ok {
+			if to, ok := at("dataset_to_index", i); ok {
+				e.From, e.To = int64(from), int64(to)
+			}
+		}
 		if l, ok := at("length", i); ok {
 			e.Length = int64(l)
-		} else if from, ok := at("dataset_from_index", i); ok {
-			if to, ok := at("dataset_to_index", i); ok {
-				e.Length = int64(to - from)
-			}
+		} else if e.From >= 0 {
+			e.Length = e.To - e.From
 		}
 		if e.Length <= 0 {
 			return nil, fmt.Errorf("episode %d: no positive length (length or dataset_to_index - dataset_from_index)", e.Index)

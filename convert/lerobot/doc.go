@@ -1,5 +1,7 @@
-// Package lerobot converts a LeRobot dataset (codebase v2.0, v2.1 or v3.0)
-// into the blob-pack layout in one step:
+// Package lerobot converts a LeRobot dataset (codebase v2.0, v2.1 or v3.0,
+// in LeRobot's default layout of parquet tables and mp4 files, or v3.0
+// stored as Lance: frames.lance, videos.lance, meta.lance; see
+// lancestore.go) into the blob-pack layout in one step:
 //
 //	DST/media/pack-NNNN.zip   camera files and extracted frames, STORED
 //	DST/data/                 the tables: copied byte for byte, or rewritten
@@ -11,7 +13,8 @@
 //
 // Inspect reads meta/info.json and the episode metadata, locates every camera
 // file from the video_path template, refuses inconsistent metadata, scans the
-// files' keyframes (through a video.Engine) and decides, per v3.0 camera
+// files' keyframes (through a video.Engine; a camera file stored as a
+// Lance blob is read in place through video.Input) and decides, per v3.0 camera
 // file, whether it is cut into one container per episode by packet copy or
 // kept whole and addressed by interval. It writes nothing; Inspection.Plan
 // describes the result as a plan.Plan. Convert then writes everything through

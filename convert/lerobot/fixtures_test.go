@@ -30,6 +30,7 @@ var fixtures = testtool.Generated{Project: "parquet", Script: "lerobot.mjs", Nee
 func TestMain(m *testing.M) {
 	code := m.Run()
 	fixtures.Cleanup()
+	removeTwins()
 	os.Exit(code)
 }
 

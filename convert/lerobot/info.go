@@ -26,6 +26,12 @@ import (
 //     video_index.json, instead of a bare "videos/... not found";
 //   - a "bpconvert" object is added with the original template, the index
 //     and the pack directory, for tools that read the converted dataset.
+//
+// A dataset stored as Lance converts to the same layout as its parquet
+// twin (tables under data/, camera files in the packs), so its
+// storage_format member is removed, as the parquet layout, LeRobot's
+// default, has none; the bpconvert object records it as
+// source_storage_format instead.
 const packedVideoDir = "videos-are-packed-see-video_index.json"
 
 // infoRecord is the "bpconvert" object added to meta/info.json.
@@ -34,13 +40,17 @@ type infoRecord struct {
 	VideoIndex      string `json:"video_index"`
 	PackDir         string `json:"pack_dir"`
 	SourceVideoPath string `json:"source_video_path"`
+	// SourceStorage is the source's storage_format when it was not the
+	// default ("lance").
+	SourceStorage string `json:"source_storage_format,omitempty"`
 }
 
 // rewriteVideoPath returns info.json with video_path pointing into
-// packedVideoDir and the bpconvert record added; the other members keep
-// their order and values. LeRobot writes info.json with a four-space
-// indent, and so does this.
-func rewriteVideoPath(info []byte, packDir string) ([]byte, error) {
+// packedVideoDir and the bpconvert record added, and for a source of
+// storage format StorageLance its storage_format member removed; the other
+// members keep their order and values. LeRobot writes info.json with a
+// four-space indent, and so does this.
+func rewriteVideoPath(info []byte, packDir, storage string) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(info))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
@@ -60,6 +70,9 @@ func rewriteVideoPath(info []byte, packDir string) ([]byte, error) {
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("%q: %w", key, err)
+		}
+		if key == "storage_format" && storage != StorageParquet {
+			continue
 		}
 		ms = append(ms, member{key, v})
 	}
@@ -87,13 +100,17 @@ func rewriteVideoPath(info []byte, packDir string) ([]byte, error) {
 	if !found {
 		return nil, errors.New("no video_path")
 	}
-	rec, _ := json.Marshal(infoRecord{
+	r := infoRecord{
 		Videos: "packed: every camera file (or one container per episode cut from it) is a member of " + packDir +
 			"/pack-NNNN.zip; " + videoindex.FileName + " gives each (episode, camera) its zip:// reference and [from_ns, to_ns) interval",
 		VideoIndex:      videoindex.FileName,
 		PackDir:         packDir,
 		SourceVideoPath: src,
-	})
+	}
+	if storage != StorageParquet {
+		r.SourceStorage = storage
+	}
+	rec, _ := json.Marshal(r)
 	ms = append(ms, member{"bpconvert", rec})
 	var b bytes.Buffer
 	b.WriteByte('{')
@@ -117,12 +134,12 @@ func rewriteVideoPath(info []byte, packDir string) ([]byte, error) {
 
 // rewriteInfoFile rewrites the copied meta/info.json at path (see
 // rewriteVideoPath).
-func rewriteInfoFile(path, packDir string) error {
+func rewriteInfoFile(path, packDir, storage string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	out, err := rewriteVideoPath(b, packDir)
+	out, err := rewriteVideoPath(b, packDir, storage)
 	if err != nil {
 		return fmt.Errorf("meta/info.json: %w", err)
 	}

@@ -27,7 +27,7 @@ func TestRewriteVideoPath(t *testing.T) {
 		{name: "recorded already", in: `{"video_path": "videos/x.mp4", "bpconvert": {}}`, err: "already has"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := rewriteVideoPath([]byte(tc.in), "media")
+			out, err := rewriteVideoPath([]byte(tc.in), "media", StorageParquet)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)
@@ -58,7 +58,7 @@ func TestRewriteVideoPath(t *testing.T) {
 				t.Errorf("not indented as LeRobot writes it:\n%s", out)
 			}
 			// Rewriting again changes nothing.
-			again, err := rewriteVideoPath(out, "media")
+			again, err := rewriteVideoPath(out, "media", StorageParquet)
 			if err == nil && string(again) != string(out) {
 				t.Error("a second rewrite changed the file")
 			}
@@ -70,4 +70,34 @@ func equalJSON(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// TestRewriteInfoLance: a dataset stored as Lance converts to the parquet
+// layout, so storage_format is dropped from info.json and recorded as
+// bpconvert.source_storage_format; every other member is kept.
+func TestRewriteInfoLance(t *testing.T) {
+	in := `{"codebase_version": "v3.0", "fps": 10, "video_path": "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4", "storage_format": "lance"}`
+	out, err := rewriteVideoPath([]byte(in), "media", StorageLance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := got["bpconvert"].(map[string]any)
+	if _, ok := got["storage_format"]; ok || rec["source_storage_format"] != "lance" || got["fps"] != 10.0 || got["codebase_version"] != "v3.0" {
+		t.Errorf("rewritten info.json %s", out)
+	}
+	// A parquet source keeps an explicit storage_format and records none.
+	out, err = rewriteVideoPath([]byte(strings.Replace(in, `"lance"`, `"parquet"`, 1)), "media", StorageParquet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	json.Unmarshal(out, &got)
+	rec, _ = got["bpconvert"].(map[string]any)
+	if _, ok := rec["source_storage_format"]; got["storage_format"] != "parquet" || ok {
+		t.Errorf("rewritten info.json %s", out)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -113,7 +114,8 @@ type Inspection struct {
 	// nil when no image feature is extracted (data/ is then copied).
 	Tables *parquet.Inspection
 	// DataFiles and DataBytes count the files under data/ (parquet or not)
-	// and their size; MetaFiles and MetaBytes those under meta/.
+	// and their size, or those of frames.lance for a dataset stored as
+	// Lance; MetaFiles and MetaBytes those under meta/.
 	DataFiles, MetaFiles int
 	DataBytes, MetaBytes int64
 	// Parquets counts the *.parquet files under data/, ParquetBytes their
@@ -124,6 +126,9 @@ type Inspection struct {
 	Warnings []string
 
 	selection parquet.Selection
+	// lanceTables plans the tables written from frames.lance, for a
+	// dataset stored as Lance.
+	lanceTables *lanceTables
 }
 
 // VideoFeature is one camera and its files.
@@ -144,10 +149,15 @@ func (v *VideoFeature) Bytes() int64 {
 // VideoFile is one camera file, its episodes and what happens to it.
 type VideoFile struct {
 	Key string
-	// Rel is the path relative to the dataset root, slash-separated; Path
-	// the file to read.
+	// Rel is the path relative to the dataset root, slash-separated (for
+	// a dataset stored as Lance, the path video_path gives it, as in the
+	// parquet layout); Path the file to read.
 	Rel, Path string
 	Size      int64
+	// Offset is where the file's Size bytes start in Path: 0, but for a
+	// dataset stored as Lance, where Path is the Lance data or sidecar
+	// file holding the blob of Row of videos.lance (Row is -1 otherwise).
+	Offset, Row int64
 	// Episodes are the episodes the metadata places in the file, sorted by
 	// FromNS, with their intervals relative to the file.
 	Episodes []video.Episode
@@ -188,7 +198,17 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 		opts.Images == ImagesSkip && len(d.VideoKeys) == 0 {
 		return nil, nothingToConvert()
 	}
-	if err := ins.checkDataFiles(); err != nil {
+	if d.lance != nil {
+		if opts.Images == ImagesExtract && len(d.ImageKeys) > 0 {
+			return nil, &convert.InputError{Source: "lerobot", File: "meta/info.json", Offset: -1, Row: -1,
+				Err:  fmt.Errorf("image features %s in a dataset stored as Lance: extracting them from %s is not supported (LeRobot's Lance reader does not read them either)", strings.Join(d.ImageKeys, ", "), framesTable),
+				Hint: "--images skip keeps them inside the written tables"}
+		}
+		ins.Warnings = append(ins.Warnings, d.lance.warnings...)
+		if err := ins.planLanceTables(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := ins.checkDataFiles(); err != nil {
 		return nil, err
 	}
 	if opts.Video == VideoCopy {
@@ -204,6 +224,9 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 		if err := ins.scanVideos(ctx); err != nil {
 			return nil, err
 		}
+		if d.lance != nil {
+			ins.Warnings = append(ins.Warnings, d.lance.unused()...)
+		}
 	}
 	if opts.Images == ImagesExtract && len(d.ImageKeys) > 0 {
 		if err := ins.inspectTables(ctx); err != nil {
@@ -213,6 +236,9 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 	data, err := countFiles(filepath.Join(d.Root, "data"))
 	if err != nil {
 		return nil, err
+	}
+	if d.lance != nil {
+		data = d.lance.tables[framesTable]
 	}
 	meta, err := countFiles(filepath.Join(d.Root, "meta"))
 	if err != nil {
@@ -319,6 +345,16 @@ func (ins *Inspection) locateVideos() error {
 				return invalid("meta/info.json", fmt.Errorf("video_path: %w", err))
 			}
 			f := byRel[rel]
+			if f == nil && d.lance != nil {
+				v := e.Videos[key]
+				lv := d.lance.video(key, v.Chunk, v.File)
+				if lv == nil {
+					return lanceInvalid(videosTable, -1, "", fmt.Errorf("no row has video_key %q, chunk_index %d and file_index %d, the camera file of episode %d (%s)", key, v.Chunk, v.File, e.Index, rel))
+				}
+				f = &VideoFile{Key: key, Rel: rel, Path: lv.loc.Path, Offset: lv.loc.Offset, Size: lv.loc.Size, Row: lv.row}
+				byRel[rel] = f
+				vf.Files = append(vf.Files, f)
+			}
 			if f == nil {
 				real, err := d.file(rel)
 				if errors.Is(err, fs.ErrNotExist) {
@@ -326,7 +362,7 @@ func (ins *Inspection) locateVideos() error {
 				} else if err != nil {
 					return invalid(rel, fmt.Errorf("%s: %w", key, err))
 				}
-				f = &VideoFile{Key: key, Rel: rel, Path: real}
+				f = &VideoFile{Key: key, Rel: rel, Path: real, Row: -1}
 				fi, err := os.Stat(real)
 				if err != nil {
 					return invalid(rel, fmt.Errorf("%s: %w", key, pathCause(err)))
@@ -402,7 +438,7 @@ func (ins *Inspection) scanVideos(ctx context.Context) error {
 			if err := checkVideoFile(f); err != nil {
 				return err
 			}
-			scan, err := ins.Options.Engine.ScanKeyframes(ctx, f.Path)
+			scan, err := f.scan(ctx, ins.Options.Engine)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -520,21 +556,65 @@ func (noTotals) SetTotal(items, bytes int64) {}
 // with and that its MP4 boxes tile it (see video.CheckBoxes): libav reads a
 // file that lost its last bytes as if it were shorter.
 func checkVideoFile(f *VideoFile) error {
+	fail := func(err error, hint string) error {
+		ie := convert.Invalid("lerobot", f.Rel, fmt.Errorf("%s: %w", f.Key, err))
+		if f.Row >= 0 { // a blob of videos.lance
+			ie.File, ie.Row = videosTable, f.Row
+			ie.Err = fmt.Errorf("%s (%s): %w", f.Key, f.Rel, err)
+		}
+		ie.Hint = hint
+		return ie
+	}
 	r, err := srcfile.Open(f.Path)
 	if err != nil {
-		return invalid(f.Rel, fmt.Errorf("%s: %w", f.Key, pathCause(err)))
+		return fail(pathCause(err), "")
 	}
 	defer r.Close()
 	fi, err := r.Stat()
 	if err != nil {
-		return invalid(f.Rel, fmt.Errorf("%s: %w", f.Key, err))
+		return fail(err, "")
 	}
-	if fi.Size() != f.Size {
-		return invalid(f.Rel, fmt.Errorf("%s: the file changed size while it was read (%d bytes, then %d)", f.Key, f.Size, fi.Size()))
+	if f.Row >= 0 {
+		if f.Offset+f.Size > fi.Size() {
+			return fail(fmt.Errorf("its blob [%d, %d) lies beyond the end of %s (%d bytes)", f.Offset, f.Offset+f.Size, f.Path, fi.Size()), "")
+		}
+	} else if fi.Size() != f.Size {
+		return fail(fmt.Errorf("the file changed size while it was read (%d bytes, then %d)", f.Size, fi.Size()), "")
 	}
-	if err := video.CheckBoxes(r, fi.Size()); err != nil {
-		return &convert.InputError{Source: "lerobot", File: f.Rel, Offset: -1, Row: -1,
-			Err: fmt.Errorf("%s: not a complete MP4 file: %w", f.Key, err), Hint: "the video is incomplete (an interrupted copy or download): fetch it again"}
+	if err := video.CheckBoxes(io.NewSectionReader(r, f.Offset, f.Size), f.Size); err != nil {
+		hint := "the video is incomplete (an interrupted copy or download): fetch it again"
+		if f.Row >= 0 {
+			hint = "the blob is not a complete MP4 file: convert the dataset to Lance again from its source"
+		}
+		return fail(fmt.Errorf("not a complete MP4 file: %w", err), hint)
 	}
 	return nil
+}
+
+// scan reads the file's packet timing: from the file, or from its blob
+// through an io.ReaderAt for a dataset stored as Lance.
+func (f *VideoFile) scan(ctx context.Context, e video.Engine) (*video.Scan, error) {
+	if f.Row < 0 {
+		return e.ScanKeyframes(ctx, f.Path)
+	}
+	r, in, err := f.input()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s, err := e.ScanInput(ctx, in)
+	if err == nil {
+		s.Input.R = nil // closed here; Convert opens the blob again to cut it
+	}
+	return s, err
+}
+
+// input opens the file holding f's blob (a dataset stored as Lance) and
+// returns it, to close, and the video.Input reading the blob.
+func (f *VideoFile) input() (*os.File, video.Input, error) {
+	r, err := srcfile.Open(f.Path)
+	if err != nil {
+		return nil, video.Input{}, pathCause(err)
+	}
+	return r, video.Input{Name: fmt.Sprintf("%s row %d", videosTable, f.Row), R: io.NewSectionReader(r, f.Offset, f.Size), Size: f.Size}, nil
 }

@@ -162,7 +162,7 @@ func TestConvertVersions(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				conv, err := rewriteVideoPath(info, "media")
+				conv, err := rewriteVideoPath(info, "media", StorageParquet)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -576,14 +576,12 @@ func TestRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, wantErr: []string{"episode 3", "episode_000003.parquet is missing"}},
-		{name: "stored as lance", base: "v3.0", change: func(t *testing.T, root string) {
+		{name: "unsupported storage format", base: "v3.0", change: func(t *testing.T, root string) {
+			// Lance-stored datasets convert (lance_test.go); other formats do not.
 			editFile(t, filepath.Join(root, "meta", "info.json"), func(s string) string {
-				return strings.Replace(s, `{`, `{"storage_format": "lance", `, 1)
+				return strings.Replace(s, `{`, `{"storage_format": "zarr", `, 1)
 			})
-			if err := os.RemoveAll(filepath.Join(root, "data")); err != nil {
-				t.Fatal(err)
-			}
-		}, wantErr: []string{"meta/info.json", `storage_format "lance"`, "stored as Lance"}},
+		}, wantErr: []string{"meta/info.json", `unsupported storage_format "zarr"`, `expected "parquet"`, `or "lance"`}},
 		{name: "no info.json", base: "v2.0", change: func(t *testing.T, root string) {
 			if err := os.Remove(filepath.Join(root, "meta", "info.json")); err != nil {
 				t.Fatal(err)

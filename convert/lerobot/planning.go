@@ -28,7 +28,7 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 			Version: d.Version,
 			Path:    d.Root,
 			Counts:  plan.Counts{{Name: "episodes", N: int64(len(d.Episodes))}, {Name: "frames", N: d.Frames()}},
-			Details: []string{strconv.FormatFloat(d.FPS, 'g', -1, 64) + " fps"},
+			Details: []string{strconv.FormatFloat(d.FPS, 'g', -1, 64) + " fps", storageDetail(d)},
 			Bytes:   ins.DataBytes + ins.MetaBytes,
 		},
 		Dest:     dst,
@@ -36,6 +36,12 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 	}
 	for _, vf := range ins.Videos {
 		p.Source.Bytes += vf.Bytes()
+	}
+	if d.lance != nil { // the three tables, the camera files inside videos.lance
+		p.Source.Bytes = ins.MetaBytes
+		for _, c := range d.lance.tables {
+			p.Source.Bytes += c.bytes
+		}
 	}
 	videoKeys := map[string]bool{}
 	for _, vf := range ins.Videos {
@@ -66,6 +72,15 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 		}
 	}
 
+	if ins.lanceTables != nil {
+		p.Entries = append(p.Entries, ins.lanceTableEntry(), ins.metaEntry(), ins.lanceMetaEntry())
+		p.Layout = append(p.Layout,
+			plan.Output{Path: convert.MediaDir + "/pack-NNNN.zip", Description: "episode videos"},
+			plan.Output{Path: "data/", Description: fmt.Sprintf("tables written from %s (parquet, as data_path places them)", framesTable)},
+			plan.Output{Path: "meta/", Description: "copied; info.json says where the videos went"},
+			plan.Output{Path: "video_index.json", Description: "episode intervals [from_ns, to_ns) per camera"})
+		return p
+	}
 	table := plan.Entry{Name: "data/*.parquet", Kind: "table",
 		Detail: fmt.Sprintf("%s, %s", plan.CountText(int64(ins.Parquets), "files"), plan.HumanBytes(ins.ParquetBytes))}
 	if ins.Tables != nil {
@@ -108,6 +123,48 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 	return p
 }
 
+// storageDetail names the dataset's storage format for the plan's source.
+func storageDetail(d *Dataset) string {
+	if d.StorageFormat == StorageLance {
+		return "stored as Lance (" + framesTable + ", " + videosTable + ", " + metaTable + ")"
+	}
+	return "stored as parquet"
+}
+
+// lanceTableEntry is the plan entry of frames.lance, written as the
+// tables of the parquet layout.
+func (ins *Inspection) lanceTableEntry() plan.Entry {
+	lt := ins.lanceTables
+	c := ins.Dataset.lance.tables[framesTable]
+	e := plan.Entry{Name: framesTable, Kind: "table", Action: plan.ActionRewrite, Fidelity: plan.FidelitySchemaChanges,
+		Detail: fmt.Sprintf("%s, %s, %s", plan.CountText(ins.Dataset.lance.frameRows, "rows"), plan.CountText(int64(len(lt.columns)), "columns"), plan.HumanBytes(c.bytes)),
+		Notes: []string{fmt.Sprintf("written as %s under data/, each episode's rows where data_path and its data/chunk_index, data/file_index put them; values unchanged",
+			plan.CountText(int64(len(lt.tables)), "parquet tables"))}}
+	if len(lt.renamed) > 0 {
+		shown, more := lt.renamed, ""
+		if len(shown) > 3 {
+			shown, more = shown[:3], fmt.Sprintf(" and %d more", len(lt.renamed)-3)
+		}
+		e.Notes = append(e.Notes, fmt.Sprintf("columns named back after their features: %s%s", strings.Join(shown, ", "), more))
+	}
+	if lt.lists > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%s written as lists, as LeRobot's parquet tables hold them", plan.CountText(int64(lt.lists), "fixed-size list columns")))
+	}
+	return e
+}
+
+// lanceMetaEntry is the plan entry of meta.lance, which is not converted.
+func (ins *Inspection) lanceMetaEntry() plan.Entry {
+	e := plan.Entry{Name: metaTable, Kind: "table", Action: plan.ActionSkip, Fidelity: plan.FidelitySkipped,
+		Notes: []string{"not copied: it repeats the files of meta/, which are copied"}}
+	if c, ok := ins.Dataset.lance.tables[metaTable]; ok {
+		e.Detail = plan.HumanBytes(c.bytes)
+	} else {
+		e.Detail = "absent"
+	}
+	return e
+}
+
 // imageKeys lists the extracted image features.
 func (ins *Inspection) imageKeys() []string {
 	var keys []string
@@ -148,6 +205,9 @@ func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
 		}
 	}
 	e := plan.Entry{Name: vf.Key, Kind: "video", Evidence: ev, Fidelity: plan.FidelityLossless}
+	if ins.Dataset.lance != nil {
+		e.Notes = append(e.Notes, fmt.Sprintf("read from the %s blobs of %s, in place", videoBytesColumn, videosTable))
+	}
 	switch {
 	case !ins.Dataset.V3():
 		e.Action = plan.ActionCopy
@@ -205,6 +265,9 @@ func (ins *Inspection) metaEntry() plan.Entry {
 	if len(ins.Videos) > 0 {
 		e.Notes = []string{"copied unchanged but info.json: video_path becomes " + packedVideoDir + "/..., a directory that does not exist, so LeRobot's loader fails with a missing-file error that names video_index.json; a \"bpconvert\" member records the original template, the index and the pack directory",
 			"LeRobot's own loader does not read the converted videos: a reader resolves video_index.json's references through the packs"}
+		if ins.Dataset.lance != nil {
+			e.Notes = append(e.Notes, "info.json's storage_format \"lance\" is dropped (the output is the default parquet layout) and recorded as bpconvert.source_storage_format")
+		}
 	}
 	return e
 }

@@ -91,7 +91,8 @@ type inspection struct {
 	// inline and inlineBytes count the members of inline fields, which
 	// are not packed.
 	inline, inlineBytes int64
-	comps               []string
+	comps               []string // compressions of the shards listed
+	readComps           []string // compressions of the shards read for the plan
 	smp                 *sampler
 	problems            []string
 	nproblem            int
@@ -141,8 +142,9 @@ func (in *inspection) scan(ctx context.Context, pc progress.Counter) error {
 // the error is for cancellation.
 func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walker, i int, src shardSource, buf *[]byte) error {
 	if in.opts.QuickPlan && src.store != nil {
-		// A remote tar's headers cannot be reached by seeking: a header
-		// pass would download it once more than Convert does.
+		// A header pass over a remote tar costs a ranged read per window
+		// of headers: a confirmed run leaves the checks to Convert, which
+		// reads each tar once.
 		in.remote++
 		return nil
 	}
@@ -158,6 +160,9 @@ func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walk
 	if in.opts.QuickPlan && s.comp != CompressionNone {
 		in.skipped++ // decompressed once, by Convert
 		return nil
+	}
+	if !slices.Contains(in.readComps, s.comp) {
+		in.readComps = append(in.readComps, s.comp)
 	}
 	walk.startShard(i, src)
 	var lastRaw int64
@@ -273,10 +278,10 @@ func (in *inspection) plan(dest string) plan.Plan {
 		p.Source.Details = append(p.Source.Details, "keys prefixed with shard names")
 	}
 	if in.remote > 0 {
-		p.Source.Details = append(p.Source.Details, fmt.Sprintf("%d shards in object storage not read for this plan (each is read once, by the conversion, which checks keys as it goes; --dry-run reads them for the plan)", in.remote))
+		p.Source.Details = append(p.Source.Details, fmt.Sprintf("%d shards in object storage not read for this plan (each is read once, by the conversion, which checks keys as it goes; --dry-run reads their headers for the plan)", in.remote))
 	}
 	if in.skipped > 0 {
-		p.Source.Details = append(p.Source.Details, fmt.Sprintf("%d compressed shards not read for this plan (counts are of the plain ones)", in.skipped))
+		p.Source.Details = append(p.Source.Details, plan.CountText(int64(in.skipped), "compressed shards")+" not read for this plan (counts are of the plain ones)")
 	}
 
 	names := make([]string, 0, len(in.fields))
@@ -338,9 +343,25 @@ func (in *inspection) plan(dest string) plan.Plan {
 		if comp := in.compressed(); comp != "" {
 			how = comp + " shards decompressed to get past payloads, which takes about as long as converting them"
 		}
-		check := fmt.Sprintf("Key check: every tar header read (%s): %s, no duplicates.", how, plan.CountText(in.members, "keys"))
+		// Shards left out of the plan (Options.QuickPlan) are named as such:
+		// the check covers only the shards read.
+		which := "every tar header read"
+		var later []string
+		if in.skipped > 0 || in.remote > 0 {
+			which = "the tar headers of the " + plan.CountText(int64(len(in.srcs.Shards)-in.skipped-in.remote), "shards") + " read"
+			if in.skipped > 0 {
+				later = append(later, plan.CountText(int64(in.skipped), "compressed shards"))
+			}
+			if in.remote > 0 {
+				later = append(later, plan.CountText(int64(in.remote), "shards")+" in object storage")
+			}
+		}
+		check := fmt.Sprintf("Key check: %s (%s): %s, no duplicates.", which, how, plan.CountText(in.members, "keys"))
 		if in.nproblem > 0 {
-			check = fmt.Sprintf("Key check: every tar header read (%s): %s, listed under warnings; the conversion would stop at the first.", how, plan.CountText(int64(in.nproblem), "problems"))
+			check = fmt.Sprintf("Key check: %s (%s): %s, listed under warnings; the conversion would stop at the first.", which, how, plan.CountText(int64(in.nproblem), "problems"))
+		}
+		if len(later) > 0 {
+			check += " The keys of the " + strings.Join(later, " and ") + " not read are checked by the conversion as it reads them."
 		}
 		p.Notes = append(p.Notes, check)
 	}
@@ -404,10 +425,11 @@ func (in *inspection) packDescription(stdin bool) string {
 	return fmt.Sprintf("%s, %s (about %s of up to %s)", d, plan.HumanBytes(bytes), plan.CountText(n, "shards"), plan.HumanBytes(o.MaxPackBytes))
 }
 
-// compressed names the compressions met, or "" when all shards are plain.
+// compressed names the compressions of the shards read for the plan, or ""
+// when all of them are plain.
 func (in *inspection) compressed() string {
 	var c []string
-	for _, x := range in.comps {
+	for _, x := range in.readComps {
 		if x != CompressionNone {
 			c = append(c, x)
 		}

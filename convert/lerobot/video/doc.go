@@ -7,7 +7,7 @@
 //
 // A converter uses it per camera file, before writing anything:
 //
-//	scan, err := engine.ScanKeyframes(ctx, path)
+//	scan, err := engine.ScanKeyframes(ctx, path) // or engine.ScanInput(ctx, video.Input{...}) for a blob
 //	rep, err := video.CheckBoundaries(scan, key, file, episodes, video.Options{FPS: fps})
 //	// rep (boundaries on keyframes, pre-roll, footage after the last episode)
 //	// feeds the plan; rep.Decide() says whether the file can be cut.

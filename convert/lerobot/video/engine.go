@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 )
 
@@ -17,12 +18,26 @@ type Engine interface {
 	// packets (Scan.Analyze applied). It fails on a file without a video
 	// stream and on packets without timestamps.
 	ScanKeyframes(ctx context.Context, path string) (*Scan, error)
+	// ScanInput is ScanKeyframes for a camera file that is not a file of
+	// its own (a blob of a Lance table): it reads in.R, and the Scan it
+	// returns keeps in, so Split reads the same bytes.
+	ScanInput(ctx context.Context, in Input) (*Scan, error)
 	// Split cuts the file of r (a report from CheckBoundaries whose Decide
 	// says Split) into one MP4 per episode by packet copy, at the paths
 	// dest names, and returns them in r.Episodes order. It refuses a file
 	// Decide does not split (ErrNotSplittable) and existing outputs
 	// (ErrExists); on failure or cancellation it leaves nothing behind.
 	Split(ctx context.Context, r *Report, dest Dest) ([]Output, error)
+}
+
+// Input is a camera file held as Size bytes that R reads, for example the
+// blob of a row of LeRobot's videos.lance: a range of a Lance data or
+// sidecar file, read in place. Name stands for it where a path would (in
+// Scan.Path and in messages).
+type Input struct {
+	Name string
+	R    io.ReaderAt
+	Size int64
 }
 
 // ErrNotSplittable is matched (errors.Is) by Split's refusal of a file

@@ -67,7 +67,11 @@ type Packet struct {
 // Scan is the packet timing of a file's video stream, read in one demux
 // pass without decoding.
 type Scan struct {
-	Path        string
+	// Path is the file scanned, or Input.Name for a scan of an Input.
+	Path string
+	// Input is the Input scanned (Engine.ScanInput), which Split reads
+	// instead of opening Path; nil for a file.
+	Input       *Input
 	StreamIndex int    // index of the video stream in the container
 	Codec       string // libav codec name, e.g. "h264", "av1", "mpeg4"
 	TimeBase    Rational

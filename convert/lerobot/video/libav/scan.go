@@ -24,6 +24,11 @@ func (Engine) ScanKeyframes(ctx context.Context, path string) (*video.Scan, erro
 	return ScanKeyframes(ctx, path)
 }
 
+// ScanInput calls the package's ScanInput.
+func (Engine) ScanInput(ctx context.Context, in video.Input) (*video.Scan, error) {
+	return ScanInput(ctx, in)
+}
+
 // Split calls the package's Split.
 func (Engine) Split(ctx context.Context, r *video.Report, dest video.Dest) ([]video.Output, error) {
 	return Split(ctx, r, dest)
@@ -82,9 +87,29 @@ func ScanKeyframes(ctx context.Context, path string) (*video.Scan, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer closeInput(fc)
+	d := &demuxer{fc: fc}
+	defer d.close()
+	return scan(ctx, d, &video.Scan{Path: path, StreamIndex: -1})
+}
 
-	s := &video.Scan{Path: path, StreamIndex: -1}
+// ScanInput is ScanKeyframes for a camera file held in in (a blob of a
+// Lance table), read through a libav IO context in place, without a copy
+// on disk. The Scan names the file in.Name and keeps in for Split.
+func ScanInput(ctx context.Context, in video.Input) (*video.Scan, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("video: %s: %w", in.Name, err)
+	}
+	d, err := openReader(in, false)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	return scan(ctx, d, &video.Scan{Path: in.Name, Input: &in, StreamIndex: -1})
+}
+
+// scan fills s from the opened input d.
+func scan(ctx context.Context, d *demuxer, s *video.Scan) (*video.Scan, error) {
+	fc, path := d.fc, s.Path
 	for _, st := range fc.Streams() {
 		cp := st.CodecParameters()
 		if cp.MediaType() != astiav.MediaTypeVideo {
@@ -124,9 +149,12 @@ func ScanKeyframes(ctx context.Context, path string) (*video.Scan, error) {
 		}
 		if err := fc.ReadFrame(pk); err != nil {
 			if errors.Is(err, astiav.ErrEof) {
+				if err := d.readErr(); err != nil {
+					return nil, fmt.Errorf("video: %s: read packet: %w", path, err)
+				}
 				break
 			}
-			return nil, fmt.Errorf("video: %s: read packet: %w", path, err)
+			return nil, fmt.Errorf("video: %s: read packet: %w", path, d.wrap(err))
 		}
 		if pk.StreamIndex() != s.StreamIndex {
 			pk.Unref()

@@ -75,11 +75,12 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 	// MPEG-4 part 2 in MP4 carries its frame size only in the bitstream;
 	// the mp4 muxer refuses a stream without one, so only then let libav
 	// probe (and decode) the first frames.
-	fc, err := openInput(s.Path, s.Width == 0 || s.Height == 0)
+	d, err := openScanned(s, s.Width == 0 || s.Height == 0)
 	if err != nil {
 		return nil, err
 	}
-	defer closeInput(fc)
+	defer d.close()
+	fc := d.fc
 	streams := fc.Streams()
 	if s.StreamIndex >= len(streams) {
 		return nil, fmt.Errorf("video: %s: stream %d is gone; the file changed since it was scanned", s.Path, s.StreamIndex)
@@ -101,9 +102,12 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 		}
 		if err := fc.ReadFrame(pk); err != nil {
 			if errors.Is(err, astiav.ErrEof) {
+				if err := d.readErr(); err != nil {
+					return nil, fmt.Errorf("video: %s: read packet: %w", s.Path, err)
+				}
 				break
 			}
-			return nil, fmt.Errorf("video: %s: read packet: %w", s.Path, err)
+			return nil, fmt.Errorf("video: %s: read packet: %w", s.Path, d.wrap(err))
 		}
 		if pk.StreamIndex() != s.StreamIndex {
 			pk.Unref()
