@@ -121,6 +121,31 @@ func TestRefBase(t *testing.T) {
 		})
 	}
 
+	t.Run("parts joined by finalize keep the base", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "ds")
+		base := "s3://bucket/ds"
+		for _, part := range []string{"1/2", "2/2"} {
+			if r := bp(t, "convert-wds", wdsSrc, dst, "--yes", "--quiet", "--max-members", "16", "--ref-base", base, "--part", part); r.code != exitOK {
+				t.Fatalf("part %s: exit %d: %s", part, r.code, r.stderr)
+			}
+		}
+		if r := bp(t, "finalize", dst, "--quiet"); r.code != exitOK {
+			t.Fatalf("finalize: exit %d: %s", r.code, r.stderr)
+		}
+		refs := refsIn(t, dst)
+		if len(refs) != 120 {
+			t.Fatalf("%d references, want 120", len(refs))
+		}
+		for _, ref := range refs {
+			if _, shard, _ := packcore.ParseRef(ref); !strings.HasPrefix(shard, base+"/media/pack-") {
+				t.Fatalf("joined reference %q", ref)
+			}
+		}
+		if r := bp(t, "verify", dst); r.code != exitOK || !strings.Contains(r.stdout, "as "+base+" ") {
+			t.Fatalf("verify: exit %d: %s%s", r.code, r.stdout, r.stderr)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		for _, base := range []string{"a::b", " /x", "s3://", `C:\ds`, "bad://x://y?z"} {
 			r := bp(t, "convert-wds", wdsSrc, filepath.Join(t.TempDir(), "out"), "--yes", "--ref-base", base)
