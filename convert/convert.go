@@ -85,6 +85,11 @@ type PackOptions struct {
 	// converter takes its share of the work (see Part.Range) and Begin
 	// commits it to PartDir(dst, Part) for Finalize to join.
 	Part Part
+	// RefBase is what references call the dataset root (see CheckRefBase,
+	// which it has passed): "" for the default, relative to the root
+	// (zip://KEY::media/pack-NNNN.zip), else an absolute path or a URL that
+	// references put before media/pack-NNNN.zip.
+	RefBase string
 }
 
 // Members is the member cap the options name: MaxMembers, or
