@@ -199,7 +199,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Exit codes:")
 	fmt.Fprintln(w, "  0    success")
-	fmt.Fprintln(w, "  1    failure (including verify finding problems)")
+	fmt.Fprintln(w, "  1    failure (including verify finding problems, and object storage that cannot be reached)")
 	fmt.Fprintln(w, "  2    usage error, refused prompt, a destination that already exists or whose path goes\n       through a file, or object storage refusing the credentials or lacking the bucket")
 	fmt.Fprintln(w, "  3    invalid input (bad key, corrupt or truncated source, duplicate key)")
 	fmt.Fprintln(w, "  130  interrupted by SIGINT; temporary output is removed")
