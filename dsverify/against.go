@@ -30,19 +30,15 @@ import (
 // has tables that convert-parquet rewrote.
 func (v *verifier) against(src string) error {
 	if v.store != nil || objstore.IsRemote(src) {
-		// Lance and LeRobot sources and datasets are read from local paths
-		// only.
-		switch {
-		case len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src)):
+		// Lance sources and datasets are read from local paths only.
+		if len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src)) {
 			return errors.New("--against: comparing with a Lance source in object storage, or a Lance table, is not supported yet")
-		case !objstore.IsRemote(src) && isLeRobotDataset(src):
-			return errors.New("--against: comparing a dataset in object storage with a LeRobot source is not supported yet")
 		}
 	}
 	switch {
 	case len(v.lc) > 0 && isLanceDataset(src):
 		return v.againstLance(src)
-	case isLeRobotDataset(src):
+	case v.isLeRobotDataset(src):
 		return v.againstLeRobot(src)
 	case v.wds != nil:
 		return v.againstWDS(src)

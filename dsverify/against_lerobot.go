@@ -1,20 +1,29 @@
 package dsverify
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
-// isLeRobotDataset reports whether dir looks like a LeRobot dataset (in
-// the parquet layout or stored as Lance).
-func isLeRobotDataset(dir string) bool {
+// isLeRobotDataset reports whether dir, a local directory or an s3://
+// location, looks like a LeRobot dataset (in the parquet layout or stored
+// as Lance).
+func (v *verifier) isLeRobotDataset(dir string) bool {
+	if objstore.IsRemote(dir) {
+		return v.fs.exists(joinPath(dir, "meta/info.json"))
+	}
 	_, err := os.Stat(filepath.Join(dir, "meta", "info.json"))
 	return err == nil
 }
@@ -25,7 +34,9 @@ func isLeRobotDataset(dir string) bool {
 // are (see againstParquet). A camera file cut into one container per
 // episode cannot be compared byte for byte (its packets are copied into new
 // containers); its episodes are counted as not compared. The camera files
-// of a source stored as Lance are the blobs of its videos.lance.
+// of a source stored as Lance are the blobs of its videos.lance. Either
+// side may be in object storage (the source's camera files are then
+// streamed with read-ahead), but a source stored as Lance must be local.
 func (v *verifier) againstLeRobot(src string) error {
 	if len(v.pq) > 0 {
 		if err := v.againstParquet(src); err != nil {
@@ -38,20 +49,23 @@ func (v *verifier) againstLeRobot(src string) error {
 		v.rep.Against = a
 	}
 	a.Source, a.Format = src, "lerobot"
-	f, err := os.Open(filepath.Join(v.root, videoindex.FileName))
-	if os.IsNotExist(err) {
+	b, err := v.fs.readAll(joinPath(v.root, videoindex.FileName), maxIndexBytes)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
 	}
-	ix, err := videoindex.Read(f)
-	f.Close()
+	ix, err := videoindex.Read(bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("--against: %s: %w", videoindex.FileName, err)
 	}
-	blobs, err := lerobot.LanceCameraFiles(v.ctx, src)
-	if err != nil {
+	var blobs map[string]lerobot.SourceFile
+	if objstore.IsRemote(src) {
+		if err := v.remoteParquetLayout(src); err != nil {
+			return err
+		}
+	} else if blobs, err = lerobot.LanceCameraFiles(v.ctx, src); err != nil {
 		return fmt.Errorf("--against: %w", err)
 	}
 	// Each packed blob once, with the first entry that names it.
@@ -81,8 +95,8 @@ func (v *verifier) againstLeRobot(src string) error {
 		if e.err != nil {
 			continue // reported by the table check
 		}
-		sf, r, err := openCameraFile(src, key, blobs)
-		if os.IsNotExist(err) {
+		sf, r, err := v.openCameraFile(src, key, blobs)
+		if errors.Is(err, fs.ErrNotExist) {
 			a.NotCompared++ // an episode container cut from a camera file
 			continue
 		}
@@ -99,13 +113,41 @@ func (v *verifier) againstLeRobot(src string) error {
 	return nil
 }
 
+// maxIndexBytes bounds the video_index.json read.
+const maxIndexBytes = 1 << 30
+
+// remoteParquetLayout refuses a LeRobot source in object storage that is
+// stored as Lance (meta/info.json's storage_format), whose camera files
+// are blobs of a Lance table read from a local directory only.
+func (v *verifier) remoteParquetLayout(src string) error {
+	b, err := v.fs.readAll(joinPath(src, "meta/info.json"), 64<<20)
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	var info struct {
+		StorageFormat string `json:"storage_format"`
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		return fmt.Errorf("--against: %s: %w", joinPath(src, "meta/info.json"), err)
+	}
+	if info.StorageFormat == lerobot.StorageLance {
+		return fmt.Errorf("--against: %s: comparing with a LeRobot source stored as Lance in object storage is not supported; copy it to a local directory", src)
+	}
+	return nil
+}
+
 // openCameraFile opens the source camera file that a conversion packed
-// whole as key: the file key under src, or with blobs (a source stored as
-// Lance) the blob of that name. A key naming none matches os.ErrNotExist.
-func openCameraFile(src, key string, blobs map[string]lerobot.SourceFile) (*os.File, io.Reader, error) {
+// whole as key: the file or object key under src, or with blobs (a source
+// stored as Lance) the blob of that name. A key naming none matches
+// fs.ErrNotExist.
+func (v *verifier) openCameraFile(src, key string, blobs map[string]lerobot.SourceFile) (io.Closer, io.Reader, error) {
 	if blobs == nil {
-		f, err := os.Open(filepath.Join(src, filepath.FromSlash(key)))
-		return f, f, err
+		f, err := v.fs.open(joinPath(src, key))
+		if err != nil {
+			return nil, nil, err
+		}
+		r := f.stream(v.ctx)
+		return closers{r, f}, r, nil
 	}
 	b, ok := blobs[key]
 	if !ok {
@@ -116,4 +158,17 @@ func openCameraFile(src, key string, blobs map[string]lerobot.SourceFile) (*os.F
 		return nil, nil, err
 	}
 	return f, io.NewSectionReader(f, b.Offset, b.Size), nil
+}
+
+// closers closes each in turn.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -3,11 +3,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
+	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
+	"github.com/bpconvert/bpconvert/internal/srctree"
+	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 // cmdLerobot parses convert-lerobot's flags into a lerobot.Job, handing it
@@ -35,17 +41,40 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	if !(*tolerance > 0) {
 		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
 	}
-	if err := localSource("convert-lerobot", pos[0]); err != nil {
-		return nil, err
+	src, check := pos[0], pos[0]
+	var (
+		tree  *srctree.Tree
+		stats *objstore.Stats
+	)
+	if objstore.IsRemote(src) {
+		// The dataset in the bucket is listed once, here, and every read
+		// of it is counted for the summary.
+		if _, _, err := objstore.ParseS3(src); err != nil {
+			return nil, &usageError{msg: fmt.Sprintf("convert-lerobot: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		}
+		stats = &objstore.Stats{}
+		if tree, err = srctree.Open(ctx, src, objstore.Options{Stats: stats}); err != nil {
+			return nil, storeError("convert-lerobot", err)
+		}
+		src = tree.Location()
+		if tree.Empty() {
+			return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
+		}
+		if !objstore.IsRemote(pos[1]) {
+			check = "" // a local destination cannot overlap a bucket
+		}
 	}
-	absDst, err := cf.destination(ctx, pos[0], pos[1])
+	absDst, err := cf.destination(ctx, check, pos[1])
 	if err != nil {
 		return nil, err
 	}
-	if err := cf.identify(ctx, fset, pos[:1]); err != nil {
+	if err := cf.identify(ctx, fset, []string{src}); err != nil {
+		if tree != nil {
+			return nil, storeError("convert-lerobot", err)
+		}
 		return nil, err
 	}
-	job := &lerobot.Job{Src: pos[0], Dst: absDst, Options: lerobot.Options{
+	job := &lerobot.Job{Src: src, Tree: tree, Dst: absDst, Options: lerobot.Options{
 		PackOptions:     cf.pack(),
 		Images:          lerobot.ImageMode(*images),
 		Video:           lerobot.VideoMode(*videoMode),
@@ -54,5 +83,32 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 		Version:         buildVersion(),
 		Engine:          libav.Engine{},
 	}}
-	return e.runJob(ctx, &cf, job, true)
+	res, err := e.runJob(ctx, &cf, job, true)
+	if stats == nil || err != nil {
+		return res, err
+	}
+	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
+}
+
+// withFetched adds what reading a source in object storage fetched to a
+// converter's result: to its summary (a finished or already done run) or
+// to its plan document (--dry-run --json), and in a line on stderr.
+func withFetched(e *env, res any, src string, f *fetched) any {
+	e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), src)
+	switch r := res.(type) {
+	case plan.Summary:
+		return fetchedSummary{Summary: r, fetched: f}
+	case jsonDoc:
+		if b := bytes.TrimSpace(r); len(b) > 1 && b[len(b)-1] == '}' {
+			extra, _ := json.Marshal(f)
+			return jsonDoc(append(append(bytes.Clone(b[:len(b)-1]), ','), extra[1:]...))
+		}
+	}
+	return res
+}
+
+// fetchedSummary is a converter's summary with what it fetched.
+type fetchedSummary struct {
+	plan.Summary
+	*fetched
 }

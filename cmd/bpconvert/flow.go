@@ -196,7 +196,7 @@ func localSource(command, src string) error {
 		return nil
 	}
 	return &usageError{msg: fmt.Sprintf("%s: %s: reading this source from object storage is not supported yet", command, src),
-		hint: "copy the dataset to a local directory first (the destination may be s3://); convert-wds and pack read from s3://"}
+		hint: "copy the dataset to a local directory first (the destination may be s3://); convert-wds, convert-lerobot and pack read from s3://"}
 }
 
 // alreadyDone reports whether the destination holds a finished run's

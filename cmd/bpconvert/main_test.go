@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	parquetFixtures.Cleanup()
 	lerobotFixtures.Cleanup()
+	lerobotBig.Cleanup()
 	hfDiskFixtures.Cleanup()
 	os.Exit(code)
 }

@@ -13,12 +13,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -56,7 +59,8 @@ type videoBlob struct {
 	key     string
 	member  string
 	path    string
-	offset  int64 // of the blob in path (a dataset stored as Lance), else -1
+	object  string // the camera file's name in a dataset in a bucket, else ""
+	offset  int64  // of the blob in path (a dataset stored as Lance), else -1
 	size    int64
 	temp    bool // a cut container to remove once packed
 	entries []videoindex.Entry
@@ -64,7 +68,9 @@ type videoBlob struct {
 
 // Convert writes the converted dataset to dst, which must not exist (or be
 // an empty directory) and must not overlap the source, reporting progress
-// to prog (nil for none). Everything is written into a staging directory
+// to prog (nil for none). Of a dataset in a bucket it fetches every file it
+// packs or copies once, front to back with read-ahead (a camera file it
+// cuts, through libav's ranged reads), and no file it does not write. Everything is written into a staging directory
 // beside dst (convert.Begin), renamed into place only when complete; on
 // error nothing is left at dst.
 //
@@ -75,6 +81,11 @@ type videoBlob struct {
 // container of the dataset to the staging directory before packing them, so
 // it needs free space for one more copy of the cut files.
 func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Counter) (*Result, error) {
+	res, err := convertTo(ctx, ins, dst, prog)
+	return res, storeFirst(ins.Dataset.tree, err)
+}
+
+func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.Counter) (*Result, error) {
 	o := ins.Options
 	d := ins.Dataset
 	prog = progress.OrNop(prog)
@@ -84,8 +95,10 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 		if absDst, err = filepath.Abs(dst); err != nil {
 			return nil, err
 		}
-		if err := stage.CheckDisjoint(d.Root, absDst); err != nil {
-			return nil, err
+		if !d.tree.Remote() {
+			if err := stage.CheckDisjoint(d.Root, absDst); err != nil {
+				return nil, err
+			}
 		}
 	}
 	out, err := convert.Begin(ctx, absDst, convert.OutputOptions{Pack: o.PackOptions, Progress: prog})
@@ -121,7 +134,12 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		ref, err := addFile(ctx, out, b.member, b.path, b.offset, b.size, fmt.Sprintf("episode-%d", b.episode))
+		var ref string
+		if b.object != "" {
+			ref, err = addObject(ctx, out, d.tree, b.member, b.object, b.size, fmt.Sprintf("episode-%d", b.episode))
+		} else {
+			ref, err = addFile(ctx, out, b.member, b.path, b.offset, b.size, fmt.Sprintf("episode-%d", b.episode))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("lerobot: %s: %w", b.member, err)
 		}
@@ -158,14 +176,14 @@ func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Cou
 			res.Tables = n
 		}
 	} else if o.Part.I <= 1 {
-		n, err := copyTree(ctx, d.Root, "data", out.Path("data"))
+		n, err := d.copyTree(ctx, "data", out.Path("data"))
 		if err != nil {
 			return nil, err
 		}
 		res.Copied += n
 	}
 	if o.Part.I <= 1 { // the whole run, or part 1 of a split one
-		n, err := copyTree(ctx, d.Root, "meta", out.Path("meta"))
+		n, err := d.copyTree(ctx, "meta", out.Path("meta"))
 		if err != nil {
 			return nil, err
 		}
@@ -225,6 +243,8 @@ func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile
 				b := videoBlob{episode: int64(f.Episodes[0].Index), key: f.Key, member: f.Rel, path: f.Path, offset: -1, size: f.Size}
 				if f.Row >= 0 {
 					b.offset = f.Offset
+				} else if ins.Dataset.tree.Remote() {
+					b.path, b.object = "", f.Rel
 				}
 				for _, e := range f.Episodes {
 					b.episode = min(b.episode, int64(e.Index))
@@ -321,15 +341,32 @@ func addFile(ctx context.Context, w convert.Packer, key, p string, offset, size 
 	return w.Add(key, io.NewSectionReader(f, offset, size), size, group)
 }
 
+// addObject packs the object rel of a dataset in a bucket, of size bytes,
+// streamed with read-ahead.
+func addObject(ctx context.Context, w convert.Packer, t *srctree.Tree, key, rel string, size int64, group string) (string, error) {
+	f, err := t.Open(ctx, rel)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", t.Path(rel), err)
+	}
+	defer f.Close()
+	if f.Size() != size {
+		return "", invalid(rel, fmt.Errorf("the object changed size since it was listed (%d bytes, then %d)", size, f.Size()))
+	}
+	r := srctree.Stream(ctx, f)
+	defer r.Close()
+	return w.Add(key, r, size, group)
+}
+
 // split cuts f into one container per episode under dir, reading its blob
-// in place for a dataset stored as Lance.
+// in place for a dataset stored as Lance, its object through ranged reads
+// for a dataset in a bucket.
 func (ins *Inspection) split(ctx context.Context, f *VideoFile, dir string) ([]video.Output, error) {
-	if f.Row < 0 {
+	if f.Row < 0 && !ins.Dataset.tree.Remote() {
 		return ins.Options.Engine.Split(ctx, f.Report, video.DirDest(dir))
 	}
-	r, in, err := f.input()
+	r, in, err := ins.input(ctx, f)
 	if err != nil {
-		return nil, invalid(videosTable, fmt.Errorf("row %d: %w", f.Row, err))
+		return nil, err
 	}
 	defer r.Close()
 	s := *f.Report.Scan
@@ -337,6 +374,96 @@ func (ins *Inspection) split(ctx context.Context, f *VideoFile, dir string) ([]v
 	rep := *f.Report
 	rep.Scan = &s
 	return ins.Options.Engine.Split(ctx, &rep, video.DirDest(dir))
+}
+
+// copyTree copies every regular file under dir (relative to the root)
+// into dst (same relative paths), returning how many. A missing dir copies
+// nothing. Other kinds of files (symlinks, devices) are refused, named by
+// their path relative to the root. Objects of a dataset in a bucket are
+// fetched front to back, a few at once.
+func (d *Dataset) copyTree(ctx context.Context, dir, dst string) (int, error) {
+	if !d.tree.Remote() {
+		return copyTree(ctx, d.Root, dir, dst)
+	}
+	var names []string
+	err := d.tree.Walk(ctx, dir, func(e srctree.Entry) error {
+		names = append(names, e.Name)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	next := make(chan string)
+	for range min(copiesInFlight, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rel := range next {
+				out := filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(rel, dir+"/")))
+				if err := d.copyObject(ctx, rel, out); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					cancel()
+				}
+			}
+		}()
+	}
+feed:
+	for _, rel := range names {
+		select {
+		case next <- rel:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	return len(names), ctx.Err()
+}
+
+// copiesInFlight bounds the objects copyTree fetches at once.
+const copiesInFlight = 4
+
+// copyObject copies the object rel to the new file out, written under a
+// temporary name and renamed into place.
+func (d *Dataset) copyObject(ctx context.Context, rel, out string) error {
+	f, err := d.tree.Open(ctx, rel)
+	if err != nil {
+		return invalid(rel, pathCause(err))
+	}
+	defer f.Close()
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	w, err := atomicfile.Create(out, 0o644)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	r := srctree.Stream(ctx, f)
+	defer r.Close()
+	if n, err := io.Copy(w, r); err != nil {
+		return fmt.Errorf("lerobot: %s: %w", d.tree.Path(rel), err)
+	} else if n != f.Size() {
+		return invalid(rel, fmt.Errorf("%d bytes read of %d", n, f.Size()))
+	}
+	return w.Commit()
 }
 
 // copyTree copies every regular file under root/dir into dst (same

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,7 +21,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/internal/srctree"
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // Versions are the codebase versions this package converts.
@@ -34,7 +35,7 @@ const defaultChunksSize = 1000
 // Dataset is what a LeRobot dataset's metadata says, read without touching
 // its tables' rows or its videos.
 type Dataset struct {
-	// Root is the dataset directory (absolute).
+	// Root is the dataset directory (absolute), or its s3:// location.
 	Root string
 	// Version is info.json's codebase_version: "v2.0", "v2.1" or "v3.0".
 	Version string
@@ -65,39 +66,50 @@ type Dataset struct {
 	// lance holds what the Lance tables say, for StorageLance.
 	lance *lanceStore
 
-	// rootReal is Root with its symbolic links resolved: no file the
-	// conversion reads may resolve outside it.
+	// tree reads the dataset's files, from a directory or a bucket.
+	tree *srctree.Tree
+	// rootReal is a local Root with its symbolic links resolved: no file
+	// the conversion reads may resolve outside it.
 	rootReal string
 }
 
 // maxInfoBytes bounds meta/info.json (real ones are a few KiB).
 const maxInfoBytes = 64 << 20
 
-// sourceFile returns the real path of rel (slash-separated, relative to
-// root) after checking that its symbolic links stay inside rootReal and
-// that it is a regular file. Errors do not repeat rel, which callers name;
-// a missing file matches fs.ErrNotExist.
-func sourceFile(rootReal, root, rel string) (string, error) {
-	real, err := srcfile.Resolve(rootReal, filepath.Join(root, filepath.FromSlash(rel)))
+// file checks that rel (slash-separated, relative to the root) is a
+// regular file of the dataset, whose symbolic links stay inside it, and
+// returns the path to open (the real path of a local file, "" for an
+// object in a bucket). Errors do not repeat rel, which callers name; a
+// missing file matches fs.ErrNotExist.
+func (d *Dataset) file(rel string) (string, error) {
+	e, err := d.tree.Stat(rel)
 	if err != nil {
 		return "", pathCause(err)
 	}
-	if _, err := srcfile.Stat(real); err != nil {
-		return "", pathCause(err)
-	}
-	return real, nil
+	return e.Path, nil
 }
 
-// file is sourceFile for a path of the dataset.
-func (d *Dataset) file(rel string) (string, error) {
-	if d.rootReal == "" {
-		real, err := filepath.EvalSymlinks(d.Root)
-		if err != nil {
-			return "", err
-		}
-		d.rootReal = real
+// missing says that rel is not in the dataset, naming the object of a
+// dataset in a bucket.
+func (d *Dataset) missing(rel string) string {
+	if d.tree.Remote() {
+		return d.tree.Path(rel) + " is missing (no such object)"
 	}
-	return sourceFile(d.rootReal, d.Root, rel)
+	return rel + " is missing from " + d.Root
+}
+
+// storeFirst returns the failure of the store a read of the dataset met,
+// when there was one, instead of err: a table that does not parse because
+// the bucket stopped answering is not bad input (exit 3) but a failure
+// (exit 1, or 2 for refused credentials).
+func storeFirst(t *srctree.Tree, err error) error {
+	if err == nil || t == nil {
+		return err
+	}
+	if serr := t.Err(); serr != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("lerobot: %w", serr)
+	}
+	return err
 }
 
 // pathCause strips the operation and path from an *fs.PathError, whose
@@ -170,34 +182,65 @@ type rawInfo struct {
 // (meta/episodes.jsonl for v2.x, every meta/episodes/**/*.parquet for v3.0)
 // and, for a dataset stored as Lance, the Lance tables' metadata and the
 // rows of videos.lance but their bytes (see openLanceStore). It reads no
-// video and writes nothing. Problems with the dataset are
-// *convert.InputError values.
+// video and writes nothing. src is a local directory or an s3:// location
+// (see OpenTree). Problems with the dataset are *convert.InputError values.
 func Open(ctx context.Context, src string) (*Dataset, error) {
-	root, err := filepath.Abs(src)
+	t, err := openTree(ctx, src, objstore.Options{})
 	if err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(root); err != nil {
-		return nil, invalid(src, err)
-	} else if !st.IsDir() {
+	return OpenTree(ctx, t)
+}
+
+// openTree opens src as a source tree, wording the failures of a local
+// directory as Open always has; a bucket's failures (missing bucket,
+// refused credentials) stay the store's errors.
+func openTree(ctx context.Context, src string, o objstore.Options) (*srctree.Tree, error) {
+	t, err := srctree.Open(ctx, src, o)
+	switch {
+	case err == nil:
+		return t, nil
+	case objstore.IsRemote(src):
+		return nil, fmt.Errorf("lerobot: %w", err)
+	case errors.Is(err, srctree.ErrNotDir):
 		return nil, invalid("", fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", src))
 	}
-	rootReal, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		return nil, invalid(src, err)
+	return nil, invalid(src, pathCause(err))
+}
+
+// OpenTree is Open for a dataset opened as a source tree: a local
+// directory, or a prefix in a bucket, whose files are read with ranged
+// requests (meta/ files whole, episode tables by footer and column). A
+// dataset stored as Lance is read from a local directory only: in a bucket
+// it is refused with a *convert.UsageError.
+func OpenTree(ctx context.Context, t *srctree.Tree) (*Dataset, error) {
+	d, err := openTreeDataset(ctx, t)
+	return d, storeFirst(t, err)
+}
+
+func openTreeDataset(ctx context.Context, t *srctree.Tree) (*Dataset, error) {
+	root := t.Location()
+	d := &Dataset{Root: root, tree: t, ChunksSize: defaultChunksSize, StorageFormat: StorageParquet}
+	if !t.Remote() {
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			return nil, invalid(root, err)
+		}
+		d.rootReal = real
+	} else if t.Empty() {
+		return nil, invalid("", fmt.Errorf("%s holds no objects; a LeRobot dataset holds meta/info.json", root))
 	}
-	infoPath, err := sourceFile(rootReal, root, "meta/info.json")
+	b, err := t.ReadFile(ctx, "meta/info.json", maxInfoBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		ie := convert.Invalid("lerobot", "", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", src))
-		if fi, err := os.Stat(filepath.Join(root, framesTable)); err == nil && fi.IsDir() {
+		ie := convert.Invalid("lerobot", "", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", root))
+		if t.Remote() {
+			ie.Err = fmt.Errorf("%s does not look like a LeRobot dataset (%s is missing)", root, t.Path("meta/info.json"))
+		}
+		if isDir, _ := t.IsDir(framesTable); isDir {
 			ie.Hint = "a LeRobot dataset stored as Lance keeps meta/ beside frames.lance; copy it too (converting from meta.lance, its copy for object storage, is not supported)"
 		}
 		return nil, ie
 	}
-	if err != nil {
-		return nil, invalid("meta/info.json", err)
-	}
-	b, err := srcfile.ReadFile(infoPath, maxInfoBytes)
 	if err != nil {
 		return nil, invalid("meta/info.json", pathCause(err))
 	}
@@ -205,7 +248,6 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	if err := json.Unmarshal(b, &ri); err != nil {
 		return nil, invalid("meta/info.json", err)
 	}
-	d := &Dataset{Root: root, rootReal: rootReal, ChunksSize: defaultChunksSize, StorageFormat: StorageParquet}
 	if ri.CodebaseVersion == nil {
 		return nil, invalid("meta/info.json", errors.New("no codebase_version"))
 	}
@@ -219,6 +261,11 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 		case StorageLance:
 			if !d.V3() {
 				return nil, invalid("meta/info.json", fmt.Errorf("storage_format %q with codebase_version %q: LeRobot stores only v3.0 datasets as Lance", *sf, d.Version))
+			}
+			if t.Remote() {
+				return nil, &convert.UsageError{
+					Err:  fmt.Errorf("lerobot: %s: a dataset stored as Lance (meta/info.json: storage_format %q) is read from a local directory only, not from object storage", root, *sf),
+					Hint: "copy the dataset to a local directory first (aws s3 sync, rclone copy); the destination may stay s3://"}
 			}
 			d.StorageFormat = StorageLance
 		default:
@@ -275,7 +322,7 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 	if d.V3() {
 		err = d.readEpisodesV3(ctx)
 	} else {
-		err = d.readEpisodesV2()
+		err = d.readEpisodesV2(ctx)
 	}
 	if err != nil {
 		return nil, err
@@ -308,22 +355,20 @@ func cmpInt(a, b int64) int {
 }
 
 // readEpisodesV2 reads meta/episodes.jsonl.
-func (d *Dataset) readEpisodesV2() error {
+func (d *Dataset) readEpisodesV2(ctx context.Context) error {
 	const rel = "meta/episodes.jsonl"
-	p, err := d.file(rel)
+	f, err := d.tree.Open(ctx, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return invalid("", fmt.Errorf("%s is missing", rel))
 	}
 	if err != nil {
-		return invalid(rel, err)
-	}
-	f, err := srcfile.Open(p)
-	if err != nil {
 		return invalid(rel, pathCause(err))
 	}
 	defer f.Close()
+	r := srctree.Stream(ctx, f)
+	defer r.Close()
 	d.EpisodeFiles = []string{rel}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	line := 0
 	for sc.Scan() {
@@ -355,14 +400,10 @@ func (d *Dataset) readEpisodesV2() error {
 
 // readEpisodesV3 reads every meta/episodes/**/*.parquet.
 func (d *Dataset) readEpisodesV3(ctx context.Context) error {
-	dir := filepath.Join(d.Root, "meta", "episodes")
 	var files []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".parquet") {
-			files = append(files, p)
+	err := d.tree.Walk(ctx, "meta/episodes", func(e srctree.Entry) error {
+		if !e.Mode.IsDir() && strings.HasSuffix(e.Name, ".parquet") {
+			files = append(files, e.Name)
 		}
 		return nil
 	})
@@ -373,15 +414,14 @@ func (d *Dataset) readEpisodesV3(ctx context.Context) error {
 		return err
 	}
 	slices.Sort(files)
-	for _, p := range files {
-		rel, _ := filepath.Rel(d.Root, p)
-		rel = filepath.ToSlash(rel)
+	for _, rel := range files {
 		d.EpisodeFiles = append(d.EpisodeFiles, rel)
-		real, err := d.file(rel)
+		f, err := d.tree.Open(ctx, rel)
 		if err != nil {
-			return invalid(rel, err)
+			return invalid(rel, pathCause(err))
 		}
-		eps, err := readEpisodeTable(ctx, real, d.VideoKeys)
+		eps, err := readEpisodeTable(ctx, f, d.VideoKeys)
+		f.Close()
 		if err != nil {
 			return invalid(rel, err)
 		}
@@ -391,10 +431,10 @@ func (d *Dataset) readEpisodesV3(ctx context.Context) error {
 }
 
 // readEpisodeTable reads the columns this package needs from one v3.0
-// episode metadata table.
-func readEpisodeTable(ctx context.Context, path string, videoKeys []string) ([]Episode, error) {
+// episode metadata table: its footer, then those columns' chunks.
+func readEpisodeTable(ctx context.Context, r srctree.File, videoKeys []string) ([]Episode, error) {
 	mem := memory.DefaultAllocator
-	pf, err := file.OpenParquetFile(path, false)
+	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, r.Size()))
 	if err != nil {
 		return nil, fmt.Errorf("not a readable parquet file: %w", err)
 	}

@@ -11,6 +11,12 @@
 //	DST/video_index.json      one [from_ns, to_ns) interval per episode and
 //	                          camera (convert/lerobot/videoindex)
 //
+// The dataset is a local directory or a prefix in a bucket (s3://), read
+// through internal/srctree by relative names, each file once where a local
+// conversion reads it once (a camera file's plan reads its MP4 boxes only).
+// Image features inside the tables and the Lance storage format are read
+// from a local directory only.
+//
 // Inspect reads meta/info.json and the episode metadata, locates every camera
 // file from the video_path template, refuses inconsistent metadata, scans the
 // files' keyframes (through a video.Engine; a camera file stored as a

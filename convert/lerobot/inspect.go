@@ -16,6 +16,8 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/internal/srctree"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
@@ -151,7 +153,9 @@ type VideoFile struct {
 	Key string
 	// Rel is the path relative to the dataset root, slash-separated (for
 	// a dataset stored as Lance, the path video_path gives it, as in the
-	// parquet layout); Path the file to read.
+	// parquet layout); Path the file to read (for a dataset in a bucket,
+	// the object's s3:// location, which is read through the dataset's
+	// source tree by Rel).
 	Rel, Path string
 	Size      int64
 	// Offset is where the file's Size bytes start in Path: 0, but for a
@@ -181,15 +185,36 @@ type ImageFeature struct {
 // Inspect reads the dataset's metadata, locates and checks every camera file,
 // refuses inconsistent metadata, scans keyframes and decides per file whether
 // it is cut per episode, and inspects the tables holding image features. It
-// writes nothing. Problems with the dataset are *convert.InputError values;
+// writes nothing. src is a local directory or an s3:// location (see
+// InspectTree). Problems with the dataset are *convert.InputError values;
 // options that skip every media feature are a *convert.UsageError matching
 // ErrNothingToConvert.
 func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error) {
+	t, err := openTree(ctx, src, objstore.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return InspectTree(ctx, t, opts)
+}
+
+// InspectTree is Inspect for a dataset opened as a source tree. Of a
+// dataset in a bucket it reads what a local inspection reads: the files of
+// meta/ (episode tables by footer and column), and of each camera file its
+// MP4 boxes but not its sample data; it lists the objects once (when t was
+// opened) and reads no table under data/. Image features inside the tables
+// are extracted from a local dataset only: in a bucket they are refused
+// with a *convert.UsageError unless Options.Images is ImagesSkip.
+func InspectTree(ctx context.Context, t *srctree.Tree, opts Options) (*Inspection, error) {
+	ins, err := inspectTree(ctx, t, opts)
+	return ins, storeFirst(t, err)
+}
+
+func inspectTree(ctx context.Context, t *srctree.Tree, opts Options) (*Inspection, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	d, err := Open(ctx, src)
+	d, err := OpenTree(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +222,11 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 	if opts.Video == VideoSkip && (opts.Images == ImagesSkip || len(d.ImageKeys) == 0) ||
 		opts.Images == ImagesSkip && len(d.VideoKeys) == 0 {
 		return nil, nothingToConvert()
+	}
+	if t.Remote() && opts.Images == ImagesExtract && len(d.ImageKeys) > 0 {
+		return nil, &convert.UsageError{
+			Err:  fmt.Errorf("lerobot: %s: image features %s are extracted from the tables of a local dataset only, not yet from object storage", d.Root, strings.Join(d.ImageKeys, ", ")),
+			Hint: "add --images skip to convert the videos and copy the tables unchanged, or copy the dataset to a local directory first"}
 	}
 	if d.lance != nil {
 		if opts.Images == ImagesExtract && len(d.ImageKeys) > 0 {
@@ -233,14 +263,14 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 			return nil, err
 		}
 	}
-	data, err := countFiles(filepath.Join(d.Root, "data"))
+	data, err := d.countFiles(ctx, "data")
 	if err != nil {
 		return nil, err
 	}
 	if d.lance != nil {
 		data = d.lance.tables[framesTable]
 	}
-	meta, err := countFiles(filepath.Join(d.Root, "meta"))
+	meta, err := d.countFiles(ctx, "meta")
 	if err != nil {
 		return nil, err
 	}
@@ -255,8 +285,30 @@ type fileCount struct {
 	bytes, parquetBytes int64
 }
 
-// countFiles counts the regular files under dir and their bytes, and the
-// *.parquet files among them. A missing dir counts nothing.
+// countFiles counts the regular files under dir (relative to the root) and
+// their bytes, and the *.parquet files among them. A missing dir counts
+// nothing.
+func (d *Dataset) countFiles(ctx context.Context, dir string) (fileCount, error) {
+	var c fileCount
+	err := d.tree.Walk(ctx, dir, func(e srctree.Entry) error {
+		if e.Mode.IsRegular() {
+			c.files++
+			c.bytes += e.Size
+			if strings.HasSuffix(e.Name, ".parquet") {
+				c.parquets++
+				c.parquetBytes += e.Size
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	return c, err
+}
+
+// countFiles counts the regular files under the local directory dir (see
+// Dataset.countFiles).
 func countFiles(dir string) (fileCount, error) {
 	var c fileCount
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
@@ -307,7 +359,7 @@ func (ins *Inspection) checkDataFiles() error {
 		}
 		seen[rel] = true
 		if _, err := d.file(rel); errors.Is(err, fs.ErrNotExist) {
-			return invalid("", fmt.Errorf("episode %d: table %s is missing from %s", e.Index, rel, d.Root))
+			return invalid("", fmt.Errorf("episode %d: table %s", e.Index, d.missing(rel)))
 		} else if err != nil {
 			return invalid(rel, fmt.Errorf("episode %d's table %w", e.Index, err))
 		}
@@ -356,18 +408,16 @@ func (ins *Inspection) locateVideos() error {
 				vf.Files = append(vf.Files, f)
 			}
 			if f == nil {
-				real, err := d.file(rel)
+				en, err := d.tree.Stat(rel)
 				if errors.Is(err, fs.ErrNotExist) {
-					return invalid("", fmt.Errorf("%s: %s is missing from %s", key, rel, d.Root))
+					return invalid("", fmt.Errorf("%s: %s", key, d.missing(rel)))
 				} else if err != nil {
-					return invalid(rel, fmt.Errorf("%s: %w", key, err))
-				}
-				f = &VideoFile{Key: key, Rel: rel, Path: real, Row: -1}
-				fi, err := os.Stat(real)
-				if err != nil {
 					return invalid(rel, fmt.Errorf("%s: %w", key, pathCause(err)))
 				}
-				f.Size = fi.Size()
+				f = &VideoFile{Key: key, Rel: rel, Path: en.Path, Size: en.Size, Row: -1}
+				if d.tree.Remote() {
+					f.Path = d.tree.Path(rel)
+				}
 				byRel[rel] = f
 				vf.Files = append(vf.Files, f)
 			}
@@ -435,10 +485,11 @@ func (ins *Inspection) scanVideos(ctx context.Context) error {
 	var problems []string
 	for _, vf := range ins.Videos {
 		for _, f := range vf.Files {
-			if err := checkVideoFile(f); err != nil {
-				return err
+			scan, err := ins.scan(ctx, f)
+			var ce *checkError
+			if errors.As(err, &ce) {
+				return ce.err
 			}
-			scan, err := f.scan(ctx, ins.Options.Engine)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -552,61 +603,114 @@ type noTotals struct{ progress.Counter }
 
 func (noTotals) SetTotal(items, bytes int64) {}
 
-// checkVideoFile checks that a camera file still has the size it was listed
-// with and that its MP4 boxes tile it (see video.CheckBoxes): libav reads a
-// file that lost its last bytes as if it were shorter.
-func checkVideoFile(f *VideoFile) error {
-	fail := func(err error, hint string) error {
-		ie := convert.Invalid("lerobot", f.Rel, fmt.Errorf("%s: %w", f.Key, err))
-		if f.Row >= 0 { // a blob of videos.lance
-			ie.File, ie.Row = videosTable, f.Row
-			ie.Err = fmt.Errorf("%s (%s): %w", f.Key, f.Rel, err)
-		}
-		ie.Hint = hint
-		return ie
+// checkError is a camera file that checkVideoFile refused.
+type checkError struct{ err error }
+
+func (e *checkError) Error() string { return e.err.Error() }
+
+// videoFail blames the camera file f (the row of videos.lance holding it,
+// for a dataset stored as Lance).
+func videoFail(f *VideoFile, err error, hint string) error {
+	ie := convert.Invalid("lerobot", f.Rel, fmt.Errorf("%s: %w", f.Key, err))
+	if f.Row >= 0 { // a blob of videos.lance
+		ie.File, ie.Row = videosTable, f.Row
+		ie.Err = fmt.Errorf("%s (%s): %w", f.Key, f.Rel, err)
 	}
+	ie.Hint = hint
+	return ie
+}
+
+// checkVideoFile checks that a camera file still has the size it was listed
+// with and that its MP4 boxes tile it (see checkBoxes).
+func checkVideoFile(f *VideoFile) error {
 	r, err := srcfile.Open(f.Path)
 	if err != nil {
-		return fail(pathCause(err), "")
+		return videoFail(f, pathCause(err), "")
 	}
 	defer r.Close()
 	fi, err := r.Stat()
 	if err != nil {
-		return fail(err, "")
+		return videoFail(f, err, "")
 	}
 	if f.Row >= 0 {
 		if f.Offset+f.Size > fi.Size() {
-			return fail(fmt.Errorf("its blob [%d, %d) lies beyond the end of %s (%d bytes)", f.Offset, f.Offset+f.Size, f.Path, fi.Size()), "")
+			return videoFail(f, fmt.Errorf("its blob [%d, %d) lies beyond the end of %s (%d bytes)", f.Offset, f.Offset+f.Size, f.Path, fi.Size()), "")
 		}
 	} else if fi.Size() != f.Size {
-		return fail(fmt.Errorf("the file changed size while it was read (%d bytes, then %d)", f.Size, fi.Size()), "")
+		return videoFail(f, fmt.Errorf("the file changed size while it was read (%d bytes, then %d)", f.Size, fi.Size()), "")
 	}
-	if err := video.CheckBoxes(io.NewSectionReader(r, f.Offset, f.Size), f.Size); err != nil {
+	return checkBoxes(f, io.NewSectionReader(r, f.Offset, f.Size))
+}
+
+// checkBoxes checks that the MP4 boxes of f, read from r, tile it (see
+// video.CheckBoxes): libav reads a file that lost its last bytes as if it
+// were shorter.
+func checkBoxes(f *VideoFile, r io.ReaderAt) error {
+	if err := video.CheckBoxes(r, f.Size); err != nil {
 		hint := "the video is incomplete (an interrupted copy or download): fetch it again"
 		if f.Row >= 0 {
 			hint = "the blob is not a complete MP4 file: convert the dataset to Lance again from its source"
 		}
-		return fail(fmt.Errorf("not a complete MP4 file: %w", err), hint)
+		return videoFail(f, fmt.Errorf("not a complete MP4 file: %w", err), hint)
 	}
 	return nil
 }
 
-// scan reads the file's packet timing: from the file, or from its blob
-// through an io.ReaderAt for a dataset stored as Lance.
-func (f *VideoFile) scan(ctx context.Context, e video.Engine) (*video.Scan, error) {
-	if f.Row < 0 {
+// scan checks the camera file f (an error of checkVideoFile comes as a
+// *checkError) and reads its packet timing: from the file, or through an
+// io.ReaderAt from its blob (a dataset stored as Lance) or its object (a
+// dataset in a bucket), opened once for both.
+func (ins *Inspection) scan(ctx context.Context, f *VideoFile) (*video.Scan, error) {
+	e := ins.Options.Engine
+	if f.Row < 0 && !ins.Dataset.tree.Remote() {
+		if err := checkVideoFile(f); err != nil {
+			return nil, &checkError{err}
+		}
 		return e.ScanKeyframes(ctx, f.Path)
 	}
-	r, in, err := f.input()
+	if f.Row >= 0 {
+		if err := checkVideoFile(f); err != nil {
+			return nil, &checkError{err}
+		}
+	}
+	r, in, err := ins.input(ctx, f)
 	if err != nil {
-		return nil, err
+		return nil, &checkError{err}
 	}
 	defer r.Close()
+	if f.Row < 0 {
+		if err := checkBoxes(f, in.R); err != nil {
+			return nil, &checkError{err}
+		}
+	}
 	s, err := e.ScanInput(ctx, in)
 	if err == nil {
-		s.Input.R = nil // closed here; Convert opens the blob again to cut it
+		s.Input.R = nil // closed here; Convert opens the file again to cut it
 	}
 	return s, err
+}
+
+// input opens what holds f's bytes (the Lance data or sidecar file of its
+// blob, or its object in a bucket) and returns it, to close, and the
+// video.Input reading exactly f's bytes.
+func (ins *Inspection) input(ctx context.Context, f *VideoFile) (io.Closer, video.Input, error) {
+	if f.Row >= 0 {
+		r, in, err := f.input()
+		if err != nil {
+			return nil, video.Input{}, videoFail(f, err, "")
+		}
+		return r, in, nil
+	}
+	t := ins.Dataset.tree
+	r, err := t.Open(ctx, f.Rel)
+	if err != nil {
+		return nil, video.Input{}, videoFail(f, pathCause(err), "")
+	}
+	if r.Size() != f.Size {
+		r.Close()
+		return nil, video.Input{}, videoFail(f, fmt.Errorf("the object changed size while it was read (%d bytes, then %d)", f.Size, r.Size()), "")
+	}
+	return r, video.Input{Name: t.Path(f.Rel), R: r, Size: f.Size}, nil
 }
 
 // input opens the file holding f's blob (a dataset stored as Lance) and

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -14,8 +15,12 @@ import (
 // Job is a LeRobot conversion on the converter contract: Plan inspects the
 // dataset (Inspect) and describes the result, Run converts it (Convert).
 type Job struct {
-	// Src is the dataset directory; Dst the destination, absent or empty.
+	// Src is the dataset directory or its s3:// location; Dst the
+	// destination, absent or empty.
 	Src, Dst string
+	// Tree, when set, is Src opened (srctree.Open), by a caller that
+	// counts what reading it fetches; otherwise Plan opens Src.
+	Tree *srctree.Tree
 	// Options are the conversion's settings; a dataset with video features
 	// needs Options.Engine.
 	Options Options
@@ -37,7 +42,13 @@ func (j *Job) Plan(ctx context.Context, _ []string) (plan.Plan, error) {
 		}
 	}
 	if j.ins == nil {
-		ins, err := Inspect(ctx, j.Src, j.Options)
+		var ins *Inspection
+		var err error
+		if j.Tree != nil {
+			ins, err = InspectTree(ctx, j.Tree, j.Options)
+		} else {
+			ins, err = Inspect(ctx, j.Src, j.Options)
+		}
 		if err != nil {
 			return plan.Plan{}, err
 		}

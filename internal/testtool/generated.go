@@ -17,8 +17,11 @@ import (
 type Generated struct {
 	// Project is the fixture project's directory under fixtures/ ("parquet").
 	Project string
-	// Script is the generator inside it; it is run as: node SCRIPT OUTDIR.
+	// Script is the generator inside it; it is run as: node SCRIPT OUTDIR
+	// ARGS...
 	Script string
+	// Args are further arguments of the generator.
+	Args []string
 	// Need lists further programs the generator runs (ffmpeg, ...).
 	Need []string
 
@@ -44,7 +47,7 @@ func (g *Generated) Dir(t testing.TB) string {
 			return
 		}
 		g.dir = dir
-		cmd := exec.Command("node", filepath.Join(proj, g.Script), dir)
+		cmd := exec.Command("node", append([]string{filepath.Join(proj, g.Script), dir}, g.Args...)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {

@@ -81,6 +81,76 @@ func CheckBoxes(r io.ReaderAt, size int64) error {
 	return nil
 }
 
+// Range is a byte range [Off, Off+Len) of a file.
+type Range struct {
+	Off, Len int64
+}
+
+// maxPayloads bounds the ranges MediaData returns.
+const maxPayloads = 1 << 12
+
+// MediaData returns where the sample data of an ISO base media file (MP4,
+// MOV) of size bytes lies: the payloads of its top-level mdat boxes, in
+// file order. It returns nil for a file that does not start with an ftyp
+// box, whose top-level boxes do not tile it (see CheckBoxes) or that has
+// no moov box: the caller then reads the file whole. Scanning packet
+// timing needs the boxes around these ranges only.
+func MediaData(r io.ReaderAt, size int64) []Range {
+	var hdr [16]byte
+	if size < 8 {
+		return nil
+	}
+	if _, err := r.ReadAt(hdr[:8], 0); err != nil || string(hdr[4:8]) != "ftyp" {
+		return nil
+	}
+	var out []Range
+	moov := false
+	for off, n := int64(0), 0; off < size; n++ {
+		if n == maxTopBoxes || size-off < 8 {
+			return nil
+		}
+		if _, err := r.ReadAt(hdr[:8], off); err != nil {
+			return nil
+		}
+		boxSize, head := int64(binary.BigEndian.Uint32(hdr[:4])), int64(8)
+		switch boxSize {
+		case 0:
+			boxSize = size - off
+		case 1:
+			if size-off < 16 {
+				return nil
+			}
+			if _, err := r.ReadAt(hdr[8:16], off+8); err != nil {
+				return nil
+			}
+			u := binary.BigEndian.Uint64(hdr[8:16])
+			if u > uint64(size) {
+				return nil
+			}
+			boxSize, head = int64(u), 16
+		}
+		if boxSize < head || boxSize > size-off {
+			return nil
+		}
+		switch string(hdr[4:8]) {
+		case "moov":
+			moov = true
+		case "mdat":
+			if boxSize > head {
+				if len(out) == maxPayloads {
+					return nil
+				}
+				out = append(out, Range{Off: off + head, Len: boxSize - head})
+			}
+		}
+		off += boxSize
+	}
+	if !moov {
+		return nil
+	}
+	return out
+}
+
 // printable returns a box type for messages, with bytes outside printable
 // ASCII escaped.
 func printable(typ []byte) string {

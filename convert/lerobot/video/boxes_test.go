@@ -57,6 +57,32 @@ func TestCheckBoxes(t *testing.T) {
 	}
 }
 
+// TestMediaData: the payload of the one mdat box of files made by ffmpeg,
+// its moov box first or last; nothing for a truncated file or one that is
+// not ISO media (they are read whole).
+func TestMediaData(t *testing.T) {
+	for _, faststart := range []bool{false, true} {
+		b := ffmpegMP4(t, faststart)
+		got := MediaData(bytes.NewReader(b), int64(len(b)))
+		if len(got) != 1 {
+			t.Fatalf("faststart %v: %d ranges, want 1", faststart, len(got))
+		}
+		r := got[0]
+		if r.Off < 16 || r.Off+r.Len > int64(len(b)) || string(b[r.Off-4:r.Off]) != "mdat" {
+			t.Fatalf("faststart %v: range %+v of %d bytes is not an mdat payload", faststart, r, len(b))
+		}
+		if moovFirst := bytes.Index(b, []byte("moov")) < int(r.Off); moovFirst != faststart {
+			t.Errorf("faststart %v: moov before the media data: %v", faststart, moovFirst)
+		}
+		if c := b[:len(b)-40]; MediaData(bytes.NewReader(c), int64(len(c))) != nil {
+			t.Errorf("faststart %v: ranges for a truncated file", faststart)
+		}
+	}
+	if MediaData(bytes.NewReader([]byte("\x1aE\xdf\xa3 matroska")), 16) != nil {
+		t.Error("ranges for a file that is not ISO media")
+	}
+}
+
 // FuzzCheckBoxes: no input makes the box walk panic or loop, and an
 // accepted file's boxes tile it.
 func FuzzCheckBoxes(f *testing.F) {
@@ -73,6 +99,13 @@ func FuzzCheckBoxes(f *testing.F) {
 		err := CheckBoxes(bytes.NewReader(b), int64(len(b)))
 		if err == nil && len(b) >= 8 && string(b[4:8]) == "ftyp" && !bytes.Contains(b, []byte("moov")) {
 			t.Fatalf("accepted a file without a moov box")
+		}
+		var end int64
+		for _, r := range MediaData(bytes.NewReader(b), int64(len(b))) {
+			if r.Off < end+8 || r.Len <= 0 || r.Off+r.Len > int64(len(b)) {
+				t.Fatalf("range %+v after %d in a file of %d bytes", r, end, len(b))
+			}
+			end = r.Off + r.Len
 		}
 	})
 }

@@ -16,11 +16,13 @@ type Engine interface {
 	// ScanKeyframes reads every packet of path once, without decoding,
 	// and returns the timing and flags of the first video stream's
 	// packets (Scan.Analyze applied). It fails on a file without a video
-	// stream and on packets without timestamps.
+	// stream and on packets without timestamps. It need not read the
+	// packets' payloads (libav reads an MP4 file's sample tables only).
 	ScanKeyframes(ctx context.Context, path string) (*Scan, error)
 	// ScanInput is ScanKeyframes for a camera file that is not a file of
-	// its own (a blob of a Lance table): it reads in.R, and the Scan it
-	// returns keeps in, so Split reads the same bytes.
+	// its own (a blob of a Lance table, an object in a bucket): it reads
+	// in.R, and the Scan it returns keeps in, so Split reads the same
+	// bytes.
 	ScanInput(ctx context.Context, in Input) (*Scan, error)
 	// Split cuts the file of r (a report from CheckBoundaries whose Decide
 	// says Split) into one MP4 per episode by packet copy, at the paths

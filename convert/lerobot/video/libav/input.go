@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/asticode/go-astiav"
 
@@ -82,6 +83,44 @@ func (r *inputReader) seek(offset int64, whence int) (int64, error) {
 	return pos, nil
 }
 
+// payloadFree reads r but for the ranges of holes (the payloads of a
+// file's mdat boxes, in file order), which read as zeros without touching
+// r: the packet timing a scan records comes from the sample tables around
+// them, and with AVFMT_FLAG_NOPARSE libav's mov demuxer hands payloads on
+// without looking at them. A scan of a remote camera file thus fetches its
+// boxes, not its frames.
+type payloadFree struct {
+	r     io.ReaderAt
+	holes []video.Range
+}
+
+func (p *payloadFree) ReadAt(b []byte, off int64) (int, error) {
+	end := off + int64(len(b))
+	// the first hole that ends after off
+	i := sort.Search(len(p.holes), func(i int) bool { return p.holes[i].Off+p.holes[i].Len > off })
+	pos := off
+	for pos < end {
+		if i < len(p.holes) && p.holes[i].Off <= pos {
+			h := p.holes[i]
+			stop := min(end, h.Off+h.Len)
+			clear(b[pos-off : stop-off])
+			pos = stop
+			i++
+			continue
+		}
+		stop := end
+		if i < len(p.holes) {
+			stop = min(end, p.holes[i].Off)
+		}
+		n, err := p.r.ReadAt(b[pos-off:stop-off], pos)
+		pos += int64(n)
+		if err != nil {
+			return int(pos - off), err
+		}
+	}
+	return len(b), nil
+}
+
 // demuxer is an opened input: a file, or an Input read through a custom
 // IO context that the format context does not own (libav sets
 // AVFMT_FLAG_CUSTOM_IO), freed after it.
@@ -120,7 +159,7 @@ func (d *demuxer) readErr() error {
 // s.Path.
 func openScanned(s *video.Scan, findInfo bool) (*demuxer, error) {
 	if s.Input != nil {
-		return openReader(*s.Input, findInfo)
+		return openReader(*s.Input, findInfo, false)
 	}
 	fc, err := openInput(s.Path, findInfo)
 	if err != nil {
@@ -130,8 +169,10 @@ func openScanned(s *video.Scan, findInfo bool) (*demuxer, error) {
 }
 
 // openReader opens in for demuxing, reading it through a custom IO
-// context (see openInput for findInfo).
-func openReader(in video.Input, findInfo bool) (*demuxer, error) {
+// context (see openInput for findInfo). With noParse set, libav runs no
+// parser over the packets (AVFMT_FLAG_NOPARSE): they are handed on as the
+// container stores them.
+func openReader(in video.Input, findInfo, noParse bool) (*demuxer, error) {
 	quietLibav()
 	if in.R == nil || in.Size < 0 {
 		return nil, fmt.Errorf("video: %s: no reader", in.Name)
@@ -147,6 +188,9 @@ func openReader(in video.Input, findInfo bool) (*demuxer, error) {
 		return nil, fmt.Errorf("video: %s: cannot allocate a format context", in.Name)
 	}
 	fc.SetPb(ioc)
+	if noParse {
+		fc.SetFlags(fc.Flags().Add(astiav.FormatContextFlagNoparse))
+	}
 	d := &demuxer{fc: fc, io: ioc, rd: rd}
 	if err := fc.OpenInput("", nil, nil); err != nil {
 		// avformat_open_input freed the format context (Free only

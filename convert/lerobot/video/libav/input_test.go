@@ -104,8 +104,10 @@ func (f failingReader) ReadAt(p []byte, off int64) (int, error) {
 	return f.r.ReadAt(p, off)
 }
 
-// TestScanInputErrors: a reader that fails or ends before its size is an
-// error naming the input and the cause, never a shorter scan.
+// TestScanInputErrors: a reader that fails or ends before its size where
+// the scan reads (the boxes ahead of the media data) is an error naming
+// the input and the cause, never a shorter scan; one that fails inside the
+// media data, which the scan leaves unread, fails Split the same way.
 func TestScanInputErrors(t *testing.T) {
 	ctx := context.Background()
 	fx := concatenated(t, "h264")
@@ -114,20 +116,42 @@ func TestScanInputErrors(t *testing.T) {
 	}
 	r, size := embedded(t, fx.Path)
 	b, _ := os.ReadFile(fx.Path)
+	media := video.MediaData(bytes.NewReader(b), size)
+	if len(media) != 1 || media[0].Off > 4096 {
+		t.Fatalf("media data %+v: the fixture's moov box should come first (+faststart)", media)
+	}
 	cases := []struct {
-		name string
-		in   video.Input
-		want []string
+		name  string
+		in    video.Input
+		split bool // the scan succeeds, Split fails
+		want  []string
 	}{
-		{"read error in the middle", video.Input{Name: "row 7", R: failingReader{r, size / 2}, Size: size}, []string{"row 7", "disk on fire"}},
-		{"shorter than its size", video.Input{Name: "row 8", R: bytes.NewReader(b[:size-1000]), Size: size}, []string{"row 8", "unexpected EOF", "of " + strconv.FormatInt(size, 10) + " bytes"}},
-		{"not a video", video.Input{Name: "row 9", R: strings.NewReader(strings.Repeat("x", 5000)), Size: 5000}, []string{"row 9", "open"}},
-		{"no reader", video.Input{Name: "row 10", Size: 5}, []string{"row 10", "no reader"}},
+		{"read error in the boxes", video.Input{Name: "row 7", R: failingReader{r, media[0].Off / 2}, Size: size}, false, []string{"row 7", "disk on fire"}},
+		{"shorter than its size, in the boxes", video.Input{Name: "row 8", R: bytes.NewReader(b[:media[0].Off/2]), Size: size}, false, []string{"row 8", "unexpected EOF", "of " + strconv.FormatInt(size, 10) + " bytes"}},
+		{"read error in the media data", video.Input{Name: "row 11", R: failingReader{r, size / 2}, Size: size}, true, []string{"row 11", "disk on fire"}},
+		{"shorter than its size, in the media data", video.Input{Name: "row 12", R: bytes.NewReader(b[:size-1000]), Size: size}, true, []string{"row 12", "unexpected EOF", "of " + strconv.FormatInt(size, 10) + " bytes"}},
+		{"not a video", video.Input{Name: "row 9", R: strings.NewReader(strings.Repeat("x", 5000)), Size: 5000}, false, []string{"row 9", "open"}},
+		{"no reader", video.Input{Name: "row 10", Size: 5}, false, []string{"row 10", "no reader"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := ScanInput(ctx, tc.in)
-			if err == nil {
+			if tc.split {
+				if err != nil {
+					t.Fatalf("ScanInput read the media data: %v", err)
+				}
+				rep, rerr := video.CheckBoundaries(s, "cam", "concat.mp4", fx.Episodes, video.Options{FPS: fixFPS})
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				dir := t.TempDir()
+				if _, err = Split(ctx, rep, video.DirDest(dir)); err == nil {
+					t.Fatal("Split: no error")
+				}
+				if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+					t.Errorf("a failed Split left %d files", len(ents))
+				}
+			} else if err == nil {
 				t.Fatalf("ScanInput: %d packets, no error", len(s.Packets))
 			}
 			for _, w := range tc.want {

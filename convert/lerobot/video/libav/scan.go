@@ -11,6 +11,7 @@ import (
 	"github.com/asticode/go-astiav"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // Engine is the libav implementation of video.Engine. Its zero value is
@@ -78,11 +79,30 @@ const ctxCheckEvery = 64
 // ScanKeyframes reads every packet of path once, without decoding, and
 // records the timing and flags of the first video stream's packets. It
 // fails on a file without a video stream and on packets without
-// timestamps.
+// timestamps. Of an MP4 or MOV file it reads the boxes around the sample
+// data only (see scanSparse); other files are read whole.
 func ScanKeyframes(ctx context.Context, path string) (*video.Scan, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("video: %s: %w", path, err)
 	}
+	if f, err := srcfile.Open(path); err == nil {
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil {
+			s, ok, err := scanSparse(ctx, video.Input{Name: path, R: f, Size: fi.Size()})
+			if ok {
+				if s != nil {
+					s.Input = nil // Split opens path
+				}
+				return s, err
+			}
+		}
+	}
+	return scanWhole(ctx, path)
+}
+
+// scanWhole is ScanKeyframes reading every byte of path through libav's
+// own file protocol.
+func scanWhole(ctx context.Context, path string) (*video.Scan, error) {
 	fc, err := openInput(path, false)
 	if err != nil {
 		return nil, err
@@ -93,18 +113,55 @@ func ScanKeyframes(ctx context.Context, path string) (*video.Scan, error) {
 }
 
 // ScanInput is ScanKeyframes for a camera file held in in (a blob of a
-// Lance table), read through a libav IO context in place, without a copy
-// on disk. The Scan names the file in.Name and keeps in for Split.
+// Lance table, an object in a bucket), read through a libav IO context in
+// place, without a copy on disk. The Scan names the file in.Name and keeps
+// in for Split.
 func ScanInput(ctx context.Context, in video.Input) (*video.Scan, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("video: %s: %w", in.Name, err)
 	}
-	d, err := openReader(in, false)
+	if in.R != nil && in.Size >= 0 {
+		if s, ok, err := scanSparse(ctx, in); ok {
+			return s, err
+		}
+	}
+	return scanReader(ctx, in)
+}
+
+// scanReader is ScanInput reading every byte of in.
+func scanReader(ctx context.Context, in video.Input) (*video.Scan, error) {
+	d, err := openReader(in, false, false)
 	if err != nil {
 		return nil, err
 	}
 	defer d.close()
 	return scan(ctx, d, &video.Scan{Path: in.Name, Input: &in, StreamIndex: -1})
+}
+
+// scanSparse scans an ISO base media file (MP4, MOV) without reading its
+// sample data: the payloads of its mdat boxes (video.MediaData) read as
+// zeros, and libav runs no parser over the packets, so their timing and
+// flags are those of the sample tables (stts, ctts, stss, stsz, the edit
+// list), as a demux of the whole file gives them. ok is false for a file
+// that is not ISO media or whose boxes do not tile it: the caller reads it
+// whole.
+func scanSparse(ctx context.Context, in video.Input) (s *video.Scan, ok bool, err error) {
+	holes := video.MediaData(in.R, in.Size)
+	if len(holes) == 0 {
+		return nil, false, nil
+	}
+	sparse := in
+	sparse.R = &payloadFree{r: in.R, holes: holes}
+	d, err := openReader(sparse, false, true)
+	if err != nil {
+		return nil, true, err
+	}
+	defer d.close()
+	s, err = scan(ctx, d, &video.Scan{Path: in.Name, StreamIndex: -1})
+	if s != nil {
+		s.Input = &in
+	}
+	return s, true, err
 }
 
 // scan fills s from the opened input d.

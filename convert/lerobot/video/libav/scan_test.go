@@ -3,8 +3,13 @@
 package libav
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"os"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
@@ -212,4 +217,89 @@ func TestCheckRealFiles(t *testing.T) {
 			t.Fatalf("decision %+v", d)
 		}
 	})
+}
+
+// rangeLog is a reader that records the ranges read from it.
+type rangeLog struct {
+	r    io.ReaderAt
+	mu   sync.Mutex
+	read []video.Range
+}
+
+func (l *rangeLog) ReadAt(p []byte, off int64) (int, error) {
+	n, err := l.r.ReadAt(p, off)
+	l.mu.Lock()
+	l.read = append(l.read, video.Range{Off: off, Len: int64(n)})
+	l.mu.Unlock()
+	return n, err
+}
+
+// TestSparseScan: the scan that leaves the sample data unread gives every
+// packet exactly as a demux of the whole file does, for every codec and
+// layout of the fixtures (moov first or last, B-frames, edit lists, open
+// GOPs, an audio stream), and never reads a byte of an mdat payload.
+func TestSparseScan(t *testing.T) {
+	ctx := context.Background()
+	files := []struct {
+		name string
+		file func(t *testing.T) string
+	}{
+		{"h264", concatPath("h264")}, {"h264 B-frames", concatPath("h264_bframes")}, {"mpeg4", concatPath("mpeg4")},
+		{"av1", concatPath("av1")}, {"hevc", concatPath("hevc")},
+		{"single stream", func(t *testing.T) string { return singleStream(t).Path }},
+		{"open GOP", openGOPFile}, {"edit list trims the start", trimmedFile}, {"with audio", withAudioFile},
+		{"moov last", func(t *testing.T) string {
+			return simpleFile(t, "moov_last.mp4", "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10:duration=5",
+				"-c:v", "mpeg4", "-g", "10", "-bf", "2", "-q:v", "5")
+		}},
+	}
+	for _, c := range files {
+		t.Run(c.name, func(t *testing.T) {
+			path := c.file(t)
+			whole, err := scanWhole(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sparse, err := ScanKeyframes(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sparse.Input != nil || !reflect.DeepEqual(sparse, whole) {
+				t.Fatalf("sparse scan differs from the whole file's:\n got %+v\nwant %+v", sparse, whole)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			holes := video.MediaData(bytes.NewReader(b), int64(len(b)))
+			if len(holes) == 0 {
+				t.Fatal("no media data found")
+			}
+			log := &rangeLog{r: bytes.NewReader(b)}
+			in, err := ScanInput(ctx, video.Input{Name: "object", R: log, Size: int64(len(b))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Path, in.Input = path, nil
+			if !reflect.DeepEqual(in, whole) {
+				t.Fatalf("sparse scan of a reader differs from the whole file's:\n got %+v\nwant %+v", in, whole)
+			}
+			var n, payload int64
+			for _, r := range log.read {
+				n += r.Len
+				for _, h := range holes {
+					if r.Off < h.Off+h.Len && h.Off < r.Off+r.Len {
+						t.Fatalf("read [%d, %d) touches the media data [%d, %d)", r.Off, r.Off+r.Len, h.Off, h.Off+h.Len)
+					}
+				}
+			}
+			for _, h := range holes {
+				payload += h.Len
+			}
+			t.Logf("%d of %d bytes read in %d reads (media data %d bytes)", n, len(b), len(log.read), payload)
+			if n > 2*(int64(len(b))-payload) {
+				t.Errorf("read %d bytes, more than twice the %d bytes outside the media data", n, int64(len(b))-payload)
+			}
+		})
+	}
 }

@@ -59,6 +59,7 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 	}
 
 	var m *muxer
+	var written []string // outputs renamed into place, removed on failure
 	defer func() {
 		if err == nil {
 			return
@@ -66,8 +67,8 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 		if m != nil {
 			m.abort()
 		}
-		for _, o := range outs {
-			_ = os.Remove(o.Path)
+		for _, p := range written {
+			_ = os.Remove(p)
 		}
 		outs = nil
 	}()
@@ -121,6 +122,10 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 		if want := s.Packets[idx]; pk.Pts() != want.PTS || pk.Dts() != want.DTS || pk.Size() != want.Size {
 			got := [3]int64{pk.Pts(), pk.Dts(), int64(pk.Size())}
 			pk.Unref()
+			if err := d.readErr(); err != nil {
+				// libav hands on what it read of a packet whose read failed
+				return nil, fmt.Errorf("video: %s: read packet #%d: %w", s.Path, idx, err)
+			}
 			return nil, fmt.Errorf("video: %s: packet #%d is pts/dts/size %v, was %v when scanned; the file changed",
 				s.Path, idx, got, [3]int64{want.PTS, want.DTS, int64(want.Size)})
 		}
@@ -145,6 +150,7 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 				return nil, fmt.Errorf("video: %s: %s: episode %d: %w", r.Key, r.File, e.Index, err)
 			}
 			otb := m.st.TimeBase()
+			written = append(written, paths[ei])
 			outs = append(outs, video.Output{Episode: e.Episode, Path: paths[ei], Packets: m.n, OffsetPTS: e.Run.OffsetPTS,
 				TimeBase: video.Rational{Num: int64(otb.Num()), Den: int64(otb.Den())}, SpanNS: e.Run.SpanNS,
 				DroppedTail: e.Run.DroppedTail, KeptTail: e.Run.KeptTail, Bytes: size})

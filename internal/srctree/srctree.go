@@ -1,0 +1,400 @@
+// Package srctree reads a source dataset as a tree of files named by
+// slash-separated paths relative to its root: a directory on this machine
+// (regular files only, and no symbolic link may lead out of it, see
+// internal/srcfile) or a prefix in object storage (s3://BUCKET/PREFIX),
+// listed once when the tree is opened and read with ranged requests.
+//
+// A remote file's small reads (a parquet footer, an MP4 box header) are
+// rounded up to aligned blocks that are kept for the reads that follow,
+// and a run of sequential reads (libav demuxing a camera file) is fetched
+// ahead in growing requests; Stream reads a file front to back with
+// objstore's read-ahead. So a converter that reads a dataset by name reads
+// it the same way from a bucket as from a disk, once.
+//
+// It is for sources only: it never writes. Converters that read a
+// dataset's files by name (LeRobot) use it instead of paths.
+package srctree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/objstore"
+)
+
+// ErrNotDir is matched by Open's error for a local root that is not a
+// directory.
+var ErrNotDir = errors.New("not a directory")
+
+// Tree is an opened source dataset. Its methods are safe for concurrent
+// use.
+type Tree struct {
+	loc string // the root: an absolute directory, or s3://BUCKET[/PREFIX]
+
+	// a local root
+	root, rootReal string
+
+	// a remote root
+	store  objstore.Store // the bucket's
+	prefix string         // the root's key prefix: "" or ending in "/"
+	files  []Entry        // every object under the root, by name
+	byName map[string]int
+
+	mu     sync.Mutex
+	failed error
+}
+
+// Entry describes a file (or, in a local Walk, a directory).
+type Entry struct {
+	// Name is relative to the root, slash-separated.
+	Name string
+	// Size is the file's length in bytes.
+	Size int64
+	// Mode holds the file's type bits: 0 for a regular file (always, in a
+	// bucket), fs.ModeDir for a directory, others for the irregular files
+	// a local Walk meets.
+	Mode fs.FileMode
+	// ModTime is when the file was last written.
+	ModTime time.Time
+	// Path is the file to open on this machine, its symbolic links
+	// resolved, for a local tree (from Stat); "" otherwise.
+	Path string
+}
+
+// File is an open file of a tree: ranged reads at any offset.
+type File interface {
+	io.ReaderAt
+	// Size is the file's length in bytes.
+	Size() int64
+	Close() error
+}
+
+// Open opens the dataset at loc: a local directory, or s3://BUCKET[/PREFIX],
+// whose objects are listed now (o.Stats, when set, counts the requests and
+// bytes of the listing and of every read). A missing bucket and refused
+// credentials are the store's errors (objstore.ErrNoBucket,
+// objstore.ErrDenied); a prefix holding nothing is an empty tree.
+func Open(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
+	if objstore.IsRemote(loc) {
+		return openRemote(ctx, loc, o)
+	}
+	abs, err := filepath.Abs(loc)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: %w", loc, ErrNotDir)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, err
+	}
+	return &Tree{loc: abs, root: abs, rootReal: real}, nil
+}
+
+func openRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
+	bucket, prefix, err := objstore.ParseS3(loc)
+	if err != nil {
+		return nil, err
+	}
+	st, err := objstore.Open(ctx, "s3://"+bucket, o)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tree{loc: "s3://" + bucket, store: st, byName: map[string]int{}}
+	if prefix != "" {
+		t.loc += "/" + prefix
+		t.prefix = prefix + "/"
+	}
+	err = st.List(ctx, t.prefix, func(in objstore.Info) error {
+		name := strings.TrimPrefix(in.Name, t.prefix)
+		if name == "" || strings.HasSuffix(name, "/") {
+			return nil // a "directory" marker some tools put
+		}
+		t.byName[name] = len(t.files)
+		t.files = append(t.files, Entry{Name: name, Size: in.Size, ModTime: in.ModTime})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(t.files, func(i, j int) bool { return t.files[i].Name < t.files[j].Name })
+	for i, e := range t.files {
+		t.byName[e.Name] = i
+	}
+	return t, nil
+}
+
+// Location is the root as a path or an s3:// location, never carrying a
+// credential.
+func (t *Tree) Location() string { return t.loc }
+
+// Remote reports whether the tree is in object storage.
+func (t *Tree) Remote() bool { return t.store != nil }
+
+// Empty reports whether a remote tree holds no object (always false for a
+// local one).
+func (t *Tree) Empty() bool { return t.store != nil && len(t.files) == 0 }
+
+// Path names rel for people and records: a local path under the root, or
+// the object's s3:// location.
+func (t *Tree) Path(rel string) string {
+	if t.store != nil {
+		return t.loc + "/" + rel
+	}
+	return filepath.Join(t.root, filepath.FromSlash(rel))
+}
+
+// Err returns the first failure of the store a read met (not a missing
+// object): a caller that sees a file fail to parse can tell a dataset at
+// fault from a store that failed to deliver it. Nil for a local tree.
+func (t *Tree) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+func (t *Tree) fail(err error) {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, objstore.ErrNotExist) {
+		return
+	}
+	t.mu.Lock()
+	if t.failed == nil {
+		t.failed = err
+	}
+	t.mu.Unlock()
+}
+
+// checkName refuses a remote name that is not a clean relative path: one
+// that leaves the root, like a symbolic link out of a local dataset.
+func (t *Tree) checkName(op, rel string) error {
+	if rel == "" || path.IsAbs(rel) || path.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") {
+		return &fs.PathError{Op: op, Path: rel, Err: fmt.Errorf("names no object inside %s: %w", t.loc, srcfile.ErrOutside)}
+	}
+	return nil
+}
+
+// Stat describes the regular file rel. A missing file gives an error
+// matching fs.ErrNotExist; a local path whose links lead out of the root
+// one matching srcfile.ErrOutside, and an irregular file one matching
+// srcfile.ErrNotRegular.
+func (t *Tree) Stat(rel string) (Entry, error) {
+	if t.store == nil {
+		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		if err != nil {
+			return Entry{}, err
+		}
+		fi, err := srcfile.Stat(real)
+		if err != nil {
+			return Entry{}, err
+		}
+		return Entry{Name: rel, Size: fi.Size(), ModTime: fi.ModTime(), Path: real}, nil
+	}
+	if err := t.checkName("stat", rel); err != nil {
+		return Entry{}, err
+	}
+	i, ok := t.byName[rel]
+	if !ok {
+		return Entry{}, &fs.PathError{Op: "stat", Path: t.Path(rel), Err: fs.ErrNotExist}
+	}
+	return t.files[i], nil
+}
+
+// IsDir reports whether rel is a directory: locally, one inside the root;
+// in a bucket, a prefix some object lies under.
+func (t *Tree) IsDir(rel string) (bool, error) {
+	if t.store == nil {
+		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			return false, err
+		}
+		return fi.IsDir(), nil
+	}
+	if err := t.checkName("stat", rel); err != nil {
+		return false, err
+	}
+	lo, _ := t.under(rel)
+	return lo >= 0, nil
+}
+
+// under returns the range of t.files below dir ("" for the root), or -1s.
+func (t *Tree) under(dir string) (int, int) {
+	pfx := ""
+	if dir != "" {
+		pfx = dir + "/"
+	}
+	lo := sort.Search(len(t.files), func(i int) bool { return t.files[i].Name >= pfx })
+	hi := lo
+	for hi < len(t.files) && strings.HasPrefix(t.files[hi].Name, pfx) {
+		hi++
+	}
+	if lo == hi {
+		return -1, -1
+	}
+	return lo, hi
+}
+
+// Open opens the regular file rel for reading (errors as for Stat).
+func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
+	if t.store == nil {
+		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		if err != nil {
+			return nil, err
+		}
+		f, err := srcfile.Open(real)
+		if err != nil {
+			return nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return &localFile{File: f, size: fi.Size()}, nil
+	}
+	e, err := t.Stat(rel)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size})
+	if err != nil {
+		return nil, err
+	}
+	return newRemoteFile(&recorder{Object: obj, t: t}), nil
+}
+
+// ReadFile reads the regular file rel whole, refusing one larger than max
+// bytes: one request in a bucket.
+func (t *Tree) ReadFile(ctx context.Context, rel string, max int64) ([]byte, error) {
+	if t.store == nil {
+		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		if err != nil {
+			return nil, err
+		}
+		return srcfile.ReadFile(real, max)
+	}
+	e, err := t.Stat(rel)
+	if err != nil {
+		return nil, err
+	}
+	if e.Size > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size})
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	b := make([]byte, e.Size)
+	if _, err := obj.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && len(b) == 0) {
+		t.fail(err)
+		return nil, err
+	}
+	return b, nil
+}
+
+// Walk calls fn for every file under the directory dir ("" for the root),
+// in order of name: locally every entry filepath.WalkDir meets, dir itself
+// and its subdirectories included (Entry.Mode tells them apart; symbolic
+// links are not followed), in a bucket every object. A missing dir gives
+// an error matching fs.ErrNotExist before any call.
+func (t *Tree) Walk(ctx context.Context, dir string, fn func(Entry) error) error {
+	if t.store == nil {
+		base := t.root
+		if dir != "" {
+			base = t.Path(dir)
+		}
+		return filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(t.root, p)
+			if err != nil {
+				return err
+			}
+			e := Entry{Name: filepath.ToSlash(rel), Mode: d.Type()}
+			if d.Type().IsRegular() {
+				fi, err := d.Info()
+				if err != nil {
+					return err
+				}
+				e.Size, e.ModTime = fi.Size(), fi.ModTime()
+			}
+			return fn(e)
+		})
+	}
+	if dir != "" {
+		if err := t.checkName("walk", dir); err != nil {
+			return err
+		}
+	}
+	lo, hi := t.under(dir)
+	if lo < 0 {
+		return &fs.PathError{Op: "walk", Path: t.Path(dir), Err: fs.ErrNotExist}
+	}
+	for _, e := range t.files[lo:hi] {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stream reads f front to back: a local file directly, a remote one with
+// objstore's sequential read-ahead (8 MiB reads, two ahead). Close it
+// before f.
+func Stream(ctx context.Context, f File) io.ReadCloser {
+	if rf, ok := f.(*remoteFile); ok {
+		return objstore.NewSeqReader(ctx, rf.obj, objstore.SeqOptions{})
+	}
+	return io.NopCloser(io.NewSectionReader(f, 0, f.Size()))
+}
+
+type localFile struct {
+	*os.File
+	size int64
+}
+
+func (f *localFile) Size() int64 { return f.size }
+
+// recorder notes the store's failures in the tree.
+type recorder struct {
+	objstore.Object
+	t *Tree
+}
+
+func (r *recorder) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.Object.ReadAt(p, off)
+	if err != nil {
+		r.t.fail(err)
+	}
+	return n, err
+}
