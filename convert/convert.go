@@ -55,7 +55,7 @@ type Chooser interface {
 // names none. A reader that opens each reference on its own (fsspec's
 // zip:// protocol, which Hugging Face datasets uses for string paths) lists
 // the reference's whole shard per read: about 12 ms at 1,024 members on a
-// 2-core machine, against 1.3 s at packcore's limit of 65,535 (README,
+// 2-core machine, against 1.3 s at packcore's limit of 65,535 (docs/converters.md,
 // "Reading references from Python at speed"). More members per shard only
 // save central-directory bytes, so the converters take the small cap;
 // --max-members raises it up to packcore.DefaultMaxMembers.
@@ -85,6 +85,11 @@ type PackOptions struct {
 	// converter takes its share of the work (see Part.Range) and Begin
 	// commits it to PartDir(dst, Part) for Finalize to join.
 	Part Part
+	// RefBase is what references call the dataset root (see CheckRefBase,
+	// which it has passed): "" for the default, relative to the root
+	// (zip://KEY::media/pack-NNNN.zip), else an absolute path or a URL that
+	// references put before media/pack-NNNN.zip.
+	RefBase string
 }
 
 // Members is the member cap the options name: MaxMembers, or

@@ -112,7 +112,7 @@ func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResul
 		return res, err
 	}
 	defer st.Abort()
-	if err := joinParts(ctx, st.Dir, parts, joiners, &res); err != nil {
+	if err := joinParts(ctx, st.Dir, parts, joiners, joined.Options[RefBaseOption], &res); err != nil {
 		return res, err
 	}
 	joined.Parts = res.Extents
@@ -364,7 +364,9 @@ func currentSources(ctx context.Context, recs []*Record) []SourceFile {
 
 // joinParts links the parts' shards into dir/media under new numbers,
 // merges their manifests, joins their tables and links their other files.
-func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel string) TableJoiner, res *FinalizeResult) error {
+// refBase is what the parts' references call the dataset root (see
+// CheckRefBase); the joined references keep it.
+func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel string) TableJoiner, refBase string, res *FinalizeResult) error {
 	media := filepath.Join(dir, MediaDir)
 	if err := os.MkdirAll(media, 0o755); err != nil {
 		return err
@@ -428,20 +430,17 @@ func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel
 			return err
 		}
 	}
+	refs := refDir(refBase, MediaDir)
 	rename := func(part int, ref string) (string, error) {
-		key, shard, err := packcore.ParseRef(ref)
+		key, name, err := shardIn(ref, refs)
 		if err != nil {
 			return "", err
-		}
-		dirName, name := filepath.Split(filepath.FromSlash(shard))
-		if filepath.Clean(dirName) != MediaDir {
-			return "", fmt.Errorf("reference %q names a shard outside %s/", ref, MediaDir)
 		}
 		newName, ok := renames[part][name]
 		if !ok {
 			return "", fmt.Errorf("reference %q names no shard of part %d/%d", ref, part+1, len(parts))
 		}
-		return packcore.FormatRef(key, MediaDir+"/"+newName), nil
+		return packcore.FormatRef(key, packcore.JoinShardPath(refs, newName)), nil
 	}
 	return joinFiles(ctx, dir, parts, joiners, rename)
 }

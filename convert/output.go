@@ -35,8 +35,9 @@ type OutputOptions struct {
 	// slash-separated: MediaDir when "", and "." for the destination
 	// itself (bpconvert pack).
 	PackDir string
-	// RefBase is what references name the pack directory by (PackDir
-	// when "").
+	// RefBase is what references name the pack directory by: when "",
+	// PackDir below Pack.RefBase (the dataset root as references name it),
+	// or PackDir itself by default.
 	RefBase string
 }
 
@@ -51,7 +52,7 @@ func (o OutputOptions) packDir() string {
 // refBase returns RefBase with its default.
 func (o OutputOptions) refBase() string {
 	if o.RefBase == "" {
-		return o.packDir()
+		return refDir(o.Pack.RefBase, o.packDir())
 	}
 	return o.RefBase
 }

@@ -76,6 +76,7 @@ func (v *verifier) againstLeRobot(src string) error {
 		if err != nil {
 			continue // reported by the table check
 		}
+		shardPath, _ = v.shardRel(shardPath)
 		e := v.set(packcore.CleanRefBase(filepath.ToSlash(filepath.Dir(shardPath))))
 		if e.err != nil {
 			continue // reported by the table check

@@ -71,6 +71,9 @@ func (v *verifier) againstParquet(src string) error {
 		if !isDir && baseOf(src) != path.Base(rel) {
 			continue
 		}
+		if strings.HasSuffix(rel, ".arrow") {
+			a.Format = "Hugging Face save_to_disk (Arrow)"
+		}
 		if !v.fs.exists(sp) && strings.HasSuffix(sp, ".parquet") {
 			// a Hugging Face save_to_disk source: the table was written
 			// from the Arrow data file of the same name
@@ -105,13 +108,14 @@ func (v *verifier) againstParquet(src string) error {
 // parquet file, or an Arrow IPC file (stream or file format) such as a
 // Hugging Face save_to_disk data file.
 type columnCursor struct {
-	batch func() (arrow.RecordBatch, bool) // the next record batch
-	index int                              // the column's position in a batch
-	done  func()
-	err   func() error
-	rec   arrow.RecordBatch
-	col   arrow.Array
-	i     int
+	schema *arrow.Schema
+	batch  func() (arrow.RecordBatch, bool) // the next record batch
+	index  int                              // the column's position in a batch
+	done   func()
+	err    func() error
+	rec    arrow.RecordBatch
+	col    arrow.Array
+	i      int
 }
 
 func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
@@ -213,6 +217,10 @@ func (v *verifier) openArrowColumn(p, root string) (*columnCursor, error) {
 		}
 		c.done = func() { sr.Release(); seq.Close(); f.Close() }
 		c.err = sr.Err
+	}
+	c.schema = schema
+	if root == "" { // every column (arrowTable)
+		return c, nil
 	}
 	idx := schema.FieldIndices(root)
 	if len(idx) == 0 {
@@ -392,6 +400,9 @@ func walkLeaves(a arrow.Array, i int, fpath []string, out *[]leaf) {
 			}
 		}
 		l.null = l.bytes == nil && l.path == ""
+		if l.bytes == nil && packcore.IsRef(l.path) {
+			l.text = l.path // a media struct kept by convert-parquet: its path is the reference
+		}
 		*out = append(*out, l)
 		return
 	case *array.String:

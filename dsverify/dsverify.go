@@ -107,6 +107,11 @@ type Report struct {
 	Bytes   int64    `json:"bytes"`
 	Refs    int64    `json:"refs"`
 	Against *Against `json:"against,omitempty"`
+	// RefBases lists, sorted, what references that name their shards by
+	// an absolute path or a URL (written with --ref-base) call the dataset
+	// root; each such reference was resolved against Root, by the pack
+	// directory and shard its path ends with.
+	RefBases []string `json:"ref_bases,omitempty"`
 	// Problems lists every problem, packs' first.
 	Problems []Problem `json:"problems"`
 }
@@ -188,6 +193,7 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 	if len(packDirs) == 0 && len(tables) == 0 {
 		return nil, fmt.Errorf("%s: %w", root, ErrNothingToVerify)
 	}
+	v.packDirs = packDirs
 	for _, d := range packDirs {
 		var pr *packcore.VerifyReport
 		var err error
@@ -214,6 +220,7 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	rep.RefBases = sortedSet(v.bases)
 	return rep, nil
 }
 
@@ -244,6 +251,10 @@ type verifier struct {
 	store   objstore.Store
 	key     string
 	objects map[string]bool
+	// packDirs are the pack directories found under root; bases collects
+	// what absolute and URL references call root (see shardRel).
+	packDirs []string
+	bases    map[string]bool
 }
 
 // storeName is the name in the root's store of a path relative to root.
@@ -317,6 +328,10 @@ func (v *verifier) resolve(ref string) string {
 	if err != nil {
 		return "not a valid reference (want zip://KEY::DIR/pack-NNNN.zip)"
 	}
+	shardPath, ok := v.shardRel(shardPath)
+	if !ok {
+		return fmt.Sprintf("shard path %s ends with no pack directory of this dataset (%s): an absolute or URL reference is resolved against the dataset verified by the pack directory and shard its path ends with", shardPath, strings.Join(v.packDirs, ", "))
+	}
 	if strings.HasPrefix(shardPath, "/") || path.Clean(shardPath) != shardPath || shardPath == ".." || strings.HasPrefix(shardPath, "../") {
 		return fmt.Sprintf("shard path %q is not a clean path inside the dataset", shardPath)
 	}
@@ -347,6 +362,48 @@ func (v *verifier) resolve(ref string) string {
 		return fmt.Sprintf("member %q is in %s, not in %s", key, path.Join(path.Dir(shardPath), m.Shard), shardPath)
 	}
 	return ""
+}
+
+// shardRel returns the shard path, relative to root, of a reference's
+// shard path: the path itself when it is relative; for an absolute path or
+// a URL (a reference written with --ref-base), the pack directory of the
+// dataset and the shard its path ends with (the deepest pack directory
+// that fits), the part before them being what the reference calls the
+// dataset root, which is recorded. ok is false when no pack directory
+// fits.
+func (v *verifier) shardRel(shardPath string) (string, bool) {
+	_, _, isURL := packcore.SplitURL(shardPath)
+	if !isURL && !strings.HasPrefix(shardPath, "/") {
+		return shardPath, true
+	}
+	dir, file := path.Split(shardPath)
+	dir = packcore.CleanRefBase(dir)
+	best, base := "", ""
+	for _, pd := range v.packDirs {
+		var b string
+		switch {
+		case pd == "." || pd == "":
+			b = dir
+		case strings.HasSuffix(dir, "/"+pd):
+			b = strings.TrimSuffix(dir, "/"+pd)
+		default:
+			continue
+		}
+		if best == "" || best == "." || strings.Count(pd, "/") > strings.Count(best, "/") {
+			best, base = pd, b
+		}
+	}
+	if best == "" || file == "" {
+		return shardPath, false
+	}
+	if v.bases == nil {
+		v.bases = map[string]bool{}
+	}
+	v.bases[base] = true
+	if best == "." {
+		return file, true
+	}
+	return path.Join(best, file), true
 }
 
 // tableFile is a table found under the root.
@@ -389,6 +446,8 @@ func discover(root string) (packDirs []string, tables []tableFile, err error) {
 		switch {
 		case strings.HasSuffix(name, ".parquet"):
 			tables = append(tables, tableFile{rel, "parquet"})
+		case strings.HasSuffix(name, ".arrow"):
+			tables = append(tables, tableFile{rel, "arrow"})
 		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
 			tables = append(tables, tableFile{rel, "json"})
 		case strings.HasSuffix(name, ".jsonl"):
@@ -432,6 +491,8 @@ func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err 
 			dirs[dir] = true
 		case strings.HasSuffix(name, ".parquet"):
 			tables = append(tables, tableFile{rel, "parquet"})
+		case strings.HasSuffix(name, ".arrow"):
+			tables = append(tables, tableFile{rel, "arrow"})
 		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
 			tables = append(tables, tableFile{rel, "json"})
 		case strings.HasSuffix(name, ".jsonl"):

@@ -35,9 +35,12 @@ func TestResolve(t *testing.T) {
 	root := t.TempDir()
 	writePack(t, root, map[string]string{"a.txt": "a", "b.txt": "b", "c.txt": "c"}, []string{"a.txt", "b.txt", "c.txt"})
 	os.WriteFile(filepath.Join(root, "notes.zip"), []byte("not a zip"), 0o644)
-	v := &verifier{ctx: context.Background(), root: root, sets: map[string]*setEntry{}, opts: Options{MaxProblems: 10}}
+	v := &verifier{ctx: context.Background(), root: root, sets: map[string]*setEntry{}, opts: Options{MaxProblems: 10}, packDirs: []string{"media"}}
 	defer v.close()
 	for _, tc := range []struct{ ref, want string }{
+		{"zip://a.txt::/srv/ds/media/pack-0000.zip", ""},
+		{"zip://c.txt::s3://bucket/ds/media/pack-0001.zip", ""},
+		{"zip://c.txt::https://host/media/pack-0000.zip", `member "c.txt" is in media/pack-0001.zip, not in media/pack-0000.zip`},
 		{"zip://a.txt::media/pack-0000.zip", ""},
 		{"zip://c.txt::media/pack-0001.zip", ""},
 		{"zip://c.txt::media/pack-0000.zip", `member "c.txt" is in media/pack-0001.zip, not in media/pack-0000.zip`},
@@ -45,7 +48,7 @@ func TestResolve(t *testing.T) {
 		{"zip://a.txt::media/pack-0007.zip", "shard media/pack-0007.zip does not exist"},
 		{"zip://a.txt::other/pack-0000.zip", "shard other/pack-0000.zip does not exist"},
 		{"zip://a.txt::../media/pack-0000.zip", "not a clean path inside the dataset"},
-		{"zip://a.txt::/etc/pack-0000.zip", "not a clean path inside the dataset"},
+		{"zip://a.txt::/etc/pack-0000.zip", "ends with no pack directory of this dataset (media)"},
 		{"zip://a.txt::media//pack-0000.zip", "not a clean path inside the dataset"},
 		{"zip://a.txt", "not a valid reference"},
 		{"zip://::media/pack-0000.zip", "not a valid reference"},
@@ -54,6 +57,9 @@ func TestResolve(t *testing.T) {
 		if got := v.resolve(tc.ref); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("resolve(%q) = %q, want %q", tc.ref, got, tc.want)
 		}
+	}
+	if got := sortedSet(v.bases); strings.Join(got, " ") != "/srv/ds https://host s3://bucket/ds" {
+		t.Errorf("reference bases %q", got)
 	}
 }
 

@@ -127,17 +127,42 @@ func (bf *blobFiles) close() {
 }
 
 // BlobScanner iterates over the blobs of one blob column, fragment by
-// fragment, skipping deleted rows.
+// fragment, skipping deleted rows. It holds one page of descriptors at a
+// time, and none for a blob v2 column of file 2.2 (full-zip pages of
+// descriptors): those are read item by item through a window of positioned
+// reads, as ValueScanner reads values.
 type BlobScanner struct {
 	ctx     context.Context
 	ds      *Dataset
 	field   *Field
 	fragIdx int
-	cur     []Blob
+	// The open fragment: its blob column's pages (or, for a fragment
+	// without the column or of a legacy file, every row's blob in cur).
+	frag    *Fragment
+	fr      *fragmentReader
+	file    *dataFile
+	df      *DataFile
+	pages   []pageInfo
+	page    int
+	row     uint64 // physical row of the fragment's next blob
+	deleted *roaring.Bitmap
+	cur     []Blob // the blobs of a page decoded whole
 	pos     int
-	blob    *Blob
+	zip     *blobZip // the page read item by item
+	blob    Blob
 	files   blobFiles
+	win     window
 	err     error
+}
+
+// blobZip reads the descriptors of a blob v2 page item by item.
+type blobZip struct {
+	z     *decode.ZipValues
+	vc    *decode.Compression
+	pos   int64 // file position of the next item
+	item  uint64
+	page  int
+	where string
 }
 
 // Blobs starts reading the blob column named column. The caller must Close
@@ -156,46 +181,226 @@ func (d *Dataset) Blobs(ctx context.Context, column string) (*BlobScanner, error
 // Next advances to the next row's blob.
 func (s *BlobScanner) Next() bool {
 	for s.err == nil {
-		if s.pos < len(s.cur) {
-			s.blob = &s.cur[s.pos]
-			s.pos++
-			return true
+		if s.frag == nil {
+			if err := s.ctx.Err(); err != nil {
+				s.err = err
+				return false
+			}
+			if s.fragIdx >= len(s.ds.manifest.Fragments) {
+				return false
+			}
+			s.err = s.open(&s.ds.manifest.Fragments[s.fragIdx])
+			s.fragIdx++
+			continue
 		}
-		if err := s.ctx.Err(); err != nil {
+		b, ok, err := s.nextRow()
+		if err != nil {
 			s.err = err
 			return false
 		}
-		if s.fragIdx >= len(s.ds.manifest.Fragments) {
-			return false
+		if !ok {
+			if s.row != s.frag.PhysicalRows {
+				s.err = fmt.Errorf("%s: %w: blob column holds %d of %d rows", s.ds.where(s.frag.ID, s.field.Name), errCorrupt, s.row, s.frag.PhysicalRows)
+				return false
+			}
+			s.closeFragment()
+			continue
 		}
-		fr := &s.ds.manifest.Fragments[s.fragIdx]
-		s.fragIdx++
-		s.cur, s.err = s.ds.fragmentBlobs(fr, s.field, &s.files)
-		s.pos = 0
+		row := s.row
+		s.row++
+		if s.deleted != nil && s.deleted.Contains(uint32(row)) {
+			continue
+		}
+		b.Fragment, b.Row, b.files = s.frag.ID, row, &s.files
+		s.blob = b
+		return true
 	}
 	return false
 }
 
-// Blob returns the current blob.
-func (s *BlobScanner) Blob() *Blob { return s.blob }
+// open makes frag the fragment being read.
+func (s *BlobScanner) open(frag *Fragment) error {
+	loc := s.ds.where(frag.ID, s.field.Name)
+	deleted, err := s.ds.Deleted(frag)
+	if err != nil {
+		return fmt.Errorf("lance: %s: fragment %d: %w", s.ds.dir, frag.ID, err)
+	}
+	fr := &fragmentReader{ds: s.ds, frag: frag, files: make([]*dataFile, len(frag.Files))}
+	file, df, ci, err := fr.column(s.field.ID)
+	if err != nil {
+		fr.close()
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	s.frag, s.fr, s.file, s.df, s.deleted = frag, fr, file, df, deleted
+	s.pages, s.page, s.row, s.cur, s.pos, s.zip = nil, 0, 0, nil, 0, nil
+	switch {
+	case file == nil:
+		s.cur = make([]Blob, frag.PhysicalRows)
+		for i := range s.cur {
+			s.cur[i].Null = true
+		}
+	case file.legacy != nil:
+		s.cur, err = legacyBlobs(frag, s.field, file, nil, &s.files, loc)
+	default:
+		s.pages = file.meta.columns[ci].pages
+	}
+	return err
+}
+
+func (s *BlobScanner) closeFragment() {
+	if s.fr != nil {
+		s.fr.close()
+	}
+	s.frag, s.fr, s.file, s.df, s.cur, s.zip = nil, nil, nil, nil, nil, nil
+}
+
+// nextRow returns the blob of the fragment's next physical row (Fragment,
+// Row and files not set); ok is false at the fragment's end.
+func (s *BlobScanner) nextRow() (Blob, bool, error) {
+	for {
+		if s.zip != nil {
+			if b, ok, err := s.nextItem(); ok || err != nil {
+				return b, ok, err
+			}
+			s.zip = nil
+		}
+		if s.pos < len(s.cur) {
+			s.pos++
+			return s.cur[s.pos-1], true, nil
+		}
+		if s.page >= len(s.pages) {
+			return Blob{}, false, nil
+		}
+		pi := s.page
+		s.page++
+		p := &s.pages[pi]
+		where := fmt.Sprintf("%s: page %d: %s", s.ds.where(s.frag.ID, s.field.Name), pi, pageEncodingName(p))
+		zp, err := s.zipPage(p, pi, where)
+		if err != nil {
+			return Blob{}, false, err
+		}
+		if zp != nil {
+			s.zip = zp
+			continue
+		}
+		bufs, err := readPageBuffers(s.file.f, s.file.meta.size, p)
+		if err == nil && p.length > decode.MaxPageItems {
+			err = fmt.Errorf("%w: page of %d rows", errCorrupt, p.length)
+		}
+		var blobs []Blob
+		if err == nil {
+			blobs, err = decodeBlobPage(p, bufs, s.file, s.df, s.ds, s.field.BlobVersion(), s.row)
+		}
+		if err != nil {
+			return Blob{}, false, fmt.Errorf("%s: %w", where, err)
+		}
+		s.cur, s.pos = blobs, 0
+	}
+}
+
+// zipPage returns the reader of a blob v2 page of full-zip descriptors of
+// one row each; nil (and no error) for a page to decode whole.
+func (s *BlobScanner) zipPage(p *pageInfo, pi int, where string) (*blobZip, error) {
+	if s.field.BlobVersion() != 2 || p.encoding.name() != "PageLayout" || len(p.bufOffsets) == 0 {
+		return nil, nil
+	}
+	pl, err := decode.ParsePageLayout(p.encoding.value)
+	if err != nil || pl.Kind != decode.LayoutFullZip {
+		return nil, nil
+	}
+	z, err := decode.ParseZipValues(pl.Raw)
+	if err != nil || z.Repeated() || !z.Plain() {
+		return nil, nil // decoding the page reports what is wrong
+	}
+	vc, err := blobV2Codec(pl.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if z.NumItems != p.length {
+		return nil, fmt.Errorf("%s: %w: full-zip page of %d rows holds %d items", where, errCorrupt, p.length, z.NumItems)
+	}
+	off, n := p.bufOffsets[0], p.bufSizes[0]
+	if size := uint64(s.file.meta.size); off > size || n > size-off {
+		return nil, fmt.Errorf("%s: %w: page buffer 0 at %d+%d outside the file", where, errCorrupt, off, n)
+	}
+	if s.win.buf == nil {
+		s.win.buf = make([]byte, 0, valueWindow)
+	}
+	s.win.reset(s.file.f, int64(off), int64(off+n))
+	return &blobZip{z: z, vc: vc, pos: int64(off), page: pi, where: where}, nil
+}
+
+// nextItem reads the next descriptor of the current page; ok is false at
+// the page's end.
+func (s *BlobScanner) nextItem() (Blob, bool, error) {
+	zp := s.zip
+	if zp.item >= zp.z.NumItems {
+		return Blob{}, false, nil
+	}
+	zp.item++
+	fail := func(err error) (Blob, bool, error) {
+		return Blob{}, false, fmt.Errorf("%s: row %d: %w", zp.where, s.row, err)
+	}
+	if cw := zp.z.CtrlBytes(); cw > 0 {
+		b, err := s.win.at(zp.pos, cw)
+		if err != nil {
+			return fail(err)
+		}
+		zp.pos += int64(cw)
+		visible, valid := zp.z.Item(b)
+		if !visible {
+			return fail(fmt.Errorf("%w: invisible blob descriptor", errCorrupt))
+		}
+		if !valid {
+			return Blob{Null: true}, true, nil
+		}
+	}
+	b, err := s.win.at(zp.pos, zp.z.LenBytes())
+	if err != nil {
+		return fail(err)
+	}
+	zp.pos += int64(zp.z.LenBytes())
+	n := zp.z.Length(b)
+	if n > uint64(cap(s.win.buf)) {
+		return fail(fmt.Errorf("%w: blob descriptor of %d bytes", errCorrupt, n))
+	}
+	v, err := s.win.at(zp.pos, int(n))
+	if err != nil {
+		return fail(err)
+	}
+	zp.pos += int64(n)
+	ds, err := parseBlobV2Descriptor(v, zp.vc)
+	if err != nil {
+		return fail(err)
+	}
+	file := s.file
+	bl, err := s.ds.resolveBlobV2(ds, file, s.df, func(pos, size uint64) (Blob, error) { return inlineBlob(file, pos, size) })
+	if err != nil {
+		return fail(err)
+	}
+	return bl, true, nil
+}
+
+// inlineBlob is the blob stored at [pos, pos+size) of a data file.
+func inlineBlob(file *dataFile, pos, size uint64) (Blob, error) {
+	if pos > uint64(file.meta.size) || size > uint64(file.meta.size)-pos {
+		return Blob{}, fmt.Errorf("%w: blob at %d+%d outside the data file", errCorrupt, pos, size)
+	}
+	return Blob{Size: int64(size), Kind: BlobInline, Location: BlobLocation{Path: file.path, Offset: int64(pos), Size: int64(size)}}, nil
+}
+
+// Blob returns the current blob, valid until the next call to Next.
+func (s *BlobScanner) Blob() *Blob { return &s.blob }
 
 // Err returns the error that stopped the scan, if any.
 func (s *BlobScanner) Err() error { return s.err }
 
 // Close closes the files opened for reading blobs.
 func (s *BlobScanner) Close() error {
+	s.closeFragment()
 	s.files.close()
+	s.win.buf = nil
 	return nil
-}
-
-// fragmentBlobs decodes the blob descriptors of one fragment, deleted rows
-// excluded.
-func (d *Dataset) fragmentBlobs(frag *Fragment, f *Field, files *blobFiles) ([]Blob, error) {
-	deleted, err := d.Deleted(frag)
-	if err != nil {
-		return nil, fmt.Errorf("lance: %s: fragment %d: %w", d.dir, frag.ID, err)
-	}
-	return d.fragmentBlobRows(frag, f, files, deleted)
 }
 
 // fragmentBlobRows decodes the blob descriptors of one fragment, skipping
@@ -254,12 +459,7 @@ func (d *Dataset) fragmentBlobRows(frag *Fragment, f *Field, files *blobFiles, d
 // firstRow is the fragment row of the page's first row, for errors.
 func decodeBlobPage(p *pageInfo, bufs decode.PageBuffers, file *dataFile, df *DataFile, d *Dataset, version int, firstRow uint64) ([]Blob, error) {
 	n := int(p.length)
-	inline := func(pos, size uint64) (Blob, error) {
-		if pos > uint64(file.meta.size) || size > uint64(file.meta.size)-pos {
-			return Blob{}, fmt.Errorf("%w: blob at %d+%d outside the data file", errCorrupt, pos, size)
-		}
-		return Blob{Size: int64(size), Kind: BlobInline, Location: BlobLocation{Path: file.path, Offset: int64(pos), Size: int64(size)}}, nil
-	}
+	inline := func(pos, size uint64) (Blob, error) { return inlineBlob(file, pos, size) }
 	switch p.encoding.name() {
 	case "ArrayEncoding": // 2.0: PackedStruct of (position, size)
 		kind, _, err := decode.Oneof(p.encoding.value)
@@ -390,9 +590,10 @@ type blobV2Desc struct {
 	refID    uint32
 }
 
-// parseBlobV2Descriptors splits the per-row packed descriptors of a blob v2
-// page; nil entries are null rows.
-func parseBlobV2Descriptors(sp *decode.StructPage, raw []byte) ([]*blobV2Desc, error) {
+// blobV2Codec returns the value compression of a blob v2 descriptor page
+// (FullZipLayout raw), checked to be the packed struct of the descriptor's
+// five or six fields.
+func blobV2Codec(raw []byte) (*decode.Compression, error) {
 	var vc *decode.Compression
 	if err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
@@ -418,6 +619,49 @@ func parseBlobV2Descriptors(sp *decode.StructPage, raw []byte) ([]*blobV2Desc, e
 	if len(vc.Fields) == 6 && (vc.Fields[5].Kind != decode.CompressFlat || vc.Fields[5].Bits != 32) {
 		return nil, fmt.Errorf("blob v2 descriptor sixth field %s is not supported", vc.Fields[5])
 	}
+	return vc, nil
+}
+
+// parseBlobV2Descriptor decodes one packed descriptor v, of the fields vc
+// describes (see blobV2Codec).
+func parseBlobV2Descriptor(v []byte, vc *decode.Compression) (*blobV2Desc, error) {
+	if len(v) < 21 {
+		return nil, fmt.Errorf("%w: blob descriptor of %d bytes", errCorrupt, len(v))
+	}
+	ds := &blobV2Desc{
+		kind:     v[0],
+		position: binary.LittleEndian.Uint64(v[1:]),
+		size:     binary.LittleEndian.Uint64(v[9:]),
+		blobID:   binary.LittleEndian.Uint32(v[17:]),
+	}
+	rest := v[21:]
+	lw := int(vc.Fields[4].Bits / 8)
+	if len(rest) < lw {
+		return nil, fmt.Errorf("%w: blob descriptor uri truncated", errCorrupt)
+	}
+	ul := bitpack.ReadWord(rest, 0, lw*8)
+	rest = rest[lw:]
+	if ul > uint64(len(rest)) {
+		return nil, fmt.Errorf("%w: blob descriptor uri of %d bytes", errCorrupt, ul)
+	}
+	ds.uri = string(rest[:ul])
+	rest = rest[ul:]
+	if len(vc.Fields) == 6 {
+		if len(rest) < 4 {
+			return nil, fmt.Errorf("%w: blob descriptor ref_id truncated", errCorrupt)
+		}
+		ds.refID = binary.LittleEndian.Uint32(rest)
+	}
+	return ds, nil
+}
+
+// parseBlobV2Descriptors splits the per-row packed descriptors of a blob v2
+// page; nil entries are null rows.
+func parseBlobV2Descriptors(sp *decode.StructPage, raw []byte) ([]*blobV2Desc, error) {
+	vc, err := blobV2Codec(raw)
+	if err != nil {
+		return nil, err
+	}
 	mv := decode.MaxVisibleDef(sp.Layers)
 	var out []*blobV2Desc
 	vi := 0
@@ -438,32 +682,9 @@ func parseBlobV2Descriptors(sp *decode.StructPage, raw []byte) ([]*blobV2Desc, e
 			out = append(out, nil)
 			continue
 		}
-		if len(v) < 21 {
-			return nil, fmt.Errorf("%w: blob descriptor of %d bytes", errCorrupt, len(v))
-		}
-		ds := &blobV2Desc{
-			kind:     v[0],
-			position: binary.LittleEndian.Uint64(v[1:]),
-			size:     binary.LittleEndian.Uint64(v[9:]),
-			blobID:   binary.LittleEndian.Uint32(v[17:]),
-		}
-		rest := v[21:]
-		lw := int(vc.Fields[4].Bits / 8)
-		if len(rest) < lw {
-			return nil, fmt.Errorf("%w: blob descriptor uri truncated", errCorrupt)
-		}
-		ul := bitpack.ReadWord(rest, 0, lw*8)
-		rest = rest[lw:]
-		if ul > uint64(len(rest)) {
-			return nil, fmt.Errorf("%w: blob descriptor uri of %d bytes", errCorrupt, ul)
-		}
-		ds.uri = string(rest[:ul])
-		rest = rest[ul:]
-		if len(vc.Fields) == 6 {
-			if len(rest) < 4 {
-				return nil, fmt.Errorf("%w: blob descriptor ref_id truncated", errCorrupt)
-			}
-			ds.refID = binary.LittleEndian.Uint32(rest)
+		ds, err := parseBlobV2Descriptor(v, vc)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, ds)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,6 +188,7 @@ func FuzzPage21(f *testing.F) {
 		decode.DescribeLayout(pl)
 		if pl.Kind == decode.LayoutFullZip {
 			inPlaceMatches(t, pl, bufs, int(rows))
+			itemsMatch(t, pl, bufs, int(rows))
 		}
 		for _, dt := range fuzzTypes {
 			sp, err := decode.Structural(pl, bufs, int(rows), func(n int) decode.Leaf { return assemble.ZeroLeaf(dt, n) }, decode.ValueMem{})
@@ -310,5 +312,61 @@ func inPlaceMatches(t *testing.T, pl decode.PageLayout, bufs decode.PageBuffers,
 			at++
 		}
 		t.Fatalf("in place decoding differs: %d offsets and %d value bytes, want %d and %d; first differing byte at %d", len(got.Vals.Offs), len(got.Vals.Data), len(want.Vals.Offs), len(want.Vals.Data), at)
+	}
+}
+
+// itemsMatch reads the values of a full-zip page of one value a row item
+// by item as a ValueScanner does (with its default window, and with a
+// window of 64 bytes and no value held, so that values are read in
+// pieces), and, when both that and decoding the whole page succeed,
+// expects the same values.
+func itemsMatch(t *testing.T, pl decode.PageLayout, bufs decode.PageBuffers, rows int) {
+	t.Helper()
+	z, err := decode.ParseZipValues(pl.Raw)
+	if err != nil || z.Repeated() || z.NumItems != uint64(rows) || len(bufs) == 0 {
+		return
+	}
+	want, werr := decode.FullZip(pl.Raw, bufs, rows)
+	for _, lim := range []struct{ window, held int64 }{{valueWindow, maxHeldValue}, {64, 0}} {
+		s := &ValueScanner{ds: &Dataset{}, field: &Field{Name: "x"}, frag: &Fragment{}, window: lim.window, maxHeld: lim.held}
+		s.win.buf = make([]byte, 0, lim.window)
+		s.win.reset(bytes.NewReader(bufs[0]), 0, int64(len(bufs[0])))
+		src := &zipSource{s: s, z: z, where: "page"}
+		var got [][]byte
+		ok := true
+		for ok {
+			v := Value{s: s}
+			more, err := src.next(&v)
+			if err != nil || !more {
+				ok = err == nil
+				break
+			}
+			if v.Null {
+				got = append(got, nil)
+				continue
+			}
+			r, err := v.Open()
+			if err != nil {
+				ok = false
+				break
+			}
+			b, err := io.ReadAll(io.LimitReader(r, 1<<24))
+			r.Close()
+			if err != nil || int64(len(b)) != v.Size {
+				ok = false
+				break
+			}
+			got = append(got, b)
+		}
+		if !ok || werr != nil || want.Rep != nil || want.Vals.Offs == nil || want.Vals.N != len(got) {
+			continue
+		}
+		for i, g := range got {
+			null := want.Def != nil && want.Def[i] != 0
+			w := want.Vals.Data[want.Vals.Offs[i]:want.Vals.Offs[i+1]]
+			if (g == nil) != null || !bytes.Equal(g, w) {
+				t.Fatalf("window %d: value %d read item by item differs from the page's decoding", lim.window, i)
+			}
+		}
 	}
 }

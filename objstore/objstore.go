@@ -90,6 +90,11 @@ func (*noBucket) Is(target error) bool { return target == ErrNotExist }
 // ErrExists is matched by a Put with IfAbsent on an existing object.
 var ErrExists = fs.ErrExist
 
+// ErrUnavailable is matched by errors for a store that could not be
+// reached or kept failing (refused or reset connections, 5xx answers)
+// after every retry: a failure of the store, not of the data in it.
+var ErrUnavailable = errors.New("the store could not be reached")
+
 // ErrDenied is matched by errors for refused credentials or permissions.
 var ErrDenied = errors.New("access denied")
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -187,6 +188,24 @@ func (s *S3) fail(op, name string, err error) error {
 		kind, what = ErrExists, "the object exists already"
 	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
 		kind, what = ErrNotExist, "no such object"
+	case status == 0 || status >= 500:
+		// No answer, or the server kept failing, after every retry.
+		kind = ErrUnavailable
+		var ne *net.OpError
+		switch {
+		case errors.As(err, &ne):
+			what = "cannot reach the store: " + ne.Err.Error()
+		case code != "":
+			what = "the store keeps failing: " + code
+		default:
+			what = fmt.Sprintf("the store keeps failing (HTTP %d)", status)
+		}
+		var re interface{ MaxAttempts() int }
+		if errors.As(err, &re) {
+			what += fmt.Sprintf(" (after %d attempts)", re.MaxAttempts())
+		} else if strings.Contains(err.Error(), "exceeded maximum number of attempts") {
+			what += " (after every retry)"
+		}
 	}
 	var msg string
 	switch {

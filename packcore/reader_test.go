@@ -39,9 +39,21 @@ func TestRefs(t *testing.T) {
 			t.Errorf("ParseRef(%q) error %v does not wrap ErrNotRef", tc.ref, err)
 		}
 	}
-	for in, want := range map[string]string{"": "", ".": "", "./media": "media", "a/b/../c": "a/c", `a\b`: "a/b"} {
+	for in, want := range map[string]string{"": "", ".": "", "./media": "media", "a/b/../c": "a/c", `a\b`: "a/b",
+		"/abs/ds/media/": "/abs/ds/media", "s3://bucket/ds/media/": "s3://bucket/ds/media", "https://host/a/./b": "https://host/a/b"} {
 		if got := CleanRefBase(in); got != want {
 			t.Errorf("CleanRefBase(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, tc := range []struct{ base, want string }{
+		{"", "pack-0000.zip"},
+		{"media", "media/pack-0000.zip"},
+		{"/abs/ds/media", "/abs/ds/media/pack-0000.zip"},
+		{"s3://bucket/ds/media", "s3://bucket/ds/media/pack-0000.zip"},
+		{"https://host/ds/media/", "https://host/ds/media/pack-0000.zip"},
+	} {
+		if got := JoinShardPath(tc.base, "pack-0000.zip"); got != tc.want {
+			t.Errorf("JoinShardPath(%q) = %q, want %q", tc.base, got, tc.want)
 		}
 	}
 }

@@ -35,6 +35,10 @@ type Evidence struct {
 	MaxBytes int64 `json:"max_bytes"`
 	// Kinds are the distinct kinds found (sniff labels such as "JPEG"), sorted.
 	Kinds []string `json:"kinds"`
+	// Nulls, when set, counts the null values of the whole entry (from
+	// file metadata or a full read), not the sample's; NonNull and the
+	// sizes stay the sample's.
+	Nulls *int64 `json:"nulls,omitempty"`
 }
 
 // Add records one inspected, non-null value of size bytes. kind is its sniffed label;

@@ -143,6 +143,10 @@ const (
 	// schema changes, and a source file name stored beside the bytes (the
 	// path of a Hugging Face struct<bytes, path>) is not kept.
 	FidelitySchemaChangesPathDropped Fidelity = "schema_changes_path_dropped"
+	// FidelityPathDropped: every payload byte is preserved and the schema
+	// is kept (a Hugging Face struct<bytes, path> stays, its path holding
+	// the reference), but the source file name stored in the path is not.
+	FidelityPathDropped Fidelity = "path_dropped"
 	// FidelitySkipped: the entry is not converted.
 	FidelitySkipped Fidelity = "skipped"
 )
@@ -154,6 +158,8 @@ func (f Fidelity) Describe() string {
 		return "bytes lossless, SCHEMA CHANGES"
 	case FidelitySchemaChangesPathDropped:
 		return "bytes lossless, SCHEMA CHANGES, source path DROPPED"
+	case FidelityPathDropped:
+		return "bytes lossless, schema kept, source path DROPPED"
 	}
 	return string(f)
 }

@@ -180,14 +180,26 @@ func EvidenceText(e Evidence) string {
 	}
 	parts := []string{CountText(e.Values, unit)}
 	exhaustive := e.Sampled >= e.Values
+	switch {
+	case e.Nulls != nil && *e.Nulls >= e.Values && e.Values > 0:
+		parts = append(parts, "all null")
+	case e.Nulls != nil && *e.Nulls > 0:
+		parts = append(parts, Thousands(*e.Nulls)+" null")
+	}
 	if !exhaustive {
 		parts = append(parts, Thousands(e.Sampled)+" sampled")
 	}
-	if nulls := e.Sampled - e.NonNull; nulls > 0 {
-		if e.NonNull == 0 {
+	if nulls := e.Sampled - e.NonNull; nulls > 0 && e.Nulls == nil {
+		// The sample's nulls, said as such when not every value was read.
+		switch {
+		case e.NonNull == 0 && exhaustive:
 			parts = append(parts, "all null")
-		} else {
+		case e.NonNull == 0:
+			parts = append(parts, "all of them null")
+		case exhaustive:
 			parts = append(parts, Thousands(nulls)+" null")
+		default:
+			parts = append(parts, Thousands(nulls)+" of them null")
 		}
 	}
 	if len(e.Kinds) > 0 {

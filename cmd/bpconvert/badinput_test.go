@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -573,14 +574,13 @@ func TestSignalEndsBlockedStdinRead(t *testing.T) {
 	}
 	r.Close()
 	deadline := time.Now().Add(badCaseTimeout)
-	for !exists(stage.Path(dst)) {
+	for !exists(stage.Path(dst)) || !readingFD(cmd.Process.Pid, 0) {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("the conversion never started:\n%s", se.String())
+			t.Fatalf("the conversion never blocked in a read of standard input:\n%s", se.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond) // now blocked in the read
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -599,4 +599,23 @@ func TestSignalEndsBlockedStdinRead(t *testing.T) {
 	if len(ents) != 0 {
 		t.Errorf("left behind in %s: %v", root, ents)
 	}
+}
+
+// readingFD reports whether a thread of process pid is in a read(2) of file
+// descriptor fd, from /proc/PID/task/TID/syscall (Linux on amd64 and
+// arm64: the syscall's number, then its first argument).
+func readingFD(pid, fd int) bool {
+	read := map[string]string{"amd64": "0", "arm64": "63"}[runtime.GOARCH]
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/syscall", pid))
+	for _, p := range tasks {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) > 1 && f[0] == read && f[1] == fmt.Sprintf("0x%x", fd) {
+			return true
+		}
+	}
+	return false
 }

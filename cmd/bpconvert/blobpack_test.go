@@ -73,25 +73,25 @@ func TestVerifyBlobpack(t *testing.T) {
 }
 
 // TestVerifyHelpMatchesReadme: the source kinds `help verify` lists for
-// --against are the ones README's verify section lists.
+// --against are the ones the documentation's verify section lists.
 func TestVerifyHelpMatchesReadme(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(testtool.RepoRoot(t), "README.md"))
+	readme, err := os.ReadFile(filepath.Join(testtool.RepoRoot(t), "docs", "commands.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	sec := string(readme)
-	i := strings.Index(sec, "### Verifying a converted dataset")
+	i := strings.Index(sec, "## Verifying a converted dataset")
 	if i < 0 {
-		t.Fatal("README has no verify section")
+		t.Fatal("docs/commands.md has no verify section")
 	}
 	sec = sec[i:]
-	sec = sec[:strings.Index(sec[4:], "\n### ")+4]
+	sec = sec[:strings.Index(sec[3:], "\n## ")+3]
 	r := bp(t, "help", "verify")
 	help := strings.Join(strings.Fields(r.stdout), " ")
 	sec = strings.Join(strings.Fields(sec), " ")
 	m := regexp.MustCompile(`re-reads the source \(([^)]*)\)`).FindStringSubmatch(sec)
 	if m == nil {
-		t.Fatal("README's verify section does not list the source kinds")
+		t.Fatal("the verify section of docs/commands.md does not list the source kinds")
 	}
 	for _, kind := range []string{"WebDataset shards", "parquet", "Hugging Face", "Lance", "LeRobot", "blobpack 0.2.0"} {
 		if !strings.Contains(m[1], kind) || !strings.Contains(help, kind) {

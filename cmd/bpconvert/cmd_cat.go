@@ -48,7 +48,7 @@ func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
 	if *offset < 0 || *length < -1 {
 		return nil, usagef("cat: --offset must be 0 or more and --length -1 or more")
 	}
-	dir := "."
+	dir := ""
 	if len(pos) == 2 {
 		dir = pos[1]
 	}
@@ -93,15 +93,33 @@ func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
 }
 
 // openForCat opens the pack set that resolves arg. A reference's shard path
-// is relative to dir (the dataset root), or an s3:// location of its own; a
-// bare key is looked up in dir, or in dir/media when dir is a dataset root.
-// It returns the set and the name to resolve in it (the reference itself,
-// checked against its shard), and the store it reads when remote.
+// is relative to dir (the dataset root; "" for the working directory), or
+// an absolute path or s3:// location of its own (--ref-base), read there
+// when dir is "" and from dir otherwise (see shardUnder); a bare key is
+// looked up in dir, or in dir/media when dir is a dataset root. It returns
+// the set and the name to resolve in it (the reference itself, checked
+// against its shard), and the store it reads when remote.
 func openForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *remote, error) {
 	if packcore.IsRef(arg) {
-		_, shardPath, err := packcore.ParseRef(arg)
+		key, shardPath, err := packcore.ParseRef(arg)
 		if err != nil {
 			return nil, "", nil, usagef("cat: %v", err)
+		}
+		_, _, isURL := packcore.SplitURL(shardPath)
+		if dir != "" && (isURL || path.IsAbs(shardPath)) {
+			// Named by where the dataset was meant to be read from: read
+			// from the copy given, by the end of the shard's path.
+			rel, err := shardUnder(ctx, shardPath, dir)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			shardPath, arg = rel, packcore.FormatRef(key, rel)
+		} else if isURL && !objstore.IsRemote(shardPath) {
+			return nil, "", nil, &usageError{msg: fmt.Sprintf("cat: %s: reading %s is not supported", arg, shardPath),
+				hint: "give a copy of the dataset as DIR (bpconvert cat REF DIR): the reference is read from it by its shard's path's last directories"}
+		}
+		if dir == "" {
+			dir = "."
 		}
 		if objstore.IsRemote(shardPath) || objstore.IsRemote(dir) {
 			loc := shardPath
@@ -123,9 +141,12 @@ func openForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *r
 			}
 			return set, arg, rem, nil
 		}
-		sdir, _ := path.Split(shardPath)
-		p := filepath.Join(dir, filepath.FromSlash(sdir))
-		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(shardPath))); err != nil {
+		local := filepath.FromSlash(shardPath)
+		if !filepath.IsAbs(local) {
+			local = filepath.Join(dir, local)
+		}
+		p := filepath.Dir(local)
+		if _, err := os.Stat(local); err != nil {
 			return nil, "", nil, &hintError{err: fmt.Errorf("cat: %s: shard %s: %w", arg, shardPath, err),
 				hint: "a reference's shard path is relative to the dataset root: give the root as DIR, or run cat from it"}
 		}
@@ -134,6 +155,9 @@ func openForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *r
 			return nil, "", nil, &inputError{err: fmt.Errorf("cat: %w", err)}
 		}
 		return set, arg, nil, nil
+	}
+	if dir == "" {
+		dir = "."
 	}
 	if objstore.IsRemote(dir) {
 		rem, err := openRemote(ctx, "cat", dir)
@@ -161,6 +185,40 @@ func openForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *r
 		return nil, "", nil, &inputError{err: fmt.Errorf("cat: %w", err)}
 	}
 	return set, arg, nil, nil
+}
+
+// shardUnder finds, under dir (a local directory or an s3:// location),
+// the shard that an absolute or URL shard path names: the shortest end of
+// the path (the shard's name, then its pack directory and name, and so
+// on) that is a file there. It returns that end, relative to dir.
+func shardUnder(ctx context.Context, shardPath, dir string) (string, error) {
+	rest := shardPath
+	if _, r, ok := packcore.SplitURL(shardPath); ok {
+		rest = r
+	}
+	segs := strings.Split(strings.Trim(rest, "/"), "/")
+	var st objstore.Store
+	var prefix string
+	if objstore.IsRemote(dir) {
+		rem, err := openRemote(ctx, "cat", dir)
+		if err != nil {
+			return "", err
+		}
+		st, prefix = rem.store, rem.name
+	}
+	for k := 1; k <= len(segs); k++ {
+		rel := strings.Join(segs[len(segs)-k:], "/")
+		if st != nil {
+			if _, err := st.Stat(ctx, objstore.Join(prefix, rel)); err == nil {
+				return rel, nil
+			}
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil && fi.Mode().IsRegular() {
+			return rel, nil
+		}
+	}
+	return "", &inputError{err: fmt.Errorf("cat: no shard under %s ends the path %s", dir, shardPath)}
 }
 
 // ctxReader stops a copy when ctx is cancelled.

@@ -40,6 +40,9 @@ func tableJoiners(command string) (func(rel string) convert.TableJoiner, bool) {
 			if strings.HasSuffix(rel, ".parquet") {
 				return parquet.JoinTable
 			}
+			if strings.HasSuffix(rel, ".arrow") { // a save_to_disk dataset's data file
+				return parquet.JoinArrowTable
+			}
 			return nil
 		}, true
 	}

@@ -66,6 +66,9 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	parts = append(parts, plan.CountText(int64(len(rep.Problems)), "problems"))
 	fmt.Fprintf(out, "%s: %s\n", word, strings.Join(parts, ", "))
+	if len(rep.RefBases) > 0 {
+		fmt.Fprintf(out, "references name the dataset root as %s (--ref-base); resolved against %s\n", strings.Join(rep.RefBases, ", "), pos[0])
+	}
 	if a := rep.Against; a != nil {
 		inline := ""
 		if a.Inline > 0 {

@@ -211,16 +211,26 @@ func TestEngineExamples(t *testing.T) {
 						}
 						return
 					}
+					// A process group of its own: a signal reaches the
+					// bpconvert a task's script starts too.
+					cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 					if err := cmd.Start(); err != nil {
 						errs[i] = err.Error()
 						return
 					}
-					for deadline := time.Now().Add(60 * time.Second); len(packShards(filepath.Join(staging, "media"))) < 1; time.Sleep(time.Millisecond) {
-						if time.Now().After(deadline) {
+					group := -cmd.Process.Pid
+					// The task runs in steps of a millisecond and is looked at
+					// while stopped, so it is killed with a shard staged
+					// however fast it runs on a busy machine.
+					for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+						syscall.Kill(group, syscall.SIGCONT)
+						time.Sleep(time.Millisecond)
+						syscall.Kill(group, syscall.SIGSTOP)
+						if len(packShards(filepath.Join(staging, "media"))) >= 1 {
 							break
 						}
 					}
-					cmd.Process.Signal(syscall.SIGKILL)
+					syscall.Kill(group, syscall.SIGKILL)
 					if err := cmd.Wait(); err == nil {
 						errs[i] = fmt.Sprintf("task %d finished before it was killed", i)
 						return

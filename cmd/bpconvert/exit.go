@@ -90,6 +90,10 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.Is(err, errAborted) {
 		return exitFailure
 	}
+	if errors.Is(err, objstore.ErrUnavailable) {
+		// A store that failed is not bad input, whatever was being read.
+		return exitFailure
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -150,6 +154,9 @@ func hintFor(err error) string {
 	}
 	if errors.Is(err, objstore.ErrNoBucket) {
 		return "create the bucket, or correct its name or the endpoint (AWS_ENDPOINT_URL_S3)"
+	}
+	if errors.Is(err, objstore.ErrUnavailable) {
+		return "rerun the same command once the store answers: a run into object storage resumes from the shards it holds"
 	}
 	return ""
 }

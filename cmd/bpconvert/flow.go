@@ -23,12 +23,13 @@ import (
 )
 
 // convertFlags are the flags every converter takes: the pack settings that
-// convert.PackOptions carries (no --ref-base: converted datasets always
-// reference media/pack-NNNN.zip from their root), --dry-run and --yes.
+// convert.PackOptions carries (--ref-base among them: what references call
+// the dataset root), --dry-run and --yes.
 type convertFlags struct {
 	maxPackBytes byteSize
 	maxMembers   int
 	noManifest   bool
+	refBase      refBaseFlag
 	dryRun       bool
 	yes          bool
 	restart      bool
@@ -46,6 +47,7 @@ type convertFlags struct {
 func (c *convertFlags) register(fs *flag.FlagSet) {
 	c.command = fs.Name()
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
+	fs.Var(&c.refBase, convert.RefBaseOption, convert.RefBaseHelp)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
@@ -85,7 +87,22 @@ func (p *partFlag) Set(s string) error {
 // pack returns the pack settings the flags name, with the run's record.
 func (c *convertFlags) pack() convert.PackOptions {
 	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest,
-		Record: c.record, Restart: c.restart, Part: c.part.Part, Staging: c.staging}
+		Record: c.record, Restart: c.restart, Part: c.part.Part, Staging: c.staging, RefBase: string(c.refBase)}
+}
+
+// refBaseFlag is a converter's --ref-base, checked as it is parsed (see
+// convert.CheckRefBase).
+type refBaseFlag string
+
+func (r *refBaseFlag) String() string { return string(*r) }
+
+func (r *refBaseFlag) Set(s string) error {
+	v, err := convert.CheckRefBase(s)
+	if err != nil {
+		return err
+	}
+	*r = refBaseFlag(v)
+	return nil
 }
 
 // withShardNote adds the note on the shard limits (the member cap and why
@@ -93,6 +110,9 @@ func (c *convertFlags) pack() convert.PackOptions {
 func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
 	if len(p.Layout) > 0 {
 		p.Notes = append(p.Notes, c.pack().ShardNote())
+		if n := c.pack().RefNote(); n != "" {
+			p.Notes = append(p.Notes, n)
+		}
 	}
 	return p
 }

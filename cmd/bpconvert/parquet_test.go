@@ -110,7 +110,7 @@ func testParquetExitCodes(t *testing.T, root string) {
 		{name: "unknown column", src: "plain", args: []string{"--yes", "--column", "nope"}, wantCode: exitUsage, wantHint: "--dry-run"},
 		{name: "no prompt without a terminal", src: "hf", wantCode: exitUsage, wantErr: "refusing to prompt"},
 		{name: "destination inside source", src: "hf", dst: "hf/converted", args: []string{"--yes"}, wantCode: exitUsage, wantErr: "disjoint"},
-		{name: "no reference base flag", src: "hf", args: []string{"--yes", "--ref-base", "blobs"}, wantCode: exitUsage, wantErr: "-ref-base"},
+		{name: "reference base that no reference can carry", src: "hf", args: []string{"--yes", "--ref-base", "s3://b/x::y"}, wantCode: exitUsage, wantErr: "-ref-base"},
 		{name: "destination exists", src: "hf", dst: "plain", args: []string{"--yes"}, wantCode: exitUsage, wantHint: "new destination"},
 	}
 	for _, tc := range cases {

@@ -38,7 +38,7 @@ func commands() []command {
 		{"version", "", "print the version", cmdVersion},
 		{"convert-wds", "SRC DST", "convert WebDataset tar shards into packs and a samples.parquet table", cmdWDS},
 		{"convert-parquet", "SRC DST", "move payload columns of parquet tables into packs, columns become references", cmdParquet},
-		{"convert-lerobot", "SRC DST", "convert a LeRobot v2.0/v2.1/v3.0 dataset: videos per episode and frames into packs", cmdLerobot},
+		{"convert-lerobot", "SRC DST", "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs", cmdLerobot},
 		{"convert-lance", "SRC DST", "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied", cmdConvertLance},
 		{"lance-inspect", "DATASET", "describe a Lance dataset: versions, schema, fragments, column encodings, first rows", cmdLanceInspect},
 		{"finalize", "DST", "join the parts of a conversion split with --part I/N into DST (renames, no payload copied)", cmdFinalize},
@@ -199,7 +199,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Exit codes:")
 	fmt.Fprintln(w, "  0    success")
-	fmt.Fprintln(w, "  1    failure (including verify finding problems)")
+	fmt.Fprintln(w, "  1    failure (including verify finding problems, and object storage that cannot be reached)")
 	fmt.Fprintln(w, "  2    usage error, refused prompt, a destination that already exists or whose path goes\n       through a file, or object storage refusing the credentials or lacking the bucket")
 	fmt.Fprintln(w, "  3    invalid input (bad key, corrupt or truncated source, duplicate key)")
 	fmt.Fprintln(w, "  130  interrupted by SIGINT; temporary output is removed")

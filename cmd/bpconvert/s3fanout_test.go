@@ -181,3 +181,74 @@ func TestS3FanOut(t *testing.T) {
 		}
 	})
 }
+
+// TestS3SourceUnavailable: a store that stops answering while a source is
+// read from it is a failure of the store (exit 1, naming the object, with
+// the hint to rerun), never bad input (exit 3); nothing is left at DST.
+func TestS3SourceUnavailable(t *testing.T) {
+	srv := s3test.Start(t, "src")
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 3, 6, 5000)
+	upload(t, srv, src, "src", "wds")
+	proxy := s3test.NewProxy(t, srv)
+	proxy.SetFaults(func(_ int, r *http.Request) s3test.Fault {
+		if strings.Contains(r.URL.Path, "train-0001.tar") {
+			return s3test.Reset
+		}
+		return s3test.Pass
+	})
+	for _, c := range []struct {
+		name, words string
+		env         []string
+		stop        bool
+	}{
+		{"reads of one tar keep failing", "train-0001.tar", append(proxy.Env(srv), "AWS_MAX_ATTEMPTS=2"), false},
+		{"server stopped", "cannot reach the store", append(srv.Env(), "AWS_MAX_ATTEMPTS=2"), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.stop {
+				srv.Stop()
+			}
+			dst := filepath.Join(root, strings.ReplaceAll(c.name, " ", "-"))
+			r := bpS3(t, c.env, "convert-wds", "--yes", "s3://src/wds", dst)
+			if r.code != 1 || !strings.Contains(r.stderr, c.words) || !strings.Contains(r.stderr, "rerun the same command") {
+				t.Fatalf("exit %d (want 1), stderr:\n%s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr, srv.SecretKey) {
+				t.Fatal("output carries the secret key")
+			}
+			if exists(dst) {
+				t.Fatalf("%s left after a failed run", dst)
+			}
+		})
+	}
+}
+
+// TestS3DryRunHeaders: the plan of a WebDataset in a bucket reads the tar
+// headers through ranged reads, skipping the payloads between them, as
+// the local plan does by seeking: for members of 4 MB it fetches about a
+// window (1 MiB) per member, not the tars.
+func TestS3DryRunHeaders(t *testing.T) {
+	srv := s3test.Start(t, "src")
+	root := t.TempDir()
+	src := filepath.Join(root, "src")
+	wdsSource(t, src, 2, 3, 4_000_000)
+	upload(t, srv, src, "src", "wds")
+	var total int64
+	for _, b := range localTree(t, src) {
+		total += int64(len(b))
+	}
+	proxy := s3test.NewProxy(t, srv)
+	r := bpS3(t, proxy.Env(srv), "convert-wds", "--dry-run", "s3://src/wds", filepath.Join(root, "out"))
+	if r.code != 0 || !strings.Contains(r.stdout, "12 members") && !strings.Contains(r.stdout, "6 samples") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := proxy.BytesSent(); got > 6*(1<<20)+1<<20 {
+		t.Fatalf("the plan fetched %d bytes of %d-byte tars", got, total)
+	}
+	t.Logf("plan fetched %d of %d bytes in %d requests", proxy.BytesSent(), total, proxy.Requests())
+	if exists(filepath.Join(root, "out")) {
+		t.Fatal("a dry run wrote its destination")
+	}
+}

@@ -1,14 +1,9 @@
 package lance
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"strings"
-
-	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/bpconvert/bpconvert/convert"
 	ld "github.com/bpconvert/bpconvert/lance"
@@ -20,22 +15,26 @@ type cell struct {
 	frag, phys uint64 // fragment id and physical row offset
 	null       bool
 	size       int64
-	data       []byte   // plain binary columns: the value (valid until the next row)
-	blob       *ld.Blob // blob columns: the handle
+	val        *ld.Value // plain binary columns: the value (valid until the next row)
+	blob       *ld.Blob  // blob columns: the handle
 }
 
-// reader returns the value's bytes.
-func (c *cell) reader() (io.Reader, error) {
+// reader returns the value's bytes; the caller closes it.
+func (c *cell) reader() (io.ReadCloser, error) {
 	if c.blob == nil {
-		return bytes.NewReader(c.data), nil
+		return c.val.Open()
 	}
-	return c.blob.ReaderAt()
+	r, err := c.blob.ReaderAt()
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(r), nil
 }
 
 // prefix returns the first bytes of the value, for sniffing.
 func (c *cell) prefix() ([]byte, error) {
 	if c.blob == nil {
-		return c.data[:min(len(c.data), sniff.PrefixLen)], nil
+		return c.val.Prefix(sniff.PrefixLen)
 	}
 	r, err := c.blob.ReaderAt()
 	if err != nil {
@@ -69,15 +68,13 @@ func (j *Job) iterate(ctx context.Context, c *candidate, keep map[uint64]bool, i
 		// reads none of their bytes.
 		return &blobIter{sc: sc, keep: keep}, nil
 	}
-	sc, err := j.ds.Scan(ctx, ld.ScanOptions{Columns: []string{c.field.Name}, Fragments: ids, PageBatches: true})
+	// Plain binary values are read item by item, never a page whole
+	// where the page's layout allows it (see ld.ValueScanner).
+	vs, err := j.ds.Values(ctx, c.field.Name, ld.ValueOptions{Fragments: ids})
 	if err != nil {
 		return nil, j.invalid(c, err)
 	}
-	frags := map[uint64]*ld.Fragment{}
-	for i, f := range j.ds.Fragments() {
-		frags[f.ID] = &j.ds.Fragments()[i]
-	}
-	return &binIter{j: j, sc: sc, frags: frags}, nil
+	return &binIter{sc: vs}, nil
 }
 
 // invalid wraps a reader error as an input error naming the dataset and
@@ -118,68 +115,20 @@ func (b *blobIter) Cell() *cell  { return &b.cur }
 func (b *blobIter) Err() error   { return b.sc.Err() }
 func (b *blobIter) Close() error { return b.sc.Close() }
 
-// binaryValues is what binary and large_binary arrays have in common.
-type binaryValues interface {
-	arrow.Array
-	Value(i int) []byte
-}
-
+// binIter yields the values of a plain binary column.
 type binIter struct {
-	j     *Job
-	sc    *ld.Scanner
-	frags map[uint64]*ld.Fragment
-
-	started bool
-	frag    uint64
-	del     *roaring.Bitmap
-	phys    uint64
-	arr     binaryValues
-	i       int
-	cur     cell
-	err     error
+	sc  *ld.ValueScanner
+	cur cell
 }
 
 func (b *binIter) Next() bool {
-	for b.arr == nil || b.i >= b.arr.Len() {
-		if !b.sc.Next() {
-			b.err = b.sc.Err()
-			return false
-		}
-		rec := b.sc.RecordBatch()
-		if f := b.sc.Fragment(); !b.started || f != b.frag {
-			fr := b.frags[f]
-			if fr == nil {
-				b.err = fmt.Errorf("scan yields unknown fragment %d", f)
-				return false
-			}
-			del, err := b.j.ds.Deleted(fr)
-			if err != nil {
-				b.err = err
-				return false
-			}
-			b.started, b.frag, b.del, b.phys = true, f, del, 0
-		}
-		arr, ok := rec.Column(0).(binaryValues)
-		if !ok {
-			b.err = fmt.Errorf("column is %s, not binary", rec.Column(0).DataType())
-			return false
-		}
-		b.arr, b.i = arr, 0
+	if !b.sc.Next() {
+		return false
 	}
-	for b.del != nil && b.del.Contains(uint32(b.phys)) {
-		b.phys++
-	}
-	b.cur = cell{frag: b.frag, phys: b.phys}
-	if b.arr.IsNull(b.i) {
-		b.cur.null = true
-	} else {
-		b.cur.data = b.arr.Value(b.i)
-		b.cur.size = int64(len(b.cur.data))
-	}
-	b.phys++
-	b.i++
+	v := b.sc.Value()
+	b.cur = cell{frag: v.Fragment, phys: v.Row, null: v.Null, size: v.Size, val: v}
 	return true
 }
 func (b *binIter) Cell() *cell  { return &b.cur }
-func (b *binIter) Err() error   { return b.err }
+func (b *binIter) Err() error   { return b.sc.Err() }
 func (b *binIter) Close() error { return b.sc.Close() }

@@ -24,9 +24,11 @@ import (
 var fixtures = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 
 func TestMain(m *testing.M) {
+	convertChild()
 	code := m.Run()
 	fixtures.Cleanup()
 	removePylance14()
+	removeBigPylance14()
 	os.Exit(code)
 }
 

@@ -96,8 +96,12 @@ func (j *Job) plan() plan.Plan {
 	}
 	p.Layout = append(p.Layout, plan.Output{Path: TableDir,
 		Description: fmt.Sprintf("the dataset as %s, one version, same fragments, row addresses and deletions", asWhat)})
-	p.Notes = append(p.Notes, "References are zip://KEY::"+convert.MediaDir+"/pack-NNNN.zip, relative to the output directory; "+
-		"the schema metadata key \""+MetaKey+"\" records what was extracted. Lance readers read "+TableDir+" as is; "+
+	refs := "References are zip://KEY::" + convert.MediaDir + "/pack-NNNN.zip, relative to the output directory; the"
+	if j.opts.RefBase != "" {
+		refs = "The" // the note on --ref-base says what references are
+	}
+	p.Notes = append(p.Notes, refs+
+		" schema metadata key \""+MetaKey+"\" records what was extracted. Lance readers read "+TableDir+" as is; "+
 		"payload bytes are read by resolving the references (bpconvert, or any zip reader).")
 	for _, ix := range j.rw.Indices {
 		if ix.Carried {

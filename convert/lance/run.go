@@ -287,14 +287,23 @@ func (j *Job) pack(out *convert.Output, c *candidate, cl *cell, row uint64) (str
 	key := fmt.Sprintf("%s/%012d%s", c.field.Name, row, sniff.Ext("", p))
 	group := strconv.FormatUint(row, 10)
 	var ref string
+	var b []byte
+	held := false
 	if cl.blob == nil {
-		ref, err = out.AddBytes(key, cl.data, group)
+		if b, held, err = cl.val.Bytes(); err != nil {
+			return "", j.rowErr(c, cl, row, err)
+		}
+	}
+	if held {
+		ref, err = out.AddBytes(key, b, group)
 	} else {
-		var r io.Reader
+		// A blob, or a value too large to hold: read in pieces.
+		var r io.ReadCloser
 		if r, err = cl.reader(); err != nil {
 			return "", j.rowErr(c, cl, row, err)
 		}
 		ref, err = out.Add(key, r, cl.size, group)
+		r.Close()
 	}
 	if errors.Is(err, packcore.ErrSizeMismatch) || errors.Is(err, packcore.ErrInvalidKey) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", j.rowErr(c, cl, row, err) // the source is short or unusable

@@ -533,6 +533,7 @@ func (ins *Inspection) parquetOptions(prog progress.Counter) parquet.Options {
 		Version:     o.Version,
 		Progress:    noTotals{progress.OrNop(prog)},
 		Keys:        frameKey,
+		Media:       parquet.MediaString, // image features become reference strings, as LeRobot's converted tables declare them
 	}
 }
 

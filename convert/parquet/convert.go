@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -46,6 +47,9 @@ type TableRecord struct {
 	// PackBase is the directory, relative to the dataset root, that
 	// references name.
 	PackBase string `json:"pack_base"`
+	// RefBase is what references call the dataset root when it is not
+	// the default, relative one (--ref-base: an absolute path or a URL).
+	RefBase string `json:"ref_base,omitempty"`
 	// Extracted lists the fields that became references.
 	Extracted []ExtractedField `json:"extracted"`
 	// SourceSchema is the source table's Arrow schema (with its key-value
@@ -162,7 +166,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 			}
 		}
 		out := filepath.Join(dir, filepath.FromSlash(t.OutRel))
-		if len(paths) == 0 && !t.Arrow {
+		if len(paths) == 0 {
 			if err := stage.CopyFile(ctx, t.Path, out); err != nil {
 				return nil, fmt.Errorf("parquet: %s: %w", t.Rel, err)
 			}
@@ -181,12 +185,10 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		res.Rows += t.Rows
 		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
+	ce := ins.cardEdit(sel)
 	for _, o := range others {
-		if ins.in.dropped(o.rel) {
-			continue
-		}
 		dst := filepath.Join(dir, filepath.FromSlash(o.rel))
-		if done, err := rewriteMetadataFile(o, ins.in.metaKind(o.rel), dst, sel.Paths); err != nil {
+		if done, err := rewriteMetadataFile(o, ins.in.metaKind(o.rel), dst, ce); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		} else if done {
 			res.Metadata = append(res.Metadata, o.rel)
@@ -196,7 +198,63 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		}
 	}
+	if ins.writesCard(sel) && (opts.Part.Whole() || opts.Part.I == 1) {
+		card, _, err := rewriteCard(nil, ce)
+		if err != nil {
+			return nil, err
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, cardName), card, 0o644); err != nil {
+			return nil, fmt.Errorf("parquet: %s: %w", cardName, err)
+		}
+		res.Metadata = append(res.Metadata, cardName)
+	}
 	return res, nil
+}
+
+// edit is how the conversion of paths changes the features that a table
+// with candidates cands declares (see featureEdit).
+func (o Options) edit(cands []Candidate, paths [][]string) featureEdit {
+	var e featureEdit
+	for _, p := range paths {
+		isStruct := false
+		for _, c := range cands {
+			if slices.Equal(c.Path, p) && c.Struct {
+				isStruct = true
+			}
+		}
+		if !isStruct || o.Media == MediaString {
+			e.strings = append(e.strings, p)
+		}
+		if isStruct && o.KeepPath {
+			e.siblings = append(e.siblings, p)
+		}
+	}
+	return e
+}
+
+// cardEdit is what the conversion of sel changes in the dataset card and
+// the dataset_info.json files.
+func (ins *Inspection) cardEdit(sel Selection) cardEdit {
+	e := cardEdit{features: ins.opts.edit(ins.Candidates, sel.Paths),
+		packFiles: []string{MediaDir + "/pack-0000.zip", MediaDir + "/" + packcore.ManifestName}}
+	named := false
+	for _, t := range ins.Tables {
+		e.tables = append(e.tables, t.OutRel)
+		named = named || namesSplit(t.OutRel)
+	}
+	// Without data files named by the card or by split names, datasets
+	// takes every file under the root for data, the shards too.
+	e.addConfigs = ins.in.disk == nil && !named && len(sel.Paths) > 0
+	return e
+}
+
+// writesCard reports whether the conversion of sel writes a dataset card
+// the source does not have: one that names the tables in configs.
+func (ins *Inspection) writesCard(sel Selection) bool {
+	if !ins.cardEdit(sel).addConfigs {
+		return false
+	}
+	return !slices.ContainsFunc(ins.in.others, func(f inputFile) bool { return f.rel == cardName })
 }
 
 // partOf returns the tables and other files that part p converts: a
@@ -221,7 +279,7 @@ func partOf(ins *Inspection, p convert.Part) ([]*Table, []inputFile) {
 // selected reports whether path is one of paths.
 func selected(paths [][]string, path []string) bool {
 	for _, p := range paths {
-		if dotted(p) == dotted(path) && len(p) == len(path) {
+		if slices.Equal(p, path) {
 			return true
 		}
 	}
@@ -237,6 +295,24 @@ type tableConv struct {
 	opts  Options
 	// jsonCols are top-level JSON columns, read as binary, written as JSON.
 	jsonCols map[int]bool
+	// pageIndex is set when the source table has a page index (column and
+	// offset indexes), which the output then has too.
+	pageIndex bool
+}
+
+// hasPageIndex reports whether a table's first row group has an offset
+// index for any column chunk (writers write it for every chunk or none).
+func hasPageIndex(md *metadata.FileMetaData) bool {
+	if md.NumRowGroups() == 0 {
+		return false
+	}
+	rg := md.RowGroup(0)
+	for i := 0; i < rg.NumColumns(); i++ {
+		if cc, err := rg.ColumnChunk(i); err == nil && cc.GetOffsetIndexLocation() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // tableKey is a table's path without its .parquet or .arrow extension, as
@@ -279,9 +355,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	fields := inSchema.Fields()
 	jsonCols := map[int]bool{}
 	for i, f := range fields {
-		if n := tree[f.Name]; n != nil {
-			fields[i].Type = outType(f.Type, n)
-		} else if f.Type.ID() == arrow.BINARY && t.annotation([]string{f.Name}) == "JSON" {
+		if tree[f.Name] == nil && f.Type.ID() == arrow.BINARY && t.annotation([]string{f.Name}) == "JSON" {
 			jt, err := extensions.NewJSONType(arrow.BinaryTypes.String)
 			if err != nil {
 				return err
@@ -291,6 +365,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		}
 	}
 	tc.jsonCols = jsonCols
+	fields = withoutUnsetIDs(outFields(fields, tree, tc.outOpts()))
 	kv := md.KeyValueMetadata()
 	meta, storeSchema, err := tc.metadata(kv.Keys(), kv.Values(), inSchema)
 	if err != nil {
@@ -312,6 +387,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 			}
 		}
 	}
+	tc.pageIndex = hasPageIndex(md)
 	tw, err := tc.createWriter(out, outSchema, md.Schema.Root().Name(), codecs, storeSchema)
 	if err != nil {
 		return err
@@ -401,6 +477,7 @@ func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName 
 		pq.WithMaxRowGroupLength(math.MaxInt32),
 		pq.WithRootName(rootName),
 		pq.WithCompression(compress.Codecs.Snappy),
+		pq.WithPageIndexEnabled(tc.pageIndex),
 	}
 	var aprops []pqarrow.WriterOption
 	aprops = append(aprops, pqarrow.WithAllocator(mem))
@@ -603,25 +680,27 @@ func releaseAll(as []arrow.Array) {
 // batch is written. With payloadsOnly set only the columns holding selected
 // payloads are walked (the first walk needs no others).
 func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Schema, tree map[string]*selNode, first int64, pack packFunc, payloadsOnly bool) ([]arrow.Array, []arrow.Array, error) {
-	cols := make([]arrow.Array, rec.NumCols())
+	cols := make([]arrow.Array, outSchema.NumFields())
 	var made []arrow.Array
 	n := int(rec.NumRows())
 	var ids []elemID
 	var live []bool
-	for j := range cols {
-		f := outSchema.Field(j)
+	k := 0 // the output column of input column j
+	for j := 0; j < int(rec.NumCols()); j, k = j+1, k+1 {
+		f := outSchema.Field(k)
 		node := tree[f.Name]
+		sibling := node != nil && hasSibling(rec.Column(j).DataType(), node, tc.outOpts())
 		if payloadsOnly && node == nil {
 			continue
 		}
 		if tc.jsonCols[j] {
 			js := asJSON(rec.Column(j), f.Type.(arrow.ExtensionType))
 			made = append(made, js)
-			cols[j] = js
+			cols[k] = js
 			continue
 		}
 		if node == nil {
-			cols[j] = rec.Column(j)
+			cols[k] = rec.Column(j)
 			continue
 		}
 		if ids == nil {
@@ -631,7 +710,7 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 			}
 			live = allLive(n)
 		}
-		r := &rewriter{mem: tc.opts.Allocator, pack: pack}
+		r := &rewriter{mem: tc.opts.Allocator, pack: pack, o: tc.outOpts()}
 		nc, err := r.rewrite(rec.Column(j), f.Type, node, []string{f.Name}, ids, live, f.Nullable)
 		if err != nil {
 			var ie *InputError
@@ -641,9 +720,22 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 			return nil, made, fmt.Errorf("parquet: %s: column %q: %w", tc.t.Rel, f.Name, err)
 		}
 		made = append(made, nc)
-		cols[j] = nc
+		cols[k] = nc
+		if sibling {
+			k++
+			if !payloadsOnly {
+				pa := r.pathArray(rec.Column(j))
+				made = append(made, pa)
+				cols[k] = pa
+			}
+		}
 	}
 	return cols, made, nil
+}
+
+// outOpts are the options that shape the output type of selected fields.
+func (tc *tableConv) outOpts() outOpts {
+	return outOpts{keepMedia: tc.opts.Media != MediaString, keepPath: tc.opts.KeepPath}
 }
 
 // pack stores one payload of the field at path and returns its reference.
@@ -711,25 +803,31 @@ func (tc *tableConv) packErr(row int64, col string, err error) error {
 // resolvePath finds the file a Hugging Face path names: relative to the
 // dataset root, inside it once symlinks are resolved, a regular file.
 func (tc *tableConv) resolvePath(name string) (string, int64, error) {
+	return tc.ins.in.resolvePath(name)
+}
+
+// resolvePath finds the file a Hugging Face path names: relative to the
+// dataset root, inside it once symlinks are resolved, a regular file.
+func (in *inputs) resolvePath(name string) (string, int64, error) {
 	if strings.Contains(name, "://") || strings.Contains(name, "::") {
 		return "", 0, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed)", name)
 	}
 	p := filepath.FromSlash(name)
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(tc.ins.in.root, p)
+		p = filepath.Join(in.root, p)
 	}
 	p = filepath.Clean(p)
-	if !stage.Within(tc.ins.in.root, p) && !stage.Within(tc.ins.in.rootReal, p) {
-		return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, tc.ins.in.root)
+	if !stage.Within(in.root, p) && !stage.Within(in.rootReal, p) {
+		return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
 	}
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", 0, fmt.Errorf("path %q names no file under %s", name, tc.ins.in.root)
+			return "", 0, fmt.Errorf("path %q names no file under %s", name, in.root)
 		}
 		return "", 0, fmt.Errorf("path %q: %w", name, err)
 	}
-	if !stage.Within(tc.ins.in.rootReal, real) {
+	if !stage.Within(in.rootReal, real) {
 		return "", 0, fmt.Errorf("path %q resolves to %s, outside the dataset root", name, real)
 	}
 	st, err := os.Stat(real)
@@ -755,7 +853,7 @@ func (tc *tableConv) metadata(keys, vals []string, inSchema *arrow.Schema) (arro
 		case MetaKey:
 			// Replaced below.
 		case HFKey:
-			v, _, err := rewriteHF(vals[i], tc.paths)
+			v, err := rewriteHF(vals[i], tc.opts.edit(tc.t.Candidates, tc.paths))
 			if err != nil {
 				v = vals[i] // not JSON: kept as the source wrote it
 			}
@@ -776,6 +874,7 @@ func (tc *tableConv) metadata(keys, vals []string, inSchema *arrow.Schema) (arro
 		Tool:         "bpconvert",
 		Version:      tc.opts.Version,
 		PackBase:     MediaDir,
+		RefBase:      tc.opts.RefBase,
 		SourceSchema: base64.StdEncoding.EncodeToString(flight.SerializeSchema(src, tc.opts.Allocator)),
 	}
 	for _, p := range tc.paths {

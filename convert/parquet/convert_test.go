@@ -57,17 +57,31 @@ func TestParquetConvert(t *testing.T) {
 			wantPaths: []string{"audio", "frames", "image"},
 			hf: map[string]map[string]string{
 				"data/train-00000-of-00001.parquet": {
-					"image":   str,
+					"image":   `{"_type":"Image"}`,
 					"label":   `{"names":["a","b","c","d","e","f","g"],"_type":"ClassLabel"}`,
 					"caption": str,
 					"id":      `{"dtype":"int64","_type":"Value"}`,
 				},
-				"data/audio/clips.parquet": {"audio": str, "text": str},
-				"data/frames/seq.parquet":  {"frames": `{"feature":` + str + `,"_type":"Sequence"}`},
-				"data/frames/list.parquet": {"frames": `{"feature":` + str + `,"_type":"List"}`},
+				"data/audio/clips.parquet": {"audio": `{"sampling_rate":8000,"_type":"Audio"}`, "text": str},
+				"data/frames/seq.parquet":  {"frames": `{"feature":{"_type":"Image"},"_type":"Sequence"}`},
+				"data/frames/list.parquet": {"frames": `{"feature":{"_type":"Image"},"_type":"List"}`},
 			},
 			rewritten: 4,
 			others:    []string{"README.md", "dataset_info.json", "images/extra-0001.png", "images/extra-0002.jpg"},
+		},
+		{
+			name:      "hf default selection as strings",
+			src:       "hf",
+			wantPaths: []string{"audio", "frames", "image"},
+			hf: map[string]map[string]string{
+				"data/train-00000-of-00001.parquet": {"image": str, "caption": str},
+				"data/audio/clips.parquet":          {"audio": str, "text": str},
+				"data/frames/seq.parquet":           {"frames": `{"feature":` + str + `,"_type":"Sequence"}`},
+				"data/frames/list.parquet":          {"frames": `{"feature":` + str + `,"_type":"List"}`},
+			},
+			rewritten: 4,
+			others:    []string{"README.md", "dataset_info.json", "images/extra-0001.png", "images/extra-0002.jpg"},
+			opts:      Options{Media: MediaString},
 		},
 		{
 			name:      "hf one column, small shards",
@@ -75,7 +89,7 @@ func TestParquetConvert(t *testing.T) {
 			columns:   []string{"frames"},
 			wantPaths: []string{"frames"},
 			hf: map[string]map[string]string{
-				"data/frames/seq.parquet": {"frames": `{"feature":` + str + `,"_type":"Sequence"}`},
+				"data/frames/seq.parquet": {"frames": `{"feature":{"_type":"Image"},"_type":"Sequence"}`},
 			},
 			rewritten: 2,
 			copied:    2,
@@ -104,7 +118,7 @@ func TestParquetConvert(t *testing.T) {
 			columns:   []string{"image", "raw"},
 			wantPaths: []string{"image", "raw"},
 			hf: map[string]map[string]string{
-				"t.parquet": {"image": str, "raw": str, "id": `{"dtype":"int64","_type":"Value"}`},
+				"t.parquet": {"image": `{"_type":"Image"}`, "raw": str, "id": `{"dtype":"int64","_type":"Value"}`},
 			},
 			rewritten: 1,
 		},
@@ -401,13 +415,17 @@ func checkValue(in, out any, path []string, keyPrefix, root string, set *packcor
 			sum := sha256.Sum256(data)
 			wantSHA = hex.EncodeToString(sum[:])
 		default:
-			if out != nil {
+			if om, ok := out.(map[string]any); out != nil && !(ok && om["bytes"] == nil && om["path"] == nil) {
 				return 0, fmt.Errorf("struct without bytes or path became %v", out)
 			}
 			return 0, nil
 		}
 	}
 	ref, ok := out.(string)
+	if om, isMap := out.(map[string]any); isMap && om["bytes"] == nil {
+		// A media struct kept (Options.Media): its path is the reference.
+		ref, ok = om["path"].(string)
+	}
 	if !ok {
 		return 0, fmt.Errorf("payload became %v, want a reference", out)
 	}
@@ -735,10 +753,10 @@ func TestParquetArrowSchemaReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"image", "raw"} {
+	for name, want := range map[string]arrow.Type{"image": arrow.STRUCT, "raw": arrow.STRING} {
 		f, _ := sc.FieldsByName(name)
-		if len(f) != 1 || f[0].Type.ID() != arrow.STRING {
-			t.Errorf("%s is %v in the stored schema, want utf8", name, f)
+		if len(f) != 1 || f[0].Type.ID() != want {
+			t.Errorf("%s is %v in the stored schema, want %s", name, f, want)
 		}
 	}
 	id, _ := sc.FieldsByName("id")

@@ -6,9 +6,9 @@
 // it, in sorted order; other files are copied unchanged), and a Hugging Face
 // save_to_disk directory (state.json or dataset_dict.json at its root):
 // the Arrow IPC data files its state.json files name are read record batch
-// by record batch and written as parquet beside where they were
-// (data-00000-of-00001.arrow becomes data-00000-of-00001.parquet), and the
-// bookkeeping files are not written (see hfdisk.go). Candidate payload
+// by record batch and written again as Arrow IPC streams at the same paths,
+// so that the output is a save_to_disk directory too (see hfdisk.go).
+// Candidate payload
 // columns are found from the schema alone: binary, large_binary and
 // fixed_size_binary leaves, Hugging Face media features (Image, Audio, Video,
 // Pdf, ... stored as struct<bytes: binary, path: string>, as the "huggingface"
@@ -21,8 +21,9 @@
 //
 // Tables are converted row group by row group with bounded batches: one output
 // row group per input row group, the same codec per column, the same column
-// order and nullability. A selected leaf becomes a string column in place, a
-// Hugging Face media struct becomes the reference string, and nulls stay null.
+// order and nullability. A selected binary leaf becomes a string column in
+// place, a Hugging Face media struct keeps its type with bytes null and the
+// reference as its path (Options.Media), and nulls stay null.
 // Member keys depend only on the row: <column path>/<table path without
 // .parquet>/<row:012d><ext> (list elements add -<index:04d>), and every row's
 // payloads form one placement group so they share a shard. A converter that

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -239,46 +240,127 @@ func rewriteFeatureAt(feature json.RawMessage, path []string) (json.RawMessage, 
 	return encodeObject(out), true
 }
 
-// rewriteHF returns the huggingface metadata with every path in paths
-// declared as a string Value, and the paths it could not find. Keys and
-// untouched values keep their order and spelling.
-func rewriteHF(meta string, paths [][]string) (string, [][]string, error) {
+// addSiblingAt adds, beside the media feature at path, the --keep-path
+// feature: a string Value of the same list shape, named with PathSuffix.
+// ok is false when the features do not have that path, or already have a
+// feature of that name.
+func addSiblingAt(features json.RawMessage, path []string) (json.RawMessage, bool) {
+	if elem, _, rebuild, ok := listElem(features); ok {
+		e, ok := addSiblingAt(elem, path)
+		if !ok {
+			return features, false
+		}
+		return rebuild(e), true
+	}
+	ms, ok := parseObject(features)
+	if !ok || typeOf(ms) != "" || len(path) == 0 {
+		return features, false
+	}
+	i := find(ms, path[0])
+	if i < 0 {
+		return features, false
+	}
+	out := append([]member(nil), ms...)
+	if len(path) > 1 {
+		v, ok := addSiblingAt(ms[i].Value, path[1:])
+		if !ok {
+			return features, false
+		}
+		out[i].Value = v
+		return encodeObject(out), true
+	}
+	name := path[0] + PathSuffix
+	if find(ms, name) >= 0 {
+		return features, false
+	}
+	sib, _ := rewriteFeatureAt(ms[i].Value, nil)
+	return encodeObject(slices.Insert(out, i+1, member{name, sib})), true
+}
+
+// editFeatures applies e to a features object: the string paths declared
+// as string Values, the siblings added. changed is false when nothing
+// applied.
+func editFeatures(features json.RawMessage, e featureEdit) (json.RawMessage, bool) {
+	changed := false
+	for _, p := range e.strings {
+		if nf, ok := rewriteFeatureAt(features, p); ok {
+			features, changed = nf, true
+		}
+	}
+	for _, p := range e.siblings {
+		if nf, ok := addSiblingAt(features, p); ok {
+			features, changed = nf, true
+		}
+	}
+	return features, changed
+}
+
+// rewriteHF returns the huggingface metadata with e applied (see
+// editFeatures). Keys and untouched values keep their order and spelling;
+// metadata that declares no features, or none e changes, is returned as
+// it is.
+func rewriteHF(meta string, e featureEdit) (string, error) {
 	top, ok := parseObject([]byte(meta))
 	if !ok {
-		return meta, paths, errors.New("huggingface metadata is not a JSON object")
+		return meta, errors.New("huggingface metadata is not a JSON object")
 	}
 	ii := find(top, "info")
 	if ii < 0 {
-		return meta, paths, nil
+		return meta, nil
 	}
 	info, ok := parseObject(top[ii].Value)
 	if !ok {
-		return meta, paths, errors.New("huggingface metadata: info is not a JSON object")
+		return meta, errors.New("huggingface metadata: info is not a JSON object")
 	}
 	fi := find(info, "features")
 	if fi < 0 {
-		return meta, paths, nil
+		return meta, nil
 	}
-	features := info[fi].Value
-	var missing [][]string
-	for _, p := range paths {
-		nf, ok := rewriteFeatureAt(features, p)
-		if !ok {
-			missing = append(missing, p)
-			continue
-		}
-		features = nf
-	}
-	if len(missing) == len(paths) {
-		return meta, missing, nil // nothing to change: keep the bytes
+	features, changed := editFeatures(info[fi].Value, e)
+	if !changed {
+		return meta, nil // nothing to change: keep the bytes
 	}
 	info[fi].Value = features
 	top[ii].Value = encodeObject(info)
-	return string(encodeObject(top)), missing, nil
+	return string(encodeObject(top)), nil
 }
 
-// dotted joins a column path for people and member keys.
+// dotted joins a column path for member keys.
 func dotted(path []string) string { return strings.Join(path, ".") }
 
+// FieldName renders a field path as plans and --field name it: names
+// joined by dots, a dot or a backslash inside a name escaped with a
+// backslash (obs.cam\.front is the field "cam.front" of "obs").
+// ParseFieldPath reads it back.
+func FieldName(path []string) string {
+	parts := make([]string, len(path))
+	for i, p := range path {
+		parts[i] = strings.NewReplacer(`\`, `\\`, ".", `\.`).Replace(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+// ParseFieldPath splits a field name written as FieldName writes it.
+func ParseFieldPath(s string) ([]string, error) {
+	var out []string
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			if i+1 == len(s) || (s[i+1] != '.' && s[i+1] != '\\') {
+				return nil, errors.New(`a backslash must be followed by "." or "\" (an escaped dot or backslash)`)
+			}
+			i++
+			b.WriteByte(s[i])
+		case c == '.':
+			out = append(out, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(out, b.String()), nil
+}
+
 // quotePath renders a path for error messages.
-func quotePath(path []string) string { return strconv.Quote(dotted(path)) }
+func quotePath(path []string) string { return strconv.Quote(FieldName(path)) }

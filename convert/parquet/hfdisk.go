@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/sniff"
 )
 
@@ -28,14 +30,14 @@ import (
 // (which lists them under _data_files) and dir/dataset_info.json;
 // DatasetDict.save_to_disk(dir) writes dir/dataset_dict.json ({"splits":
 // [...]}) and one such directory per split. Such a source is converted like
-// a directory of parquet tables, with three differences: every data file
+// a directory of parquet tables, and its output is a save_to_disk
+// directory again, which datasets.load_from_disk reads: every data file
 // named by a state.json is a table, read record batch by record batch and
-// written as parquet at the same path with .parquet for .arrow; state.json
-// and dataset_dict.json are not written (they name the .arrow files, which
-// the output does not have, and they would make datasets.load_from_disk
-// take the output for a save_to_disk directory); and the dataset_info.json
-// of every dataset directory has its extracted features declared as
-// strings, as the root one of a parquet dataset does.
+// written again as an Arrow IPC stream at the same path (same batches,
+// selected fields rewritten, the huggingface metadata as the features now
+// are); state.json and dataset_dict.json are copied; and the
+// dataset_info.json of every dataset directory declares the features as
+// they now are, as the card of a parquet dataset does.
 
 const (
 	stateName = "state.json"
@@ -48,15 +50,9 @@ type diskLayout struct {
 	// directories relative to the root ("" for a Dataset at the root).
 	dict     bool
 	datasets []string
-	// dropped are the bookkeeping files not written to the output.
-	dropped []string
 	// infos are the dataset_info.json files beside the data files.
 	infos map[string]bool
 }
-
-// arrowRowGroupBytes bounds the reference and other column data buffered
-// for one output row group of an Arrow table.
-const arrowRowGroupBytes = 64 << 20
 
 // detectDisk recognises a save_to_disk directory by a state.json or a
 // dataset_dict.json at the root and moves the data files its state.json
@@ -109,9 +105,8 @@ func (in *inputs) detectDisk() error {
 			}
 			dirs = append(dirs, s)
 		}
-		d.dropped = append(d.dropped, dictName)
 	}
-	taken := map[string]bool{dictName: hasDict}
+	taken := map[string]bool{} // the data files
 	for _, dir := range dirs {
 		stRel := path.Join(dir, stateName)
 		sf, ok := byRel[stRel]
@@ -149,8 +144,6 @@ func (in *inputs) detectDisk() error {
 			f.arrow, f.dataset = true, dir
 			in.tables = append(in.tables, f)
 		}
-		taken[stRel] = true
-		d.dropped = append(d.dropped, stRel)
 		if info := path.Join(dir, infoName); byRel[info].rel != "" {
 			d.infos[info] = true
 		}
@@ -205,12 +198,6 @@ func (in *inputs) metaKind(rel string) string {
 		return infoName
 	}
 	return ""
-}
-
-// dropped reports whether rel is a save_to_disk bookkeeping file that the
-// output does not have.
-func (in *inputs) dropped(rel string) bool {
-	return in.disk != nil && slices.Contains(in.disk.dropped, rel)
 }
 
 // checkSchema refuses an Arrow table whose schema differs from that of an
@@ -410,7 +397,7 @@ func (a *cappedAllocator) check(size int) {
 // bytes and sampling the first values of each candidate. It is a full read
 // of the file (an Arrow stream has no footer that counts its rows), one
 // batch at a time.
-func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
+func inspectArrow(ctx context.Context, in *inputs, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
 	defer recovered(f.rel, &err)
 	r, err := openArrow(f.rel, f.path, f.size, opts.Allocator)
 	if err != nil {
@@ -418,7 +405,7 @@ func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]st
 	}
 	defer r.Close()
 	sc := r.Schema()
-	t = &Table{Rel: f.rel, OutRel: strings.TrimSuffix(f.rel, ".arrow") + ".parquet", Path: f.path, Size: f.size, Arrow: true, schema: sc}
+	t = &Table{Rel: f.rel, OutRel: f.rel, Path: f.path, Size: f.size, Arrow: true, schema: sc}
 	var features json.RawMessage
 	if v, ok := sc.Metadata().GetValue(HFKey); ok {
 		t.HF = v
@@ -427,6 +414,7 @@ func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		}
 	}
 	t.findCandidates(features, warnings)
+	nulls := make([]int64, len(t.Candidates)) // every value read: the whole count
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -441,11 +429,17 @@ func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		for i := range t.Candidates {
 			c := &t.Candidates[i]
 			col := rec.Column(rec.Schema().FieldIndices(c.Path[0])[0])
-			visitPayloads(col, c.Path[1:], c.Struct, allLive(col.Len()), func(val []byte, valid bool, _ string) {
+			visitPayloads(col, c.Path[1:], c.Struct, allLive(col.Len()), func(val []byte, valid bool, name string) {
 				if valid {
 					c.ChunkBytes += int64(len(val))
+				} else if name == "" {
+					nulls[i]++
 				}
 				if c.Evidence.Sampled >= int64(opts.SampleSize) {
+					return
+				}
+				if !valid && name != "" {
+					in.sampleFile(t.Rel, c, name, warnings)
 					return
 				}
 				if !valid {
@@ -460,17 +454,22 @@ func inspectArrow(ctx context.Context, f inputFile, opts Options, warnings *[]st
 		rec.Release()
 	}
 	for i := range t.Candidates {
-		t.Candidates[i].Rows = t.Rows
-		t.Candidates[i].Evidence.Values = t.Rows
+		c := &t.Candidates[i]
+		c.Rows = t.Rows
+		c.Evidence.Values = t.Rows
+		if f, _ := sc.FieldsByName(c.Path[0]); len(f) == 1 && !strings.Contains(f[0].Type.String(), "list<") {
+			c.Evidence.Nulls = &nulls[i] // one slot per row: nulls of the rows
+		}
 	}
 	return t, nil
 }
 
-// runArrow writes an Arrow table as parquet: the same columns, selected
-// fields as reference strings, the huggingface metadata rewritten and the
-// Arrow schema stored (as pyarrow does), snappy-compressed, in row groups
-// of about arrowRowGroupBytes. Batches are read one at a time, the next
-// decoded while the current one is packed.
+// runArrow writes an Arrow data file of a save_to_disk dataset again, as
+// the Arrow IPC stream save_to_disk writes, at the same path: the same
+// record batches and columns, selected fields rewritten, the huggingface
+// metadata rewritten as the features change and MetaKey recording what was
+// done. Batches are read one at a time, the next decoded while the current
+// one is packed.
 func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 	t := tc.t
 	defer recovered(t.Rel, &err)
@@ -483,23 +482,31 @@ func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 		return inputErr(t.Rel, -1, "", "the schema changed since the file was inspected")
 	}
 	tree := buildTree(tc.paths)
-	fields := t.schema.Fields()
-	for i, f := range fields {
-		if n := tree[f.Name]; n != nil {
-			fields[i].Type = outType(f.Type, n)
-		}
-	}
+	fields := outFields(t.schema.Fields(), tree, tc.outOpts())
 	md := t.schema.Metadata()
 	meta, _, err := tc.metadata(md.Keys(), md.Values(), t.schema)
 	if err != nil {
 		return err
 	}
 	outSchema := arrow.NewSchema(fields, &meta)
-	tw, err := tc.createWriter(out, outSchema, "schema", nil, true)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("parquet: %s: %w", out, os.ErrExist)
+	}
+	f, err := atomicfile.Create(out, 0o644)
 	if err != nil {
 		return err
 	}
-	defer tw.abort()
+	defer f.Abort()
+	w := ipc.NewWriter(noCloser{f}, ipc.WithSchema(outSchema), ipc.WithAllocator(tc.opts.Allocator))
+	writerOpen := true
+	defer func() {
+		if writerOpen {
+			w.Close()
+		}
+	}()
 
 	rctx, cancel := context.WithCancel(ctx)
 	batches := make(chan batchItem)
@@ -512,17 +519,10 @@ func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 			}
 		}
 	}()
-	var row, rgBytes int64
-	first := true
+	var row int64
 	for it := range batches {
 		if it.err != nil {
 			return it.err
-		}
-		if first || rgBytes >= arrowRowGroupBytes {
-			if err := tw.fw.NewBufferedRowGroupChecked(); err != nil {
-				return fmt.Errorf("parquet: %s: %w", t.OutRel, err)
-			}
-			first, rgBytes = false, 0
 		}
 		outRec, err := tc.rewriteBatch(it.rec, outSchema, tree, row)
 		row += it.rec.NumRows()
@@ -530,8 +530,7 @@ func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 		if err != nil {
 			return err
 		}
-		rgBytes += recordBytes(outRec)
-		err = tw.fw.WriteBuffered(outRec)
+		err = w.Write(outRec)
 		outRec.Release()
 		if err != nil {
 			return fmt.Errorf("parquet: %s: %w", t.OutRel, err)
@@ -546,7 +545,11 @@ func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 	if row != t.Rows {
 		return inputErr(t.Rel, -1, "", "read %d rows, %d when the file was inspected (it changed)", row, t.Rows)
 	}
-	return tw.commit(t.OutRel)
+	writerOpen = false
+	if err := w.Close(); err != nil { // the end-of-stream marker
+		return fmt.Errorf("parquet: %s: %w", t.OutRel, err)
+	}
+	return f.Commit()
 }
 
 // readArrowBatches sends every record batch of r to out (retained for the
@@ -573,26 +576,6 @@ func readArrowBatches(ctx context.Context, r *arrowReader, out chan<- batchItem)
 			return
 		}
 	}
-}
-
-// recordBytes sums the buffer sizes of a record batch's columns.
-func recordBytes(rec arrow.RecordBatch) int64 {
-	var n int64
-	var walk func(d arrow.ArrayData)
-	walk = func(d arrow.ArrayData) {
-		for _, b := range d.Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-		for _, c := range d.Children() {
-			walk(c)
-		}
-	}
-	for _, c := range rec.Columns() {
-		walk(c.Data())
-	}
-	return n
 }
 
 // Arrow-go sizes slices by the counts a schema's flatbuffer declares (its

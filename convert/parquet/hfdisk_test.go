@@ -73,7 +73,7 @@ func TestHFDiskConvert(t *testing.T) {
 			name:      "single dataset, media features by default",
 			src:       "single",
 			wantPaths: []string{"audio", "frames", "image"},
-			tables:    []string{"data-00000-of-00002.parquet", "data-00001-of-00002.parquet"},
+			tables:    []string{"data-00000-of-00002.arrow", "data-00001-of-00002.arrow"},
 			infos:     []string{"dataset_info.json"},
 		},
 		{
@@ -81,14 +81,14 @@ func TestHFDiskConvert(t *testing.T) {
 			src:       "dict",
 			columns:   []string{"raw", "frames"},
 			wantPaths: []string{"frames", "raw"},
-			tables:    []string{"test/data-00000-of-00001.parquet", "train/data-00000-of-00002.parquet", "train/data-00001-of-00002.parquet"},
+			tables:    []string{"test/data-00000-of-00001.arrow", "train/data-00000-of-00002.arrow", "train/data-00001-of-00002.arrow"},
 			infos:     []string{"test/dataset_info.json", "train/dataset_info.json"},
 		},
 		{
 			name:      "dataset dict, default selection, small shards",
 			src:       "dict",
 			wantPaths: []string{"audio", "frames", "image"},
-			tables:    []string{"test/data-00000-of-00001.parquet", "train/data-00000-of-00002.parquet", "train/data-00001-of-00002.parquet"},
+			tables:    []string{"test/data-00000-of-00001.arrow", "train/data-00000-of-00002.arrow", "train/data-00001-of-00002.arrow"},
 			infos:     []string{"test/dataset_info.json", "train/dataset_info.json"},
 			opts:      Options{PackOptions: convert.PackOptions{MaxPackBytes: 4 << 10}},
 		},
@@ -97,14 +97,16 @@ func TestHFDiskConvert(t *testing.T) {
 			src:       "filefmt",
 			columns:   []string{"image"},
 			wantPaths: []string{"image"},
-			tables:    []string{"data-00000-of-00001.parquet"},
+			tables:    []string{"data-00000-of-00001.arrow"},
 			infos:     []string{"dataset_info.json"},
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := filepath.Join(root, tc.src)
-			ins, sel, res, opts, dst := convertChecked(t, src, tc.opts, tc.columns, tc.fields, tc.wantPaths)
+			o := tc.opts
+			o.Media = MediaString // the save_to_disk output is checked with references as strings
+			ins, sel, res, opts, dst := convertChecked(t, src, o, tc.columns, tc.fields, tc.wantPaths)
 			if res.Rewritten != len(tc.tables) || res.Copied != 0 {
 				t.Errorf("rewrote %d and copied %d tables, want %d and 0", res.Rewritten, res.Copied, len(tc.tables))
 			}
@@ -130,9 +132,10 @@ func TestHFDiskConvert(t *testing.T) {
 }
 
 // checkDiskOutput checks a converted save_to_disk dataset against its
-// source: exactly the tables (as parquet) and the other files but the
-// bookkeeping ones; every table's columns, rows and metadata, read by
-// DuckDB, against the source read by Arrow JS; every reference resolving
+// source: exactly the tables (Arrow IPC streams at the same paths) and the
+// other files, state.json and dataset_dict.json among them; every table's
+// record batches, columns, rows and metadata, read by Arrow JS, against
+// the source read by Arrow JS; every reference resolving
 // to the source's bytes under the expected key. It returns the number of
 // references.
 func checkDiskOutput(t *testing.T, src, dst string, ins *Inspection, sel Selection, tables []string) int {
@@ -162,11 +165,6 @@ func checkDiskOutput(t *testing.T, src, dst string, ins *Inspection, sel Selecti
 	if !slices.Equal(files, want) {
 		t.Errorf("output files %v, want %v", files, want)
 	}
-	for _, f := range files {
-		if strings.HasSuffix(f, stateName) || strings.HasSuffix(f, dictName) || strings.HasSuffix(f, ".arrow") {
-			t.Errorf("%s written", f)
-		}
-	}
 
 	set, err := packcore.OpenSet(filepath.Join(dst, MediaDir), packcore.SetOptions{})
 	if err != nil {
@@ -184,16 +182,20 @@ func checkDiskOutput(t *testing.T, src, dst string, ins *Inspection, sel Selecti
 		in = append(in, filepath.Join(ins.Root, filepath.FromSlash(tb.Rel)))
 		out = append(out, filepath.Join(dst, filepath.FromSlash(tb.OutRel)))
 	}
-	ind, outd := dumpArrow(t, in...), dump(t, out...)
+	ind, outd := dumpArrow(t, in...), dumpArrow(t, out...)
 	refs := 0
 	for i, tb := range ins.Tables {
 		a, b := ind[in[i]], outd[out[i]]
-		refs += checkDiskTable(t, tb, src, sel.Paths, a, b, set)
+		if !slices.Equal(a.Batches, b.Batches) {
+			t.Errorf("%s: record batches of %v rows, source %v", tb.Rel, b.Batches, a.Batches)
+		}
+		refs += checkDiskTable(t, tb, src, sel.Paths, a, dumpTable{KV: b.KV, Columns: b.Columns, Rows: b.Rows}, set)
 	}
 	return refs
 }
 
-// checkDiskTable compares one Arrow table with its parquet conversion.
+// checkDiskTable compares one Arrow table with its conversion (read by
+// Arrow JS too).
 func checkDiskTable(t *testing.T, tb *Table, root string, paths [][]string, in arrowDump, out dumpTable, set *packcore.Set) int {
 	t.Helper()
 	rel := tb.Rel
@@ -206,7 +208,7 @@ func checkDiskTable(t *testing.T, tb *Table, root string, paths [][]string, in a
 	if len(in.Batches) < 2 {
 		t.Errorf("%s: %d record batches in the fixture, want several", rel, len(in.Batches))
 	}
-	for _, key := range []string{HFKey, MetaKey, arrowSchemaKey} {
+	for _, key := range []string{HFKey, MetaKey} {
 		if _, n := out.kv(key); n != 1 {
 			t.Errorf("%s: %q metadata appears %d times, want once", rel, key, n)
 		}
@@ -217,7 +219,7 @@ func checkDiskTable(t *testing.T, tb *Table, root string, paths [][]string, in a
 			srcHF = p[1]
 		}
 	}
-	wantHF, _, err := rewriteHF(srcHF, paths)
+	wantHF, err := rewriteHF(srcHF, featureEdit{strings: paths})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ func TestHFDiskJob(t *testing.T) {
 		actions[e.Name] = e.Action
 	}
 	want := map[string]plan.Action{"image": plan.ActionExtract, "audio": plan.ActionSkip, "frames": plan.ActionSkip, "raw": plan.ActionSkip,
-		"*.arrow": plan.ActionRewrite, "dataset_dict.json, train/state.json, test/state.json": plan.ActionSkip, "other files": plan.ActionCopy}
+		"*.arrow": plan.ActionRewrite, "other files": plan.ActionCopy}
 	if !reflect.DeepEqual(actions, want) {
 		t.Errorf("plan entries %v, want %v", actions, want)
 	}
@@ -341,7 +343,7 @@ func TestHFDiskJob(t *testing.T) {
 	for _, o := range back.Layout {
 		layout = append(layout, o.Path)
 	}
-	if wantLayout := []string{"media/pack-NNNN.zip", "train/data-00000-of-00002.parquet", "train/data-00001-of-00002.parquet", "test/data-00000-of-00001.parquet", "(other files)"}; !slices.Equal(layout, wantLayout) {
+	if wantLayout := []string{"media/pack-NNNN.zip", "train/data-00000-of-00002.arrow", "train/data-00001-of-00002.arrow", "test/data-00000-of-00001.arrow", "(other files)"}; !slices.Equal(layout, wantLayout) {
 		t.Errorf("layout %v, want %v", layout, wantLayout)
 	}
 	if _, err := os.Lstat(dst); !errors.Is(err, os.ErrNotExist) {
@@ -392,7 +394,7 @@ func TestHFDiskParts(t *testing.T) {
 			var sel Selection
 			for i := 1; i <= n; i++ {
 				p := convert.Part{I: i, N: n}
-				opts := Options{Version: "test", PackOptions: convert.PackOptions{Part: p, Record: diskRecord(t, src, p), MaxPackBytes: 8 << 10}}
+				opts := Options{Version: "test", Media: MediaString, PackOptions: convert.PackOptions{Part: p, Record: diskRecord(t, src, p), MaxPackBytes: 8 << 10}}
 				var err error
 				if ins, err = Inspect(ctx, src, opts); err != nil {
 					t.Fatal(err)
@@ -406,8 +408,8 @@ func TestHFDiskParts(t *testing.T) {
 			}
 			res, err := convert.Finalize(ctx, dst, convert.FinalizeOptions{Joiners: func(string) (func(string) convert.TableJoiner, bool) {
 				return func(rel string) convert.TableJoiner {
-					if strings.HasSuffix(rel, ".parquet") {
-						return JoinTable
+					if strings.HasSuffix(rel, ".arrow") {
+						return JoinArrowTable
 					}
 					return nil
 				}, true
@@ -418,7 +420,7 @@ func TestHFDiskParts(t *testing.T) {
 			if res.Parts != n {
 				t.Errorf("joined %d parts, want %d", res.Parts, n)
 			}
-			refs := checkDiskOutput(t, src, dst, ins, sel, []string{"test/data-00000-of-00001.parquet", "train/data-00000-of-00002.parquet", "train/data-00001-of-00002.parquet"})
+			refs := checkDiskOutput(t, src, dst, ins, sel, []string{"test/data-00000-of-00001.arrow", "train/data-00000-of-00002.arrow", "train/data-00001-of-00002.arrow"})
 			if int64(refs) != res.Members {
 				t.Errorf("tables hold %d references, packs hold %d members", refs, res.Members)
 			}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 
@@ -60,7 +62,27 @@ type Options struct {
 	// converter built on this package keep its own key scheme (LeRobot's
 	// frames/<feature>/<table>/<row:08d>). Keys must be unique per payload.
 	Keys func(id PayloadID) (key, group string)
+	// Media says what a selected Hugging Face media struct<bytes, path>
+	// becomes: MediaKeep ("", the default) keeps the struct, bytes null
+	// and path the reference, so that datasets still reads Image(),
+	// Audio(), ... features; MediaString makes it the reference string,
+	// declared Value("string"). Binary fields always become strings.
+	Media MediaMode
+	// KeepPath adds beside each selected media struct a string field
+	// named with PathSuffix (image_path beside image, a list of strings
+	// beside a list of images) holding the source's path, which the
+	// reference replaces.
+	KeepPath bool
 }
+
+// MediaMode is what a selected media struct<bytes, path> becomes.
+type MediaMode string
+
+// Media modes.
+const (
+	MediaKeep   MediaMode = "keep"
+	MediaString MediaMode = "string"
+)
 
 // PayloadID locates one payload for Options.Keys.
 type PayloadID struct {
@@ -119,8 +141,9 @@ type Candidate struct {
 	Evidence plan.Evidence `json:"evidence"`
 }
 
-// Name returns the dotted path.
-func (c Candidate) Name() string { return dotted(c.Path) }
+// Name returns the field's name as plans and --field write it (see
+// FieldName).
+func (c Candidate) Name() string { return FieldName(c.Path) }
 
 // Table is one parquet file of the source, or one Arrow IPC data file of
 // a Hugging Face save_to_disk dataset (see Arrow).
@@ -288,7 +311,7 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 		if f.arrow {
 			inspect = inspectArrow
 		}
-		t, err := inspect(ctx, f, opts, &ins.Warnings)
+		t, err := inspect(ctx, in, f, opts, &ins.Warnings)
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +320,7 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 		}
 		ins.Tables = append(ins.Tables, t)
 		for _, c := range t.Candidates {
-			k := dotted(c.Path) + "\x00" + fmt.Sprint(c.Struct)
+			k := FieldName(c.Path) + "\x00" + fmt.Sprint(c.Struct)
 			i, ok := agg[k]
 			if !ok {
 				i = len(ins.Candidates)
@@ -305,6 +328,14 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 				ins.Candidates = append(ins.Candidates, Candidate{Path: c.Path, Type: c.Type, Struct: c.Struct})
 			}
 			a := &ins.Candidates[i]
+			nulls := a.Evidence.Nulls
+			if a.Tables == 0 {
+				nulls = c.Evidence.Nulls
+			} else if nulls != nil && c.Evidence.Nulls != nil {
+				nulls = new(*nulls + *c.Evidence.Nulls)
+			} else {
+				nulls = nil
+			}
 			a.Tables++
 			a.Rows += c.Rows
 			a.ChunkBytes += c.ChunkBytes
@@ -312,6 +343,7 @@ func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error)
 				a.Media = c.Media
 			}
 			mergeEvidence(&a.Evidence, c.Evidence)
+			a.Evidence.Nulls = nulls
 		}
 	}
 	return ins, nil
@@ -341,7 +373,7 @@ func mergeEvidence(dst *plan.Evidence, src plan.Evidence) {
 	slices.Sort(dst.Kinds)
 }
 
-func inspectTable(ctx context.Context, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
+func inspectTable(ctx context.Context, in *inputs, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
 	defer recovered(f.rel, &err)
 	pf, err := openTable(f.path, f.size, opts.Allocator)
 	if err != nil {
@@ -379,8 +411,9 @@ func inspectTable(ctx context.Context, f inputFile, opts Options, warnings *[]st
 	for i := range t.Candidates {
 		t.Candidates[i].Rows = t.Rows
 		t.Candidates[i].ChunkBytes = chunkBytes(pf, t.Candidates[i])
+		t.Candidates[i].Evidence.Nulls = statNulls(pf, t.Candidates[i], t.Rows)
 	}
-	if err := sample(ctx, pf, fr, t, opts); err != nil {
+	if err := sample(ctx, in, pf, fr, t, opts, warnings); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -534,6 +567,71 @@ func chunkBytes(pf *file.Reader, c Candidate) int64 {
 	return n
 }
 
+// statNulls counts the rows whose payload slot is null, from the column
+// chunks' statistics, for a field outside lists: the nulls of its leaf (a
+// null struct above it counts), or for a media struct the rows with
+// neither bytes nor a path, when the counts of the two leaves settle it.
+// It returns nil when the statistics cannot say (a field in a list, a
+// chunk without a null count, two leaves that leave it open).
+func statNulls(pf *file.Reader, c Candidate, rows int64) *int64 {
+	md := pf.MetaData()
+	sd := md.Schema
+	leafNulls := func(last string) (int64, bool) {
+		idx := -1
+		for i := 0; i < sd.NumColumns(); i++ {
+			p := []string(sd.Column(i).ColumnPath())
+			if last != "" {
+				if len(p) == 0 || p[len(p)-1] != last {
+					continue
+				}
+				p = p[:len(p)-1]
+			}
+			if slices.Equal(p, c.Path) {
+				if idx >= 0 || sd.Column(i).MaxRepetitionLevel() > 0 {
+					return 0, false
+				}
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return 0, false
+		}
+		var n int64
+		for rg := 0; rg < md.NumRowGroups(); rg++ {
+			cc, err := md.RowGroup(rg).ColumnChunk(idx)
+			if err != nil {
+				return 0, false
+			}
+			if set, err := cc.StatsSet(); err != nil || !set {
+				return 0, false
+			}
+			st, err := cc.Statistics()
+			if err != nil || st == nil || !st.HasNullCount() {
+				return 0, false
+			}
+			n += st.NullCount()
+		}
+		return n, true
+	}
+	if !c.Struct {
+		if n, ok := leafNulls(""); ok {
+			return &n
+		}
+		return nil
+	}
+	b, okb := leafNulls("bytes")
+	p, okp := leafNulls("path")
+	if !okb || !okp {
+		return nil
+	}
+	// Rows with neither: at least b+p-rows, at most the fewer of the two.
+	lo, hi := max(b+p-rows, 0), min(b, p)
+	if lo != hi {
+		return nil
+	}
+	return &lo
+}
+
 // matchLeaf reports whether the parquet path p spells the field path want,
 // allowing list wrapper levels (list, element, item, array, bag) after any
 // component.
@@ -555,7 +653,7 @@ func matchLeaf(want, p []string) bool {
 
 // sample reads the first rows of a few evenly spaced row groups, projecting
 // only the candidates' columns, and records evidence for each candidate.
-func sample(ctx context.Context, pf *file.Reader, fr *pqarrow.FileReader, t *Table, opts Options) error {
+func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileReader, t *Table, opts Options, warnings *[]string) error {
 	if len(t.Candidates) == 0 || t.Rows == 0 {
 		for i := range t.Candidates {
 			t.Candidates[i].Evidence.Values = t.Rows
@@ -600,6 +698,10 @@ func sample(ctx context.Context, pf *file.Reader, fr *pqarrow.FileReader, t *Tab
 			col := rec.Column(idx[0])
 			live := allLive(col.Len())
 			visitPayloads(col, c.Path[1:], c.Struct, live, func(val []byte, valid bool, name string) {
+				if !valid && name != "" {
+					in.sampleFile(t.Rel, c, name, warnings)
+					return
+				}
 				if !valid {
 					c.Evidence.AddNull()
 					return
@@ -613,6 +715,29 @@ func sample(ctx context.Context, pf *file.Reader, fr *pqarrow.FileReader, t *Tab
 		t.Candidates[i].Evidence.Values = t.Rows
 	}
 	return nil
+}
+
+// sampleFile records the sampled value of a media struct whose bytes are
+// null and whose path names a file: the file is the payload (the
+// conversion packs it), so it counts as a value of its size and kind; a
+// path that names no file under the root is a warning, since the
+// conversion stops there.
+func (in *inputs) sampleFile(rel string, c *Candidate, name string, warnings *[]string) {
+	p, size, err := in.resolvePath(name)
+	if err != nil {
+		if !slices.Contains(c.Evidence.Kinds, "missing file") { // one warning a field
+			*warnings = append(*warnings, fmt.Sprintf("%s: %s: %v; converting it stops there", rel, FieldName(c.Path), err))
+		}
+		c.Evidence.Add(0, "missing file")
+		return
+	}
+	prefix := make([]byte, sniff.PrefixLen)
+	if f, err := os.Open(p); err == nil {
+		n, _ := io.ReadFull(f, prefix)
+		prefix = prefix[:n]
+		f.Close()
+	}
+	c.Evidence.Add(size, sniff.Detect(prefix).Label)
 }
 
 func allLive(n int) []bool {
@@ -761,7 +886,7 @@ func (ins *Inspection) Select(columns []string, fields [][]string) (Selection, e
 	}
 	for i, p := range paths {
 		if len(p) == 0 || slices.Contains(p, "") {
-			return Selection{}, fmt.Errorf("parquet: %w: empty column name in %q", ErrBadSelection, dotted(p))
+			return Selection{}, fmt.Errorf("parquet: %w: empty column name in %q", ErrBadSelection, FieldName(p))
 		}
 		for _, q := range paths[:i] {
 			n := min(len(p), len(q))
@@ -793,7 +918,7 @@ func (ins *Inspection) candidateList() string {
 	}
 	var parts []string
 	for _, c := range ins.Candidates {
-		parts = append(parts, fmt.Sprintf("%s (%s)", dotted(c.Path), c.label()))
+		parts = append(parts, fmt.Sprintf("%s (%s)", FieldName(c.Path), c.label()))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -817,7 +942,7 @@ func resolve(t *Table, path []string) (bool, error) {
 		return false, nil
 	}
 	if len(idx) > 1 {
-		return false, inputErr(t.Rel, -1, dotted(path), "column name is not unique")
+		return false, inputErr(t.Rel, -1, FieldName(path), "column name is not unique")
 	}
 	typ := t.schema.Field(idx[0]).Type
 	for i := 1; ; i++ {
@@ -833,25 +958,25 @@ func resolve(t *Table, path []string) (bool, error) {
 		}
 		st, ok := typ.(*arrow.StructType)
 		if !ok {
-			return false, inputErr(t.Rel, -1, dotted(path), "%q is %s, not a struct", path[i-1], typ)
+			return false, inputErr(t.Rel, -1, FieldName(path), "%q is %s, not a struct", path[i-1], typ)
 		}
 		fi := st.FieldIndices(path[i])
 		if len(fi) == 0 {
 			return false, nil
 		}
 		if len(fi) > 1 {
-			return false, inputErr(t.Rel, -1, dotted(path), "field name %q is not unique", path[i])
+			return false, inputErr(t.Rel, -1, FieldName(path), "field name %q is not unique", path[i])
 		}
 		typ = st.Field(fi[0]).Type
 	}
 	if isBinary(typ) {
 		if a := t.annotation(path); a != "" {
-			return false, inputErr(t.Rel, -1, dotted(path), "the column holds %s, not payloads", a)
+			return false, inputErr(t.Rel, -1, FieldName(path), "the column holds %s, not payloads", a)
 		}
 		return true, nil
 	}
 	if _, _, ok := hfStruct(typ); ok {
 		return true, nil
 	}
-	return false, inputErr(t.Rel, -1, dotted(path), "expected a binary field or a struct<bytes: binary, path: string>, got %s", typ)
+	return false, inputErr(t.Rel, -1, FieldName(path), "expected a binary field or a struct<bytes: binary, path: string>, got %s", typ)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -70,12 +71,13 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		}
 	}
 	merged := arrow.NewMetadata(keys, vals)
-	schema = arrow.NewSchema(schema.Fields(), &merged)
+	schema = arrow.NewSchema(withoutUnsetIDs(schema.Fields()), &merged)
 	props := []pq.WriterProperty{
 		pq.WithAllocator(mem),
 		pq.WithStoreDecimalAsInteger(true),
 		pq.WithMaxRowGroupLength(math.MaxInt32),
 		pq.WithRootName(md.Schema.Root().Name()),
+		pq.WithPageIndexEnabled(hasPageIndex(md)),
 	}
 	if md.NumRowGroups() > 0 {
 		rg := md.RowGroup(0)
@@ -139,7 +141,7 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 			for _, ch := range chunks {
 				ch.Release()
 			}
-			cols[c] = *arrow.NewColumn(col.Field(), chunked)
+			cols[c] = *arrow.NewColumn(schema.Field(c), chunked)
 			chunked.Release()
 		}
 		out := array.NewTable(schema, cols, tbl.NumRows())
@@ -257,4 +259,82 @@ func renameStrings(a arrow.Array, n int, isNull func(int) bool, value func(int) 
 		return a, nil
 	}
 	return b.NewArray(), nil
+}
+
+var _ convert.TableJoiner = JoinArrowTable
+
+// JoinArrowTable is JoinTable for an Arrow data file of a save_to_disk
+// dataset that one part wrote: it is written again, as an Arrow IPC
+// stream, batch by batch, with every reference renumbered by rename.
+func JoinArrowTable(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) (err error) {
+	defer recovered(out, &err)
+	part, src := -1, ""
+	for i, p := range parts {
+		if p == "" {
+			continue
+		}
+		if part >= 0 {
+			return fmt.Errorf("written by part %d and by part %d", part+1, i+1)
+		}
+		part, src = i, p
+	}
+	if part < 0 {
+		return fmt.Errorf("no part wrote it")
+	}
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	mem := memory.DefaultAllocator
+	r, err := openArrow(src, src, st.Size(), mem)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	f, err := atomicfile.Create(out, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	w := ipc.NewWriter(noCloser{f}, ipc.WithSchema(r.Schema()), ipc.WithAllocator(mem))
+	defer w.Close()
+	renameRef := func(s string) (string, bool, error) {
+		if _, _, err := packcore.ParseRef(s); err != nil {
+			return s, false, nil
+		}
+		n, err := rename(part, s)
+		return n, n != s, err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec, err := r.Next()
+		if err != nil {
+			return err
+		}
+		if rec == nil {
+			break
+		}
+		cols := make([]arrow.Array, rec.NumCols())
+		for c := range cols {
+			if cols[c], err = renameRefs(rec.Column(c), renameRef, mem); err != nil {
+				rec.Release()
+				releaseAll(cols[:c])
+				return fmt.Errorf("record batch column %q: %w", rec.ColumnName(c), err)
+			}
+		}
+		nr := array.NewRecordBatch(r.Schema(), cols, rec.NumRows())
+		rec.Release()
+		releaseAll(cols)
+		err = w.Write(nr)
+		nr.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return f.Commit()
 }

@@ -26,7 +26,7 @@ func TestParquetConvertToWithKeys(t *testing.T) {
 		}
 		return b.String(), fmt.Sprintf("g-%s-%d", id.Table, id.Row)
 	}
-	opts := Options{Keys: keysFn}
+	opts := Options{Keys: keysFn, Media: MediaString} // as convert/lerobot converts
 	ins, err := Inspect(ctx, filepath.Join(root, "hf"), opts)
 	if err != nil {
 		t.Fatal(err)

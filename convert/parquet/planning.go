@@ -69,12 +69,27 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			e.Action = plan.ActionExtract
 			e.Fidelity = plan.FidelitySchemaChanges
 			e.Notes = []string{"packed into " + MediaDir + "/, the field rewritten in place to zip:// reference strings (null stays null)"}
-			if c.Struct {
+			keep := c.Struct && ins.opts.Media != MediaString
+			switch {
+			case keep && ins.opts.KeepPath:
+				e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
+					"the source path moves to a new string field " + FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix)) + " beside it (--keep-path)"}
+			case keep:
+				e.Fidelity = plan.FidelityPathDropped
+				e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
+					"the source path's extension names the member, the path itself is not kept (--keep-path keeps it beside the field)"}
+			case c.Struct && ins.opts.KeepPath:
+				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the source path moves to a new string field "+
+					FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix))+" beside it (--keep-path)")
+			case c.Struct:
 				e.Fidelity = plan.FidelitySchemaChangesPathDropped
 				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the path's extension names the member, the path itself is not kept")
 			}
-			if c.Media != "" {
-				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s rewritten to Value(\"string\")", c.Media))
+			switch {
+			case c.Media != "" && keep:
+				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s kept: datasets reads it as before, opening each path through fsspec", c.Media))
+			case c.Media != "":
+				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s rewritten to Value(\"string\") (--hf-media string)", c.Media))
 			}
 		} else {
 			e.Action = plan.ActionSkip
@@ -93,7 +108,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 				has = true
 			}
 		}
-		if has || t.Arrow {
+		if has {
 			rewritten = append(rewritten, t)
 			rrows += t.Rows
 		} else {
@@ -104,10 +119,10 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 		p.Entries = append(p.Entries, plan.Entry{
 			Name:     tableNames(rewritten),
 			Kind:     "Arrow IPC tables",
-			Detail:   fmt.Sprintf("%s, %s; written as parquet (snappy, the Arrow schema stored), row groups of up to %s of column data", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows"), plan.HumanBytes(arrowRowGroupBytes)),
+			Detail:   fmt.Sprintf("%s, %s; written again as Arrow IPC streams at the same paths, one record batch for each of the source's", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
 			Action:   plan.ActionRewrite,
 			Fidelity: plan.FidelitySchemaChanges,
-			Notes:    []string{"each data-NNNNN-of-NNNNN.arrow becomes data-NNNNN-of-NNNNN.parquet in the same directory; other columns and the schema metadata kept"},
+			Notes:    []string{"other columns and the schema metadata kept; state.json, dataset_dict.json and dataset_info.json kept too, so that datasets.load_from_disk(DST) reads the output"},
 		})
 	} else if len(rewritten) > 0 {
 		p.Entries = append(p.Entries, plan.Entry{
@@ -128,16 +143,6 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			Fidelity: plan.FidelityLossless,
 		})
 	}
-	if disk != nil {
-		p.Entries = append(p.Entries, plan.Entry{
-			Name:     strings.Join(disk.dropped, ", "),
-			Kind:     "save_to_disk bookkeeping",
-			Detail:   plan.CountText(int64(len(disk.dropped)), "files"),
-			Action:   plan.ActionSkip,
-			Fidelity: plan.FidelitySkipped,
-			Notes:    []string{"not written: they name the .arrow files, which the output does not have, and would make datasets.load_from_disk take it for a save_to_disk directory; the output is read as parquet"},
-		})
-	}
 	if len(ins.Others) > 0 {
 		e := plan.Entry{
 			Name:     "other files",
@@ -146,11 +151,18 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			Action:   plan.ActionCopy,
 			Fidelity: plan.FidelityLossless,
 		}
-		if meta := ins.metadataRewrites(sel.Paths); len(meta) > 0 {
-			e.Notes = []string{"copied unchanged, except the feature declarations of the extracted fields in " + strings.Join(meta, " and ") +
-				", which become string (the rest of each file byte for byte)"}
+		if meta := ins.metadataRewrites(ins.cardEdit(sel)); len(meta) > 0 {
+			e.Notes = []string{"copied unchanged, except " + strings.Join(meta, " and ") +
+				": the features of the fields that become reference strings are declared string, the --keep-path fields added, and the card's configs name the tables wherever a data_files pattern would take in " + MediaDir + "/ (the card's YAML is written again, anchors and aliases resolved; its text after the front matter byte for byte)"}
 		}
 		p.Entries = append(p.Entries, e)
+	}
+	if ins.writesCard(sel) {
+		p.Entries = append(p.Entries, plan.Entry{
+			Name: cardName, Kind: "dataset card", Detail: "written: configs naming the tables as the train split",
+			Action: plan.ActionRewrite, Fidelity: plan.FidelityLossless,
+			Notes: []string{"the source has no card and no table is named like a split, so datasets.load_dataset(DST) would take every file for data, " + MediaDir + "/ too"},
+		})
 	}
 
 	if len(sel.Paths) > 0 {
@@ -179,8 +191,10 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	if disk != nil {
 		ext = "arrow"
 	}
+	if ins.opts.RefBase == "" { // else the note on --ref-base says what they are
+		p.Notes = append(p.Notes, "References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).")
+	}
 	p.Notes = append(p.Notes,
-		"References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).",
 		"Member keys: <field>/<table path without ."+ext+">/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.",
 		readersNote(disk != nil),
 	)
@@ -235,9 +249,9 @@ func listSome(names []string, n int) string {
 
 // readersNote says how the output is read.
 func readersNote(disk bool) string {
-	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are; the extracted fields are strings, and their bytes are read by resolving the references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). "
+	n := "Readers: every parquet reader (pyarrow, DuckDB, Spark, Hugging Face datasets) reads the tables as they are (Arrow readers the Arrow data files of a save_to_disk dataset); an extracted field holds zip:// references (in the path of a kept media struct), and its bytes are read by resolving them through the packs (fsspec's zip:// protocol, which datasets uses for Image() and Audio(); examples/fsspec/packrefs.py does it fast). Relative references resolve from the dataset root only: --ref-base with an absolute path or URL makes them resolve from anywhere. "
 	if disk {
-		return n + "With datasets, name the tables: load_dataset(\"parquet\", data_files={\"train\": \"DST/train/*.parquet\", ...}) (a data_dir would also take in dataset_info.json and media/). `bpconvert verify DST --against SRC` proves the result equal to the Arrow data files."
+		return n + "With datasets, load it as the source is loaded: datasets.load_from_disk(DST). `bpconvert verify DST --against SRC` proves the result equal to the Arrow data files."
 	}
 	return n + "`bpconvert verify DST --against SRC` proves the result equal to the source."
 }

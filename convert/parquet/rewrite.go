@@ -42,32 +42,123 @@ func buildTree(paths [][]string) map[string]*selNode {
 	return roots
 }
 
+// outOpts say how selected media structs are written (see Options.Media
+// and Options.KeepPath).
+type outOpts struct {
+	keepMedia, keepPath bool
+}
+
 // outType returns the type a field takes after its selected parts become
-// reference strings: lists keep their kind and element field, structs their
-// other fields, and a selected payload (binary leaf or media struct) becomes
-// utf8.
-func outType(t arrow.DataType, n *selNode) arrow.DataType {
+// references: lists keep their kind and element field, structs their
+// other fields (and gain the --keep-path fields), a selected binary leaf
+// becomes utf8, and a selected media struct stays as it is with keepMedia
+// (its path holds the reference) or becomes utf8.
+func outType(t arrow.DataType, n *selNode, o outOpts) arrow.DataType {
 	switch lt := t.(type) {
 	case *arrow.ListType:
 		ef := lt.ElemField()
-		ef.Type = outType(ef.Type, n)
+		ef.Type = outType(ef.Type, n, o)
 		return arrow.ListOfField(ef)
 	case *arrow.LargeListType:
 		ef := lt.ElemField()
-		ef.Type = outType(ef.Type, n)
+		ef.Type = outType(ef.Type, n, o)
 		return arrow.LargeListOfField(ef)
 	}
 	if n.leaf {
+		if _, _, ok := hfStruct(t); ok && o.keepMedia {
+			return t
+		}
 		return arrow.BinaryTypes.String
 	}
 	st := t.(*arrow.StructType)
-	fields := slices.Clone(st.Fields())
-	for i, f := range fields {
-		if c := n.children[f.Name]; c != nil {
-			fields[i].Type = outType(f.Type, c)
+	return arrow.StructOf(outFields(st.Fields(), n.children, o)...)
+}
+
+// outFields returns the fields of a struct (or a schema) after the
+// selected ones are rewritten, each --keep-path field after its media
+// field.
+func outFields(fields []arrow.Field, sel map[string]*selNode, o outOpts) []arrow.Field {
+	var out []arrow.Field
+	for _, f := range fields {
+		c := sel[f.Name]
+		if c == nil {
+			out = append(out, f)
+			continue
+		}
+		nf := f
+		nf.Type = outType(f.Type, c, o)
+		out = append(out, nf)
+		if hasSibling(f.Type, c, o) {
+			out = append(out, arrow.Field{Name: f.Name + PathSuffix, Type: pathType(f.Type), Nullable: true})
 		}
 	}
-	return arrow.StructOf(fields...)
+	return out
+}
+
+// hasSibling reports whether a selected field gets a --keep-path field:
+// a media struct, or a list of them.
+func hasSibling(t arrow.DataType, n *selNode, o outOpts) bool {
+	if !o.keepPath || !n.leaf {
+		return false
+	}
+	for {
+		ef, ok := listElemField(t)
+		if !ok {
+			break
+		}
+		t = ef.Type
+	}
+	_, _, ok := hfStruct(t)
+	return ok
+}
+
+// pathType is the type of the --keep-path field of a media field of type
+// t: its path's string type, in the same lists.
+func pathType(t arrow.DataType) arrow.DataType {
+	switch lt := t.(type) {
+	case *arrow.ListType:
+		ef := lt.ElemField()
+		ef.Type, ef.Nullable, ef.Metadata = pathType(ef.Type), true, arrow.Metadata{}
+		return arrow.ListOfField(ef)
+	case *arrow.LargeListType:
+		ef := lt.ElemField()
+		ef.Type, ef.Nullable, ef.Metadata = pathType(ef.Type), true, arrow.Metadata{}
+		return arrow.LargeListOfField(ef)
+	}
+	_, pi, _ := hfStruct(t)
+	return t.(*arrow.StructType).Field(pi).Type
+}
+
+// pathArray returns the --keep-path values of a media field: the path of
+// each struct (null where the struct or its path is null), in the same
+// lists; the caller releases it.
+func (r *rewriter) pathArray(arr arrow.Array) arrow.Array {
+	if l, ok := arr.(array.ListLike); ok && (arr.DataType().ID() == arrow.LIST || arr.DataType().ID() == arrow.LARGE_LIST) {
+		child := r.pathArray(l.ListValues())
+		defer child.Release()
+		d := arr.Data()
+		data := array.NewData(pathType(arr.DataType()), d.Len(), d.Buffers()[:2], []arrow.ArrayData{child.Data()}, d.NullN(), d.Offset())
+		defer data.Release()
+		return array.MakeFromData(data)
+	}
+	st := arr.(*array.Struct)
+	_, pi, _ := hfStruct(st.DataType())
+	pa := st.Field(pi)
+	b := array.NewBuilder(r.mem, pa.DataType())
+	defer b.Release()
+	for i := 0; i < st.Len(); i++ {
+		if st.IsNull(i) || pa.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		switch sb := b.(type) {
+		case *array.StringBuilder:
+			sb.Append(stringAt(pa, i))
+		case *array.LargeStringBuilder:
+			sb.Append(stringAt(pa, i))
+		}
+	}
+	return b.NewArray()
 }
 
 // elemID identifies one payload slot: its row and, inside lists, the
@@ -82,10 +173,11 @@ type elemID struct {
 // whose path names a file (srcName).
 type packFunc func(path []string, id elemID, data []byte, srcName string, fromPath bool) (string, error)
 
-// rewriter turns the selected parts of a column into reference strings.
+// rewriter turns the selected parts of a column into references.
 type rewriter struct {
 	mem  memory.Allocator
 	pack packFunc
+	o    outOpts
 }
 
 // rewrite returns arr, the values of the field at path, with the selected
@@ -146,7 +238,7 @@ func (r *rewriter) rewriteStruct(a *array.Struct, out *arrow.StructType, n *selN
 		clive[i] = live[i] && a.IsValid(i)
 	}
 	in := a.DataType().(*arrow.StructType)
-	children := make([]arrow.ArrayData, in.NumFields())
+	children := make([]arrow.ArrayData, 0, out.NumFields())
 	var made []arrow.Array
 	defer func() {
 		for _, m := range made {
@@ -156,15 +248,20 @@ func (r *rewriter) rewriteStruct(a *array.Struct, out *arrow.StructType, n *selN
 	for j, f := range in.Fields() {
 		c := n.children[f.Name]
 		if c == nil {
-			children[j] = a.Field(j).Data()
+			children = append(children, a.Field(j).Data())
 			continue
 		}
-		nc, err := r.rewrite(a.Field(j), out.Field(j).Type, c, append(slices.Clone(path), f.Name), ids, clive, f.Nullable)
+		nc, err := r.rewrite(a.Field(j), out.Field(len(children)).Type, c, append(slices.Clone(path), f.Name), ids, clive, f.Nullable)
 		if err != nil {
 			return nil, err
 		}
 		made = append(made, nc)
-		children[j] = nc.Data()
+		children = append(children, nc.Data())
+		if hasSibling(f.Type, c, r.o) {
+			pa := r.pathArray(a.Field(j))
+			made = append(made, pa)
+			children = append(children, pa.Data())
+		}
 	}
 	d := a.Data()
 	var validity *memory.Buffer
@@ -224,6 +321,9 @@ func (r *rewriter) packStruct(a *array.Struct, path []string, ids []elemID, live
 		return nil, fmt.Errorf("expected struct<bytes: binary, path: string>, got %s", a.DataType())
 	}
 	by, pa := a.Field(bi), a.Field(pi)
+	if r.o.keepMedia {
+		return r.keepStruct(a, bi, pi, path, ids, live)
+	}
 	b := array.NewStringBuilder(r.mem)
 	defer b.Release()
 	b.Reserve(a.Len())
@@ -253,4 +353,106 @@ func (r *rewriter) packStruct(a *array.Struct, path []string, ids []elemID, live
 		b.Append(ref)
 	}
 	return b.NewArray(), nil
+}
+
+// keepStruct packs a media struct's payloads and keeps the struct: the
+// same type and nulls, bytes null, path the reference (null where the
+// value had neither bytes nor a path).
+func (r *rewriter) keepStruct(a *array.Struct, bi, pi int, path []string, ids []elemID, live []bool) (arrow.Array, error) {
+	st := a.DataType().(*arrow.StructType)
+	by, pa := a.Field(bi), a.Field(pi)
+	pb := array.NewBuilder(r.mem, pa.DataType())
+	defer pb.Release()
+	appendPath := func(s string) {
+		switch b := pb.(type) {
+		case *array.StringBuilder:
+			b.Append(s)
+		case *array.LargeStringBuilder:
+			b.Append(s)
+		}
+	}
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) || !live[i] {
+			pb.AppendNull()
+			continue
+		}
+		var ref string
+		var err error
+		switch {
+		case by.IsValid(i):
+			ref, err = r.pack(path, ids[i], binaryAt(by, i), stringAt(pa, i), false)
+		case pa.IsValid(i):
+			ref, err = r.pack(path, ids[i], nil, stringAt(pa, i), true)
+		default:
+			pb.AppendNull()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		appendPath(ref)
+	}
+	paths := pb.NewArray()
+	defer paths.Release()
+	nulls := array.MakeArrayOfNull(r.mem, st.Field(bi).Type, a.Len())
+	defer nulls.Release()
+	children := make([]arrow.ArrayData, 2)
+	children[bi], children[pi] = nulls.Data(), paths.Data()
+	d := a.Data()
+	var validity *memory.Buffer
+	if b := d.Buffers()[0]; b != nil && d.NullN() > 0 {
+		validity = memory.NewResizableBuffer(r.mem)
+		validity.Resize(int(bitutil.BytesForBits(int64(d.Len()))))
+		bitutil.CopyBitmap(b.Bytes(), d.Offset(), d.Len(), validity.Bytes(), 0)
+		defer validity.Release()
+	}
+	data := array.NewData(st, d.Len(), []*memory.Buffer{validity}, children, d.NullN(), 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// fieldIDKey is the field metadata key under which arrow-go's parquet
+// reader gives every field its parquet field_id, "-1" when the file sets
+// none.
+const fieldIDKey = "PARQUET:field_id"
+
+// withoutUnsetIDs returns fields without the "PARQUET:field_id" = "-1"
+// metadata that reading a parquet file adds to every field (nested ones
+// too) that has no field_id: written back, it would give the output field
+// metadata the source did not have. Real field ids are kept.
+func withoutUnsetIDs(fields []arrow.Field) []arrow.Field {
+	out := make([]arrow.Field, len(fields))
+	for i, f := range fields {
+		if v, ok := f.Metadata.GetValue(fieldIDKey); ok && v == "-1" {
+			var ks, vs []string
+			for j, k := range f.Metadata.Keys() {
+				if k != fieldIDKey {
+					ks, vs = append(ks, k), append(vs, f.Metadata.Values()[j])
+				}
+			}
+			f.Metadata = arrow.NewMetadata(ks, vs)
+		}
+		f.Type = withoutUnsetIDsType(f.Type)
+		out[i] = f
+	}
+	return out
+}
+
+func withoutUnsetIDsType(t arrow.DataType) arrow.DataType {
+	switch lt := t.(type) {
+	case *arrow.ListType:
+		return arrow.ListOfField(withoutUnsetIDs([]arrow.Field{lt.ElemField()})[0])
+	case *arrow.LargeListType:
+		return arrow.LargeListOfField(withoutUnsetIDs([]arrow.Field{lt.ElemField()})[0])
+	case *arrow.FixedSizeListType:
+		return arrow.FixedSizeListOfField(lt.Len(), withoutUnsetIDs([]arrow.Field{lt.ElemField()})[0])
+	case *arrow.StructType:
+		return arrow.StructOf(withoutUnsetIDs(lt.Fields())...)
+	case *arrow.MapType:
+		kv := withoutUnsetIDs(lt.Elem().(*arrow.StructType).Fields())
+		m := arrow.MapOfFields(kv[0], kv[1])
+		m.KeysSorted = lt.KeysSorted
+		return m
+	}
+	return t
 }

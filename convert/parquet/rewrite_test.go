@@ -76,6 +76,7 @@ func TestParquetRewriteArrays(t *testing.T) {
 		name  string
 		make  maker
 		node  *selNode
+		o     outOpts
 		first int64
 		want  []string
 	}{
@@ -200,6 +201,46 @@ func TestParquetRewriteArrays(t *testing.T) {
 			node: &selNode{children: map[string]*selNode{"a": {leaf: true}, "b": {leaf: true}}},
 			want: []string{`{"a":"col.a@0:1:","b":"col.b@0:2:"}`},
 		},
+		{
+			name: "media structs kept, their source paths beside them",
+			make: func(mem memory.Allocator) arrow.Array {
+				st := arrow.StructOf(arrow.Field{Name: "img", Type: hfType, Nullable: true},
+					arrow.Field{Name: "frames", Type: arrow.ListOf(hfType), Nullable: true})
+				b := array.NewStructBuilder(mem, st)
+				defer b.Release()
+				img := b.FieldBuilder(0).(*array.StructBuilder)
+				fr := b.FieldBuilder(1).(*array.ListBuilder)
+				frv := fr.ValueBuilder().(*array.StructBuilder)
+				add := func(sb *array.StructBuilder, data, path string) {
+					sb.Append(true)
+					if data == "" {
+						sb.FieldBuilder(0).AppendNull()
+					} else {
+						sb.FieldBuilder(0).(*array.BinaryBuilder).Append([]byte(data))
+					}
+					if path == "" {
+						sb.FieldBuilder(1).AppendNull()
+					} else {
+						sb.FieldBuilder(1).(*array.StringBuilder).Append(path)
+					}
+				}
+				b.Append(true)
+				add(img, "abc", "cat.png")
+				fr.Append(true)
+				add(frv, "x", "f0.png")
+				add(frv, "", "f1.png")
+				b.Append(true)
+				img.AppendNull()
+				fr.AppendNull()
+				return b.NewArray()
+			},
+			node: &selNode{children: map[string]*selNode{"img": {leaf: true}, "frames": {leaf: true}}},
+			o:    outOpts{keepMedia: true, keepPath: true},
+			want: []string{
+				`{"frames":[{"bytes":null,"path":"col.frames@0-0:1:f0.png"},{"bytes":null,"path":"col.frames@0-1:file:f1.png"}],"frames_path":["f0.png","f1.png"],"img":{"bytes":null,"path":"col.img@0:3:cat.png"},"img_path":"cat.png"}`,
+				`{"frames":null,"frames_path":null,"img":null,"img_path":null}`,
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -208,12 +249,12 @@ func TestParquetRewriteArrays(t *testing.T) {
 			arr := tc.make(mem)
 			defer arr.Release()
 			var packed []string
-			r := &rewriter{mem: mem, pack: fakePack(&packed)}
+			r := &rewriter{mem: mem, pack: fakePack(&packed), o: tc.o}
 			ids := make([]elemID, arr.Len())
 			for i := range ids {
 				ids[i] = elemID{row: tc.first + int64(i)}
 			}
-			out, err := r.rewrite(arr, outType(arr.DataType(), tc.node), tc.node, []string{"col"}, ids, allLive(arr.Len()), true)
+			out, err := r.rewrite(arr, outType(arr.DataType(), tc.node, tc.o), tc.node, []string{"col"}, ids, allLive(arr.Len()), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,3 +310,7 @@ func FuzzParquetInspect(f *testing.F) {
 		}
 	})
 }
+
+// hfType is a Hugging Face media struct as datasets writes it.
+var hfType = arrow.StructOf(arrow.Field{Name: "bytes", Type: arrow.BinaryTypes.Binary, Nullable: true},
+	arrow.Field{Name: "path", Type: arrow.BinaryTypes.String, Nullable: true})

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -232,11 +233,16 @@ func TestStdinCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := filepath.Join(t.TempDir(), "out")
 	done := make(chan error, 1)
+	began := &readBegun{r: r, began: make(chan struct{})}
 	go func() {
-		_, err := Convert(ctx, Options{Src: "-", Dst: out, Stdin: r}, nil)
+		_, err := Convert(ctx, Options{Src: "-", Dst: out, Stdin: began}, nil)
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-began.began:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the conversion never read standard input")
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -303,4 +309,16 @@ func TestPartTableNames(t *testing.T) {
 			t.Errorf("part %v: names %s, want %s", c.part, got, c.want)
 		}
 	}
+}
+
+// readBegun is a reader that closes began when its first Read begins.
+type readBegun struct {
+	r     io.Reader
+	once  sync.Once
+	began chan struct{}
+}
+
+func (b *readBegun) Read(p []byte) (int, error) {
+	b.once.Do(func() { close(b.began) })
+	return b.r.Read(p)
 }

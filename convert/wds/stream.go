@@ -107,6 +107,10 @@ type shardStream struct {
 	lastOff int64
 }
 
+// remoteWindow is the most a header pass over a tar in object storage
+// fetches with one ranged read.
+const remoteWindow = 1 << 20
+
 // openShard opens a shard for reading. With seek set and a plain tar file,
 // the tar reader seeks past payloads instead of reading them (a header-only
 // pass); otherwise it reads the stream sequentially through a buffer.
@@ -123,7 +127,26 @@ func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool)
 	if src.store != nil {
 		obj, err := src.store.Open(ctx, src.key)
 		if err != nil {
-			return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: err}
+			// The store's error names the object.
+			return nil, fmt.Errorf("wds: %w", err)
+		}
+		if seek {
+			// A header pass over a plain tar reads each header through a
+			// ranged read, skipping what lies between (RangeReader).
+			var magic [6]byte
+			n, err := obj.ReadAt(magic[:], 0)
+			if err != nil && !errors.Is(err, io.EOF) {
+				obj.Close()
+				return nil, fmt.Errorf("wds: %w", err)
+			}
+			if s.comp = detectCompression(magic[:n]); s.comp == CompressionNone {
+				rr := objstore.NewRangeReader(obj, remoteWindow)
+				sc := &seekCountReader{countReader: countReader{r: rr}, s: rr}
+				s.raw, s.pos, s.dec = &sc.countReader, &sc.countReader, rr
+				s.tr = tar.NewReader(sc)
+				s.close = func() { obj.Close() }
+				return s, nil
+			}
 		}
 		s.remote = objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{})
 		in = s.remote

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/bpconvert/bpconvert/lance/internal/bitpack"
 	"github.com/bpconvert/bpconvert/lance/internal/fsst"
@@ -406,14 +407,22 @@ func decompressAppend(scheme int, dst, b []byte) ([]byte, error) {
 		}
 		zstdOnce.Do(newZstd)
 		start := len(dst)
-		out, err := zstdDec.DecodeAll(frame, slices.Grow(dst, n))
+		dst = slices.Grow(dst, n)
+		// The decoder is handed only the room behind dst: it counts its
+		// limit from the start of the slice it is given, so a page whose
+		// earlier values passed the limit would be refused.
+		tail := dst[start:start:cap(dst)]
+		out, err := zstdDec.DecodeAll(frame, tail)
 		if err != nil {
 			return nil, fmt.Errorf("%w: zstd: %v", errCorrupt, err)
 		}
-		if len(out)-start > maxDecodedBytes {
+		if len(out) > maxDecodedBytes {
 			return nil, fmt.Errorf("%w: zstd: more than %d bytes", errCorrupt, maxDecodedBytes)
 		}
-		return out, nil
+		if len(out) <= cap(tail) && (len(out) == 0 || unsafe.SliceData(out) == unsafe.SliceData(tail)) {
+			return dst[:start+len(out)], nil
+		}
+		return append(dst, out...), nil
 	}
 	return nil, fmt.Errorf("unsupported compression scheme %d", scheme)
 }

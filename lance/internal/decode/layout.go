@@ -638,55 +638,20 @@ func FullZip(raw []byte, bufs PageBuffers, rows int) (*StructPage, error) {
 // wrong, the values are still decoded (into a buffer grown by append) or
 // the page is refused, as without the first pass.
 func FullZipAlloc(raw []byte, bufs PageBuffers, rows int, vm ValueMem) (*StructPage, error) {
-	var bitsRep, bitsDef, bitsValue, bitsOffset, numItems, numVisible uint64
-	var valC *Compression
-	sp := &StructPage{Rows: rows}
-	err := wire.Walk(raw, func(f wire.Field) error {
-		var err error
-		switch f.Num {
-		case fullZipBitsRep:
-			bitsRep = f.U
-		case fullZipBitsDef:
-			bitsDef = f.U
-		case fullZipBitsPerValue:
-			bitsValue = f.U
-		case fullZipBitsPerOffset:
-			bitsOffset = f.U
-		case fullZipNumItems:
-			numItems = f.U
-		case fullZipNumVisibleItems:
-			numVisible = f.U
-		case fullZipValueCompress:
-			valC, err = ParseCompression(f.B, 0)
-		case fullZipLayers:
-			sp.Layers, err = parseLayers(sp.Layers, f)
-		}
-		return err
-	})
+	h, err := parseFullZip(raw)
 	if err != nil {
 		return nil, err
 	}
-	if valC == nil || len(bufs) < 1 {
+	bitsRep, bitsDef, bitsValue, bitsOffset, numItems, numVisible, valC := h.bitsRep, h.bitsDef, h.bitsValue, h.bitsOffset, h.numItems, h.numVisible, h.valC
+	sp := &StructPage{Rows: rows, Layers: h.layers}
+	if len(bufs) < 1 {
 		return nil, fmt.Errorf("%w: full-zip page without values", errCorrupt)
-	}
-	if bitsRep > 16 || bitsDef > 16 || bitsValue%8 != 0 || (bitsOffset != 0 && bitsOffset != 32 && bitsOffset != 64) {
-		return nil, fmt.Errorf("%w: full-zip widths rep %d def %d value %d offset %d", errCorrupt, bitsRep, bitsDef, bitsValue, bitsOffset)
 	}
 	data := bufs[0]
 	if numItems > uint64(len(data))+1 || numVisible > numItems {
 		return nil, fmt.Errorf("%w: full-zip page claims %d items in %d bytes", errCorrupt, numItems, len(data))
 	}
-	cw := 0
-	if t := bitsRep + bitsDef; t > 0 {
-		switch {
-		case t <= 8:
-			cw = 1
-		case t <= 16:
-			cw = 2
-		default:
-			cw = 4
-		}
-	}
+	cw := h.ctrlBytes()
 	mv := MaxVisibleDef(sp.Layers)
 	if bitsRep > 0 {
 		sp.Rep = make([]uint16, 0, numItems)
@@ -748,6 +713,64 @@ func FullZipAlloc(raw []byte, bufs PageBuffers, rows int, vm ValueMem) (*StructP
 	return sp, nil
 }
 
+// fullZipHeader is a decoded FullZipLayout message.
+type fullZipHeader struct {
+	bitsRep, bitsDef, bitsValue, bitsOffset uint64
+	numItems, numVisible                    uint64
+	valC                                    *Compression
+	layers                                  []int
+}
+
+// parseFullZip decodes and checks a FullZipLayout message.
+func parseFullZip(raw []byte) (fullZipHeader, error) {
+	var h fullZipHeader
+	err := wire.Walk(raw, func(f wire.Field) error {
+		var err error
+		switch f.Num {
+		case fullZipBitsRep:
+			h.bitsRep = f.U
+		case fullZipBitsDef:
+			h.bitsDef = f.U
+		case fullZipBitsPerValue:
+			h.bitsValue = f.U
+		case fullZipBitsPerOffset:
+			h.bitsOffset = f.U
+		case fullZipNumItems:
+			h.numItems = f.U
+		case fullZipNumVisibleItems:
+			h.numVisible = f.U
+		case fullZipValueCompress:
+			h.valC, err = ParseCompression(f.B, 0)
+		case fullZipLayers:
+			h.layers, err = parseLayers(h.layers, f)
+		}
+		return err
+	})
+	if err != nil {
+		return h, err
+	}
+	if h.valC == nil {
+		return h, fmt.Errorf("%w: full-zip page without values", errCorrupt)
+	}
+	if h.bitsRep > 16 || h.bitsDef > 16 || h.bitsValue%8 != 0 || (h.bitsOffset != 0 && h.bitsOffset != 32 && h.bitsOffset != 64) {
+		return h, fmt.Errorf("%w: full-zip widths rep %d def %d value %d offset %d", errCorrupt, h.bitsRep, h.bitsDef, h.bitsValue, h.bitsOffset)
+	}
+	return h, nil
+}
+
+// ctrlBytes is the size of each item's repetition/definition word.
+func (h *fullZipHeader) ctrlBytes() int {
+	switch t := h.bitsRep + h.bitsDef; {
+	case t == 0:
+		return 0
+	case t <= 8:
+		return 1
+	case t <= 16:
+		return 2
+	}
+	return 4
+}
+
 // measure walks the items of a full-zip page of variable-width values and
 // returns the bytes their decoded values take, the number of visible items
 // and whether no value grows in decoding (see growsNot); ok is false when a
@@ -758,6 +781,9 @@ func (pv *perValue) measure(data []byte, numItems uint64, cw int, bitsDef uint64
 		return 0, 0, false, false
 	}
 	shrinks = true
+	// The values may take as much room as the page they are read from
+	// (which is in memory already), or maxDecodedBytes when that is more.
+	limit := max(maxDecodedBytes, len(data))
 	pos := 0
 	for i := uint64(0); i < numItems; i++ {
 		def := 0
@@ -794,7 +820,7 @@ func (pv *perValue) measure(data []byte, numItems uint64, cw int, bitsDef uint64
 			size = s
 			shrinks = shrinks && growsNot(pv.c.comp, v, size)
 		}
-		if size > maxDecodedBytes-total {
+		if size > limit-total {
 			return 0, 0, false, false
 		}
 		total += size

@@ -1,0 +1,244 @@
+package lance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bpconvert/bpconvert/dsverify"
+	"github.com/bpconvert/bpconvert/internal/testtool"
+	ld "github.com/bpconvert/bpconvert/lance"
+)
+
+// The large-page datasets are written once per test binary by
+// fixtures/lance14/big.py with pylance 14.0.2 (about 1.6 GB, 30-60 s on a
+// shared 2-core machine).
+var (
+	bigOnce sync.Once
+	bigDir  string
+	bigErr  error
+)
+
+// bigPylance14 returns the interpreter and the directory of big.py's
+// datasets.
+func bigPylance14(t *testing.T) (string, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("writes 1.6 GB of Lance datasets")
+	}
+	py := testtool.Python(t)
+	bigOnce.Do(func() {
+		if bigDir, bigErr = os.MkdirTemp("", "bpconvert-lance14-big-"); bigErr != nil {
+			return
+		}
+		cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "lance14", "big.py"), bigDir)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			bigErr = fmt.Errorf("big.py: %v: %s", err, stderr.String())
+		}
+	})
+	if bigErr != nil {
+		t.Fatal(bigErr)
+	}
+	return py, bigDir
+}
+
+// removeBigPylance14 removes big.py's datasets (from TestMain).
+func removeBigPylance14() {
+	if bigDir != "" {
+		os.RemoveAll(bigDir)
+	}
+}
+
+// childEnv names the variable that makes the test binary a conversion
+// process (see convertChild): its value is the JSON of a childJob.
+const childEnv = "BPCONVERT_TEST_CONVERT_LANCE"
+
+// childJob is the conversion a child process runs.
+type childJob struct {
+	Src, Dst, Column string
+}
+
+// convertChild runs, in a process of its own, the conversion that the
+// environment names (the plan with its evidence pass, then the run),
+// prints its peak RSS (VmHWM) and exits; without the variable
+// it returns.
+func convertChild() {
+	spec := os.Getenv(childEnv)
+	if spec == "" {
+		return
+	}
+	var cj childJob
+	err := json.Unmarshal([]byte(spec), &cj)
+	if err == nil {
+		err = func() error {
+			ctx := context.Background()
+			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: []string{cj.Column}})
+			if err != nil {
+				return err
+			}
+			if _, err := j.Plan(ctx, nil); err != nil {
+				return err
+			}
+			_, err = j.Run(ctx, nil)
+			return err
+		}()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The process's own high-water mark (its rusage maxrss would count
+	// the parent's RSS at the fork: the child shares the parent's memory
+	// until it execs).
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fmt.Printf("%s %s\n", peakLine, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")))
+		}
+	}
+	os.Exit(0)
+}
+
+// peakLine starts the line on which a child process reports its peak RSS
+// in KiB.
+const peakLine = "peak RSS KiB:"
+
+// maxRSS128 is the bound on a conversion's peak RSS, whatever its pages
+// (issue 27).
+const maxRSS128 = 128 << 20
+
+// TestRunPeakRSSPylance14 converts datasets that pylance 14.0.2 wrote in
+// one write_dataset call (fixtures/lance14/big.py): a payload column in one
+// full-zip page of about 1 GB (file version 2.2), in one page of 200 MB
+// (2.1, compressible values mixed in), in 122 pages of 16 rows with values
+// of 6 and 20 MiB (2.2; the ones larger than a value scan holds are read
+// in pieces), and a blob v2 column. Each conversion (plan with
+// its evidence pass, then the run) runs in a process of its own whose peak
+// RSS must stay at most 128 MiB; pylance 14.0.2 then reads the output and
+// the source (fixtures/lance14/check.py: every reference resolves through
+// its zip shard to the source's bytes, every kept column equal), and,
+// except for the 1 GB page, verify --against compares every payload again.
+func TestRunPeakRSSPylance14(t *testing.T) {
+	py, root := bigPylance14(t)
+	for _, tc := range []struct {
+		name     string
+		column   string
+		minPage  uint64 // bytes of the largest page, at least
+		minPages int    // pages of the column, at least
+		compared int
+		members  int
+		verify   bool
+	}{
+		{name: "one_page_2_2", column: "data", minPage: 1 << 30 * 95 / 100, minPages: 1, compared: 10000, members: 10000},
+		{name: "one_page_2_1", column: "data", minPage: 190 << 20, minPages: 1, compared: 2999, members: 2999, verify: true},
+		{name: "pages_2_2", column: "data", minPages: 100, compared: 1999, members: 1999, verify: true},
+		{name: "blob2_2_2", column: "blob", minPages: 1, compared: 2499, members: 2499, verify: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := filepath.Join(root, tc.name+".lance")
+			largest, pages := pageSizes(t, src, tc.column)
+			if largest < tc.minPage || pages < tc.minPages {
+				t.Fatalf("the column has %d pages of at most %d bytes; the test needs %d or more, of at least %d bytes", pages, largest, tc.minPages, tc.minPage)
+			}
+			dst := filepath.Join(t.TempDir(), "out")
+			spec, err := json.Marshal(childJob{Src: src, Dst: dst, Column: tc.column})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("conversion: %v\n%s", err, stderr.String())
+			}
+			var rss uint64
+			if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), peakLine+" %d", &rss); err != nil || rss == 0 {
+				t.Fatalf("the conversion printed %q, not its peak RSS", out)
+			}
+			rss <<= 10
+			t.Logf("%d pages, largest %.1f MiB; peak RSS of the conversion %.1f MiB (bound %.0f MiB)", pages, mib(largest), mib(rss), mib(maxRSS128))
+			if rss > maxRSS128 {
+				t.Errorf("peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS128))
+			}
+			got := pylanceCheck(t, py, src, dst, tc.column)
+			for _, p := range got.Problems {
+				t.Error(p)
+			}
+			if got.Compared != tc.compared || got.Members != tc.members {
+				t.Errorf("%d values compared through %d members, want %d through %d", got.Compared, got.Members, tc.compared, tc.members)
+			}
+			if tc.verify {
+				rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !rep.OK() || rep.Against == nil {
+					t.Errorf("verify --against: %+v", rep)
+				}
+			}
+		})
+	}
+}
+
+// pageSizes returns the largest page of a column in bytes and its number
+// of pages.
+func pageSizes(t *testing.T, src, column string) (uint64, int) {
+	t.Helper()
+	ds, err := ld.Open(t.Context(), src, ld.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var largest uint64
+	pages := 0
+	for i := range ds.Fragments() {
+		ces, err := ds.ColumnEncodings(&ds.Fragments()[i], []string{column})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ce := range ces {
+			for _, p := range ce.Pages {
+				largest = max(largest, p.Bytes)
+				pages++
+			}
+		}
+	}
+	return largest, pages
+}
+
+// pylanceCheck compares a conversion's output with its source through
+// fixtures/lance14/check.py (pylance 14.0.2, latest version).
+func pylanceCheck(t *testing.T, py, src, dst, column string) py14Check {
+	t.Helper()
+	ds, err := ld.Open(t.Context(), src, ld.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, _ := json.Marshal(map[string]any{"extracted": []string{column}})
+	cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "lance14", "check.py"), src, fmt.Sprint(ds.Version()), dst, string(opt))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("check.py: %v\n%s", err, stderr.String())
+	}
+	var got py14Check
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("check.py output %q: %v", strings.TrimSpace(string(out)), err)
+	}
+	return got
+}
