@@ -89,7 +89,7 @@ time_turns() {
 warm() { find "$1" -type f -exec cat {} + >/dev/null; }
 
 # ratio A B prints A/B with two decimals.
-ratio() { echo "scale=2; $1 / $2" | bc -l; }
+ratio() { printf '%.2f\n' "$(echo "scale=4; $1 / $2" | bc -l)"; }
 
 # peak_rss_mib CMD...: runs CMD once and prints its peak RSS in MiB.
 peak_rss_mib() {
@@ -99,3 +99,74 @@ subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
 print(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}")
 PY
 }
+
+# load1 prints the one-minute load average.
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+# measure_turns N CMD...: like time_turns (each CMD a shell command, one
+# run of each per round for N rounds, BENCH_CLEAN and sync before each
+# run), and for each command prints one line, in order:
+#   MEDIAN_SECONDS PEAK_RSS_MIB LOAD_MIN LOAD_MAX
+# where the peak RSS is the largest of its runs (ru_maxrss of the command
+# and what it waits for) and the loads are the one-minute load averages
+# read as its runs started. A command that fails stops the script. The
+# script's functions are exported, so commands and BENCH_CLEAN may call
+# them.
+measure_turns() {
+  local f
+  for f in $(declare -F | awk '{print $3}'); do export -f "${f?}"; done
+  python3 - "$@" <<'PY'
+import os, statistics, subprocess, sys, time
+n, cmds = int(sys.argv[1]), sys.argv[2:]
+clean = os.environ.get("BENCH_CLEAN", "")
+times = [[] for _ in cmds]
+rss = [0.0] * len(cmds)
+loads = [[] for _ in cmds]
+for _ in range(n):
+    for i, c in enumerate(cmds):
+        if clean:
+            subprocess.run(["bash", "-c", clean], check=True)
+        os.sync()
+        loads[i].append(os.getloadavg()[0])
+        t0 = time.monotonic()
+        p = subprocess.Popen(["bash", "-c", c], stdout=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        times[i].append(time.monotonic() - t0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"measure_turns: failed ({os.waitstatus_to_exitcode(status)}): {c}")
+        rss[i] = max(rss[i], ru.ru_maxrss / 1024)
+for i in range(len(cmds)):
+    print(f"{statistics.median(times[i]):.3f} {rss[i]:.1f} {min(loads[i]):.2f} {max(loads[i]):.2f}")
+PY
+}
+
+# perf_doc NAME: replaces the section of the performance doc
+# (BENCH_DOC, default docs/performance.md beside bench/; "none" skips it)
+# between the lines "<!-- NAME begin -->" and "<!-- NAME end -->" with
+# standard input, adding the section at the end where it is missing.
+perf_doc() {
+  local doc=${BENCH_DOC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/docs/performance.md}
+  local body
+  body=$(cat)
+  if [ "$doc" = none ]; then return; fi
+  BENCH_DOC_BODY=$body python3 - "$1" "$doc" <<'PY'
+import os, sys
+name, doc = sys.argv[1], sys.argv[2]
+body = os.environ["BENCH_DOC_BODY"].rstrip("\n") + "\n"
+begin, end = f"<!-- {name} begin -->\n", f"<!-- {name} end -->\n"
+text = open(doc).read() if os.path.exists(doc) else "# Performance\n"
+i, j = text.find(begin), text.find(end)
+if i >= 0 and j > i:
+    text = text[: i + len(begin)] + body + text[j:]
+else:
+    text = text.rstrip("\n") + "\n\n" + begin + body + end
+os.makedirs(os.path.dirname(doc) or ".", exist_ok=True)
+tmp = doc + ".tmp"
+with open(tmp, "w") as f:
+    f.write(text)
+os.replace(tmp, doc)
+PY
+}
+
+# per_gb SECONDS BYTES prints seconds per GB (10^9 bytes), two decimals.
+per_gb() { printf '%.2f\n' "$(echo "scale=4; $1 * 1000000000 / $2" | bc -l)"; }

@@ -6,52 +6,160 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"sync"
+
+	"github.com/bpconvert/bpconvert/internal/offheap"
 )
 
-// bufPool lends the writer's member buffers. A buffer goes back to the pool
-// once written and, when the shard is hashed, once its hasher is done with
-// it, so memory stays bounded at poolBuffers buffers whatever the number of
-// shards being hashed.
-type bufPool struct{ free chan []byte }
-
-// poolBuffers is how many buffers a writer lends: enough for the reader to
-// fill one while the hasher works through the others.
+// poolBuffers is how many buffers a writer lends: one being filled by the
+// writer, one being hashed, and the rest waiting in the hasher's queue.
 const poolBuffers = 4
 
 // zip64ExtraMax is the longest extra field of a local header the writer
 // writes (zip64 sizes).
 const zip64ExtraMax = 20
 
-// newBufPool returns a pool of poolBuffers buffers, each allocated when
-// first needed and only as large as the members it held: a pack of small
-// files never holds megabytes of buffers.
-func newBufPool() *bufPool {
-	p := &bufPool{free: make(chan []byte, poolBuffers)}
-	for range poolBuffers {
-		p.free <- nil
-	}
-	return p
+// chunkSize is the capacity of a lent buffer: a batch of small members with
+// their headers, written in one call, or a chunk of a streamed member.
+const chunkSize = copyBuf + localLen + MaxKeyBytes + zip64ExtraMax
+
+// batchBytes is how full a batch of small members gets before it is
+// written (a larger member has a batch of its own): a quarter of a buffer,
+// so that a run of small members touches only that much of each buffer's
+// memory, and still few calls (a thousand 256-byte members a write).
+const batchBytes = 256 << 10
+
+// readBack is the chunk in which the hasher reads ranges back.
+const readBack = 256 << 10
+
+// hasher lends the writer its buffers and computes the SHA-256 digests of
+// its shards on one goroutine, so that hashing overlaps reading and
+// writing. Work arrives in shard order: buffers already written to their
+// shard (batches of small members with their headers, chunks of streamed
+// members, hashed from memory, never read twice) and ranges of a shard file
+// (a streamed member whose header could only be completed after its
+// payload, a large member added from the caller's memory, the central
+// directory: read back from the page cache).
+//
+// The writer never waits for the digest: when it needs a buffer and every
+// one is waiting in the queue, it takes back the newest, whose bytes are in
+// the shard file already, and the hasher reads that range back instead. So
+// a hasher that falls behind (its core taken by another process for a few
+// milliseconds) costs it a copy from the page cache, not the writer a
+// stall; and the memory stays at poolBuffers buffers whatever the number
+// of shards being hashed.
+//
+// The goroutine runs while there is work and ends when the queue is empty,
+// so a writer never leaves it behind. The buffers live outside the Go heap
+// (package offheap), so they do not double the heap's growth.
+type hasher struct {
+	set  *offheap.Set
+	mu   sync.Mutex
+	free [][]byte
+	made int // buffers allocated
+	// queue holds the work not started, oldest first, from head on.
+	queue   []hashJob
+	head    int
+	running bool
+	// waiting is set while the writer waits for a buffer; room wakes it.
+	waiting bool
+	room    chan struct{}
+	rbuf    []byte // the goroutine's read-back buffer
 }
 
-// get returns an empty buffer of capacity at least n, waiting for one.
-func (p *bufPool) get(n int) []byte {
-	b := <-p.free
-	if cap(b) < n {
-		// Grow in steps so a run of slightly larger members does not
-		// reallocate every time.
-		b = make([]byte, 0, max(n, min(2*cap(b), copyBuf+localLen+MaxKeyBytes+zip64ExtraMax)))
-	}
-	return b[:0]
+func newHasher() *hasher {
+	hs := &hasher{room: make(chan struct{}, 1)}
+	hs.set = offheap.NewSet(hs)
+	return hs
 }
 
-// put returns a buffer to the pool.
-func (p *bufPool) put(b []byte) { p.free <- b[:0] }
+// get returns an empty buffer of capacity chunkSize. It takes a free one,
+// allocates one while fewer than poolBuffers exist, or takes back the
+// newest buffer waiting to be hashed (its job reads the range back). It
+// waits only when every buffer is in the writer's or the goroutine's hands.
+func (hs *hasher) get() []byte {
+	hs.mu.Lock()
+	for {
+		if n := len(hs.free); n > 0 {
+			b := hs.free[n-1]
+			hs.free = hs.free[:n-1]
+			hs.mu.Unlock()
+			return b[:0]
+		}
+		if hs.made < poolBuffers {
+			hs.made++
+			hs.mu.Unlock()
+			return hs.set.Alloc(chunkSize).Bytes()[:0:chunkSize]
+		}
+		for i := len(hs.queue) - 1; i >= hs.head; i-- {
+			if j := &hs.queue[i]; j.kind == jobBuf && !j.pinned {
+				b := j.b
+				j.kind, j.b, j.n = jobRange, nil, int64(len(b))
+				hs.mu.Unlock()
+				return b[:0]
+			}
+		}
+		hs.waiting = true
+		hs.mu.Unlock()
+		<-hs.room
+		hs.mu.Lock()
+	}
+}
+
+// put returns a buffer.
+func (hs *hasher) put(b []byte) {
+	hs.mu.Lock()
+	hs.free = append(hs.free, b[:0])
+	if hs.waiting {
+		hs.waiting = false
+		hs.room <- struct{}{}
+	}
+	hs.mu.Unlock()
+}
+
+// push queues a job and starts the goroutine if it is not running.
+func (hs *hasher) push(j hashJob) {
+	hs.mu.Lock()
+	hs.queue = append(hs.queue, j)
+	if !hs.running {
+		hs.running = true
+		go hs.run()
+	}
+	hs.mu.Unlock()
+}
+
+func (hs *hasher) run() {
+	for {
+		hs.mu.Lock()
+		if hs.head == len(hs.queue) {
+			hs.queue, hs.head = hs.queue[:0], 0
+			hs.running = false
+			hs.mu.Unlock()
+			return
+		}
+		if hs.head >= 64 && 2*hs.head >= len(hs.queue) {
+			// A hasher that never catches up: drop the jobs done.
+			n := copy(hs.queue, hs.queue[hs.head:])
+			clear(hs.queue[n:])
+			hs.queue, hs.head = hs.queue[:n], 0
+		}
+		j := hs.queue[hs.head]
+		hs.queue[hs.head] = hashJob{}
+		hs.head++
+		hs.mu.Unlock()
+		j.p.do(hs, j)
+	}
+}
 
 // hashJob is one piece of a shard, in shard order, or a mark.
 type hashJob struct {
+	p      *hashPipe
 	kind   jobKind
-	b      []byte // jobBuf: bytes to hash, a pooled buffer given back afterwards
-	off, n int64  // jobRange: bytes of the shard file
+	b      []byte // jobBuf: bytes to hash, a lent buffer given back afterwards
+	off, n int64  // jobBuf and jobRange: where the bytes are in the shard file
+	// pinned keeps a buffer from being taken back: its member may still be
+	// cut off, and the range then read back would be gone.
+	pinned bool
 }
 
 type jobKind uint8
@@ -61,25 +169,22 @@ const (
 	jobRange                   // read n bytes of the shard at off and hash them
 	jobMark                    // remember the digest's state
 	jobRollback                // return to the remembered state
+	jobEnd                     // the shard is complete
 )
 
-// hashPipe computes one shard's SHA-256 on a goroutine of its own, so that
-// hashing overlaps reading and writing, and a completed shard's hashing
-// overlaps the next shard's writing. Work arrives in shard order: buffers
-// (small members with their headers, hashed from memory, never read twice)
-// and ranges of the shard file (a streamed member whose header could only be
-// completed after its payload was written, a large member added from
-// memory, the central directory: the hasher reads those bytes back, from
-// the page cache, while the writer goes on).
+// hashPipe is one shard's digest, computed by the writer's hasher.
 type hashPipe struct {
-	jobs chan hashJob
-	pool *bufPool
-	done chan struct{}
+	hs   *hasher
 	f    *os.File
 	h    hash.Hash
-	// err is the first failure of the hashing goroutine; read after done.
-	err  error
-	shut bool
+	done chan struct{}
+	// err is the first failure of the hashing; read after done.
+	err   error
+	saved []byte // the state jobMark remembered
+	shut  bool
+	// marked is set between mark and the member's end: buffers sent then
+	// are pinned.
+	marked bool
 	// pend is a range of the shard not yet queued: adjacent ranges join
 	// it, so the hasher reads back in large chunks.
 	pendOff, pendN int64
@@ -88,80 +193,71 @@ type hashPipe struct {
 // maxPend is the most a pending range holds before it is queued.
 const maxPend = 8 << 20
 
-// pipeJobs bounds the queued work; a full queue makes the writer wait.
-const pipeJobs = 64
-
-// newHashPipe starts a pipe over the shard file f. A pipe that does not hash
-// (for packs written without a manifest) only returns buffers to the pool.
-func newHashPipe(hashing bool, f *os.File, pool *bufPool) *hashPipe {
-	p := &hashPipe{pool: pool, f: f, done: make(chan struct{})}
+// newHashPipe starts a digest of the shard file f. A pipe that does not hash
+// (for packs written without a manifest) only returns buffers.
+func newHashPipe(hashing bool, f *os.File, hs *hasher) *hashPipe {
+	p := &hashPipe{hs: hs, f: f, done: make(chan struct{})}
 	if !hashing {
 		p.shut = true
 		close(p.done)
 		return p
 	}
 	p.h = sha256.New()
-	p.jobs = make(chan hashJob, pipeJobs)
-	go p.run()
 	return p
 }
 
-func (p *hashPipe) run() {
-	defer close(p.done)
-	var (
-		rbuf []byte
-		mark []byte
-	)
-	for j := range p.jobs {
-		switch j.kind {
-		case jobBuf:
-			if p.err == nil {
-				p.h.Write(j.b)
-			}
-			p.pool.put(j.b)
-		case jobRange:
-			if p.err != nil {
-				continue
-			}
-			if len(rbuf) < copyBuf && int64(len(rbuf)) < j.n {
-				// Sized to what is read back: a shard of small members
-				// reads only its directory (tens of KiB), and a run may
-				// write thousands of shards.
-				rbuf = make([]byte, min(copyBuf, max(64<<10, int(j.n), 2*len(rbuf))))
-			}
-			for j.n > 0 {
-				chunk := rbuf[:min(int64(len(rbuf)), j.n)]
-				if _, err := p.f.ReadAt(chunk, j.off); err != nil {
-					p.err = fmt.Errorf("reading back for the digest: %w", err)
-					break
-				}
-				p.h.Write(chunk)
-				j.off += int64(len(chunk))
-				j.n -= int64(len(chunk))
-			}
-		case jobMark:
-			if p.err == nil {
-				mark, p.err = p.h.(encoding.BinaryMarshaler).MarshalBinary()
-			}
-		case jobRollback:
-			if p.err == nil {
-				p.err = p.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(mark)
-			}
+// do carries out one job on the hasher's goroutine.
+func (p *hashPipe) do(hs *hasher, j hashJob) {
+	switch j.kind {
+	case jobBuf:
+		if p.err == nil {
+			p.h.Write(j.b)
 		}
+		hs.put(j.b)
+	case jobRange:
+		if p.err != nil {
+			return
+		}
+		if hs.rbuf == nil {
+			// Its pages are touched only as far as a read goes: a
+			// shard of small members reads back only its directory.
+			hs.rbuf = hs.set.Alloc(readBack).Bytes()[:readBack]
+		}
+		for j.n > 0 {
+			chunk := hs.rbuf[:min(int64(len(hs.rbuf)), j.n)]
+			if _, err := p.f.ReadAt(chunk, j.off); err != nil {
+				p.err = fmt.Errorf("reading back for the digest: %w", err)
+				return
+			}
+			p.h.Write(chunk)
+			j.off += int64(len(chunk))
+			j.n -= int64(len(chunk))
+		}
+	case jobMark:
+		if p.err == nil {
+			p.saved, p.err = p.h.(encoding.BinaryMarshaler).MarshalBinary()
+		}
+	case jobRollback:
+		if p.err == nil {
+			p.err = p.h.(encoding.BinaryUnmarshaler).UnmarshalBinary(p.saved)
+		}
+	case jobEnd:
+		close(p.done)
 	}
 }
 
 // hashing reports whether the pipe computes a digest.
 func (p *hashPipe) hashing() bool { return p.h != nil }
 
-// send queues a pooled buffer for hashing; it belongs to the pipe afterwards.
-func (p *hashPipe) send(b []byte) {
+// send queues a lent buffer holding the bytes of the shard at off, already
+// written, for hashing; it belongs to the hasher afterwards.
+func (p *hashPipe) send(b []byte, off int64) {
 	if p.h == nil {
-		p.pool.put(b)
+		p.hs.put(b)
 		return
 	}
 	p.flush()
-	p.jobs <- hashJob{kind: jobBuf, b: b}
+	p.hs.push(hashJob{p: p, kind: jobBuf, b: b, off: off, pinned: p.marked})
 }
 
 // sendRange queues n bytes of the shard file at off, already written.
@@ -185,26 +281,32 @@ func (p *hashPipe) sendRange(off, n int64) {
 // work stays in shard order.
 func (p *hashPipe) flush() {
 	if p.pendN > 0 {
-		p.jobs <- hashJob{kind: jobRange, off: p.pendOff, n: p.pendN}
+		p.hs.push(hashJob{p: p, kind: jobRange, off: p.pendOff, n: p.pendN})
 		p.pendN = 0
 	}
 }
 
 // mark remembers the digest's state at this point of the shard; rollback
-// returns to it, for a member cut off after some of its bytes were queued.
+// returns to it, for a member cut off after some of its bytes were queued,
+// and unmark says the member is complete. Buffers sent in between stay
+// the hasher's (their bytes may be cut off the file).
 func (p *hashPipe) mark() {
 	if p.h != nil {
 		p.flush()
-		p.jobs <- hashJob{kind: jobMark}
+		p.marked = true
+		p.hs.push(hashJob{p: p, kind: jobMark})
 	}
 }
 
 func (p *hashPipe) rollback() {
 	if p.h != nil {
 		p.flush()
-		p.jobs <- hashJob{kind: jobRollback}
+		p.marked = false
+		p.hs.push(hashJob{p: p, kind: jobRollback})
 	}
 }
+
+func (p *hashPipe) unmark() { p.marked = false }
 
 // finished reports, without waiting, whether everything queued before the
 // pipe was closed has been hashed.
@@ -217,13 +319,13 @@ func (p *hashPipe) finished() bool {
 	}
 }
 
-// close ends the queue: the goroutine finishes what is queued and stops.
+// close ends the shard's work: the hasher finishes what is queued for it.
 // It may be called more than once.
 func (p *hashPipe) close() {
 	if !p.shut {
 		p.flush()
 		p.shut = true
-		close(p.jobs)
+		p.hs.push(hashJob{p: p, kind: jobEnd})
 	}
 }
 

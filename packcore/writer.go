@@ -30,8 +30,9 @@ const (
 )
 
 // smallMember is the largest payload the writer reads whole before writing
-// it: such members go to disk in one write with their header, and their
-// bytes are hashed from memory. Larger members are streamed.
+// it: such members are gathered with their headers into a lent buffer,
+// written to the shard in one call when it is full, and hashed from memory.
+// Larger members are streamed.
 const smallMember = 1 << 20
 
 // copyBuf is the chunk size for streamed members.
@@ -141,13 +142,19 @@ type Writer struct {
 	opts    WriterOptions
 	refBase string
 	lock    *os.File
-	keys    *keyindex.Index
-	shards  []string // names of the shards keys point into, by keyindex.Loc.Shard
-	next    int      // index of the next shard to open
-	cur     *shardWriter
-	done    []ShardInfo
-	buf     []byte // chunk buffer for streamed members, made when first needed
-	hdr     []byte // local header buffer of AddBytes
+	// keys holds every key added or resumed, in a temporary file made in
+	// the pack directory (memory holds about 9 bytes a key: see
+	// keyindex.Spilled).
+	keys *keyindex.Spilled
+	// keyErr is a failure to read keys back in Lookup, reported by the
+	// next Add.
+	keyErr error
+	shards []string // names of the shards keys point into, by keyindex.Loc.Shard
+	next   int      // index of the next shard to open
+	cur    *shardWriter
+	done   []ShardInfo
+	buf    []byte // chunk buffer for streamed members, made when first needed
+	hdr    []byte // local header buffer of AddBytes and streamThenHash
 	// cd is the central directory being built, outside the Go heap
 	// (package offheap): one table for every shard, since a finished shard's
 	// directory is hashed back from the file. The post-write checks read
@@ -155,10 +162,13 @@ type Writer struct {
 	cd *offheap.Table[byte]
 	// pubBuf holds the directory a published shard's check reads back.
 	pubBuf []byte
-	// seen and marked serve the post-write checks (checkWrittenShard).
-	seen   []uint64
-	marked []int
-	pool   *bufPool
+	// cdSums holds the CRC-32 of each finished shard's central directory
+	// as written, by shard name, for the post-write checks
+	// (checkWrittenShard).
+	cdSums map[string]uint32
+	// hs lends the buffers members pass through and computes the
+	// shards' digests.
+	hs *hasher
 	// hashing lists shards renamed into place whose digests are still
 	// being computed, oldest first; they join done in order.
 	hashing []*shardWriter
@@ -182,13 +192,19 @@ type shardWriter struct {
 	tmp     string
 	name    string
 	index   int
-	off     int64
-	cdLen   int64 // bytes of central directory so far, in Writer.cd
-	count   int64
-	sha     *hashPipe
-	sync    *shardSync
-	failed  bool
-	info    ShardInfo // set once the shard is renamed into place
+	// off is the shard's size so far, the members gathered in batch
+	// included: the file holds off-len(batch) bytes.
+	off int64
+	// batch holds small members with their headers, not yet written: a
+	// lent buffer (see hasher), written when the next member does not
+	// fit, before anything else is written, and at the shard's end.
+	batch  []byte
+	cdLen  int64 // bytes of central directory so far, in Writer.cd
+	count  int64
+	sha    *hashPipe
+	sync   *shardSync
+	failed bool
+	info   ShardInfo // set once the shard is renamed into place
 }
 
 var shardRE = regexp.MustCompile(`^(.+)-([0-9]+)\.zip$`)
@@ -232,8 +248,9 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 		dir:     dir,
 		opts:    opts,
 		refBase: CleanRefBase(refBase),
-		keys:    keyindex.New(),
-		pool:    newBufPool(),
+		keys:    keyindex.NewSpilled(dir, "."+opts.Prefix+"-keys-*.tmp"),
+		cdSums:  map[string]uint32{},
+		hs:      newHasher(),
 	}
 	cd := offheap.NewTable[byte](offheap.NewSet(w))
 	w.cd = &cd
@@ -243,6 +260,7 @@ func Create(ctx context.Context, dir string, opts WriterOptions) (*Writer, error
 		}
 	}
 	if err := w.scanExisting(); err != nil {
+		w.keys.Close()
 		w.unlock()
 		return nil, err
 	}
@@ -342,11 +360,17 @@ func (w *Writer) scanExisting() error {
 			info = ShardInfo{Name: name, Bytes: res.size, SHA256: res.sha256, Members: len(entries), Resumed: true}
 		}
 		for _, e := range entries {
-			if prev, dup := w.keys.Get(e.Name); dup {
-				checks.drain(local)
-				return fmt.Errorf("pack %s: cannot resume: key %q is in %s and %s", w.dir, e.Name, w.shards[prev.Shard], name)
+			prev, dup, err := w.keys.Get(e.Name)
+			if err == nil && dup {
+				err = fmt.Errorf("key %q is in %s and %s", e.Name, w.shards[prev.Shard], name)
 			}
-			w.keys.Put(e.Name, keyindex.Loc{Shard: int32(len(w.shards)), Size: e.Size})
+			if err == nil {
+				err = w.keys.Put(e.Name, keyindex.Loc{Shard: int32(len(w.shards)), Size: e.Size})
+			}
+			if err != nil {
+				checks.drain(local)
+				return fmt.Errorf("pack %s: cannot resume: %w", w.dir, err)
+			}
 		}
 		w.shards = append(w.shards, name)
 		w.done = append(w.done, info)
@@ -367,9 +391,13 @@ func (w *Writer) Ref(key, shard string) string {
 }
 
 // Lookup returns the reference and size of a key already in the pack, from
-// this writer or from a resumed shard.
+// this writer or from a resumed shard, also after Close (a converter
+// resolves its table's references then).
 func (w *Writer) Lookup(key string) (ref string, size int64, ok bool) {
-	loc, ok := w.keys.Get(key)
+	loc, ok, err := w.keys.Get(key)
+	if err != nil && w.keyErr == nil {
+		w.keyErr = fmt.Errorf("pack %s: %w", w.dir, err)
+	}
 	if !ok {
 		return "", 0, false
 	}
@@ -463,7 +491,7 @@ func (w *Writer) Add(key string, r io.Reader, size int64, group string) (string,
 	if err := w.writeMember(key, r, size); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)
 	}
-	return w.added(key, size), nil
+	return w.added(key, size)
 }
 
 // AddBytes adds b as member key, like Add with a reader of b, but without
@@ -478,7 +506,7 @@ func (w *Writer) AddBytes(key string, b []byte, group string) (string, error) {
 	if err := w.writeBytes(key, b); err != nil {
 		return "", fmt.Errorf("key %q: %w", key, err)
 	}
-	return w.added(key, int64(len(b))), nil
+	return w.added(key, int64(len(b)))
 }
 
 // place checks a member of size bytes and makes the current shard the one
@@ -490,6 +518,9 @@ func (w *Writer) place(key string, size int64, group string) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
+	if w.keyErr != nil {
+		return w.keyErr
+	}
 	if err := w.collect(maxHashing); err != nil {
 		return err
 	}
@@ -499,7 +530,11 @@ func (w *Writer) place(key string, size int64, group string) error {
 	if size < 0 {
 		return fmt.Errorf("key %q: negative size %d", key, size)
 	}
-	if loc, dup := w.keys.Get(key); dup {
+	loc, dup, err := w.keys.Get(key)
+	if err != nil {
+		return fmt.Errorf("pack %s: %w", w.dir, err)
+	}
+	if dup {
 		return &KeyError{Key: key, Reason: "already added (in " + w.shards[loc.Shard] + ")", Err: ErrDuplicateKey}
 	}
 	startsGroup := w.startGroup(group)
@@ -526,12 +561,15 @@ func (w *Writer) place(key string, size int64, group string) error {
 }
 
 // added records a member written to the current shard and returns its
-// reference.
-func (w *Writer) added(key string, size int64) string {
-	w.keys.Put(key, keyindex.Loc{Shard: int32(len(w.shards) - 1), Size: size})
+// reference. A failure to record the key fails the writer: the member is
+// in the shard, and a later duplicate could no longer be told apart.
+func (w *Writer) added(key string, size int64) (string, error) {
+	if err := w.keys.Put(key, keyindex.Loc{Shard: int32(len(w.shards) - 1), Size: size}); err != nil {
+		return "", w.failShard(fmt.Errorf("pack %s: %w", w.dir, err))
+	}
 	w.stats.Members++
 	w.stats.Bytes += size
-	return w.Ref(key, w.cur.name)
+	return w.Ref(key, w.cur.name), nil
 }
 
 // AddFile adds the regular file at path as member key.
@@ -581,7 +619,7 @@ func (w *Writer) roll() error {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
 	}
 	w.cd.S = w.cd.S[:0] // the directory of the shard before is written or discarded
-	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.pool), sync: newShardSync(f)}
+	w.cur = &shardWriter{f: f, tmp: f.Name(), name: name, index: w.next, sha: newHashPipe(!w.opts.NoManifest, f, w.hs), sync: newShardSync(f)}
 	w.shards = append(w.shards, name)
 	w.next++
 	return nil
@@ -594,27 +632,36 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 	var crc uint32
 	if size <= smallMember {
 		hdrLen := localLen + len(key)
-		buf := w.pool.get(hdrLen + int(size))[:hdrLen+int(size)]
+		n := hdrLen + int(size)
+		if len(s.batch) > 0 && len(s.batch)+n > batchBytes {
+			if err := w.writeBatch(); err != nil {
+				return err
+			}
+		}
+		if s.batch == nil {
+			s.batch = w.hs.get()
+		}
+		// Read into the batch past its end; a member that fails leaves
+		// the batch as it was, and nothing on disk to cut.
+		at := len(s.batch)
+		buf := s.batch[at : at+n]
 		if _, err := io.ReadFull(r, buf[hdrLen:]); err != nil {
-			w.pool.put(buf)
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return fmt.Errorf("%w: stream ended before %d declared bytes", ErrSizeMismatch, size)
 			}
 			return err
 		}
 		if err := expectEOF(r, size); err != nil {
-			w.pool.put(buf)
 			return err
 		}
 		crc = crc32.ChecksumIEEE(buf[hdrLen:])
 		appendLocalHeader(buf[:0], key, size, crc)
-		if _, err := s.f.Write(buf); err != nil {
-			w.pool.put(buf)
-			return w.failShard(err)
-		}
-		s.sha.send(buf)
-		s.off += int64(len(buf))
+		s.batch = s.batch[:at+n]
+		s.off += int64(n)
 	} else {
+		if err := w.writeBatch(); err != nil {
+			return err
+		}
 		var err error
 		if pre, ok := w.fileCRC(r, size); ok {
 			crc, err = w.streamKnownCRC(key, r, size, pre)
@@ -624,9 +671,27 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 		if err != nil {
 			return err
 		}
+		s.startWriteback()
 	}
 	w.addCentral(key, size, crc, hdrOff)
 	s.count++
+	return nil
+}
+
+// writeBatch writes the members gathered in the current shard's batch and
+// hands the buffer to the hasher.
+func (w *Writer) writeBatch() error {
+	s := w.cur
+	b := s.batch
+	if b == nil {
+		return nil
+	}
+	s.batch = nil
+	if _, err := s.f.Write(b); err != nil {
+		w.hs.put(b)
+		return w.failShard(err)
+	}
+	s.sha.send(b, s.off-int64(len(b)))
 	s.startWriteback()
 	return nil
 }
@@ -639,16 +704,19 @@ func (w *Writer) addCentral(key string, size int64, crc uint32, hdrOff int64) {
 }
 
 // rangeHashMin is the smallest payload AddBytes leaves in the caller's
-// memory when the shard is hashed: smaller ones are copied into a pooled
-// buffer with their header (one copy is cheaper than a read back).
+// memory: smaller ones are copied into the batch with their header (one
+// copy is cheaper than a read back, and than a write of their own).
 const rangeHashMin = 64 << 10
 
 // writeBytes appends one member whose bytes are in memory.
 func (w *Writer) writeBytes(key string, b []byte) error {
 	s := w.cur
 	size := int64(len(b))
-	if size < rangeHashMin && s.sha.hashing() {
+	if size < rangeHashMin {
 		return w.writeMember(key, bytes.NewReader(b), size)
+	}
+	if err := w.writeBatch(); err != nil {
+		return err
 	}
 	hdrOff := s.off
 	crc := crc32.ChecksumIEEE(b)
@@ -705,13 +773,13 @@ func (w *Writer) fileCRC(r io.Reader, size int64) (uint32, bool) {
 func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32) (uint32, error) {
 	s := w.cur
 	hdrOff := s.off
-	hdr := appendLocalHeader(w.pool.get(localLen+len(key)+zip64ExtraMax), key, size, want)
+	hdr := appendLocalHeader(w.hs.get(), key, size, want)
 	if _, err := s.f.Write(hdr); err != nil {
-		w.pool.put(hdr)
+		w.hs.put(hdr)
 		return 0, w.failShard(err)
 	}
 	s.sha.mark()
-	s.sha.send(hdr)
+	s.sha.send(hdr, hdrOff)
 	h := crc32.NewIEEE()
 	var n int64
 	var err error
@@ -719,20 +787,20 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 		if err = w.ctx.Err(); err != nil {
 			break
 		}
-		buf := w.pool.get(copyBuf)
-		chunk := buf[:min(int64(cap(buf)), size-n)]
+		buf := w.hs.get()
+		chunk := buf[:min(copyBuf, size-n)]
 		var m int
 		m, err = io.ReadFull(r, chunk)
 		if m > 0 {
 			if _, werr := s.f.Write(chunk[:m]); werr != nil {
-				w.pool.put(buf)
+				w.hs.put(buf)
 				return 0, w.failShard(werr)
 			}
 			h.Write(chunk[:m])
+			s.sha.send(chunk[:m], hdrOff+int64(len(hdr))+n)
 			n += int64(m)
-			s.sha.send(chunk[:m])
 		} else {
-			w.pool.put(buf)
+			w.hs.put(buf)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -751,21 +819,22 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 		s.sha.rollback()
 		return 0, w.cutMember(hdrOff, err)
 	}
+	s.sha.unmark()
 	s.off += int64(len(hdr)) + size
 	return want, nil
 }
 
 // streamThenHash copies a member from a stream whose CRC-32 is known only
 // at its end: the header is written with a zero CRC and completed after the
-// payload, and the hasher then reads the payload back from the shard file
-// while the writer goes on with the next member.
+// payload, and the hasher then reads the member back from the shard file
+// (the page cache) while the writer goes on with the next member.
 func (w *Writer) streamThenHash(key string, r io.Reader, size int64) (uint32, error) {
 	s := w.cur
 	hdrOff := s.off
-	hdr := appendLocalHeader(w.pool.get(localLen+len(key)+zip64ExtraMax), key, size, 0)
+	hdr := appendLocalHeader(w.hdr[:0], key, size, 0)
+	w.hdr = hdr
 	hdrLen := int64(len(hdr))
 	if _, err := s.f.Write(hdr); err != nil {
-		w.pool.put(hdr)
 		return 0, w.failShard(err)
 	}
 	h := crc32.NewIEEE()
@@ -777,19 +846,15 @@ func (w *Writer) streamThenHash(key string, r io.Reader, size int64) (uint32, er
 		err = expectEOF(r, size)
 	}
 	if err != nil {
-		w.pool.put(hdr)
 		return 0, w.cutMember(hdrOff, err)
 	}
 	crc := h.Sum32()
 	var c [4]byte
 	c[0], c[1], c[2], c[3] = byte(crc), byte(crc>>8), byte(crc>>16), byte(crc>>24)
 	if _, err := s.f.WriteAt(c[:], hdrOff+localCRCOffset); err != nil {
-		w.pool.put(hdr)
 		return 0, w.failShard(err)
 	}
-	copy(hdr[localCRCOffset:], c[:])
-	s.sha.send(hdr)
-	s.sha.sendRange(hdrOff+hdrLen, size)
+	s.sha.sendRange(hdrOff, hdrLen+size)
 	s.off += hdrLen + size
 	return crc, nil
 }
@@ -803,12 +868,13 @@ const writebackChunk = 32 << 20
 // bytes written since the last call, once there are at least
 // writebackChunk of them. It never waits for the disk.
 func (s *shardWriter) startWriteback() {
-	n := s.off - s.flushed
+	written := s.off - int64(len(s.batch))
+	n := written - s.flushed
 	if n < writebackChunk {
 		return
 	}
 	s.sync.writeback(s.flushed, n)
-	s.flushed = s.off
+	s.flushed = written
 }
 
 // copyBuf returns the chunk buffer for streamed members.
@@ -896,13 +962,22 @@ func (w *Writer) finishShard() error {
 	s := w.cur
 	w.cd.Reserve(int(endRecordsLen(s.count, s.cdLen, s.off)))
 	tail := appendEndRecords(w.cd.S, s.count, s.cdLen, s.off)
-	if _, err := s.f.Write(tail); err != nil {
+	batch := s.batch
+	s.batch = nil
+	if err := writev(s.f, batch, tail); err != nil {
+		if batch != nil {
+			w.hs.put(batch)
+		}
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
+	}
+	if batch != nil {
+		s.sha.send(batch, s.off-int64(len(batch)))
 	}
 	// Hashed back from the file (the page cache), so the table is free for
 	// the next shard at once.
 	s.sha.sendRange(s.off, int64(len(tail)))
 	s.sha.close()
+	w.cdSums[s.name] = crc32.ChecksumIEEE(tail[:s.cdLen])
 	s.info = ShardInfo{Name: s.name, Bytes: s.off + int64(len(tail)), Members: int(s.count)}
 	if err := w.settle(); err != nil {
 		return err
@@ -981,7 +1056,7 @@ func (w *Writer) collect(keep int) error {
 func (w *Writer) publish(info ShardInfo) error {
 	// Not into the directory table: collect runs between members too,
 	// while the open shard's directory is being built there.
-	buf, err := w.checkWrittenShard(filepath.Join(w.dir, info.Name), info, int32(slices.Index(w.shards, info.Name)), w.pubBuf[:0])
+	buf, err := w.checkWrittenShard(filepath.Join(w.dir, info.Name), info, w.pubBuf[:0])
 	w.pubBuf = buf[:0]
 	if err != nil {
 		return fmt.Errorf("pack %s: %w", w.dir, err)
@@ -1010,6 +1085,10 @@ func (w *Writer) abortCurrent() {
 		return
 	}
 	w.cur.sync.cancel()
+	if b := w.cur.batch; b != nil {
+		w.cur.batch = nil
+		w.hs.put(b)
+	}
 	w.cur.sha.sum() //nolint:errcheck // the shard is discarded
 	w.cur.f.Close()
 	os.Remove(w.cur.tmp)
@@ -1042,7 +1121,7 @@ func (w *Writer) Close() (Stats, error) {
 		}
 		// The table held the largest directory this writer built, so it
 		// has the room (a directory that grew on disk gets a heap buffer).
-		if _, err := w.checkWrittenShard(filepath.Join(w.dir, sh.Name), sh, int32(slices.Index(w.shards, sh.Name)), w.cd.S[:0:cap(w.cd.S)]); err != nil {
+		if _, err := w.checkWrittenShard(filepath.Join(w.dir, sh.Name), sh, w.cd.S[:0:cap(w.cd.S)]); err != nil {
 			return w.stats, fmt.Errorf("pack %s: %w", w.dir, err)
 		}
 	}
@@ -1067,17 +1146,18 @@ func (w *Writer) Abort() {
 	w.abortCurrent()
 	_ = w.settle()   // a shard being synced comes into place and stays
 	_ = w.collect(0) // shards already in place stay whatever this reports
+	w.keys.Close()
 	w.unlock()
 }
 
 // checkWrittenShard re-reads a finished shard's central directory and
-// checks it against what the writer recorded: the size on disk, the member
-// count, and every entry STORED, unencrypted, in write order without
-// overlap, ending before the directory, and naming a key the writer put in
-// this shard (index number shard) with the same size, once. It walks the
-// directory without building a list of its entries (for many small members
-// that list was most of a run's memory).
-func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32, buf []byte) ([]byte, error) {
+// checks it against what the writer wrote: the size on disk, the member
+// count, every entry STORED, unencrypted, in write order without overlap
+// and ending before the directory, and the directory's bytes those the
+// writer built (their CRC-32: the names, sizes and offsets of the members
+// it added, each key once). It walks the directory without building a list
+// of its entries, and reads no key back.
+func (w *Writer) checkWrittenShard(path string, info ShardInfo, buf []byte) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return buf, err
@@ -1098,21 +1178,8 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32, buf
 	if cd.count != int64(info.Members) {
 		return buf, fmt.Errorf("%s: directory lists %d members, %d written", info.Name, cd.count, info.Members)
 	}
-	// One bit a key, for names repeated within the shard. The bitmap is
-	// the writer's, cleared after each check where it was set, so checking
-	// thousands of shards does not allocate a bitmap of every key each.
-	if words := (w.keys.Len() + 63) / 64; len(w.seen) < words {
-		w.seen = make([]uint64, words)
-	}
-	seen, marked := w.seen, w.marked[:0]
-	defer func() {
-		for _, i := range marked {
-			seen[i/64] = 0
-		}
-		w.marked = marked[:0]
-	}()
 	var prevEnd int64
-	return buf, walkCentral(cd.buf, cd.count, cd.base, st.Size(), func(e *Entry, name []byte) error {
+	err = walkCentral(cd.buf, cd.count, cd.base, st.Size(), func(e *Entry, _ []byte) error {
 		switch {
 		case e.Method != methodStored || e.Flags&(flagEncrypted|flagStrongEnc) != 0 || e.CompressedSize != e.Size:
 			return fmt.Errorf("%s:%s: method %d, flags %#x, stored size %d, size %d: not as written", info.Name, e.Name, e.Method, e.Flags, e.CompressedSize, e.Size)
@@ -1124,17 +1191,15 @@ func (w *Writer) checkWrittenShard(path string, info ShardInfo, shard int32, buf
 		if prevEnd > cd.start {
 			return fmt.Errorf("%s:%s: extends into the central directory", info.Name, e.Name)
 		}
-		i, ok := w.keys.Find(string(name))
-		if !ok || w.keys.At(i).Shard != shard || w.keys.At(i).Size != e.Size {
-			return fmt.Errorf("%s:%s: not a member written to this shard with %d bytes", info.Name, e.Name, e.Size)
-		}
-		if seen[i/64]&(1<<(i%64)) != 0 {
-			return fmt.Errorf("%s:%s: duplicate member name within one shard", info.Name, e.Name)
-		}
-		seen[i/64] |= 1 << (i % 64)
-		marked = append(marked, i)
 		return nil
 	})
+	if err != nil {
+		return buf, err
+	}
+	if want, got := w.cdSums[info.Name], crc32.ChecksumIEEE(cd.buf); got != want {
+		return buf, fmt.Errorf("%s: central directory differs from the one written (CRC-32 %08x, written %08x): names, sizes or offsets changed", info.Name, got, want)
+	}
+	return buf, nil
 }
 
 // structuralProblems checks a directory without reading payloads: members
