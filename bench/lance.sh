@@ -9,7 +9,7 @@
 # (default: "default 2.0"; "default" is Lance's own choice, 2.1 for Lance
 # core 8.0.0). Both sides read every value of the column into Arrow
 # buffers and add up the value lengths:
-#   Go:    lance/internal/lancebench (lance.Dataset.Scan of the column)
+#   Go:    lancefmt/internal/lancebench (lancefmt.Dataset.Scan of the column)
 #   Lance: fixtures/lance/scan.mjs   (table.query().select([column]), streamed)
 # Wall time covers the whole process (Node's start-up and module load are
 # about 0.1 s); "in-process" covers opening the dataset and the scan only.
@@ -36,7 +36,7 @@ for t in go node bc python3; do
 done
 [ -d "$root/fixtures/lance/node_modules/@lancedb/lancedb" ] || { echo "bench/lance.sh: run npm ci --prefix fixtures/lance" >&2; exit 1; }
 
-(cd "$root" && go build -o "$work/lancebench" ./lance/internal/lancebench)
+(cd "$root" && go build -o "$work/lancebench" ./lancefmt/internal/lancebench)
 echo "# bench/lance.sh: $(nproc) cores, runs=$runs, $rows rows x $size B, versions: $versions, work dir on $(df --output=source "$work" | tail -1)"
 
 # shellcheck disable=SC2086

@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/objstore"
 )
 
@@ -134,7 +134,7 @@ func (v *verifier) againstBlobpackParquet(src string, rec *blobpackParquet) erro
 func (v *verifier) againstBlobpackLance(src string, rels []string) error {
 	a := &Against{Source: src, Format: "lance, converted by blobpack 0.2.0"}
 	v.rep.Against = a
-	srcDS, err := lance.Open(v.ctx, src, lance.OpenOptions{})
+	srcDS, err := lancefmt.Open(v.ctx, src, lancefmt.OpenOptions{})
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
 	}
@@ -144,7 +144,7 @@ func (v *verifier) againstBlobpackLance(src string, rels []string) error {
 		return fmt.Errorf("--against: pack directory media: %w", e.err)
 	}
 	for _, rel := range rels {
-		outDS, err := lance.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lance.OpenOptions{})
+		outDS, err := lancefmt.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lancefmt.OpenOptions{})
 		if err != nil {
 			return fmt.Errorf("--against: %s: %w", rel, err)
 		}
@@ -170,7 +170,7 @@ func (v *verifier) againstBlobpackLance(src string, rels []string) error {
 	return nil
 }
 
-func isStringField(ds *lance.Dataset, name string) bool {
+func isStringField(ds *lancefmt.Dataset, name string) bool {
 	sc := ds.Schema()
 	i := sc.Arrow.FieldIndices(name)
 	if len(i) != 1 {
@@ -183,7 +183,7 @@ func isStringField(ds *lance.Dataset, name string) bool {
 	return false
 }
 
-func isBinaryField(ds *lance.Dataset, name string) bool {
+func isBinaryField(ds *lancefmt.Dataset, name string) bool {
 	sc := ds.Schema()
 	i := sc.Arrow.FieldIndices(name)
 	if len(i) != 1 {

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -51,11 +51,11 @@ func (v *verifier) againstLance(src string) error {
 	sort.Strings(rels)
 	for _, rel := range rels {
 		rec := v.lc[rel]
-		srcDS, err := lance.Open(v.ctx, src, lance.OpenOptions{Version: rec.SourceVersion})
+		srcDS, err := lancefmt.Open(v.ctx, src, lancefmt.OpenOptions{Version: rec.SourceVersion})
 		if err != nil {
 			return fmt.Errorf("--against %s: %w", src, err)
 		}
-		outDS, err := lance.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lance.OpenOptions{})
+		outDS, err := lancefmt.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lancefmt.OpenOptions{})
 		if err != nil {
 			return fmt.Errorf("--against: %s: %w", rel, err)
 		}
@@ -79,13 +79,13 @@ func (v *verifier) againstLance(src string) error {
 // lanceValues yields one column's values row by row: for a blob column a
 // reader of the blob (nil for null), for other columns the value's bytes.
 type lanceValues struct {
-	blobs *lance.BlobScanner
-	scan  *lance.Scanner
+	blobs *lancefmt.BlobScanner
+	scan  *lancefmt.Scanner
 	col   arrow.Array
 	i     int
 }
 
-func openLanceValues(v *verifier, ds *lance.Dataset, column string) (*lanceValues, error) {
+func openLanceValues(v *verifier, ds *lancefmt.Dataset, column string) (*lanceValues, error) {
 	f := ds.Schema().Field(column)
 	if f == nil {
 		return nil, fmt.Errorf("%s: no column %q", ds.Dir(), column)
@@ -97,7 +97,7 @@ func openLanceValues(v *verifier, ds *lance.Dataset, column string) (*lanceValue
 		}
 		return &lanceValues{blobs: b}, nil
 	}
-	s, err := ds.Scan(v.ctx, lance.ScanOptions{Columns: []string{column}, BatchSize: 1024, PageBatches: true})
+	s, err := ds.Scan(v.ctx, lancefmt.ScanOptions{Columns: []string{column}, BatchSize: 1024, PageBatches: true})
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (lv *lanceValues) close() {
 	}
 }
 
-func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lance.Dataset, rel, column string, set *packcore.Set) error {
+func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset, rel, column string, set *packcore.Set) error {
 	sv, err := openLanceValues(v, srcDS, column)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)

@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -178,7 +178,7 @@ func (v *verifier) arrowTable(p, rel string, fn cellFunc) (int64, error) {
 // lanceTable scans the string columns of a Lance dataset (deleted rows
 // excluded; rows numbered in scan order).
 func (v *verifier) lanceTable(p string, fn cellFunc) (int64, error) {
-	ds, err := lance.Open(v.ctx, p, lance.OpenOptions{})
+	ds, err := lancefmt.Open(v.ctx, p, lancefmt.OpenOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -201,7 +201,7 @@ func (v *verifier) lanceTable(p string, fn cellFunc) (int64, error) {
 	if len(cols) == 0 {
 		return int64(ds.NumRows()), nil
 	}
-	s, err := ds.Scan(v.ctx, lance.ScanOptions{Columns: cols, BatchSize: batchRows})
+	s, err := ds.Scan(v.ctx, lancefmt.ScanOptions{Columns: cols, BatchSize: batchRows})
 	if err != nil {
 		return 0, err
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -22,7 +22,7 @@ import (
 // schema, fragments, how every stored column is encoded, and optionally its
 // first rows. It only reads.
 //
-// Rows print as JSON objects, values rendered by lance.Head: binary
+// Rows print as JSON objects, values rendered by lancefmt.Head: binary
 // values as {"size", "sha256"}, blob columns as handles {"size", "kind",
 // "ref_id", "location"} (see the lance package).
 
@@ -42,7 +42,7 @@ type lanceInspection struct {
 	Status   string `json:"status"`
 	ExitCode int    `json:"exit_code"`
 	Dataset  string `json:"dataset"`
-	*lance.Description
+	*lancefmt.Description
 }
 
 func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
@@ -99,15 +99,15 @@ func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
 // inspectLance opens the dataset and describes it, turning the reader's
 // errors into the command's usage and input errors.
 func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanceInspection, error) {
-	ds, err := lance.Open(ctx, dir, lance.OpenOptions{Version: o.version})
-	if errors.Is(err, lance.ErrVersionNotFound) {
+	ds, err := lancefmt.Open(ctx, dir, lancefmt.OpenOptions{Version: o.version})
+	if errors.Is(err, lancefmt.ErrVersionNotFound) {
 		hint := ""
-		if latest, lerr := lance.Open(ctx, dir, lance.OpenOptions{}); lerr == nil {
+		if latest, lerr := lancefmt.Open(ctx, dir, lancefmt.OpenOptions{}); lerr == nil {
 			hint = "the dataset has versions " + versionRanges(latest.Versions())
 		}
 		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: --version %d: no such version", dir, o.version), hint: hint}
 	}
-	var fe *lance.UnsupportedFeaturesError
+	var fe *lancefmt.UnsupportedFeaturesError
 	if errors.As(err, &fe) {
 		hint := ""
 		if fe.Readable != 0 {
@@ -124,8 +124,8 @@ func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanc
 		}
 		return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err), hint: hint}
 	}
-	d, err := lance.Describe(ctx, ds, lance.DescribeOptions{Columns: o.columns, Rows: o.rows})
-	var unknown *lance.UnknownColumnError
+	d, err := lancefmt.Describe(ctx, ds, lancefmt.DescribeOptions{Columns: o.columns, Rows: o.rows})
+	var unknown *lancefmt.UnknownColumnError
 	switch {
 	case errors.As(err, &unknown):
 		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: no column %q", dir, unknown.Column), hint: "columns: " + strings.Join(unknown.Columns, ", ")}
@@ -207,8 +207,8 @@ func renderLance(w io.Writer, ins *lanceInspection) error {
 	}
 	p.printf("\nschema:\n")
 	p.printf("  %-5s %-24s %-34s %s\n", "id", "name", "type", "notes")
-	var walk func(f lance.FieldInfo, depth int)
-	walk = func(f lance.FieldInfo, depth int) {
+	var walk func(f lancefmt.FieldInfo, depth int)
+	walk = func(f lancefmt.FieldInfo, depth int) {
 		var notes []string
 		if !f.Nullable {
 			notes = append(notes, "not null")

@@ -16,7 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/convert"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -437,7 +437,7 @@ func nonMedia(tree map[string]string) int {
 func lanceDump(t *testing.T, dir string) string {
 	t.Helper()
 	ctx := context.Background()
-	ds, err := ld.Open(ctx, dir, ld.OpenOptions{})
+	ds, err := lancefmt.Open(ctx, dir, lancefmt.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func lanceDump(t *testing.T, dir string) string {
 			cols = append(cols, f.Name)
 		}
 	}
-	sc, err := ds.Scan(ctx, ld.ScanOptions{Columns: cols})
+	sc, err := ds.Scan(ctx, lancefmt.ScanOptions{Columns: cols})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 )
 
 // TestOneVersion: the version `bpconvert version` prints is the one every
@@ -78,7 +78,7 @@ func TestOneVersion(t *testing.T) {
 
 			lc := filepath.Join(t.TempDir(), "lc")
 			run("convert-lance", filepath.Join(lanceRoot, "blob1_2_1.lance"), lc, "--yes", "--quiet")
-			ds, err := lance.Open(context.Background(), filepath.Join(lc, "table.lance"), lance.OpenOptions{})
+			ds, err := lancefmt.Open(context.Background(), filepath.Join(lc, "table.lance"), lancefmt.OpenOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

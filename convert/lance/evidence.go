@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/sniff"
 )
@@ -14,8 +14,8 @@ import (
 // shareID identifies the stored bytes of a blob v2 value: rows with equal
 // ids share one member.
 type shareID struct {
-	ref uint32          // a positive ref_id, or 0
-	loc ld.BlobLocation // the physical location when ref is 0
+	ref uint32                // a positive ref_id, or 0
+	loc lancefmt.BlobLocation // the physical location when ref is 0
 }
 
 // identity returns the sharing id of a cell: a positive ref_id, or the
@@ -97,7 +97,7 @@ func (j *Job) evidence(ctx context.Context, c *candidate) (*columnEvidence, erro
 		}
 		if cl.blob != nil {
 			ce.kinds[min(int(cl.blob.Kind), len(ce.kinds)-1)]++
-			if cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
+			if cl.blob.Kind == lancefmt.BlobExternal && j.opts.External == ExternalKeep {
 				if cl.blob.Ranged {
 					return nil, j.keepRangedErr(c, cl, row)
 				}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/sniff"
 )
 
@@ -15,8 +15,8 @@ type cell struct {
 	frag, phys uint64 // fragment id and physical row offset
 	null       bool
 	size       int64
-	val        *ld.Value // plain binary columns: the value (valid until the next row)
-	blob       *ld.Blob  // blob columns: the handle
+	val        *lancefmt.Value // plain binary columns: the value (valid until the next row)
+	blob       *lancefmt.Blob  // blob columns: the handle
 }
 
 // reader returns the value's bytes; the caller closes it.
@@ -69,8 +69,8 @@ func (j *Job) iterate(ctx context.Context, c *candidate, keep map[uint64]bool, i
 		return &blobIter{sc: sc, keep: keep}, nil
 	}
 	// Plain binary values are read item by item, never a page whole
-	// where the page's layout allows it (see ld.ValueScanner).
-	vs, err := j.ds.Values(ctx, c.field.Name, ld.ValueOptions{Fragments: ids})
+	// where the page's layout allows it (see lancefmt.ValueScanner).
+	vs, err := j.ds.Values(ctx, c.field.Name, lancefmt.ValueOptions{Fragments: ids})
 	if err != nil {
 		return nil, j.invalid(c, err)
 	}
@@ -95,7 +95,7 @@ func (j *Job) located(err error) *convert.InputError {
 }
 
 type blobIter struct {
-	sc   *ld.BlobScanner
+	sc   *lancefmt.BlobScanner
 	keep map[uint64]bool // nil for every fragment
 	cur  cell
 }
@@ -117,7 +117,7 @@ func (b *blobIter) Close() error { return b.sc.Close() }
 
 // binIter yields the values of a plain binary column.
 type binIter struct {
-	sc  *ld.ValueScanner
+	sc  *lancefmt.ValueScanner
 	cur cell
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -51,7 +51,7 @@ type Options struct {
 
 // candidate is a column that may hold payloads.
 type candidate struct {
-	field *ld.Field
+	field *lancefmt.Field
 	kind  string // "binary column", "large_binary column", "blob v1 column", "blob v2 column"
 	blob  int    // blob version, 0 for plain binary
 	ev    *columnEvidence
@@ -61,10 +61,10 @@ type candidate struct {
 type Job struct {
 	src, dst string
 	opts     Options
-	ds       *ld.Dataset
+	ds       *lancefmt.Dataset
 	cands    []*candidate
 	sel      []*candidate
-	rw       *ld.RewritePlan
+	rw       *lancefmt.RewritePlan
 }
 
 var (
@@ -81,12 +81,12 @@ func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
 	if opts.External != ExternalCopy && opts.External != ExternalKeep {
 		return nil, &convert.UsageError{Err: fmt.Errorf("lance: --external %q: want copy or keep", opts.External)}
 	}
-	ds, err := ld.Open(ctx, src, ld.OpenOptions{Version: opts.Version})
+	ds, err := lancefmt.Open(ctx, src, lancefmt.OpenOptions{Version: opts.Version})
 	if err != nil {
 		ie := (&Job{src: src}).located(err)
-		var fe *ld.UnsupportedFeaturesError
+		var fe *lancefmt.UnsupportedFeaturesError
 		switch {
-		case errors.Is(err, ld.ErrVersionNotFound):
+		case errors.Is(err, lancefmt.ErrVersionNotFound):
 			ie.Hint = "run bpconvert lance-inspect on the dataset to list its versions"
 		case errors.As(err, &fe) && fe.Readable != 0:
 			ie.Hint = fmt.Sprintf("pass --version %d to convert that version (the changes after it are left out)", fe.Readable)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -253,7 +253,7 @@ func TestSelection(t *testing.T) {
 	if len(j.sel) != 1 || j.sel[0].blob != 1 || p.Entries[0].Action != "extract" {
 		t.Errorf("default selection %v, plan %+v", j.sel, p.Entries)
 	}
-	if _, err := NewJob(ctx, blob, t.TempDir(), Options{Version: 99}); !errors.Is(err, convert.ErrInvalidInput) || !errors.Is(err, ld.ErrVersionNotFound) {
+	if _, err := NewJob(ctx, blob, t.TempDir(), Options{Version: 99}); !errors.Is(err, convert.ErrInvalidInput) || !errors.Is(err, lancefmt.ErrVersionNotFound) {
 		t.Errorf("missing version: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 )
 
 // PartFile is what one part of a split conversion (convert.Part) writes in
@@ -169,7 +169,7 @@ func JoinParts(ctx context.Context, out string, parts []string, rename func(part
 	if first == nil {
 		return fmt.Errorf("no part")
 	}
-	ds, err := ld.Open(ctx, first.Source, ld.OpenOptions{Version: first.Version})
+	ds, err := lancefmt.Open(ctx, first.Source, lancefmt.OpenOptions{Version: first.Version})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 )
@@ -142,7 +142,7 @@ func (c *candidate) facts(ext External) []string {
 	var parts []string
 	for k, n := range ev.kinds {
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", plan.Thousands(n), ld.BlobKind(k)))
+			parts = append(parts, fmt.Sprintf("%s %s", plan.Thousands(n), lancefmt.BlobKind(k)))
 		}
 	}
 	var out []string
@@ -153,7 +153,7 @@ func (c *candidate) facts(ext External) []string {
 		out = append(out, fmt.Sprintf("%s share %s (ref_id or same stored bytes) -> one member each, %s not written twice",
 			plan.CountText(ev.shared.Rows+ev.shared.Blobs, "rows"), plan.CountText(ev.shared.Blobs, "blobs"), plan.HumanBytes(ev.shared.Bytes)))
 	}
-	if ev.kinds[ld.BlobExternal] > 0 {
+	if ev.kinds[lancefmt.BlobExternal] > 0 {
 		if ext == ExternalKeep {
 			out = append(out, "external blobs keep their URI as the cell's value (--external keep)")
 		} else {

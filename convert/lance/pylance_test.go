@@ -17,7 +17,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -84,7 +84,7 @@ func TestPylance14(t *testing.T) {
 		members  int    // distinct references among them
 		versions []string
 		flags    uint64 // the output's reader feature flags
-		kinds    map[ld.BlobKind]int64
+		kinds    map[lancefmt.BlobKind]int64
 		tags     map[string]uint64
 		indices  []string
 		plan     []string // in the rendered plan
@@ -98,16 +98,16 @@ func TestPylance14(t *testing.T) {
 		{name: "blob1_2_1", column: "blob", compared: 4, members: 4, versions: []string{"2.1"}},
 		{name: "blob1_2_2", column: "blob", compared: 4, members: 4, versions: []string{"2.2"}},
 		{name: "blob2", column: "blob", compared: 5, members: 5, versions: []string{"2.2"},
-			kinds: map[ld.BlobKind]int64{ld.BlobInline: 2, ld.BlobPacked: 2, ld.BlobDedicated: 1}},
+			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobInline: 2, lancefmt.BlobPacked: 2, lancefmt.BlobDedicated: 1}},
 		{name: "ext_whole", column: "blob", compared: 3, members: 2, versions: []string{"2.2"},
-			kinds: map[ld.BlobKind]int64{ld.BlobExternal: 3}},
+			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobExternal: 3}},
 		{name: "ext_whole", column: "blob", keep: true, compared: 3, members: 0, versions: []string{"2.2"}},
 		{name: "ext_ranged", column: "blob", compared: 4, members: 3, versions: []string{"2.2"}},
 		{name: "ext_ranged", column: "blob", keep: true, wantErr: "is the range [100, 200) of that object, which --external keep cannot keep"},
 		{name: "managed", column: "blob", compared: 4, members: 4, versions: []string{"2.2"},
-			kinds: map[ld.BlobKind]int64{ld.BlobInline: 2, ld.BlobManaged: 2}},
+			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobInline: 2, lancefmt.BlobManaged: 2}},
 		{name: "managed_shared", column: "blob", compared: 5, members: 4, versions: []string{"2.2"},
-			kinds: map[ld.BlobKind]int64{ld.BlobManaged: 5}, plan: []string{"2 rows share 1 blob"}},
+			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobManaged: 5}, plan: []string{"2 rows share 1 blob"}},
 		{name: "mixed", column: "img", compared: 14, members: 14, versions: []string{"2.0", "2.1", "2.2"}, flags: 1 | 0x100,
 			plan: []string{"data files of file versions 2.0, 2.1, 2.2 (each kept at its own version)"}},
 		{name: "kitchen", column: "img", compared: 14, members: 14, versions: []string{"2.1"}, flags: 1 | 2,
@@ -169,7 +169,7 @@ func TestPylance14(t *testing.T) {
 			}
 			version := tc.version
 			if version == 0 {
-				ds, err := ld.Open(t.Context(), src, ld.OpenOptions{})
+				ds, err := lancefmt.Open(t.Context(), src, lancefmt.OpenOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -10,7 +10,7 @@ import (
 // read for it), and the conversion writes the same packs and table as with
 // the full plan.
 func TestQuickPlan(t *testing.T) {
-	src := filepath.Join("..", "..", "lance", "testdata", "lance", "s_blob_2_1.lance")
+	src := filepath.Join("..", "..", "lancefmt", "testdata", "lance", "s_blob_2_1.lance")
 	ctx := t.Context()
 	var outs []string
 	for _, quick := range []bool{false, true} {

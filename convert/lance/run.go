@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -124,7 +124,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			if cl.null {
 				continue
 			}
-			if cl.blob != nil && cl.blob.Kind == ld.BlobExternal && j.opts.External == ExternalKeep {
+			if cl.blob != nil && cl.blob.Kind == lancefmt.BlobExternal && j.opts.External == ExternalKeep {
 				if cl.blob.Ranged {
 					return plan.Summary{}, j.keepRangedErr(c, cl, row)
 				}
@@ -182,7 +182,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 	for _, c := range j.sel {
 		names = append(names, c.field.Name)
 	}
-	var res *ld.RewriteResult
+	var res *lancefmt.RewriteResult
 	if keep != nil {
 		// A part: the table is written once, by finalize, from every
 		// part's references.
@@ -231,11 +231,11 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 
 // writeTable writes the rewritten dataset into dir: the source's pages
 // copied, the named columns replaced by cols' values.
-func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols []*refs, seed []byte) (*ld.RewriteResult, error) {
-	replace := make([]ld.Replacement, len(names))
+func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols []*refs, seed []byte) (*lancefmt.RewriteResult, error) {
+	replace := make([]lancefmt.Replacement, len(names))
 	for i, name := range names {
 		r := cols[i]
-		replace[i] = ld.Replacement{Column: name, Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
+		replace[i] = lancefmt.Replacement{Column: name, Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
 			return r.values(frag, n)
 		}}
 	}
@@ -244,7 +244,7 @@ func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols [
 	if err != nil {
 		return nil, err
 	}
-	o := ld.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed, WriterVersion: j.opts.ToolVersion}
+	o := lancefmt.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed, WriterVersion: j.opts.ToolVersion}
 	if seed != nil {
 		// A reproducible table: its version's time is the source's.
 		if o.Time, err = versionsTime(j.ds.Dir()); err != nil {

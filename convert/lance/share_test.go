@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -21,12 +21,12 @@ import (
 // sharing row references.
 func TestSharedBlobs(t *testing.T) {
 	ctx := context.Background()
-	base, err := ld.Open(ctx, filepath.Join(fixtures.Dir(t), "blob2_2_2.lance"), ld.OpenOptions{})
+	base, err := lancefmt.Open(ctx, filepath.Join(fixtures.Dir(t), "blob2_2_2.lance"), lancefmt.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := filepath.Join(t.TempDir(), "shared.lance")
-	if err := ld.WriteSharedBlobDataset(ctx, base, "blob", src, [][]uint64{{2, 7}, {4, 3}}, [][]uint64{{1, 0}}); err != nil {
+	if err := lancefmt.WriteSharedBlobDataset(ctx, base, "blob", src, [][]uint64{{2, 7}, {4, 3}}, [][]uint64{{1, 0}}); err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")

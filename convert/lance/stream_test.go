@@ -14,7 +14,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	ld "github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 )
 
 // The large-page datasets are written once per test binary by
@@ -199,7 +199,7 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 // of pages.
 func pageSizes(t *testing.T, src, column string) (uint64, int) {
 	t.Helper()
-	ds, err := ld.Open(t.Context(), src, ld.OpenOptions{})
+	ds, err := lancefmt.Open(t.Context(), src, lancefmt.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func pageSizes(t *testing.T, src, column string) (uint64, int) {
 // fixtures/lance14/check.py (pylance 14.0.2, latest version).
 func pylanceCheck(t *testing.T, py, src, dst, column string) py14Check {
 	t.Helper()
-	ds, err := ld.Open(t.Context(), src, ld.OpenOptions{})
+	ds, err := lancefmt.Open(t.Context(), src, lancefmt.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

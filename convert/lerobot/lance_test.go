@@ -20,7 +20,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
@@ -112,10 +112,10 @@ func TestLanceStoredTwin(t *testing.T) {
 	cases := []struct {
 		name  string
 		args  []string
-		kinds []lance.BlobKind
+		kinds []lancefmt.BlobKind
 	}{
-		{"inline", nil, []lance.BlobKind{lance.BlobInline}},
-		{"sidecars", []string{"--blob-thresholds", fmt.Sprintf("%d,%d", inline, dedicated)}, []lance.BlobKind{lance.BlobPacked, lance.BlobDedicated}},
+		{"inline", nil, []lancefmt.BlobKind{lancefmt.BlobInline}},
+		{"sidecars", []string{"--blob-thresholds", fmt.Sprintf("%d,%d", inline, dedicated)}, []lancefmt.BlobKind{lancefmt.BlobPacked, lancefmt.BlobDedicated}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestLanceStoredTwin(t *testing.T) {
 			if ins.Dataset.StorageFormat != StorageLance {
 				t.Fatalf("storage format %q", ins.Dataset.StorageFormat)
 			}
-			var kinds []lance.BlobKind
+			var kinds []lancefmt.BlobKind
 			for _, v := range ins.Dataset.lance.videos {
 				if !slices.Contains(kinds, v.kind) {
 					kinds = append(kinds, v.kind)

@@ -47,7 +47,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 )
 
 // Storage formats of a LeRobot dataset (meta/info.json's storage_format).
@@ -69,7 +69,7 @@ var videoColumnsLance = []string{"video_key", "chunk_index", "file_index", "file
 
 // lanceStore is what the Lance tables of a dataset say, read by Open.
 type lanceStore struct {
-	frames    *lance.Dataset
+	frames    *lancefmt.Dataset
 	frameRows int64
 	// videos are the rows of videos.lance in order, byID the same by
 	// (video_key, chunk_index, file_index).
@@ -92,8 +92,8 @@ type lanceVideo struct {
 	row      int64
 	id       videoID
 	fileSize int64
-	loc      lance.BlobLocation
-	kind     lance.BlobKind
+	loc      lancefmt.BlobLocation
+	kind     lancefmt.BlobKind
 	used     bool
 }
 
@@ -126,7 +126,7 @@ func (d *Dataset) tableDir(rel string) (string, error) {
 // blobs, and compares meta.lance, when present, with meta/.
 func openLanceStore(ctx context.Context, d *Dataset) (*lanceStore, error) {
 	ls := &lanceStore{byID: map[videoID]*lanceVideo{}, tables: map[string]fileCount{}}
-	open := func(rel string, required bool) (*lance.Dataset, error) {
+	open := func(rel string, required bool) (*lancefmt.Dataset, error) {
 		dir, err := d.tableDir(rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !required {
@@ -144,7 +144,7 @@ func openLanceStore(ctx context.Context, d *Dataset) (*lanceStore, error) {
 			return nil, invalid(rel, err)
 		}
 		ls.tables[rel] = c
-		ds, err := lance.Open(ctx, dir, lance.OpenOptions{})
+		ds, err := lancefmt.Open(ctx, dir, lancefmt.OpenOptions{})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -184,7 +184,7 @@ func openLanceStore(ctx context.Context, d *Dataset) (*lanceStore, error) {
 // bytes are not file_size long or that repeats another's identity is
 // refused; moov_offset and moov_size that do not name the moov box only
 // warn (LeRobot's reader uses them to prefetch).
-func (ls *lanceStore) readVideos(ctx context.Context, ds *lance.Dataset) error {
+func (ls *lanceStore) readVideos(ctx context.Context, ds *lancefmt.Dataset) error {
 	for _, name := range append(slices.Clone(videoColumnsLance), videoBytesColumn) {
 		f := ds.Schema().Field(name)
 		if f == nil {
@@ -194,7 +194,7 @@ func (ls *lanceStore) readVideos(ctx context.Context, ds *lance.Dataset) error {
 			return lanceInvalid(videosTable, -1, name, errors.New("not a blob column"))
 		}
 	}
-	sc, err := ds.Scan(ctx, lance.ScanOptions{Columns: videoColumnsLance})
+	sc, err := ds.Scan(ctx, lancefmt.ScanOptions{Columns: videoColumnsLance})
 	if err != nil {
 		return invalid(videosTable, err)
 	}
@@ -330,13 +330,13 @@ const maxMetaBytes = 1 << 30
 // compareMeta compares the rows of meta.lance with the files under meta/,
 // adding a warning for each file that differs or is only on one side (up
 // to maxProblems). A path that is not a clean relative path is refused.
-func (ls *lanceStore) compareMeta(ctx context.Context, d *Dataset, ds *lance.Dataset) error {
+func (ls *lanceStore) compareMeta(ctx context.Context, d *Dataset, ds *lancefmt.Dataset) error {
 	for _, name := range []string{"path", "data"} {
 		if ds.Schema().Field(name) == nil {
 			return lanceInvalid(metaTable, -1, name, errors.New("no such column; LeRobot's Lance layout has path and data"))
 		}
 	}
-	sc, err := ds.Scan(ctx, lance.ScanOptions{Columns: []string{"path", "data"}, BatchSize: 16})
+	sc, err := ds.Scan(ctx, lancefmt.ScanOptions{Columns: []string{"path", "data"}, BatchSize: 16})
 	if err != nil {
 		return invalid(metaTable, err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
-	"github.com/bpconvert/bpconvert/lance"
+	"github.com/bpconvert/bpconvert/lancefmt"
 )
 
 // The data tables of a dataset stored as Lance are written from
@@ -136,7 +136,7 @@ func (ins *Inspection) planLanceTables(ctx context.Context) error {
 		}
 		lt.columns = append(lt.columns, f.Name)
 	}
-	sc, err := ls.frames.Scan(ctx, lance.ScanOptions{Columns: lt.columns})
+	sc, err := ls.frames.Scan(ctx, lancefmt.ScanOptions{Columns: lt.columns})
 	if err != nil {
 		return invalid(framesTable, err)
 	}
@@ -188,7 +188,7 @@ func (ins *Inspection) planLanceTables(ctx context.Context) error {
 func (ins *Inspection) writeLanceTables(ctx context.Context, root string) (int, error) {
 	lt := ins.lanceTables
 	mem := memory.DefaultAllocator
-	sc, err := ins.Dataset.lance.frames.Scan(ctx, lance.ScanOptions{Columns: lt.columns})
+	sc, err := ins.Dataset.lance.frames.Scan(ctx, lancefmt.ScanOptions{Columns: lt.columns})
 	if err != nil {
 		return 0, invalid(framesTable, err)
 	}

@@ -1,6 +1,0 @@
-package decode
-
-import "github.com/bpconvert/bpconvert/lance/internal/wire"
-
-// errCorrupt is wrapped by every decoding error caused by malformed input.
-var errCorrupt = wire.ErrCorrupt

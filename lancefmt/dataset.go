@@ -1,0 +1,321 @@
+package lancefmt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/bpconvert/bpconvert/lancefmt/internal/wire"
+)
+
+// ErrVersionNotFound is returned by Open when the requested version has no
+// manifest.
+var ErrVersionNotFound = errors.New("version not found")
+
+// OpenOptions tunes Open.
+type OpenOptions struct {
+	// Version selects a dataset version; 0 selects the latest.
+	Version uint64
+	// Allocator allocates the Arrow buffers that scans concatenate or fill
+	// with nulls (decoded page buffers are Go memory); nil means
+	// memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+// Dataset is one version of a Lance dataset opened for reading.
+type Dataset struct {
+	dir      string
+	versions []uint64
+	manifest *Manifest
+	schema   *Schema
+	alloc    memory.Allocator
+}
+
+// Open opens the Lance dataset in directory dir at the version chosen by
+// opts.
+func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	versions, names, err := listVersions(dir)
+	if err != nil {
+		return nil, fmt.Errorf("lance: %s: %w", dir, err)
+	}
+	if len(versions) == 0 {
+		return nil, fmt.Errorf("lance: %s: no manifest under _versions", dir)
+	}
+	v := opts.Version
+	if v == 0 {
+		v = versions[len(versions)-1]
+	}
+	name, ok := names[v]
+	if !ok {
+		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, ErrVersionNotFound)
+	}
+	b, err := readSource(filepath.Join(dir, "_versions", name))
+	if err != nil {
+		return nil, fmt.Errorf("lance: %s: %w", dir, err)
+	}
+	m, err := parseManifestFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, err)
+	}
+	if err := m.checkPaired(); err != nil {
+		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, err)
+	}
+	if bad := m.unsupportedFlags(); bad != 0 {
+		return nil, &UnsupportedFeaturesError{Dir: dir, Version: v, Flags: bad, Features: describeFeatures(bad), Readable: newestReadable(dir, versions, names, v)}
+	}
+	sc, err := newSchema(m.Fields, m.SchemaMetadata)
+	if err != nil {
+		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, err)
+	}
+	alloc := opts.Allocator
+	if alloc == nil {
+		alloc = memory.DefaultAllocator
+	}
+	return &Dataset{dir: dir, versions: versions, manifest: m, schema: sc, alloc: alloc}, nil
+}
+
+// newestReadable returns the newest version before v whose manifest sets
+// no reader feature flag this package refuses, 0 when there is none. It
+// reads at most 1000 manifests.
+func newestReadable(dir string, versions []uint64, names map[uint64]string, v uint64) uint64 {
+	tried := 0
+	for i := len(versions) - 1; i >= 0 && tried < 1000; i-- {
+		if versions[i] >= v {
+			continue
+		}
+		tried++
+		b, err := readSource(filepath.Join(dir, "_versions", names[versions[i]]))
+		if err != nil {
+			continue
+		}
+		m, err := parseManifestFile(b)
+		if err == nil && m.checkPaired() == nil && m.unsupportedFlags() == 0 {
+			return versions[i]
+		}
+	}
+	return 0
+}
+
+// listVersions lists the committed versions under dir/_versions and the
+// manifest file name of each.
+func listVersions(dir string) ([]uint64, map[uint64]string, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, "_versions"))
+	if err != nil {
+		return nil, nil, err
+	}
+	names := map[uint64]string{}
+	var vs []uint64
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		v, ok := manifestVersionFromName(e.Name())
+		if !ok {
+			continue
+		}
+		if _, dup := names[v]; dup {
+			return nil, nil, fmt.Errorf("_versions: version %d has two manifests (%s, %s)", v, names[v], e.Name())
+		}
+		names[v] = e.Name()
+		vs = append(vs, v)
+	}
+	return sortVersions(vs), names, nil
+}
+
+// Dir returns the dataset directory.
+func (d *Dataset) Dir() string { return d.dir }
+
+// Version returns the opened version.
+func (d *Dataset) Version() uint64 { return d.manifest.Version }
+
+// Versions returns every committed version of the dataset, oldest first.
+func (d *Dataset) Versions() []uint64 { return append([]uint64(nil), d.versions...) }
+
+// Manifest returns the decoded manifest of the opened version. Callers must
+// not modify it.
+func (d *Dataset) Manifest() *Manifest { return d.manifest }
+
+// Schema returns the dataset schema.
+func (d *Dataset) Schema() *Schema { return d.schema }
+
+// Fragments returns the fragments of the opened version.
+func (d *Dataset) Fragments() []Fragment { return d.manifest.Fragments }
+
+// NumRows returns the number of rows of the opened version, deleted rows
+// excluded.
+func (d *Dataset) NumRows() uint64 {
+	var n uint64
+	for _, f := range d.manifest.Fragments {
+		n += f.PhysicalRows
+		if f.Deletion != nil {
+			n -= min(f.Deletion.NumDeleted, f.PhysicalRows)
+		}
+	}
+	return n
+}
+
+// basePath resolves a base path id to a directory, sub being "data" or
+// "_deletions".
+func (d *Dataset) basePath(id *uint32, sub string) (string, error) {
+	if id == nil {
+		return filepath.Join(d.dir, sub), nil
+	}
+	for _, bp := range d.manifest.BasePaths {
+		if bp.ID == *id {
+			if bp.IsDatasetRoot {
+				return filepath.Join(bp.Path, sub), nil
+			}
+			return bp.Path, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown base path id %d", errCorrupt, *id)
+}
+
+// dataFilePath returns the local path of a data file.
+func (d *Dataset) dataFilePath(df *DataFile) (string, error) {
+	base, err := d.basePath(df.BaseID, "data")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, filepath.FromSlash(df.Path)), nil
+}
+
+// Deleted returns the deleted row offsets of fragment fr, or nil when no row
+// is deleted.
+func (d *Dataset) Deleted(fr *Fragment) (*roaring.Bitmap, error) {
+	df := fr.Deletion
+	if df == nil {
+		return nil, nil
+	}
+	base, err := d.basePath(df.BaseID, "_deletions")
+	if err != nil {
+		return nil, err
+	}
+	ext := "arrow"
+	if df.Bitmap {
+		ext = "bin"
+	}
+	p := filepath.Join(base, fmt.Sprintf("%d-%d-%d.%s", fr.ID, df.ReadVersion, df.ID, ext))
+	b, err := readSource(p)
+	if err != nil {
+		return nil, fmt.Errorf("deletion file: %w", err)
+	}
+	var bm *roaring.Bitmap
+	if df.Bitmap {
+		bm, err = parseDeletionBitmap(b)
+	} else {
+		bm, err = parseDeletionArrow(b, d.alloc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("deletion file %s: %w", filepath.Base(p), err)
+	}
+	if bm.GetCardinality() != df.NumDeleted {
+		return nil, fmt.Errorf("%w: deletion file %s lists %d rows, manifest says %d", errCorrupt, filepath.Base(p), bm.GetCardinality(), df.NumDeleted)
+	}
+	return bm, nil
+}
+
+// parseDeletionBitmap decodes a roaring bitmap deletion file.
+func parseDeletionBitmap(b []byte) (*roaring.Bitmap, error) {
+	bm := roaring.New()
+	if _, err := bm.ReadFrom(bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("%w: roaring bitmap: %v", errCorrupt, err)
+	}
+	return bm, nil
+}
+
+// parseDeletionArrow decodes an Arrow IPC deletion file: one column of
+// UInt32 (or Int32) row offsets.
+func parseDeletionArrow(b []byte, alloc memory.Allocator) (bm *roaring.Bitmap, err error) {
+	defer func() {
+		// arrow-go's IPC reader may panic on hostile flatbuffers.
+		if r := recover(); r != nil {
+			bm, err = nil, fmt.Errorf("%w: arrow ipc: %v", errCorrupt, r)
+		}
+	}()
+	if err := checkArrowIPCFile(b); err != nil {
+		return nil, err
+	}
+	// Bound what hostile lengths in the IPC metadata can make the reader
+	// allocate: a real deletion file decodes to a few times its size.
+	limited := &boundedAllocator{inner: alloc, limit: 64*int64(len(b)) + 1<<20}
+	rd, err := ipc.NewFileReader(bytes.NewReader(b), ipc.WithAllocator(limited))
+	if err != nil {
+		return nil, fmt.Errorf("%w: arrow ipc: %v", errCorrupt, err)
+	}
+	defer rd.Close()
+	bm = roaring.New()
+	for i := 0; i < rd.NumRecords(); i++ {
+		rec, err := rd.RecordBatchAt(i)
+		if err != nil {
+			return nil, fmt.Errorf("%w: arrow ipc: %v", errCorrupt, err)
+		}
+		if rec.NumCols() != 1 {
+			rec.Release()
+			return nil, fmt.Errorf("%w: deletion batch has %d columns", errCorrupt, rec.NumCols())
+		}
+		switch col := rec.Column(0).(type) {
+		case *array.Uint32:
+			bm.AddMany(col.Uint32Values())
+		case *array.Int32:
+			for _, v := range col.Int32Values() {
+				if v < 0 {
+					rec.Release()
+					return nil, fmt.Errorf("%w: negative deleted row %d", errCorrupt, v)
+				}
+				bm.Add(uint32(v))
+			}
+		default:
+			rec.Release()
+			return nil, fmt.Errorf("%w: deletion column of type %s", errCorrupt, col.DataType())
+		}
+		rec.Release()
+	}
+	return bm, nil
+}
+
+// errAllocLimit is the panic value of a boundedAllocator over its limit.
+var errAllocLimit = errors.New("allocation limit exceeded")
+
+// boundedAllocator fails (by panicking with errAllocLimit, recovered by the
+// caller) once the bytes it handed out exceed limit.
+type boundedAllocator struct {
+	inner memory.Allocator
+	limit int64
+	used  int64
+}
+
+func (a *boundedAllocator) Allocate(n int) []byte {
+	a.used += int64(n)
+	if n < 0 || a.used > a.limit {
+		panic(errAllocLimit)
+	}
+	return a.inner.Allocate(n)
+}
+
+func (a *boundedAllocator) Reallocate(n int, b []byte) []byte {
+	a.used += int64(n) - int64(len(b))
+	if n < 0 || a.used > a.limit {
+		panic(errAllocLimit)
+	}
+	return a.inner.Reallocate(n, b)
+}
+
+func (a *boundedAllocator) Free(b []byte) {
+	a.used -= int64(len(b))
+	a.inner.Free(b)
+}
+
+// errCorrupt is wrapped by every decoding error caused by malformed input
+// (the same sentinel as the wire decoder's).
+var errCorrupt = wire.ErrCorrupt

@@ -1,0 +1,382 @@
+package lancefmt
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// verifyOut is what fixtures/lance/verify.mjs prints: Lance's own view of a
+// dataset.
+type verifyOut struct {
+	NumRows int `json:"numRows"`
+	Fields  []struct {
+		Name     string            `json:"name"`
+		Type     string            `json:"type"`
+		Nullable bool              `json:"nullable"`
+		Metadata map[string]string `json:"metadata"`
+	} `json:"fields"`
+	Metadata map[string]string `json:"metadata"`
+	Scan     *expectedScan     `json:"scan"`
+	Indices  []struct {
+		Name          string   `json:"name"`
+		Type          string   `json:"type"`
+		Columns       []string `json:"columns"`
+		IndexedRows   *int     `json:"indexedRows"`
+		UnindexedRows *int     `json:"unindexedRows"`
+	} `json:"indices"`
+	Knn *struct {
+		Indexed []string `json:"indexed"`
+		Flat    []string `json:"flat"`
+	} `json:"knn"`
+}
+
+// verifyWithLance reads dataset dir with the official library.
+func verifyWithLance(t *testing.T, dir string, opts map[string]any) *verifyOut {
+	t.Helper()
+	v, err := tryVerifyWithLance(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// tryVerifyWithLance reads dataset dir with the official library and
+// returns its failure as an error.
+func tryVerifyWithLance(dir string, opts map[string]any) (*verifyOut, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	o, _ := json.Marshal(opts)
+	cmd := exec.Command("node", filepath.Join(root, "fixtures", "lance", "verify.mjs"), dir, string(o))
+	cmd.Dir = filepath.Join(root, "fixtures", "lance")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("verify.mjs %s: %v\n%s", dir, err, lastLines(stderr.String(), 20))
+	}
+	var v verifyOut
+	if err := json.Unmarshal(out, &v); err != nil {
+		return nil, fmt.Errorf("verify.mjs %s: %v", dir, err)
+	}
+	return &v, nil
+}
+
+// lastLines keeps the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// refValues builds the replacement values of the tests: a reference string
+// per physical row, null for deleted rows and every 13th row.
+func refValues(d *Dataset, column string) func(ctx context.Context, frag uint64, rows uint64) ([]string, []bool, error) {
+	return func(ctx context.Context, frag uint64, rows uint64) ([]string, []bool, error) {
+		var del interface{ Contains(uint32) bool }
+		for i := range d.Fragments() {
+			fr := &d.Fragments()[i]
+			if fr.ID == frag {
+				bm, err := d.Deleted(fr)
+				if err != nil {
+					return nil, nil, err
+				}
+				if bm != nil {
+					del = bm
+				}
+			}
+		}
+		vals := make([]string, rows)
+		valid := make([]bool, rows)
+		for r := range vals {
+			if r%13 == 0 || del != nil && del.Contains(uint32(r)) {
+				continue
+			}
+			vals[r] = refString(column, frag, uint64(r))
+			valid[r] = true
+		}
+		return vals, valid, nil
+	}
+}
+
+// refString is the reference string of one row.
+func refString(column string, frag, row uint64) string {
+	return fmt.Sprintf("zip://%s/%02d-%06d.jpg::media/pack-%04d.zip", column, frag, row, frag)
+}
+
+// expectedRefs lists the replaced column's values in scan order (deleted
+// rows skipped), as JSON values.
+func expectedRefs(t *testing.T, d *Dataset, column string) []any {
+	t.Helper()
+	var out []any
+	for i := range d.Fragments() {
+		fr := &d.Fragments()[i]
+		bm, err := d.Deleted(fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := uint64(0); r < fr.PhysicalRows; r++ {
+			if bm != nil && bm.Contains(uint32(r)) {
+				continue
+			}
+			if r%13 == 0 {
+				out = append(out, nil)
+			} else {
+				out = append(out, refString(column, fr.ID, r))
+			}
+		}
+	}
+	return out
+}
+
+// goScan reads the named columns with this package's reader, as JSON
+// values.
+func goScan(t *testing.T, d *Dataset, columns []string) map[string][]any {
+	t.Helper()
+	sc, err := d.Scan(context.Background(), ScanOptions{Columns: columns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	out := map[string][]any{}
+	for sc.Next() {
+		rec := sc.RecordBatch()
+		for c, name := range columns {
+			col := rec.Column(c)
+			for i := 0; i < col.Len(); i++ {
+				out[name] = append(out[name], JSONValue(col, i))
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decodeJSON turns raw JSON values into Go values.
+func decodeJSON(t *testing.T, raws []json.RawMessage) []any {
+	t.Helper()
+	out := make([]any, len(raws))
+	for i, r := range raws {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestRewrite(t *testing.T) {
+	dir := fixtures(t)
+	cases := []struct {
+		name    string
+		replace []string
+		// dropped lists the indices the plan must drop.
+		dropped []string
+		vector  bool
+	}{
+		{name: "rw_2_0", replace: []string{"img"}, vector: true},
+		{name: "rw_2_1", replace: []string{"img", "label"}, dropped: []string{"label_idx"}, vector: true},
+		{name: "rw_2_2", replace: []string{"lbin"}, vector: true},
+		{name: "types_2_0", replace: []string{"bin"}},
+		{name: "types_2_1", replace: []string{"bin", "lbin"}},
+		{name: "types_2_2", replace: []string{"s"}},
+		{name: "blob1_2_0", replace: []string{"blob"}},
+		{name: "blob1_2_1", replace: []string{"blob"}},
+		{name: "blob2_2_2", replace: []string{"blob"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			src := filepath.Join(dir, tc.name+".lance")
+			d, err := Open(ctx, src, OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := d.PlanRewrite(tc.replace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dropped []string
+			for _, ip := range plan.Indices {
+				if !ip.Carried {
+					dropped = append(dropped, ip.Name)
+					if ip.Reason == "" || ip.Hint == "" {
+						t.Errorf("index %s dropped without reason or hint", ip.Name)
+					}
+				}
+			}
+			if !slices.Equal(dropped, tc.dropped) {
+				t.Errorf("dropped indices %v, want %v", dropped, tc.dropped)
+			}
+			var reps []Replacement
+			for _, c := range tc.replace {
+				reps = append(reps, Replacement{Column: c, Values: refValues(d, c)})
+			}
+			dst := filepath.Join(t.TempDir(), tc.name+".lance")
+			start := time.Now()
+			res, err := d.Rewrite(ctx, dst, RewriteOptions{Replace: reps, SchemaMetadata: map[string]string{"bpconvert": `{"packs":1}`}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d fragments, %d data bytes (%d copied) in %v, %d blob files dropped", tc.name, len(res.DataFiles), res.Bytes, res.CopiedBytes, time.Since(start).Round(time.Millisecond), len(plan.DroppedBlobFiles))
+
+			var kept []string
+			for _, f := range d.Schema().Fields {
+				if !slices.Contains(tc.replace, f.Name) {
+					kept = append(kept, f.Name)
+				}
+			}
+			opts := map[string]any{"columns": append(append([]string(nil), kept...), tc.replace...)}
+			srcOpts := map[string]any{"columns": kept}
+			if tc.vector {
+				opts["vector"] = map[string]any{"column": "vec", "k": 5}
+				srcOpts["vector"] = opts["vector"]
+			}
+			got := verifyWithLance(t, dst, opts)
+			want := verifyWithLance(t, src, srcOpts)
+
+			if got.NumRows != int(d.NumRows()) || got.Scan.NumRows != int(d.NumRows()) {
+				t.Errorf("lance counts %d rows (scan %d), want %d", got.NumRows, got.Scan.NumRows, d.NumRows())
+			}
+			// Schema: same columns in the same order; kept ones unchanged,
+			// replaced ones nullable utf8 without blob metadata.
+			if len(got.Fields) != len(want.Fields) {
+				t.Fatalf("lance sees %d fields, want %d", len(got.Fields), len(want.Fields))
+			}
+			for i, f := range got.Fields {
+				w := want.Fields[i]
+				if f.Name != w.Name {
+					t.Errorf("field %d is %q, want %q", i, f.Name, w.Name)
+					continue
+				}
+				if slices.Contains(tc.replace, f.Name) {
+					if f.Type != "Utf8" || !f.Nullable {
+						t.Errorf("replaced %s: type %s nullable %v", f.Name, f.Type, f.Nullable)
+					}
+					for k := range f.Metadata {
+						if k == "lance-encoding:blob" || strings.HasPrefix(k, "ARROW:extension") {
+							t.Errorf("replaced %s keeps metadata %s", f.Name, k)
+						}
+					}
+					continue
+				}
+				if f.Type != w.Type || f.Nullable != w.Nullable || !reflect.DeepEqual(f.Metadata, w.Metadata) {
+					t.Errorf("field %s: %s %v %v, want %s %v %v", f.Name, f.Type, f.Nullable, f.Metadata, w.Type, w.Nullable, w.Metadata)
+				}
+			}
+			if got.Metadata["bpconvert"] != `{"packs":1}` {
+				t.Errorf("schema metadata %v lacks the bpconvert key", got.Metadata)
+			}
+			for k, v := range want.Metadata {
+				if got.Metadata[k] != v {
+					t.Errorf("schema metadata %s = %q, want %q", k, got.Metadata[k], v)
+				}
+			}
+			// Values: kept columns as Lance scans the source, replaced ones
+			// the given strings.
+			for _, c := range kept {
+				if !reflect.DeepEqual(decodeJSON(t, got.Scan.Values[c]), decodeJSON(t, want.Scan.Values[c])) {
+					t.Errorf("lance scan of kept column %s differs from the source", c)
+				}
+			}
+			for _, c := range tc.replace {
+				if g, w := decodeJSON(t, got.Scan.Values[c]), expectedRefs(t, d, c); !reflect.DeepEqual(g, w) {
+					t.Errorf("lance scan of replaced column %s: %d values, want %d (first %v)", c, len(g), len(w), g[:min(3, len(g))])
+				}
+			}
+			// Indices: the carried ones are listed and used.
+			var carried []string
+			for _, ip := range plan.Indices {
+				if ip.Carried {
+					carried = append(carried, ip.Name)
+				}
+			}
+			var listed []string
+			for _, ix := range got.Indices {
+				listed = append(listed, ix.Name)
+				if ix.IndexedRows == nil || *ix.IndexedRows == 0 {
+					t.Errorf("index %s indexes no row after the rewrite", ix.Name)
+				}
+			}
+			slices.Sort(listed)
+			slices.Sort(carried)
+			if !slices.Equal(listed, carried) {
+				t.Errorf("lance lists indices %v, want %v", listed, carried)
+			}
+			if tc.vector {
+				if got.Knn == nil || !slices.Equal(got.Knn.Indexed, want.Knn.Indexed) || !slices.Equal(got.Knn.Flat, want.Knn.Flat) {
+					t.Errorf("vector search after the rewrite %+v, before %+v", got.Knn, want.Knn)
+				}
+			}
+
+			// Our own reader.
+			od, err := Open(ctx, dst, OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if od.Version() != 1 || od.NumRows() != d.NumRows() {
+				t.Errorf("go reader: version %d rows %d", od.Version(), od.NumRows())
+			}
+			var scannable []string
+			for _, c := range kept {
+				if d.Schema().Unsupported[c] == nil {
+					scannable = append(scannable, c)
+				}
+			}
+			gs := goScan(t, d, scannable)
+			gd := goScan(t, od, append(append([]string(nil), scannable...), tc.replace...))
+			for _, c := range scannable {
+				if !reflect.DeepEqual(gd[c], gs[c]) {
+					t.Errorf("go scan of kept column %s differs from the source", c)
+				}
+			}
+			for _, c := range tc.replace {
+				if g, w := gd[c], expectedRefs(t, d, c); !reflect.DeepEqual(g, w) {
+					t.Errorf("go scan of replaced column %s differs (%d values, want %d)", c, len(g), len(w))
+				}
+				if f := od.Schema().Field(c); f == nil || f.IsBlob() || len(f.Children) != 0 || f.LogicalType != "string" {
+					t.Errorf("go reader: replaced field %s is %+v", c, f)
+				}
+			}
+			// Kept pages are copied, not re-encoded.
+			fr0, or0 := d.Fragments()[0], od.Fragments()[0]
+			se, err := d.ColumnEncodings(&fr0, scannable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			oe, err := od.ColumnEncodings(&or0, scannable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(se) != len(oe) {
+				t.Fatalf("%d kept columns in the output, %d in the source", len(oe), len(se))
+			}
+			for i := range se {
+				if se[i].Path != oe[i].Path || !reflect.DeepEqual(se[i].Pages, oe[i].Pages) || se[i].Major != oe[i].Major || se[i].Minor != oe[i].Minor {
+					t.Errorf("column %s: pages %v (%d.%d), source %v (%d.%d)", oe[i].Path, oe[i].Pages, oe[i].Major, oe[i].Minor, se[i].Pages, se[i].Major, se[i].Minor)
+				}
+			}
+			for i := range d.Fragments() {
+				a, b := d.Fragments()[i], od.Fragments()[i]
+				if a.ID != b.ID || a.PhysicalRows != b.PhysicalRows || !reflect.DeepEqual(a.Deletion, b.Deletion) || len(b.Files) != 1 {
+					t.Errorf("fragment %d: %+v, source %+v", i, b, a)
+				}
+			}
+			_ = os.RemoveAll(dst)
+		})
+	}
+}
