@@ -73,6 +73,10 @@ type Options struct {
 	// beside a list of images) holding the source's path, which the
 	// reference replaces.
 	KeepPath bool
+
+	// general makes every table take the general path (tests compare
+	// the direct path of direct.go with it).
+	general bool
 }
 
 // MediaMode is what a selected media struct<bytes, path> becomes.
