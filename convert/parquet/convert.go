@@ -404,7 +404,16 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	direct = direct && !tc.opts.general
 	tc.direct = direct
 	if direct {
-		ds = newDirectSource(pf, dcols)
+		// The payload leaves are read through a reader of their own, whose
+		// page buffers are reused from row group to row group.
+		pages := &pageBuffers{mem: mem, poison: tc.opts.poison}
+		defer pages.release()
+		ppf, err := openTable(t.Path, t.Size, pages)
+		if err != nil {
+			return inputErr(t.Rel, -1, "", "not a readable parquet file: %w", err)
+		}
+		defer ppf.Close()
+		ds = newDirectSource(ppf, dcols)
 		recIdx = tc.directLayout(inSchema, dcols)
 	} else {
 		kept = nil

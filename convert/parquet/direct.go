@@ -363,7 +363,7 @@ func (tc *tableConv) directLayout(in *arrow.Schema, dcols []*directCol) []int {
 // in use at a time: one being filled by the reader, one being packed,
 // one between them.
 const (
-	directChunkBytes = 4 << 20
+	directChunkBytes = 1 << 20
 	directChunks     = 3
 )
 
@@ -396,14 +396,8 @@ func newDirectSource(pf *file.Reader, cols []*directCol) *directSource {
 }
 
 // open checks that the chunks of the row group before are exhausted,
-// closes them and opens those of row group rg (none when rg < 0).
-//
-// Each chunk reader holds its own page buffers, as large as the chunk's
-// largest page and its dictionary (tens of megabytes each for tables
-// written by pyarrow, whose pages hold 1,024 values), so the garbage is
-// collected before the next ones are made: otherwise the old buffers stay
-// in the heap beside the new ones until the collector's goal (twice the
-// live heap) is reached, which doubles the peak.
+// closes them (their page buffers go back to the pageBuffers of the
+// reader) and opens those of row group rg (none when rg < 0).
 func (ds *directSource) open(rg int) error {
 	for _, d := range ds.cols {
 		if err := d.done(); err != nil {
@@ -414,6 +408,9 @@ func (ds *directSource) open(rg int) error {
 	if rg < 0 {
 		return nil
 	}
+	// With the page buffers kept, what a row group leaves is small, but
+	// the collector would let it grow to the size of the live heap (the
+	// page buffers) before it runs: it runs here instead.
 	runtime.GC()
 	for _, d := range ds.cols {
 		if err := d.open(ds.pf, rg); err != nil {

@@ -62,7 +62,7 @@ func TestDirectMatchesGeneral(t *testing.T) {
 				var outs [2]string
 				for i, general := range []bool{false, true} {
 					opts := o
-					opts.general = general
+					opts.general, opts.poison = general, true
 					ins, err := Inspect(context.Background(), src, opts)
 					if err != nil {
 						t.Fatal(err)
