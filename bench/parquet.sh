@@ -34,6 +34,9 @@
 # docs/performance.md (BENCH_DOC=path writes another file, BENCH_DOC=none
 # none).
 #
+# BPCONVERT_BASE=path times another build of bpconvert in the same rounds
+# (before / after a change); its figures are printed, not written to the doc.
+#
 # Knobs: RUNS (rounds, default 3), the sizes above, BENCH_DIR (default a new
 # directory under ${TMPDIR:-/var/tmp}; it needs about 4 x the largest table),
 # BPCONVERT (default bin/bpconvert, built by `make build`), BPCONVERT_PYTHON
@@ -44,6 +47,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 bin=${BPCONVERT:-$root/bin/bpconvert}
+base=${BPCONVERT_BASE:-}
 runs=${RUNS:-3}
 rows=${PARQUET_ROWS:-20000}
 hfrows=${PARQUET_HF_ROWS:-10000}
@@ -97,24 +101,29 @@ case_run() {
   "$bin" convert-parquet --quiet --yes "${sel[@]}" "$src" "$work/out"
   "$bin" verify "$work/out/media" >/dev/null
   rm -rf "$work/out"
-  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/bp-out'"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/bp-out' '$work/base-out'"
   local -a cmds=(
     "cp -r '$src' '$work/cp-out' && sync -f '$work/cp-out'"
     "openssl dgst -sha256 '$src'/*.parquet"
     "'$bin' convert-parquet --quiet --yes ${sel[*]} '$src' '$work/out'")
+  local bi=3 basei=""
   if [ -n "$blobpack" ]; then
     # --field takes every argument after it: the selection goes last
     cmds+=("'$blobpack' convert-parquet --yes '$src' '$work/bp-out' ${bsel[*]} >/dev/null")
   fi
+  if [ -n "$base" ]; then
+    basei=${#cmds[@]}
+    cmds+=("'$base' convert-parquet --quiet --yes ${sel[*]} '$src' '$work/base-out'")
+  fi
   local -a m
   mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
-  rm -rf "$work/cp-out" "$work/out" "$work/bp-out" "$work/.trash"
+  rm -rf "$work/cp-out" "$work/out" "$work/bp-out" "$work/base-out" "$work/.trash"
   local tsync tsha tconv rss tbp="" rssbp="" l1 l2 lsync lsha lconv lbp=""
   read -r tsync _ l1 l2 <<<"${m[0]}"; lsync="$l1-$l2"
   read -r tsha _ l1 l2 <<<"${m[1]}"; lsha="$l1-$l2"
   read -r tconv rss l1 l2 <<<"${m[2]}"; lconv="$l1-$l2"
   if [ -n "$blobpack" ]; then
-    read -r tbp rssbp l1 l2 <<<"${m[3]}"; lbp="$l1-$l2"
+    read -r tbp rssbp l1 l2 <<<"${m[$bi]}"; lbp="$l1-$l2"
   fi
   local limit gb bound ok
   limit=$(printf '%s\n%s\n' "$tsync" "$tsha" | sort -g | tail -1)
@@ -131,6 +140,11 @@ case_run() {
   if [ -n "$blobpack" ]; then
     echo "  blobpack convert-parquet: $tbp s  ($(per_gb "$tbp" "$bytes") s/GB), peak RSS $rssbp MiB  (load $lbp); bpconvert is $(ratio "$tbp" "$tconv")x blobpack"
     bpcell="$tbp s, $rssbp MiB ($lbp); $(ratio "$tbp" "$tconv")x"
+  fi
+  if [ -n "$basei" ]; then
+    local tbase rssbase
+    read -r tbase rssbase l1 l2 <<<"${m[$basei]}"
+    echo "  $base: $tbase s  ($(per_gb "$tbase" "$bytes") s/GB), peak RSS $rssbase MiB  (load $l1-$l2); limit/it: $(ratio "$limit" "$tbase")x; it/convert-parquet: $(ratio "$tbase" "$tconv")x"
   fi
   echo "  limit/convert-parquet: $(ratio "$limit" "$tconv")x (target >= 0.5)"
   rows_out+=("| $form, $codec: $n x $payload B, row groups of $rgmib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $(ratio "$limit" "$tconv")x | $rss MiB (bound $bound MiB: $ok) | $bpcell |")
