@@ -177,18 +177,9 @@ func stripDot(name string) string {
 // againstWDS re-reads the WebDataset shards and compares every member with
 // the pack member of its key (an inline field with its table cell).
 func (v *verifier) againstWDS(src string) error {
-	var files []string
-	var err error
-	if objstore.IsRemote(src) {
-		files, err = v.remoteShards(src)
-	} else {
-		files, err = wds.ShardFiles(v.ctx, src)
-	}
+	files, err := v.sourceShards(src)
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
-	}
-	if len(files) == 0 {
-		return fmt.Errorf("--against %s: no tar shards", src)
 	}
 	base := v.wds.packBase
 	if base == "" {
@@ -209,6 +200,22 @@ func (v *verifier) againstWDS(src string) error {
 		}
 	}
 	return nil
+}
+
+// sourceShards lists the tar shards src names, local or in object storage;
+// none is an error.
+func (v *verifier) sourceShards(src string) ([]string, error) {
+	var files []string
+	var err error
+	if objstore.IsRemote(src) {
+		files, err = v.remoteShards(src)
+	} else {
+		files, err = wds.ShardFiles(v.ctx, src)
+	}
+	if err == nil && len(files) == 0 {
+		err = errors.New("no tar shards")
+	}
+	return files, err
 }
 
 func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) error {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -222,18 +221,9 @@ func (r readCloser) Close() error {
 // shards by their name (false) or by SHARD/NAME (true), from the first
 // file member of the first shard.
 func (v *verifier) detectShardPrefix(src string, set *packcore.Set) (bool, error) {
-	var files []string
-	var err error
-	if objstore.IsRemote(src) {
-		files, err = v.remoteShards(src)
-	} else {
-		files, err = wds.ShardFiles(v.ctx, src)
-	}
+	files, err := v.sourceShards(src)
 	if err != nil {
 		return false, err
-	}
-	if len(files) == 0 {
-		return false, errors.New("no tar shards")
 	}
 	f, err := v.fs.open(files[0])
 	if err != nil {
