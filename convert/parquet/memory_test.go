@@ -41,11 +41,11 @@ func convertChild() {
 	if err == nil {
 		err = func() error {
 			ctx := context.Background()
-			j, err := NewJob(ctx, cj.Src, cj.Dst, cj.Columns, nil, Options{general: cj.General})
+			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: cj.Columns, general: cj.General})
 			if err != nil {
 				return err
 			}
-			if _, err := j.Plan(ctx, nil); err != nil {
+			if _, err := j.Plan(ctx, nil, nil); err != nil {
 				return err
 			}
 			sum, err := j.Run(ctx, nil)
