@@ -358,6 +358,12 @@ func (tc *tableConv) directLayout(in *arrow.Schema, dcols []*directCol) []int {
 	return recIdx
 }
 
+// collectAfter is the size of a row group (uncompressed) after which the
+// garbage is collected before the next one is read (see directSource.open
+// and sample): a collection costs a few hundred microseconds, so tables of
+// many small row groups (LeRobot's episodes) skip it.
+const collectAfter = 4 << 20
+
 // directChunkBytes is the payload bytes a chunk gathers before it is sent
 // (a larger value makes a chunk of its own), and directChunks the chunks
 // in use at a time: one being filled by the reader, one being packed,
@@ -385,10 +391,11 @@ type directSource struct {
 	pf   *file.Reader
 	cols []*directCol
 	free chan *slotChunk
+	rg   int // the row group open, -1 for none
 }
 
 func newDirectSource(pf *file.Reader, cols []*directCol) *directSource {
-	ds := &directSource{pf: pf, cols: cols, free: make(chan *slotChunk, directChunks)}
+	ds := &directSource{pf: pf, cols: cols, free: make(chan *slotChunk, directChunks), rg: -1}
 	for range directChunks {
 		ds.free <- &slotChunk{}
 	}
@@ -405,13 +412,18 @@ func (ds *directSource) open(rg int) error {
 		}
 	}
 	ds.close()
+	prev := ds.rg
+	ds.rg = rg
 	if rg < 0 {
 		return nil
 	}
 	// With the page buffers kept, what a row group leaves is small, but
 	// the collector would let it grow to the size of the live heap (the
-	// page buffers) before it runs: it runs here instead.
-	runtime.GC()
+	// page buffers) before it runs: after a row group of some size it
+	// runs here instead.
+	if prev >= 0 && ds.pf.MetaData().RowGroup(prev).TotalByteSize() >= collectAfter {
+		runtime.GC()
+	}
 	for _, d := range ds.cols {
 		if err := d.open(ds.pf, rg); err != nil {
 			return err

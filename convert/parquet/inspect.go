@@ -721,10 +721,12 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 			})
 		}
 		rr.Release()
-		// The few values came with their pages and dictionary, tens of
-		// megabytes each in tables written by pyarrow: collected here,
-		// they do not double the peak beside the next row group's.
-		runtime.GC()
+		// The few values came with their pages and dictionary, as large
+		// as the row group in tables written by pyarrow: collected
+		// here, they do not double the peak beside the next row group's.
+		if pf.MetaData().RowGroup(int(rg)).TotalByteSize() >= collectAfter {
+			runtime.GC()
+		}
 	}
 	for i := range t.Candidates {
 		t.Candidates[i].Evidence.Values = t.Rows
