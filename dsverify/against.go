@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -150,23 +149,6 @@ var (
 	wdsMeta = regexp.MustCompile(`^__[^/]*__($|/)`)
 )
 
-// shardSuffixes are the endings --shard-prefix strips from a shard's name.
-var shardSuffixes = []string{".tar.zstd", ".tar.bz2", ".tar.zst", ".tar.gz", ".tar.xz", ".tbz2", ".tzst", ".tar", ".tgz", ".tbz", ".txz"}
-
-func shardStem(p string) string {
-	base := filepath.Base(p)
-	lower := strings.ToLower(base)
-	for _, s := range shardSuffixes {
-		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
-			return base[:len(base)-len(s)]
-		}
-	}
-	if ext := filepath.Ext(base); ext != "" && len(ext) < len(base) {
-		return base[:len(base)-len(ext)]
-	}
-	return base
-}
-
 func stripDot(name string) string {
 	for strings.HasPrefix(name, "./") {
 		name = strings.TrimLeft(name[2:], "/")
@@ -226,7 +208,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 	}
 	prefix := ""
 	if v.wds.shardPrefix {
-		prefix = shardStem(name) + "/"
+		prefix = wds.ShardStem(name) + "/"
 	}
 	tr := tar.NewReader(r)
 	for {
@@ -376,7 +358,7 @@ func (v *verifier) remoteShards(src string) ([]string, error) {
 		n := len(out)
 		err = st.List(v.ctx, prefix, func(in objstore.Info) error {
 			rest := strings.TrimPrefix(in.Name, prefix)
-			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && isShardName(rest) {
+			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && wds.IsShardName(rest) {
 				out = append(out, joinPath(strings.TrimSuffix(loc, "/"), rest))
 			}
 			return nil
@@ -389,15 +371,4 @@ func (v *verifier) remoteShards(src string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// isShardName reports whether a name ends like a tar shard.
-func isShardName(name string) bool {
-	lower := strings.ToLower(name)
-	for _, s := range shardSuffixes {
-		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
-			return true
-		}
-	}
-	return false
 }

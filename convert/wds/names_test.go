@@ -109,11 +109,11 @@ func TestShardNames(t *testing.T) {
 		{"data", false, "data"},
 	}
 	for _, c := range cases {
-		if got := isShardName(c.name); got != c.shard {
-			t.Errorf("isShardName(%q) = %v", c.name, got)
+		if got := IsShardName(c.name); got != c.shard {
+			t.Errorf("IsShardName(%q) = %v", c.name, got)
 		}
-		if got := shardStem("dir/" + c.name); got != c.stem {
-			t.Errorf("shardStem(%q) = %q, want %q", c.name, got, c.stem)
+		if got := ShardStem("dir/" + c.name); got != c.stem {
+			t.Errorf("ShardStem(%q) = %q, want %q", c.name, got, c.stem)
 		}
 	}
 }
