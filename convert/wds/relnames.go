@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -34,7 +35,7 @@ func tableNames(shards []shardSource) []string {
 			common, first = filepath.Dir(a), false
 			continue
 		}
-		for !stage.Within(common, a) {
+		for !srcfile.Within(common, a) {
 			parent := filepath.Dir(common)
 			if parent == common {
 				break
