@@ -181,7 +181,7 @@ func finalizeRemote(ctx context.Context, dst string, o FinalizeOptions) (Finaliz
 		return res, err
 	}
 	for _, rel := range files {
-		if err := putFile(ctx, dstStore, rel, filepath.Join(out, filepath.FromSlash(rel))); err != nil {
+		if err := objstore.PutFile(ctx, dstStore, rel, filepath.Join(out, filepath.FromSlash(rel))); err != nil {
 			return res, fmt.Errorf("finalize: %w", err)
 		}
 	}
@@ -406,18 +406,4 @@ func fetchFile(ctx context.Context, st objstore.Store, name, dst string) error {
 		return fmt.Errorf("%s/%s: %w", st.Location(), name, err)
 	}
 	return f.Close()
-}
-
-// putFile puts a local file into a store under name.
-func putFile(ctx context.Context, st objstore.Store, name, p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return st.Put(ctx, name, f, info.Size(), objstore.PutOptions{})
 }
