@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -142,20 +141,6 @@ func (v *verifier) compared(a *Against, n int64, reason string, p Problem) {
 	}
 }
 
-// wdsName is WebDataset's split of a member name into sample key and field
-// (as convert/wds applies it).
-var (
-	wdsName = regexp.MustCompile(`^((?:.*/|)[^.]+)[.]([^/]*)$`)
-	wdsMeta = regexp.MustCompile(`^__[^/]*__($|/)`)
-)
-
-func stripDot(name string) string {
-	for strings.HasPrefix(name, "./") {
-		name = strings.TrimLeft(name[2:], "/")
-	}
-	return name
-}
-
 // againstWDS re-reads the WebDataset shards and compares every member with
 // the pack member of its key (an inline field with its table cell).
 func (v *verifier) againstWDS(src string) error {
@@ -224,12 +209,12 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 		}
 		p := Problem{Table: name, Row: -1}
 		member := fmt.Sprintf("member %q: ", h.Name)
-		rel := stripDot(h.Name)
+		rel := wds.StripDot(h.Name)
 		key := prefix + rel
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont:
 		case tar.TypeLink, tar.TypeSymlink:
-			target := stripDot(h.Linkname)
+			target := wds.StripDot(h.Linkname)
 			if h.Typeflag == tar.TypeSymlink {
 				target = path.Join(path.Dir(rel), h.Linkname)
 			}
@@ -281,14 +266,11 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 
 // wdsField returns a member name's WebDataset field and sample key.
 func wdsField(name string) (field, sample string, ok bool) {
-	if wdsMeta.MatchString(name) {
+	sample, field, ok = wds.SplitSample(name)
+	if !ok || field == "" {
 		return "", "", false
 	}
-	m := wdsName.FindStringSubmatch(name)
-	if m == nil || m[2] == "" {
-		return "", "", false
-	}
-	return strings.ToLower(m[2]), m[1], true
+	return field, sample, true
 }
 
 // decompress detects a shard's compression from its first bytes.

@@ -29,9 +29,9 @@ func TestSplitSample(t *testing.T) {
 		{"a.", "a", "", true},
 	}
 	for _, c := range cases {
-		key, field, ok := splitSample(c.name)
+		key, field, ok := SplitSample(c.name)
 		if key != c.key || field != c.field || ok != c.ok {
-			t.Errorf("splitSample(%q) = %q, %q, %v; want %q, %q, %v", c.name, key, field, ok, c.key, c.field, c.ok)
+			t.Errorf("SplitSample(%q) = %q, %q, %v; want %q, %q, %v", c.name, key, field, ok, c.key, c.field, c.ok)
 		}
 	}
 }
