@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -38,6 +39,20 @@ func NewJob(ctx context.Context, src, dst string, columns []string, fields [][]s
 	if err != nil {
 		return nil, usage(err)
 	}
+	return newJob(ins, dst, columns, fields, opts)
+}
+
+// NewTreeJob is NewJob for a source opened as a tree (see InspectTree): a
+// source in a bucket whose reads the caller counts.
+func NewTreeJob(ctx context.Context, tree *srctree.Tree, file, dst string, columns []string, fields [][]string, opts Options) (*Job, error) {
+	ins, err := InspectTree(ctx, tree, file, opts)
+	if err != nil {
+		return nil, usage(err)
+	}
+	return newJob(ins, dst, columns, fields, opts)
+}
+
+func newJob(ins *Inspection, dst string, columns []string, fields [][]string, opts Options) (*Job, error) {
 	j := &Job{Inspection: ins, Dst: dst, Columns: columns, Fields: fields, Options: opts}
 	if _, err := ins.Select(columns, fields); err != nil && !errors.Is(err, ErrNeedSelection) {
 		return nil, usage(err)
