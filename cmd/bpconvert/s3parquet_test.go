@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
@@ -245,6 +250,130 @@ func TestS3Parquet(t *testing.T) {
 				if vr.code != 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
 					t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", v[0], v[1], vr.code, d.Against, d.Problems, vr.stderr)
 				}
+			}
+		})
+	}
+}
+
+// TestS3ParquetErrors: a missing object, a prefix holding nothing, a
+// prefix without tables and a Hugging Face path naming an object that is
+// not there exit 3 naming them; a missing bucket exits 2; a store that
+// fails while a table is read, or that was stopped, exits 1 naming what it
+// could not read, with the hint to rerun, never 3. No message carries a
+// credential and no refused run writes its destination.
+func TestS3ParquetErrors(t *testing.T) {
+	_, root := parquetSources(t)
+	srv := s3test.Start(t, "src")
+	upload(t, srv, filepath.Join(root, "big"), "src", "big")
+	upload(t, srv, filepath.Join(root, "repo"), "src", "repo")
+	upload(t, srv, filepath.Join(root, "repo", "img"), "src", "notables")
+	upload(t, srv, filepath.Join(root, "repo"), "src", "nopng")
+	if _, err := srv.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("src"), Key: aws.String("nopng/img/2.png")}); err != nil {
+		t.Fatal(err)
+	}
+	proxy := s3test.NewProxy(t, srv)
+	proxy.SetFaults(func(_ int, r *http.Request) s3test.Fault {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/big/t.parquet") {
+			return s3test.Reset
+		}
+		return s3test.Pass
+	})
+	env := append(srv.Env(), "AWS_MAX_ATTEMPTS=2")
+	for _, c := range []struct {
+		name  string
+		env   []string
+		src   string
+		modes []string
+		code  int
+		words []string
+		stop  bool
+	}{
+		{"missing object", env, "s3://src/big/nope.parquet", nil, exitInvalid, []string{"s3://src/big/nope.parquet", "no such object"}, false},
+		{"missing prefix", env, "s3://src/nothing", nil, exitInvalid, []string{"s3://src/nothing", "no such object", "no object is under"}, false},
+		{"no tables", env, "s3://src/notables", nil, exitInvalid, []string{"s3://src/notables", "no *.parquet files"}, false},
+		{"missing path object", env, "s3://src/nopng", []string{"--yes"}, exitInvalid, []string{"by-path.parquet", "row 2", `"img/2.png" names no file under s3://src/nopng`}, false},
+		{"missing bucket", env, "s3://no-such-bucket/big", nil, exitUsage, []string{"bucket no-such-bucket does not exist"}, false},
+		// the plan's reads are the conversion's first: one mode suffices
+		{"reads of a table keep failing", append(proxy.Env(srv), "AWS_MAX_ATTEMPTS=2"), "s3://src/big", []string{"--yes"}, exitFailure, []string{"s3://src/big/t.parquet", "rerun the same command"}, false},
+		{"server stopped", env, "s3://src/big", []string{"--yes"}, exitFailure, []string{"cannot reach the store", "rerun the same command"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.stop {
+				srv.Stop()
+				defer srv.Restart()
+			}
+			modes := c.modes
+			if modes == nil {
+				modes = []string{"--dry-run", "--yes"}
+			}
+			dst := filepath.Join(t.TempDir(), "out")
+			for _, mode := range modes {
+				column := "blob"
+				if strings.Contains(c.src, "png") {
+					column = "image"
+				}
+				r := bpS3(t, c.env, "convert-parquet", mode, c.src, dst, "--column", column)
+				if r.code != c.code {
+					t.Fatalf("%s: exit %d, want %d:\n%s", mode, r.code, c.code, r.stderr)
+				}
+				t.Logf("%s: %s", mode, r.stderr)
+				for _, w := range c.words {
+					if !strings.Contains(r.stderr, w) {
+						t.Errorf("%s: stderr does not say %q:\n%s", mode, w, r.stderr)
+					}
+				}
+				if strings.Contains(r.stdout+r.stderr, srv.SecretKey) {
+					t.Fatalf("a credential is in the output:\n%s", r.stderr)
+				}
+				if exists(dst) || exists(stage.Path(dst)) {
+					t.Fatalf("a refused run wrote %s", dst)
+				}
+			}
+		})
+	}
+}
+
+// TestS3ParquetFanOut: a parquet source and a WebDataset in a bucket,
+// converted in three parts from separate processes into another bucket
+// and joined there by finalize, give the bytes of the same split of the
+// local copies converted and joined locally; verify --against the
+// bucket's source passes.
+func TestS3ParquetFanOut(t *testing.T) {
+	_, root := parquetSources(t)
+	wdsSource(t, filepath.Join(root, "wds"), 3, 8, 20_000)
+	srv := s3test.Start(t, "src", "fan")
+	env := srv.Env()
+	upload(t, srv, filepath.Join(root, "multi"), "src", "multi")
+	upload(t, srv, filepath.Join(root, "wds"), "src", "wds")
+	const n = 3
+	for _, c := range []struct {
+		name, command, rel string
+		args               []string
+	}{
+		{"parquet", "convert-parquet", "multi", []string{"--column", "blob"}},
+		{"webdataset", "convert-wds", "wds", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			convertArgs := func(src, dst, part string, extra ...string) []string {
+				return append(append([]string{c.command, "--yes", "--quiet", "--max-members", "16", src, dst, "--part", part}, c.args...), extra...)
+			}
+			local := filepath.Join(t.TempDir(), "local")
+			runParts(t, n, func(part string) []string { return convertArgs(filepath.Join(root, c.rel), local, part) })
+			if r := bp(t, "finalize", local); r.code != 0 {
+				t.Fatalf("local finalize: %+v", r)
+			}
+			want := localTree(t, local)
+
+			src, dst := "s3://src/"+c.rel, "s3://fan/"+c.rel
+			runPartsEnv(t, env, n, func(part string) []string {
+				return convertArgs(src, dst, part, "--staging", t.TempDir())
+			})
+			if r := bpS3(t, env, "finalize", dst); r.code != 0 {
+				t.Fatalf("finalize: %+v", r)
+			}
+			sameOutput(t, storeTree(t, srv, "fan", c.rel), want)
+			if r := bpS3(t, env, "verify", dst, "--against", src); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "0 mismatches") {
+				t.Fatalf("verify --against: %+v", r)
 			}
 		})
 	}

@@ -274,13 +274,13 @@ func (in *inputs) resolvePath(name string) (string, int64, error) {
 
 // storeFirst returns, for an error met reading a source in a bucket whose
 // store failed (a table that did not parse because its bytes did not
-// arrive), the store's failure, which the error may not carry: the
-// dataset is not at fault.
+// arrive), the store's failure, which names the object: the dataset is not
+// at fault, whatever the error that the failure caused says.
 func storeFirst(t *srctree.Tree, err error) error {
 	if err == nil || t == nil {
 		return err
 	}
-	if serr := t.Err(); serr != nil && !errors.Is(err, serr) && !errors.Is(err, context.Canceled) {
+	if serr := t.Err(); serr != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("parquet: %w", serr)
 	}
 	return err
