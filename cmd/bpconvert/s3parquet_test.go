@@ -71,15 +71,19 @@ ds.save_to_disk(sys.argv[1], max_shard_size="64MB")
 `
 
 // parquetSources writes the sources of the tests under a new directory:
-// those of writeS3ParquetPy and writeS3DiskPy (bigdisk/), and repo/ also
-// holds testdata/hfwrite.py's dataset (data.parquet and the README.md
-// card, written by datasets), disk/ that dataset saved with save_to_disk.
-func parquetSources(t *testing.T) (py, root string) {
+// those of writeS3ParquetPy and, with hf, those datasets writes:
+// writeS3DiskPy's (bigdisk/), and testdata/hfwrite.py's dataset
+// (data.parquet and the README.md card) in repo/ and saved with
+// save_to_disk in disk/.
+func parquetSources(t *testing.T, hf bool) (root string) {
 	t.Helper()
-	py = testtool.Python(t)
+	py := testtool.Python(t)
 	root = t.TempDir()
 	if out, err := exec.Command(py, "-c", writeS3ParquetPy, root).CombinedOutput(); err != nil {
 		t.Fatalf("pyarrow: %v\n%s", err, out)
+	}
+	if !hf {
+		return root
 	}
 	disk := exec.Command(py, "-c", writeS3DiskPy, filepath.Join(root, "bigdisk"))
 	disk.Env = hfEnv(t)
@@ -91,7 +95,7 @@ func parquetSources(t *testing.T) (py, root string) {
 	if out, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("hfwrite.py: %v\n%s", err, out)
 	}
-	return py, root
+	return root
 }
 
 // dirBytes sums the sizes of the files under dir.
@@ -116,7 +120,7 @@ func dirBytes(t *testing.T, dir string) int64 {
 // large table fetches its footer and the row groups it samples only, and
 // its conversion fetches each byte once.
 func TestS3Parquet(t *testing.T) {
-	_, root := parquetSources(t)
+	root := parquetSources(t, true)
 	srv := s3test.Start(t, "src", "dst")
 	proxy := s3test.NewProxy(t, srv)
 	env := srv.Env()
@@ -262,7 +266,7 @@ func TestS3Parquet(t *testing.T) {
 // could not read, with the hint to rerun, never 3. No message carries a
 // credential and no refused run writes its destination.
 func TestS3ParquetErrors(t *testing.T) {
-	_, root := parquetSources(t)
+	root := parquetSources(t, false)
 	srv := s3test.Start(t, "src")
 	upload(t, srv, filepath.Join(root, "big"), "src", "big")
 	upload(t, srv, filepath.Join(root, "repo"), "src", "repo")
@@ -339,7 +343,7 @@ func TestS3ParquetErrors(t *testing.T) {
 // local copies converted and joined locally; verify --against the
 // bucket's source passes.
 func TestS3ParquetFanOut(t *testing.T) {
-	_, root := parquetSources(t)
+	root := parquetSources(t, false)
 	wdsSource(t, filepath.Join(root, "wds"), 3, 8, 20_000)
 	srv := s3test.Start(t, "src", "fan")
 	env := srv.Env()

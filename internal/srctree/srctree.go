@@ -12,7 +12,7 @@
 // it the same way from a bucket as from a disk, once.
 //
 // It is for sources only: it never writes. Converters that read a
-// dataset's files by name (LeRobot) use it instead of paths.
+// dataset's files by name (LeRobot, Parquet) use it instead of paths.
 package srctree
 
 import (
