@@ -764,11 +764,12 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		group = fmt.Sprintf("%s#%d", tc.t.Rel, id.row)
 	}
 	if fromPath {
-		p, size, err := tc.resolvePath(srcName)
+		e, err := tc.resolvePath(srcName)
 		if err != nil {
 			return "", inputErr(tc.t.Rel, id.row, col, "%w", err)
 		}
-		src, err := tc.ins.in.tree.Open(tc.ctx, p)
+		size := e.Size
+		src, err := tc.ins.in.tree.OpenEntry(tc.ctx, e)
 		if err != nil {
 			return "", inputErr(tc.t.Rel, id.row, col, "path %q: %w", srcName, pathCause(err))
 		}
@@ -809,7 +810,7 @@ func (tc *tableConv) packErr(row int64, col string, err error) error {
 
 // resolvePath finds the file a Hugging Face path names: relative to the
 // dataset root, inside it once symlinks are resolved, a regular file.
-func (tc *tableConv) resolvePath(name string) (string, int64, error) {
+func (tc *tableConv) resolvePath(name string) (srctree.Entry, error) {
 	return tc.ins.in.resolvePath(name)
 }
 

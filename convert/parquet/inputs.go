@@ -227,17 +227,17 @@ func (in *inputs) copyFile(ctx context.Context, f inputFile, dst string) error {
 
 // resolvePath finds the file a Hugging Face path names: relative to the
 // dataset root (or, on this machine, an absolute path under it), inside it
-// once symlinks are resolved, a regular file. It returns the file's name
-// in the tree and its size.
-func (in *inputs) resolvePath(name string) (string, int64, error) {
+// once symlinks are resolved, a regular file, described as the tree's Stat
+// describes it.
+func (in *inputs) resolvePath(name string) (srctree.Entry, error) {
 	if strings.Contains(name, "://") || strings.Contains(name, "::") {
-		return "", 0, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed)", name)
+		return srctree.Entry{}, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed)", name)
 	}
 	var rel string
 	if in.tree.Remote() {
 		rel = path.Clean(name)
 		if path.IsAbs(name) || rel == ".." || strings.HasPrefix(rel, "../") {
-			return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
+			return srctree.Entry{}, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
 		}
 	} else {
 		p := filepath.FromSlash(name)
@@ -248,28 +248,28 @@ func (in *inputs) resolvePath(name string) (string, int64, error) {
 		base := in.root
 		if !stage.Within(in.root, p) {
 			if !stage.Within(in.rootReal, p) {
-				return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
+				return srctree.Entry{}, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
 			}
 			base = in.rootReal
 		}
 		r, err := filepath.Rel(base, p)
 		if err != nil {
-			return "", 0, fmt.Errorf("path %q: %w", name, err)
+			return srctree.Entry{}, fmt.Errorf("path %q: %w", name, err)
 		}
 		rel = filepath.ToSlash(r)
 	}
 	e, err := in.tree.Stat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", 0, fmt.Errorf("path %q names no file under %s", name, in.root)
+		return srctree.Entry{}, fmt.Errorf("path %q names no file under %s", name, in.root)
 	case errors.Is(err, srcfile.ErrOutside):
-		return "", 0, fmt.Errorf("path %q %w", name, pathCause(err))
+		return srctree.Entry{}, fmt.Errorf("path %q %w", name, pathCause(err))
 	case errors.Is(err, srcfile.ErrNotRegular):
-		return "", 0, fmt.Errorf("path %q is not a regular file", name)
+		return srctree.Entry{}, fmt.Errorf("path %q is not a regular file", name)
 	case err != nil:
-		return "", 0, fmt.Errorf("path %q: %w", name, pathCause(err))
+		return srctree.Entry{}, fmt.Errorf("path %q: %w", name, pathCause(err))
 	}
-	return rel, e.Size, nil
+	return e, nil
 }
 
 // storeFirst returns, for an error met reading a source in a bucket whose

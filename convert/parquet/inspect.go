@@ -803,7 +803,7 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 // path that names no file under the root is a warning, since the
 // conversion stops there.
 func (in *inputs) sampleFile(ctx context.Context, rel string, c *Candidate, name string, warnings *[]string) {
-	p, size, err := in.resolvePath(name)
+	e, err := in.resolvePath(name)
 	if err != nil {
 		if !slices.Contains(c.Evidence.Kinds, "missing file") { // one warning a field
 			*warnings = append(*warnings, fmt.Sprintf("%s: %s: %v; converting it stops there", rel, FieldName(c.Path), err))
@@ -811,13 +811,13 @@ func (in *inputs) sampleFile(ctx context.Context, rel string, c *Candidate, name
 		c.Evidence.Add(0, "missing file")
 		return
 	}
-	prefix := make([]byte, min(int64(sniff.PrefixLen), size))
-	if f, err := in.tree.Open(ctx, p); err == nil {
+	prefix := make([]byte, min(int64(sniff.PrefixLen), e.Size))
+	if f, err := in.tree.OpenEntry(ctx, e); err == nil {
 		n, _ := f.ReadAt(prefix, 0)
 		prefix = prefix[:n]
 		f.Close()
 	}
-	c.Evidence.Add(size, sniff.Detect(prefix).Label)
+	c.Evidence.Add(e.Size, sniff.Detect(prefix).Label)
 }
 
 func allLive(n int) []bool {

@@ -389,6 +389,24 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 	return newRemoteFile(&recorder{Object: obj, t: t}), nil
 }
 
+// OpenEntry opens the file that Stat described as e, without resolving its
+// name again: a local file at e.Path, an object of e.Size bytes.
+func (t *Tree) OpenEntry(ctx context.Context, e Entry) (File, error) {
+	if t.store != nil || e.Path == "" {
+		return t.Open(ctx, e.Name)
+	}
+	f, err := srcfile.Open(e.Path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &localFile{File: f, size: fi.Size()}, nil
+}
+
 // ReadFile reads the regular file rel whole, refusing one larger than max
 // bytes: one request in a bucket.
 func (t *Tree) ReadFile(ctx context.Context, rel string, max int64) ([]byte, error) {

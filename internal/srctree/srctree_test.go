@@ -225,6 +225,19 @@ func TestOpenSource(t *testing.T) {
 			if want := "PAR1"; c.file == "link.parquet" && string(b) != want || c.file != "link.parquet" && len(b) == 0 {
 				t.Fatalf("read %q", b)
 			}
+			e, err := tr.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := tr.OpenEntry(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, f.Size())
+			if n, err := f.ReadAt(got, 0); n != len(b) || (err != nil && !errors.Is(err, io.EOF)) || !bytes.Equal(got, b) {
+				t.Fatalf("OpenEntry read %d bytes, %v", n, err)
+			}
+			f.Close()
 			if !tr.Remote() {
 				if _, err := tr.Stat("../../data.txt"); err == nil {
 					t.Fatal("a file outside the directory was found")
