@@ -32,16 +32,13 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	job, err := lance.NewJob(ctx, src, absDst, lance.Options{
-		PackOptions: cf.pack(),
-		Version:     *version,
-		Columns:     columns,
-		External:    lance.External(*external),
-		ToolVersion: buildVersion(),
-		// A plan no one reads need not read a binary column twice.
-		QuickPlan: cf.yes && e.quiet && !cf.dryRun,
+		Options:  cf.options(),
+		Version:  *version,
+		Columns:  columns,
+		External: lance.External(*external),
 	})
 	if err != nil {
 		return nil, err
 	}
-	return e.runJob(ctx, &cf, job, true)
+	return e.runJob(ctx, &cf, job)
 }

@@ -48,65 +48,57 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		fieldPaths = append(fieldPaths, p)
 	}
 	src, dst := pos[0], pos[1]
-	// the options once the run is identified (its record is in them)
-	options := func() parquet.Options {
-		return parquet.Options{
-			PackOptions: cf.pack(),
-			Version:     buildVersion(),
-			Media:       parquet.MediaMode(*media),
-			KeepPath:    *keepPath,
-			// A plan no one confirms (--yes) need not read the Arrow
-			// files of a save_to_disk dataset in a bucket a first time.
-			QuickPlan: cf.yes && !cf.dryRun,
+	var (
+		tree  *srctree.Tree
+		stats *objstore.Stats
+		check = src
+	)
+	if objstore.IsRemote(src) {
+		// A source in a bucket: a table object, or a prefix holding
+		// tables (and a card, a save_to_disk directory's JSON files, other
+		// files), listed once here; every read of it is counted for the
+		// summary.
+		if _, _, err := objstore.ParseS3(src); err != nil {
+			return nil, &usageError{msg: fmt.Sprintf("convert-parquet: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
 		}
-	}
-	if !objstore.IsRemote(src) {
-		absDst, err := cf.destination(ctx, src, dst)
-		if err != nil {
-			return nil, err
+		stats = &objstore.Stats{}
+		var file string
+		if tree, file, err = srctree.OpenSource(ctx, src, objstore.Options{Stats: stats}); err != nil {
+			return nil, storeError("convert-parquet", err)
 		}
-		if err := cf.identify(ctx, fset, []string{src}); err != nil {
-			return nil, err
+		src = tree.Location()
+		if file != "" {
+			src = tree.Path(file)
 		}
-		job, err := parquet.NewJob(ctx, src, absDst, columns, fieldPaths, options())
-		if err != nil {
-			return nil, err
+		if check = src; !objstore.IsRemote(dst) {
+			check = "" // a local destination cannot overlap a bucket
 		}
-		return e.runJob(ctx, &cf, job, true)
-	}
-
-	// A source in a bucket: a table object, or a prefix holding tables
-	// (and a card, a save_to_disk directory's JSON files, other files),
-	// listed once here; every read of it is counted for the summary.
-	if _, _, err := objstore.ParseS3(src); err != nil {
-		return nil, &usageError{msg: fmt.Sprintf("convert-parquet: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
-	}
-	stats := &objstore.Stats{}
-	tree, file, err := srctree.OpenSource(ctx, src, objstore.Options{Stats: stats})
-	if err != nil {
-		return nil, storeError("convert-parquet", err)
-	}
-	src = tree.Location()
-	if file != "" {
-		src = tree.Path(file)
-	}
-	check := src
-	if !objstore.IsRemote(dst) {
-		check = "" // a local destination cannot overlap a bucket
 	}
 	absDst, err := cf.destination(ctx, check, dst)
 	if err != nil {
 		return nil, err
 	}
 	if err := cf.identify(ctx, fset, []string{src}); err != nil {
-		return nil, storeError("convert-parquet", err)
+		if tree != nil {
+			return nil, storeError("convert-parquet", err)
+		}
+		return nil, err
 	}
-	job, err := parquet.NewTreeJob(ctx, tree, file, absDst, columns, fieldPaths, options())
+	// With --yes (cf.options' QuickPlan) the plan does not read the Arrow
+	// files of a save_to_disk dataset in a bucket a first time.
+	job, err := parquet.NewJob(ctx, src, absDst, parquet.Options{
+		Columns:  columns,
+		Fields:   fieldPaths,
+		Options:  cf.options(),
+		Tree:     tree,
+		Media:    parquet.MediaMode(*media),
+		KeepPath: *keepPath,
+	})
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.runJob(ctx, &cf, job, true)
-	if err != nil {
+	res, err := e.runJob(ctx, &cf, job)
+	if stats == nil || err != nil {
 		return res, err
 	}
 	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil

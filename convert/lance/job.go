@@ -9,6 +9,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // TableDir is the rewritten dataset, relative to DST.
@@ -31,8 +32,12 @@ const (
 
 // Options configure a Lance conversion.
 type Options struct {
-	// PackOptions bound the pack shards and turn the manifest off.
-	convert.PackOptions
+	// Options are the settings every converter takes. ToolVersion is
+	// recorded in the rewritten dataset's metadata; QuickPlan skips the
+	// evidence pass (which reads every value of a plain binary column),
+	// so the column is read once, by the conversion, which checks every
+	// value as it goes.
+	convert.Options
 	// Version selects the source version; 0 the latest.
 	Version uint64
 	// Columns names the columns to extract; none selects every blob
@@ -40,13 +45,6 @@ type Options struct {
 	Columns []string
 	// External is what happens to external blobs (default ExternalCopy).
 	External External
-	// ToolVersion is recorded in the rewritten dataset's metadata.
-	ToolVersion string
-	// QuickPlan skips the evidence pass (which reads every value of a
-	// plain binary column): for runs whose plan no one reads (--yes
-	// --quiet), so the column is read once, by the conversion, which
-	// checks every value as it goes.
-	QuickPlan bool
 }
 
 // candidate is a column that may hold payloads.
@@ -210,7 +208,7 @@ func (j *Job) selected(c *candidate) bool {
 }
 
 // Plan computes the plan for the selection (see convert.Job).
-func (j *Job) Plan(ctx context.Context, selected []string) (plan.Plan, error) {
+func (j *Job) Plan(ctx context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
 	if err := j.choose(selected); err != nil {
 		return plan.Plan{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // The large-page datasets are written once per test binary by
@@ -85,7 +86,7 @@ func convertChild() {
 			if err != nil {
 				return err
 			}
-			if _, err := j.Plan(ctx, nil); err != nil {
+			if _, err := j.Plan(ctx, nil, progress.Nop{}); err != nil {
 				return err
 			}
 			_, err = j.Run(ctx, nil)

@@ -37,6 +37,11 @@ const (
 // Options configures Inspect and Convert. The zero value selects the
 // defaults.
 type Options struct {
+	// Columns and Fields are the selection named by the user: top-level
+	// column names and nested field paths (NewJob). Both empty select the
+	// Hugging Face media columns, when the source declares any.
+	Columns []string
+	Fields  [][]string
 	// SampleSize is how many values per candidate Inspect reads for its
 	// evidence (default 32).
 	SampleSize int
@@ -48,11 +53,19 @@ type Options struct {
 	BatchBytes int64
 	// BatchRows caps the rows of one batch (default 4096).
 	BatchRows int
-	// PackOptions cap each shard (packcore defaults) and turn the
-	// manifest off.
-	convert.PackOptions
-	// Version is recorded in the bpconvert metadata of every rewritten table.
-	Version string
+	// Options are the settings every converter takes; ToolVersion is
+	// recorded in the bpconvert metadata of every rewritten table
+	// ("devel" when empty). A plan reads the tables' footers and a sample
+	// of values only; QuickPlan makes it read only the schema of each
+	// Arrow data file of a save_to_disk dataset in a bucket, which it
+	// otherwise reads whole (an Arrow stream has no footer that counts its
+	// rows), so that the conversion fetches each file once: the plan then
+	// counts no rows and samples no values of those files, and says so.
+	convert.Options
+	// Tree, when set, is the source opened (srctree.OpenSource) by a
+	// caller that counts what reading it fetches, and SRC names its root
+	// or the file it was opened for; otherwise the job opens the source.
+	Tree *srctree.Tree
 	// Allocator serves every Arrow buffer (default memory.DefaultAllocator).
 	Allocator memory.Allocator
 	// Progress receives items and bytes as payloads are packed.
@@ -70,13 +83,6 @@ type Options struct {
 	// Audio(), ... features; MediaString makes it the reference string,
 	// declared Value("string"). Binary fields always become strings.
 	Media MediaMode
-	// QuickPlan makes Inspect read only the schema of each Arrow data file
-	// of a save_to_disk dataset in a bucket, which a full plan reads whole
-	// (an Arrow stream has no footer that counts its rows): for runs whose
-	// plan no one confirms (--yes), so that the conversion fetches each
-	// file once. The plan then counts no rows and samples no values of
-	// those files, and says so.
-	QuickPlan bool
 	// KeepPath adds beside each selected media struct a string field
 	// named with PathSuffix (image_path beside image, a list of strings
 	// beside a list of images) holding the source's path, which the
@@ -119,8 +125,8 @@ func (o Options) withDefaults() Options {
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
-	if o.Version == "" {
-		o.Version = "devel"
+	if o.ToolVersion == "" {
+		o.ToolVersion = "devel"
 	}
 	o.Progress = progress.OrNop(o.Progress)
 	return o
