@@ -231,6 +231,14 @@ func TestS3Parquet(t *testing.T) {
 			if c.bounds != nil && (runBytes < size || runBytes > runMax) {
 				t.Errorf("the conversion fetched %d bytes of a %d-byte source, bound %d", runBytes, size, runMax)
 			}
+			if c.rel == "bigdisk" {
+				// the confirmed run's plan read the schema only, and the
+				// conversion counted the rows
+				counts, _ := m["counts"].(map[string]any)
+				if !strings.Contains(r.stderr, "were read for their schema only (--yes)") || counts["rows"] != float64(256) {
+					t.Errorf("the plan of a confirmed run: counts %v\n%s", m["counts"], r.stderr)
+				}
+			}
 			sameOutput(t, localTree(t, fromStore), want)
 			if r := run(env, "--yes", "--json", src, fromStore); r.code != 0 || lastJSON(t, r)["status"] != "already_done" {
 				t.Fatalf("retry: exit %d %s %s", r.code, r.stdout, r.stderr)

@@ -283,7 +283,7 @@ func openArrow(rel, name string, size int64, mem memory.Allocator) (*arrowReader
 // readArrow reads the Arrow IPC file f, closing it when the reader is
 // closed or on error: a file in the file format through ranged reads of
 // its footer and batches, a stream front to back (read ahead when f is in
-// a bucket; with schemaOnly, through 64 KiB reads). Errors are
+// a bucket; with schemaOnly, through block-sized reads). Errors are
 // *InputError values naming rel. Buffers come from mem, through a cap that
 // turns a length no file of this size can hold into an error instead of an
 // allocation that would end the process.
@@ -310,7 +310,9 @@ func readArrow(ctx context.Context, rel string, f srctree.File, schemaOnly bool,
 	}
 	seq, bufSize := srctree.Stream(ctx, f), 1<<20
 	if schemaOnly {
-		seq, bufSize = io.NopCloser(io.NewSectionReader(f, 0, size)), 64<<10
+		// the schema message, which the block checkArrowSchema read holds
+		// but for a schema larger than it
+		seq, bufSize = io.NopCloser(io.NewSectionReader(f, 0, size)), srctree.BlockSize
 	}
 	c := &countingReader{r: bufio.NewReaderSize(seq, bufSize)}
 	sr, err := ipc.NewReader(c, ipc.WithAllocator(mem))
