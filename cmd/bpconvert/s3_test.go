@@ -167,6 +167,7 @@ func pendingUploads(t *testing.T, srv *s3test.Server, bucket string) int {
 // different run into a committed destination is refused, and nothing stays
 // staged.
 func TestS3Directions(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src-bucket", "dst-bucket")
 	env := srv.Env()
 	staging := t.TempDir()
@@ -305,6 +306,7 @@ func TestS3Errors(t *testing.T) {
 // TestS3Faults: 503 SlowDown answers and connection resets are retried
 // and the output is the same as a local run's.
 func TestS3Faults(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bkt")
 	proxy := s3test.NewProxy(t, srv)
 	root := t.TempDir()
@@ -456,6 +458,7 @@ func filterShards(tree map[string][]byte) []string {
 // bucket exactly what they write locally; a Lance source must be local
 // (parquet sources in a bucket: TestS3Parquet).
 func TestS3OtherConverters(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bkt")
 	env := srv.Env()
 	pq := filepath.Join(parquetFixtureRoot(t), "plain")

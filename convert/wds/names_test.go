@@ -9,6 +9,7 @@ import (
 // group_by_keys give (docs/research: ecosystem.md section 1.1, checked by
 // running Python), on names already stripped of "./".
 func TestSplitSample(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, key, field string
 		ok               bool
@@ -37,6 +38,7 @@ func TestSplitSample(t *testing.T) {
 }
 
 func TestMemberKey(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, prefix, key, err string
 	}{
@@ -70,6 +72,7 @@ func TestMemberKey(t *testing.T) {
 }
 
 func TestSymlinkTarget(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, target, want string
 		ok                 bool
@@ -93,6 +96,7 @@ func TestSymlinkTarget(t *testing.T) {
 }
 
 func TestShardNames(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		shard bool
@@ -119,6 +123,7 @@ func TestShardNames(t *testing.T) {
 }
 
 func TestDetectCompression(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		magic []byte
 		want  string

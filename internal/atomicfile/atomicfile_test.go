@@ -10,6 +10,7 @@ import (
 // TestModes checks that outputs get the mode os.Create would give them under
 // the process umask, not os.CreateTemp's 0600.
 func TestModes(t *testing.T) {
+	t.Parallel()
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	dir := t.TempDir()
@@ -30,6 +31,7 @@ func TestModes(t *testing.T) {
 // final nor the temporary name, and that a committed one replaces nothing
 // half-written.
 func TestAbortLeavesNothing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "t.parquet")
 	f, err := Create(p, 0o644)

@@ -14,6 +14,7 @@ import (
 // TestOpenRefusesIrregular opens every kind of file a source may hold by
 // mistake; none may block, and only the regular file opens.
 func TestOpenRefusesIrregular(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "reg")
 	if err := os.WriteFile(reg, []byte("x"), 0o644); err != nil {
@@ -75,6 +76,7 @@ func TestOpenRefusesIrregular(t *testing.T) {
 
 // TestResolve keeps paths inside the root once links are resolved.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
 	outside := filepath.Join(base, "outside")
