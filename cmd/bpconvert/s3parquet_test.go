@@ -120,6 +120,7 @@ func dirBytes(t *testing.T, dir string) int64 {
 // large table fetches its footer and the row groups it samples only, and
 // its conversion fetches each byte once.
 func TestS3Parquet(t *testing.T) {
+	t.Parallel()
 	root := parquetSources(t, true)
 	srv := s3test.Start(t, "src", "dst")
 	proxy := s3test.NewProxy(t, srv)
@@ -274,6 +275,7 @@ func TestS3Parquet(t *testing.T) {
 // could not read, with the hint to rerun, never 3. No message carries a
 // credential and no refused run writes its destination.
 func TestS3ParquetErrors(t *testing.T) {
+	t.Parallel()
 	root := parquetSources(t, false)
 	srv := s3test.Start(t, "src")
 	upload(t, srv, filepath.Join(root, "big"), "src", "big")
@@ -351,6 +353,7 @@ func TestS3ParquetErrors(t *testing.T) {
 // local copies converted and joined locally; verify --against the
 // bucket's source passes.
 func TestS3ParquetFanOut(t *testing.T) {
+	t.Parallel()
 	root := parquetSources(t, false)
 	wdsSource(t, filepath.Join(root, "wds"), 3, 8, 20_000)
 	srv := s3test.Start(t, "src", "fan")
