@@ -342,7 +342,7 @@ func verifyCut(t *testing.T, src string, blob []byte, span [2]float64, frames in
 	if minPTS != 0 {
 		t.Errorf("%s [%g, %g): first PTS %d, want 0", src, span[0], span[1], minPTS)
 	}
-	decodes(t, out)
+	testtool.FFmpegDecodes(t, out)
 }
 
 // checkImages reads the rewritten tables back with DuckDB: image cells are

@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/capalloc"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/sniff"
 )
@@ -294,7 +295,7 @@ func readArrow(ctx context.Context, rel string, f srctree.File, schemaOnly bool,
 		}
 	}()
 	size := f.Size()
-	mem = &cappedAllocator{Allocator: mem, max: max(8*size, 256<<20)}
+	mem = capalloc.New(mem, capalloc.Limits{Buffer: max(8*size, 256<<20)})
 	head := make([]byte, len(arrowMagic))
 	n, _ := f.ReadAt(head, 0)
 	isFile := n == len(head) && bytes.Equal(head, arrowMagic)
@@ -408,29 +409,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// cappedAllocator refuses (by a panic that the readers recover as an
-// error) allocations larger than max.
-type cappedAllocator struct {
-	memory.Allocator
-	max int64
-}
-
-func (a *cappedAllocator) Allocate(size int) []byte {
-	a.check(size)
-	return a.Allocator.Allocate(size)
-}
-
-func (a *cappedAllocator) Reallocate(size int, b []byte) []byte {
-	a.check(size)
-	return a.Allocator.Reallocate(size, b)
-}
-
-func (a *cappedAllocator) check(size int) {
-	if int64(size) > a.max {
-		panic(fmt.Sprintf("a buffer of %d bytes, more than a file of this size can hold", size))
-	}
 }
 
 // inspectArrow reads an Arrow data file of a save_to_disk dataset: its

@@ -47,7 +47,7 @@ func expect(t *testing.T, paths, names []string, prefix bool) expectation {
 		}
 		pre := ""
 		if prefix {
-			pre = shardStem(p) + "/"
+			pre = ShardStem(p) + "/"
 		}
 		for _, m := range sh.Members {
 			switch m.Type {
@@ -329,7 +329,7 @@ func TestConvertRealShards(t *testing.T) {
 	}
 	var all []string
 	for _, e := range ents {
-		if !isShardName(e.Name()) {
+		if !IsShardName(e.Name()) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())

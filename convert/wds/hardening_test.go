@@ -23,7 +23,7 @@ import (
 func shardList(paths []string) []shardSource {
 	out := make([]shardSource, len(paths))
 	for i, p := range paths {
-		out[i] = shardSource{Name: p, Path: p, Stem: shardStem(p)}
+		out[i] = shardSource{Name: p, Path: p, Stem: ShardStem(p)}
 	}
 	return out
 }

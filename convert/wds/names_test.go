@@ -30,9 +30,9 @@ func TestSplitSample(t *testing.T) {
 		{"a.", "a", "", true},
 	}
 	for _, c := range cases {
-		key, field, ok := splitSample(c.name)
+		key, field, ok := SplitSample(c.name)
 		if key != c.key || field != c.field || ok != c.ok {
-			t.Errorf("splitSample(%q) = %q, %q, %v; want %q, %q, %v", c.name, key, field, ok, c.key, c.field, c.ok)
+			t.Errorf("SplitSample(%q) = %q, %q, %v; want %q, %q, %v", c.name, key, field, ok, c.key, c.field, c.ok)
 		}
 	}
 }
@@ -113,11 +113,11 @@ func TestShardNames(t *testing.T) {
 		{"data", false, "data"},
 	}
 	for _, c := range cases {
-		if got := isShardName(c.name); got != c.shard {
-			t.Errorf("isShardName(%q) = %v", c.name, got)
+		if got := IsShardName(c.name); got != c.shard {
+			t.Errorf("IsShardName(%q) = %v", c.name, got)
 		}
-		if got := shardStem("dir/" + c.name); got != c.stem {
-			t.Errorf("shardStem(%q) = %q, want %q", c.name, got, c.stem)
+		if got := ShardStem("dir/" + c.name); got != c.stem {
+			t.Errorf("ShardStem(%q) = %q, want %q", c.name, got, c.stem)
 		}
 	}
 }

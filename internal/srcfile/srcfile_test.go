@@ -110,3 +110,28 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// TestWithin checks which paths lie at or below a root, with names that
+// share the root's prefix without being below it and names below it that
+// begin with "..".
+func TestWithin(t *testing.T) {
+	cases := []struct {
+		root, p string
+		want    bool
+	}{
+		{"/data/set", "/data/set", true},
+		{"/data/set", "/data/set/a/b.parquet", true},
+		{"/data/set", "/data/set/..x/b", true},
+		{"/data/set", "/data/set..x/b", false},
+		{"/data/set", "/data/setx", false},
+		{"/data/set", "/data", false},
+		{"/data/set", "/data/other/set", false},
+		{"/data/set", "/", false},
+		{"/", "/data", true},
+	}
+	for _, c := range cases {
+		if got := Within(c.root, c.p); got != c.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", c.root, c.p, got, c.want)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func verifyCut(t *testing.T, src string, e video.Episode, o video.Output) {
 	if boxes := topLevelBoxes(t, o.Path); strings.Join(boxes, ",") != "ftyp,moov,mdat" {
 		t.Errorf("episode %d: top-level boxes %v, want ftyp,moov,mdat (+faststart)", e.Index, boxes)
 	}
-	decodes(t, o.Path)
+	testtool.FFmpegDecodes(t, o.Path)
 }
 
 // topLevelBoxes lists the types of an MP4 file's top-level boxes.
