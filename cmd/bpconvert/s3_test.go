@@ -455,7 +455,8 @@ func filterShards(tree map[string][]byte) []string {
 }
 
 // TestS3OtherConverters: convert-parquet and convert-lance write into a
-// bucket exactly what they write locally; their sources must be local.
+// bucket exactly what they write locally; a Lance source must be local
+// (parquet sources in a bucket: TestS3Parquet).
 func TestS3OtherConverters(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, "bkt")
@@ -479,6 +480,9 @@ func TestS3OtherConverters(t *testing.T) {
 				t.Fatalf("run into the bucket: %+v", r)
 			}
 			sameOutput(t, storeTree(t, srv, "bkt", c.name), localTree(t, local))
+			if c.name == "parquet" {
+				return
+			}
 			r := bpS3(t, env, append(c.args, "s3://bkt/"+c.name, filepath.Join(t.TempDir(), "x"))...)
 			if r.code != 2 || !strings.Contains(r.stderr, "not supported yet") {
 				t.Fatalf("a source in a bucket: exit %d, %s", r.code, r.stderr)

@@ -2,7 +2,6 @@ package parquet
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/plan"
@@ -39,7 +38,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 		Warnings: append([]string{}, ins.Warnings...),
 	}
 	if ins.in.single {
-		p.Source.Path = filepath.Join(ins.Root, ins.Tables[0].Rel)
+		p.Source.Path = ins.in.tree.Path(ins.Tables[0].Rel)
 	}
 	if hf {
 		p.Source.Details = append(p.Source.Details, "Hugging Face metadata")
@@ -200,6 +199,15 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	)
 	if sel.Default {
 		p.Notes = append(p.Notes, "Selected by default: the fields that Hugging Face metadata declares as media.")
+	}
+	var uncounted int64
+	for _, t := range ins.Tables {
+		if t.Uncounted {
+			uncounted++
+		}
+	}
+	if uncounted > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("The %s in object storage were read for their schema only (--yes): their rows and payloads are counted, and checked, by the conversion, which reads each once; --dry-run reads them whole for the plan.", plan.CountText(uncounted, "Arrow data files")))
 	}
 	return p
 }
