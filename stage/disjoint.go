@@ -35,10 +35,6 @@ func CheckDisjoint(src, dst string) error {
 	return nil
 }
 
-// Within reports whether p is root or lies below it (both absolute, clean),
-// as srcfile.Within does.
-func Within(root, p string) bool { return srcfile.Within(root, p) }
-
 // realAbs returns p as an absolute path with symlinks resolved as far as the
 // path exists.
 func realAbs(p string) (string, error) {

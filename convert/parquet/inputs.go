@@ -246,8 +246,8 @@ func (in *inputs) resolvePath(name string) (srctree.Entry, error) {
 		}
 		p = filepath.Clean(p)
 		base := in.root
-		if !stage.Within(in.root, p) {
-			if !stage.Within(in.rootReal, p) {
+		if !srcfile.Within(in.root, p) {
+			if !srcfile.Within(in.rootReal, p) {
 				return srctree.Entry{}, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
 			}
 			base = in.rootReal
