@@ -156,7 +156,7 @@ func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.C
 	}
 
 	if ins.Tables != nil {
-		r, err := parquet.ConvertTo(ctx, ins.Tables, ins.selection, out.Path("data"), out, ins.parquetOptions(prog))
+		r, err := parquet.ConvertTo(ctx, ins.Tables, ins.selection, out.Path("data"), out, ins.parquetOptions(), noTotals{prog})
 		if err != nil {
 			return nil, tableErr(err)
 		}

@@ -538,7 +538,7 @@ func (ins *Inspection) inspectTables(ctx context.Context) error {
 	if _, err := d.file("data"); errors.Is(err, srcfile.ErrOutside) {
 		return invalid("data", err)
 	}
-	pins, err := parquet.Inspect(ctx, dataDir, ins.parquetOptions(nil))
+	pins, err := parquet.Inspect(ctx, dataDir, ins.parquetOptions())
 	if err != nil {
 		return tableErr(err)
 	}
@@ -578,13 +578,12 @@ func tableErr(err error) error {
 // parquetOptions are the convert/parquet options for data/: LeRobot's keys
 // frames/<feature>/<table path under data/ without .parquet>/<row:08d><ext>,
 // one placement group per row (named by table path and row).
-func (ins *Inspection) parquetOptions(prog progress.Counter) parquet.Options {
+func (ins *Inspection) parquetOptions() parquet.Options {
 	o := ins.Options
 	return parquet.Options{
-		Options:  convert.Options{PackOptions: o.PackOptions, ToolVersion: o.ToolVersion},
-		Progress: noTotals{progress.OrNop(prog)},
-		Keys:     frameKey,
-		Media:    parquet.MediaString, // image features become reference strings, as LeRobot's converted tables declare them
+		Options: convert.Options{PackOptions: o.PackOptions, ToolVersion: o.ToolVersion},
+		Keys:    frameKey,
+		Media:   parquet.MediaString, // image features become reference strings, as LeRobot's converted tables declare them
 	}
 }
 

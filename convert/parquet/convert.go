@@ -29,6 +29,7 @@ import (
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
 )
 
@@ -98,17 +99,18 @@ type Result struct {
 // "_type": "Value"}, a stale ARROW:schema is replaced by a fresh one (only
 // when the source had one), and MetaKey records what was done. Tables
 // without selected fields and all other files are copied unchanged.
-func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, opts Options) (*Result, error) {
+func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, opts Options, prog progress.Counter) (*Result, error) {
+	prog = progress.OrNop(prog)
 	opts = opts.withDefaults()
 	if len(sel.Paths) == 0 {
 		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
 	}
-	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: opts.PackOptions, Sources: []string{ins.Src}, Progress: opts.Progress})
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: opts.PackOptions, Sources: []string{ins.Src}, Progress: prog})
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
-	res, err := convertTo(ctx, ins, sel, out.Dir, out, opts)
+	res, err := convertTo(ctx, ins, sel, out.Dir, out, opts, prog)
 	if err != nil {
 		return nil, storeFirst(ins.in.tree, err)
 	}
@@ -137,16 +139,17 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 // references must name MediaDir relative to the dataset root. The caller
 // owns dir and w: it closes or aborts w and removes dir on failure.
 // Result.Pack is left zero.
-func ConvertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w convert.Packer, opts Options) (*Result, error) {
+func ConvertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w convert.Packer, opts Options, prog progress.Counter) (*Result, error) {
 	opts = opts.withDefaults()
 	if len(sel.Paths) == 0 {
 		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
 	}
-	return convertTo(ctx, ins, sel, dir, w, opts)
+	return convertTo(ctx, ins, sel, dir, w, opts, prog)
 }
 
 // convertTo rewrites and copies the tables and files of ins into dir.
-func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w convert.Packer, opts Options) (*Result, error) {
+func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, w convert.Packer, opts Options, prog progress.Counter) (*Result, error) {
+	prog = progress.OrNop(prog)
 	tables, others := partOf(ins, opts.Part)
 	var items, total int64
 	for _, t := range tables {
@@ -157,7 +160,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 			}
 		}
 	}
-	opts.Progress.SetTotal(items, total)
+	prog.SetTotal(items, total)
 
 	res := &Result{Tables: len(tables), Files: len(others)}
 	for _, t := range tables {
@@ -182,7 +185,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 			res.Copied++
 			continue
 		}
-		tc := &tableConv{ctx: ctx, ins: ins, t: t, paths: paths, w: w, opts: opts}
+		tc := &tableConv{ctx: ctx, ins: ins, t: t, paths: paths, w: w, opts: opts, prog: prog}
 		run := tc.run
 		if t.Arrow {
 			run = tc.runArrow
@@ -195,7 +198,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		if tc.direct {
 			res.direct++
 		}
-		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
+		prog.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
 	ce := ins.cardEdit(sel)
 	for _, o := range others {
@@ -306,6 +309,7 @@ type tableConv struct {
 	paths [][]string
 	w     convert.Packer
 	opts  Options
+	prog  progress.Counter // payloads packed and their bytes
 	// jsonCols are top-level JSON columns, read as binary, written as JSON.
 	jsonCols map[int]bool
 	// pageIndex is set when the source table has a page index (column and
@@ -885,7 +889,7 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		if err != nil {
 			return "", tc.packErr(id.row, col, err)
 		}
-		tc.opts.Progress.Add(1, size)
+		tc.prog.Add(1, size)
 		return ref, nil
 	}
 	b.WriteString(sniff.Ext(srcName, data[:min(len(data), sniff.PrefixLen)]))
@@ -893,7 +897,7 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 	if err != nil {
 		return "", tc.packErr(id.row, col, err)
 	}
-	tc.opts.Progress.Add(1, int64(len(data)))
+	tc.prog.Add(1, int64(len(data)))
 	return ref, nil
 }
 

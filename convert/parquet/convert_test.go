@@ -181,7 +181,7 @@ func convertChecked(t *testing.T, src string, opts Options, columns []string, fi
 		t.Fatalf("selected %v, want %v", got, wantPaths)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, sel, dst, opts)
+	res, err := Convert(ctx, ins, sel, dst, opts, nil)
 	if err != nil {
 		t.Fatalf("Convert: %v", err)
 	}
@@ -511,7 +511,7 @@ func TestParquetSourceIsSymlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Convert(context.Background(), ins, sel, filepath.Join(t.TempDir(), "out"), Options{}); err != nil {
+	if _, err := Convert(context.Background(), ins, sel, filepath.Join(t.TempDir(), "out"), Options{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := stage.CheckDisjoint(link, filepath.Join(root, "hf", "x")); !errors.Is(err, stage.ErrOverlap) {
@@ -589,7 +589,7 @@ func TestParquetBadInput(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				_, err = Convert(context.Background(), ins, sel, dst, opts)
+				_, err = Convert(context.Background(), ins, sel, dst, opts, nil)
 				return err
 			}()
 			if err == nil {
@@ -692,7 +692,8 @@ func TestParquetCancel(t *testing.T) {
 			defer mem.AssertSize(t, 0)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			opts := Options{Allocator: mem, BatchRows: 64, Progress: &cancelAfter{n: after, cancel: cancel}}
+			opts := Options{Allocator: mem, BatchRows: 64}
+			prog := &cancelAfter{n: after, cancel: cancel}
 			ins, err := Inspect(ctx, filepath.Join(root, "plain"), opts)
 			if err != nil {
 				t.Fatal(err)
@@ -702,7 +703,7 @@ func TestParquetCancel(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := filepath.Join(t.TempDir(), "out")
-			_, err = Convert(ctx, ins, sel, dst, opts)
+			_, err = Convert(ctx, ins, sel, dst, opts, prog)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("error %v, want context.Canceled", err)
 			}
@@ -735,7 +736,7 @@ func TestParquetArrowSchemaReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if _, err := Convert(ctx, ins, sel, dst, Options{}); err != nil {
+	if _, err := Convert(ctx, ins, sel, dst, Options{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	pf, err := file.OpenParquetFile(filepath.Join(dst, "t.parquet"), false)
@@ -899,7 +900,7 @@ func convertPlain(t *testing.T, ctx context.Context, root string, opts Options) 
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, sel, dst, opts)
+	res, err := Convert(ctx, ins, sel, dst, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

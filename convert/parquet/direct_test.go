@@ -72,7 +72,7 @@ func TestDirectMatchesGeneral(t *testing.T) {
 						t.Fatal(err)
 					}
 					outs[i] = filepath.Join(t.TempDir(), "out")
-					res, err := Convert(context.Background(), ins, sel, outs[i], opts)
+					res, err := Convert(context.Background(), ins, sel, outs[i], opts, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

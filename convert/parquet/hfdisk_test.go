@@ -407,7 +407,7 @@ func TestHFDiskParts(t *testing.T) {
 				if sel, err = ins.Select(nil, nil); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := Convert(ctx, ins, sel, dst, opts); err != nil {
+				if _, err := Convert(ctx, ins, sel, dst, opts, nil); err != nil {
 					t.Fatalf("part %s: %v", p, err)
 				}
 			}
@@ -518,7 +518,7 @@ func TestHFDiskBadInput(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				_, err = Convert(context.Background(), ins, sel, dst, opts)
+				_, err = Convert(context.Background(), ins, sel, dst, opts, nil)
 				return err
 			}()
 			if err == nil {

@@ -24,7 +24,6 @@ import (
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
-	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
 )
 
@@ -69,8 +68,6 @@ type Options struct {
 	Tree *srctree.Tree
 	// Allocator serves every Arrow buffer (default memory.DefaultAllocator).
 	Allocator memory.Allocator
-	// Progress receives items and bytes as payloads are packed.
-	Progress progress.Counter
 	// Keys, when set, names each payload's member key (without its
 	// extension, which is added as usual) and placement group in place of
 	// the default <column path>/<table path without .parquet>/<row:012d>
@@ -134,7 +131,6 @@ func (o Options) withDefaults() Options {
 	if o.ToolVersion == "" {
 		o.ToolVersion = "devel"
 	}
-	o.Progress = progress.OrNop(o.Progress)
 	return o
 }
 

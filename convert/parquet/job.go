@@ -84,9 +84,7 @@ func (j *Job) Plan(_ context.Context, selected []string, _ progress.Counter) (pl
 
 // Run converts the planned selection.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
-	o := j.opts
-	o.Progress = prog
-	res, err := Convert(ctx, j.ins, j.sel, j.dst, o)
+	res, err := Convert(ctx, j.ins, j.sel, j.dst, j.opts, prog)
 	if err != nil {
 		return plan.Summary{}, usage(err)
 	}

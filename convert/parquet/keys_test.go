@@ -42,10 +42,10 @@ func TestParquetConvertToWithKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Abort()
-	if _, err := ConvertTo(ctx, ins, Selection{}, dir, w, opts); err == nil {
+	if _, err := ConvertTo(ctx, ins, Selection{}, dir, w, opts, nil); err == nil {
 		t.Fatal("ConvertTo accepted an empty selection")
 	}
-	res, err := ConvertTo(ctx, ins, sel, dir, w, opts)
+	res, err := ConvertTo(ctx, ins, sel, dir, w, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestDottedFieldNames(t *testing.T) {
 			}
 		}
 		dst := filepath.Join(t.TempDir(), "out")
-		res, err := Convert(ctx, ins, sel, dst, Options{})
+		res, err := Convert(ctx, ins, sel, dst, Options{}, nil)
 		if err != nil {
 			t.Fatalf("convert %s: %v", name, err)
 		}
@@ -134,7 +134,7 @@ func TestPlanCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if _, err := Convert(context.Background(), ins, sel, dst, Options{}); err != nil {
+	if _, err := Convert(context.Background(), ins, sel, dst, Options{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	check := "import sys, pyarrow.parquet as pq\n" +

@@ -69,7 +69,7 @@ func BenchmarkConvertLarge(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := Convert(ctx, ins, sel, filepath.Join(b.TempDir(), "out"), Options{}); err != nil {
+					if _, err := Convert(ctx, ins, sel, filepath.Join(b.TempDir(), "out"), Options{}, nil); err != nil {
 						b.Fatal(err)
 					}
 				}
