@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,13 +11,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/bpconvert/bpconvert/convert/parquet/hfdisk"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/capalloc"
 	"github.com/bpconvert/bpconvert/internal/srctree"
@@ -41,11 +40,6 @@ import (
 // dataset_info.json of every dataset directory declares the features as
 // they now are, as the card of a parquet dataset does.
 
-const (
-	stateName = "state.json"
-	dictName  = "dataset_dict.json"
-)
-
 // diskLayout is what a save_to_disk directory holds besides its tables.
 type diskLayout struct {
 	// dict is true for a DatasetDict; datasets are the dataset
@@ -56,104 +50,42 @@ type diskLayout struct {
 	infos map[string]bool
 }
 
-// detectDisk recognises a save_to_disk directory by a state.json or a
-// dataset_dict.json at the root and moves the data files its state.json
-// files name from the other files to the tables. A directory holding both
-// markers, a save_to_disk directory with parquet files, a state.json that
-// names a missing file and a split without its directory are refused.
+// detectDisk recognises a save_to_disk directory (hfdisk.Detect) and moves
+// the data files its state.json files name from the other files to the
+// tables. A save_to_disk directory with parquet files is refused too.
 func (in *inputs) detectDisk(ctx context.Context) error {
 	if in.single {
 		return nil
 	}
 	byRel := map[string]inputFile{}
+	names := make([]string, 0, len(in.others))
 	for _, o := range in.others {
 		byRel[o.rel] = o
+		names = append(names, o.rel)
 	}
-	_, hasState := byRel[stateName]
-	dictFile, hasDict := byRel[dictName]
-	if !hasState && !hasDict {
-		return nil
+	l, err := hfdisk.Detect(names, func(rel string) ([]byte, error) { return in.readMeta(ctx, rel) })
+	var fe *hfdisk.FileError
+	if errors.As(err, &fe) {
+		return diskErr(fe.File, pathCause(fe.Err))
 	}
-	if hasState && hasDict {
-		return diskErr(dictName, errors.New("the directory holds both state.json (a save_to_disk Dataset) and dataset_dict.json (a DatasetDict); convert one of them"))
-	}
-	marker := stateName
-	if hasDict {
-		marker = dictName
+	if err != nil || l == nil {
+		return err
 	}
 	if len(in.tables) > 0 {
+		marker := hfdisk.StateName
+		if l.Dict {
+			marker = hfdisk.DictName
+		}
 		return diskErr(in.tables[0].rel, fmt.Errorf("a parquet file inside a Hugging Face save_to_disk directory (%s at the root); convert the parquet files and the save_to_disk dataset separately", marker))
 	}
-	d := &diskLayout{dict: hasDict, infos: map[string]bool{}}
-	dirs := []string{""}
-	if hasDict {
-		b, err := in.readMeta(ctx, dictFile.rel)
-		if err != nil {
-			return diskErr(dictName, pathCause(err))
-		}
-		var v struct {
-			Splits []string `json:"splits"`
-		}
-		if err := json.Unmarshal(b, &v); err != nil {
-			return diskErr(dictName, fmt.Errorf("not a DatasetDict's dataset_dict.json: %v", err))
-		}
-		if len(v.Splits) == 0 {
-			return diskErr(dictName, errors.New("lists no splits"))
-		}
-		dirs = dirs[:0]
-		for _, s := range v.Splits {
-			if !plainName(s) || slices.Contains(dirs, s) {
-				return diskErr(dictName, fmt.Errorf("split name %q is not a plain directory name, or repeated", s))
-			}
-			dirs = append(dirs, s)
-		}
-	}
-	taken := map[string]bool{} // the data files
-	for _, dir := range dirs {
-		stRel := path.Join(dir, stateName)
-		sf, ok := byRel[stRel]
-		if !ok {
-			return diskErr(dictName, fmt.Errorf("split %q has no %s (a DatasetDict keeps each split in a directory of that name)", dir, stRel))
-		}
-		b, err := in.readMeta(ctx, sf.rel)
-		if err != nil {
-			return diskErr(stRel, pathCause(err))
-		}
-		var st struct {
-			DataFiles []struct {
-				Filename string `json:"filename"`
-			} `json:"_data_files"`
-		}
-		if err := json.Unmarshal(b, &st); err != nil {
-			return diskErr(stRel, fmt.Errorf("not a save_to_disk state: %v", err))
-		}
-		if len(st.DataFiles) == 0 {
-			return diskErr(stRel, errors.New("_data_files names no data file"))
-		}
-		for _, df := range st.DataFiles {
-			if !plainName(df.Filename) {
-				return diskErr(stRel, fmt.Errorf("_data_files names %q, not a file name in the dataset's directory", df.Filename))
-			}
-			rel := path.Join(dir, df.Filename)
-			f, ok := byRel[rel]
-			if !ok {
-				return diskErr(stRel, fmt.Errorf("_data_files names %q, which does not exist", rel))
-			}
-			if taken[rel] {
-				return diskErr(stRel, fmt.Errorf("_data_files names %q twice", rel))
-			}
-			taken[rel] = true
-			f.arrow, f.dataset = true, dir
-			in.tables = append(in.tables, f)
-		}
-		if info := path.Join(dir, infoName); byRel[info].rel != "" {
-			d.infos[info] = true
-		}
-		d.datasets = append(d.datasets, dir)
+	for _, df := range l.DataFiles {
+		f := byRel[df.Rel]
+		f.arrow, f.dataset = true, df.Dataset
+		in.tables = append(in.tables, f)
 	}
 	others := in.others[:0:0]
 	for _, o := range in.others {
-		if taken[o.rel] {
+		if l.Has(o.rel) {
 			continue
 		}
 		if strings.HasSuffix(o.rel, ".arrow") {
@@ -162,14 +94,8 @@ func (in *inputs) detectDisk(ctx context.Context) error {
 		others = append(others, o)
 	}
 	in.others = others
-	in.disk = d
+	in.disk = &diskLayout{dict: l.Dict, datasets: l.Datasets, infos: l.Infos}
 	return nil
-}
-
-// plainName reports whether s names an entry of a directory: not empty,
-// not . or .., without separators.
-func plainName(s string) bool {
-	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`) && !strings.ContainsRune(s, 0)
 }
 
 func diskErr(file string, err error) error {
@@ -299,7 +225,7 @@ func readArrow(ctx context.Context, rel string, f srctree.File, schemaOnly bool,
 	head := make([]byte, len(arrowMagic))
 	n, _ := f.ReadAt(head, 0)
 	isFile := n == len(head) && bytes.Equal(head, arrowMagic)
-	if err := checkArrowSchema(f, size, isFile); err != nil {
+	if err := hfdisk.CheckSchema(f, size, isFile); err != nil {
 		return nil, inputErr(rel, -1, "", "schema: %w", err)
 	}
 	if isFile {
@@ -311,7 +237,7 @@ func readArrow(ctx context.Context, rel string, f srctree.File, schemaOnly bool,
 	}
 	seq, bufSize := srctree.Stream(ctx, f), 1<<20
 	if schemaOnly {
-		// the schema message, which the block checkArrowSchema read holds
+		// the schema message, which the block hfdisk.CheckSchema read holds
 		// but for a schema larger than it
 		seq, bufSize = io.NopCloser(io.NewSectionReader(f, 0, size)), srctree.BlockSize
 	}
@@ -605,245 +531,4 @@ func readArrowBatches(ctx context.Context, r *arrowReader, out chan<- batchItem)
 			return
 		}
 	}
-}
-
-// Arrow-go sizes slices by the counts a schema's flatbuffer declares (its
-// fields, each field's children, the key-value metadata) before it reads
-// them, and recurses into children without a depth limit: a corrupt count
-// or a cycle ends the process (out of memory, stack overflow) where no
-// recover reaches. checkArrowSchema walks the schema of a file first and
-// refuses counts that do not fit in the flatbuffer and nesting that goes
-// too deep.
-
-// fbLimits bound the schema walk.
-const (
-	fbMaxDepth  = 64
-	fbMaxFields = 1 << 16
-)
-
-// checkArrowSchema checks the schema message at the start of an Arrow IPC
-// stream, or the footer's schema of a file in the file format (file true).
-func checkArrowSchema(f io.ReaderAt, size int64, file bool) error {
-	var meta []byte
-	if file {
-		if size < int64(2*len(arrowMagic))+4 {
-			return nil // arrow-go refuses it
-		}
-		tail := make([]byte, 4+len(arrowMagic))
-		if _, err := f.ReadAt(tail, size-int64(len(tail))); err != nil {
-			return err
-		}
-		n := int64(binary.LittleEndian.Uint32(tail))
-		if n <= 0 || n > size-int64(len(tail)) {
-			return nil // arrow-go refuses it
-		}
-		meta = make([]byte, n)
-		if _, err := f.ReadAt(meta, size-int64(len(tail))-n); err != nil {
-			return err
-		}
-	} else {
-		var head [8]byte
-		if _, err := f.ReadAt(head[:4], 0); err != nil {
-			return nil // arrow-go reports it
-		}
-		off, n := int64(4), int64(binary.LittleEndian.Uint32(head[:4]))
-		if n == 0xFFFFFFFF {
-			if _, err := f.ReadAt(head[4:], 4); err != nil {
-				return nil
-			}
-			off, n = 8, int64(binary.LittleEndian.Uint32(head[4:]))
-		}
-		if n <= 0 || n > size-off {
-			return nil // arrow-go reports the short read
-		}
-		meta = make([]byte, n)
-		if _, err := f.ReadAt(meta, off); err != nil {
-			return err
-		}
-	}
-	fb := flatbuf{b: meta}
-	root, err := fb.root()
-	if err != nil {
-		return err
-	}
-	var schema int64
-	if file {
-		// Footer: version, schema, dictionaries, recordBatches.
-		if schema, err = fb.table(root, 1); err != nil || schema < 0 {
-			return err
-		}
-	} else {
-		// Message: version, header_type, header, bodyLength,
-		// custom_metadata. Only a Schema header (type 1) is walked; arrow-go
-		// refuses a stream that starts with anything else.
-		if err := fb.checkKV(root, 4); err != nil {
-			return err
-		}
-		if t, err := fb.scalar(root, 1, 1); err != nil || t != 1 {
-			return err
-		}
-		if schema, err = fb.table(root, 2); err != nil || schema < 0 {
-			return err
-		}
-	}
-	w := &fbWalk{fb: fb}
-	// Schema: endianness, fields, custom_metadata, features.
-	if err := w.fields(schema, 1, 0); err != nil {
-		return err
-	}
-	if err := fb.checkKV(schema, 2); err != nil {
-		return err
-	}
-	_, _, err = fb.vector(schema, 3, 8)
-	return err
-}
-
-// flatbuf reads a flatbuffer with every offset checked against its size.
-type flatbuf struct{ b []byte }
-
-var errFlatbuf = errors.New("the schema's flatbuffer holds an offset or a count that does not fit in it")
-
-func (fb flatbuf) u32(at int64) (int64, error) {
-	if at < 0 || at+4 > int64(len(fb.b)) {
-		return 0, errFlatbuf
-	}
-	return int64(binary.LittleEndian.Uint32(fb.b[at:])), nil
-}
-
-func (fb flatbuf) root() (int64, error) { return fb.u32(0) }
-
-// field returns the position of slot's value in the table at pos, or -1
-// when the table does not have it.
-func (fb flatbuf) field(pos int64, slot int) (int64, error) {
-	soff, err := fb.u32(pos)
-	if err != nil {
-		return 0, err
-	}
-	vt := pos - int64(int32(uint32(soff)))
-	if vt < 0 || vt+4 > int64(len(fb.b)) {
-		return 0, errFlatbuf
-	}
-	vtSize := int64(binary.LittleEndian.Uint16(fb.b[vt:]))
-	at := vt + 4 + 2*int64(slot)
-	if at+2 > vt+vtSize {
-		return -1, nil
-	}
-	if at+2 > int64(len(fb.b)) {
-		return 0, errFlatbuf
-	}
-	o := int64(binary.LittleEndian.Uint16(fb.b[at:]))
-	if o == 0 {
-		return -1, nil
-	}
-	return pos + o, nil
-}
-
-// indirect follows the offset stored at pos.
-func (fb flatbuf) indirect(pos int64) (int64, error) {
-	o, err := fb.u32(pos)
-	if err != nil {
-		return 0, err
-	}
-	if pos+o >= int64(len(fb.b)) {
-		return 0, errFlatbuf
-	}
-	return pos + o, nil
-}
-
-// table returns the position of the table in slot, or -1.
-func (fb flatbuf) table(pos int64, slot int) (int64, error) {
-	at, err := fb.field(pos, slot)
-	if err != nil || at < 0 {
-		return at, err
-	}
-	return fb.indirect(at)
-}
-
-// scalar returns the unsigned value of size bytes in slot (0 when absent).
-func (fb flatbuf) scalar(pos int64, slot, size int) (int64, error) {
-	at, err := fb.field(pos, slot)
-	if err != nil || at < 0 {
-		return 0, err
-	}
-	if at+int64(size) > int64(len(fb.b)) {
-		return 0, errFlatbuf
-	}
-	if size == 1 {
-		return int64(fb.b[at]), nil
-	}
-	return fb.u32(at)
-}
-
-// vector returns the position of the first element and the length of the
-// vector in slot, checked to fit with elements of elem bytes.
-func (fb flatbuf) vector(pos int64, slot int, elem int64) (start, n int64, err error) {
-	at, err := fb.table(pos, slot)
-	if err != nil || at < 0 {
-		return 0, 0, err
-	}
-	if n, err = fb.u32(at); err != nil {
-		return 0, 0, err
-	}
-	if at+4+n*elem > int64(len(fb.b)) {
-		return 0, 0, errFlatbuf
-	}
-	return at + 4, n, nil
-}
-
-// checkKV checks a vector of KeyValue tables in slot.
-func (fb flatbuf) checkKV(pos int64, slot int) error {
-	start, n, err := fb.vector(pos, slot, 4)
-	if err != nil {
-		return err
-	}
-	for i := int64(0); i < n; i++ {
-		kv, err := fb.indirect(start + 4*i)
-		if err != nil {
-			return err
-		}
-		for s := 0; s < 2; s++ { // key, value
-			if _, _, err := fb.vector(kv, s, 1); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// fbWalk walks the fields of a schema, counting them.
-type fbWalk struct {
-	fb    flatbuf
-	count int
-}
-
-// fields checks the vector of Field tables in slot and, recursively, their
-// children (Field: name, nullable, type_type, type, dictionary, children,
-// custom_metadata).
-func (w *fbWalk) fields(pos int64, slot, depth int) error {
-	if depth > fbMaxDepth {
-		return fmt.Errorf("the schema nests fields more than %d deep", fbMaxDepth)
-	}
-	start, n, err := w.fb.vector(pos, slot, 4)
-	if err != nil {
-		return err
-	}
-	for i := int64(0); i < n; i++ {
-		if w.count++; w.count > fbMaxFields {
-			return fmt.Errorf("the schema declares more than %d fields", fbMaxFields)
-		}
-		f, err := w.fb.indirect(start + 4*i)
-		if err != nil {
-			return err
-		}
-		if _, _, err := w.fb.vector(f, 0, 1); err != nil {
-			return err
-		}
-		if err := w.fb.checkKV(f, 6); err != nil {
-			return err
-		}
-		if err := w.fields(f, 5, depth+1); err != nil {
-			return err
-		}
-	}
-	return nil
 }
