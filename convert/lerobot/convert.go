@@ -341,18 +341,17 @@ func addFile(ctx context.Context, w convert.Packer, key, p string, size int64, g
 }
 
 // addBlob packs the size bytes from offset of the Lance data or sidecar
-// file at loc (a blob of videos.lance; in a bucket, read front to back
-// through the source tree's growing ranged reads).
+// file at loc (a blob of videos.lance; in a bucket, streamed with
+// read-ahead that stays inside the blob).
 func addBlob(ctx context.Context, w convert.Packer, d *Dataset, key, loc string, offset, size int64, group string) (string, error) {
-	f, err := d.blobFile(ctx, loc)
+	f, err := d.blobSection(ctx, loc, offset, size)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", loc, err)
 	}
 	defer f.Close()
-	if offset+size > f.Size() {
-		return "", invalid(videosTable, fmt.Errorf("%s: a blob [%d, %d) lies beyond the end of the file (%d bytes)", loc, offset, offset+size, f.Size()))
-	}
-	return w.Add(key, io.NewSectionReader(f, offset, size), size, group)
+	r := srctree.Stream(ctx, f)
+	defer r.Close()
+	return w.Add(key, r, size, group)
 }
 
 // addObject packs the object rel of a dataset in a bucket, of size bytes,

@@ -684,15 +684,11 @@ func (ins *Inspection) scan(ctx context.Context, f *VideoFile) (*video.Scan, err
 // inside its file.
 func (ins *Inspection) input(ctx context.Context, f *VideoFile) (io.Closer, video.Input, error) {
 	if f.Row >= 0 {
-		r, err := ins.Dataset.blobFile(ctx, f.Path)
+		r, err := ins.Dataset.blobSection(ctx, f.Path, f.Offset, f.Size)
 		if err != nil {
 			return nil, video.Input{}, videoFail(f, pathCause(err), "")
 		}
-		if f.Offset+f.Size > r.Size() {
-			r.Close()
-			return nil, video.Input{}, videoFail(f, fmt.Errorf("its blob [%d, %d) lies beyond the end of %s (%d bytes)", f.Offset, f.Offset+f.Size, f.Path, r.Size()), "")
-		}
-		return r, video.Input{Name: fmt.Sprintf("%s row %d", videosTable, f.Row), R: io.NewSectionReader(r, f.Offset, f.Size), Size: f.Size}, nil
+		return r, video.Input{Name: fmt.Sprintf("%s row %d", videosTable, f.Row), R: r, Size: f.Size}, nil
 	}
 	t := ins.Dataset.tree
 	r, err := t.Open(ctx, f.Rel)

@@ -225,17 +225,19 @@ func (ls *lanceStore) openRemote(ctx context.Context, rel string, required bool)
 	return ds, nil
 }
 
-// blobFile opens the Lance data or sidecar file at loc, which holds blobs
-// of videos.lance: a path of a local dataset (a regular file), or the
-// s3:// location of an object under the prefix of a dataset in a bucket,
-// read through the source tree's ranged reads.
-func (d *Dataset) blobFile(ctx context.Context, loc string) (srctree.File, error) {
+// blobSection opens the blob of videos.lance that is the size bytes from
+// off of the Lance data or sidecar file at loc, as a file of its own: a
+// path of a local dataset (a regular file), or the s3:// location of an
+// object under the prefix of a dataset in a bucket, whose ranged reads
+// then stay inside the blob (a sidecar file holds many). A blob that
+// passes the end of its file is refused.
+func (d *Dataset) blobSection(ctx context.Context, loc string, off, size int64) (srctree.File, error) {
 	if d.tree.Remote() {
 		rel, ok := strings.CutPrefix(loc, d.tree.Location()+"/")
 		if !ok {
 			return nil, fmt.Errorf("%s lies outside %s", loc, d.Root)
 		}
-		return d.tree.Open(ctx, rel)
+		return d.tree.OpenSection(ctx, rel, off, size)
 	}
 	f, err := srcfile.Open(loc)
 	if err != nil {
@@ -246,16 +248,20 @@ func (d *Dataset) blobFile(ctx context.Context, loc string) (srctree.File, error
 		f.Close()
 		return nil, err
 	}
-	return &osFile{File: f, size: fi.Size()}, nil
+	if off < 0 || size < 0 || off > fi.Size() || size > fi.Size()-off {
+		f.Close()
+		return nil, fmt.Errorf("the section [%d, %d) passes the end of %s (%d bytes)", off, off+size, loc, fi.Size())
+	}
+	return &osSection{SectionReader: io.NewSectionReader(f, off, size), f: f}, nil
 }
 
-// osFile is a local file with its size.
-type osFile struct {
-	*os.File
-	size int64
+// osSection is a section of a local file.
+type osSection struct {
+	*io.SectionReader
+	f *os.File
 }
 
-func (f *osFile) Size() int64 { return f.size }
+func (s *osSection) Close() error { return s.f.Close() }
 
 // readVideos reads the rows of videos.lance: their identity and
 // file_size, and where each blob's bytes are. A row without bytes, whose
@@ -364,14 +370,13 @@ func (ls *lanceStore) readVideos(ctx context.Context, ds *lancefmt.Dataset) erro
 	return nil
 }
 
-// open opens the file holding the blob and returns a reader of exactly its
-// bytes; the caller closes the file.
-func (v *lanceVideo) open(ctx context.Context, d *Dataset) (io.Closer, *io.SectionReader, error) {
-	f, err := d.blobFile(ctx, v.loc.Path)
+// open opens the blob as a file of its own; the caller closes it.
+func (v *lanceVideo) open(ctx context.Context, d *Dataset) (srctree.File, error) {
+	f, err := d.blobSection(ctx, v.loc.Path, v.loc.Offset, v.loc.Size)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", v.loc.Path, pathCause(err))
+		return nil, fmt.Errorf("%s: %w", v.loc.Path, pathCause(err))
 	}
-	return f, io.NewSectionReader(f, v.loc.Offset, v.loc.Size), nil
+	return f, nil
 }
 
 // moovAt reports whether the box at off in the blob is a moov box of size
@@ -380,11 +385,11 @@ func (v *lanceVideo) moovAt(ctx context.Context, d *Dataset, off, n int64) (bool
 	if off < 0 || off+8 > v.loc.Size {
 		return false, nil
 	}
-	f, r, err := v.open(ctx, d)
+	r, err := v.open(ctx, d)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
+	defer r.Close()
 	var hdr [16]byte
 	if _, err := r.ReadAt(hdr[:8], off); err != nil {
 		return false, fmt.Errorf("%s: %w", v.loc.Path, err)
