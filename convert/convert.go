@@ -2,9 +2,11 @@
 // and the output path they all share.
 //
 // A converter package (convert/wds, convert/parquet, convert/lerobot,
-// convert/lance) inspects its source into a value that implements Job: Plan
-// computes what will happen without touching the disk, Run carries a plan
-// out. Run writes through an Output (Begin): a staging directory beside the
+// convert/lance) has one shape: Options that embed this package's Options,
+// NewJob(ctx, SRC, DST, Options) returning its *Job, which implements Job
+// (Plan computes what will happen without writing anything, Run carries the
+// plan out, each reporting progress to the counter it is given), and a
+// Joiner for Finalize when its runs can be split into parts. Run writes through an Output (Begin): a staging directory beside the
 // destination, a pack writer under DST/media configured from PackOptions,
 // and a commit that renames the whole directory into place only when the run
 // succeeded. Problems with the source are *InputError values (exit 3 in the
@@ -29,14 +31,16 @@ import (
 const MediaDir = "media"
 
 // Job is one conversion of a source into a destination, built by a
-// converter's Inspect function.
+// converter's NewJob.
 type Job interface {
 	// Plan computes the plan for a selection of the plan's selectable
 	// entries: nil selects what the options named (or the converter's
 	// default), otherwise the entry names the user chose. It writes
-	// nothing and may be called more than once; Run carries out the last
-	// plan computed.
-	Plan(ctx context.Context, selected []string) (plan.Plan, error)
+	// nothing and may be called more than once (the source is read for the
+	// first call only); Run carries out the last plan computed. prog
+	// (which may be progress.Nop) receives the progress of reading the
+	// source for the plan.
+	Plan(ctx context.Context, selected []string, prog progress.Counter) (plan.Plan, error)
 	// Run carries out the last plan, reporting progress to prog (which may
 	// be progress.Nop), and returns what it did. On error or cancellation
 	// nothing is left in the destination.
@@ -49,6 +53,22 @@ type Job interface {
 // A terminal then gets a multi-select of the plan's selectable entries.
 type Chooser interface {
 	NeedChoice() error
+}
+
+// Options are the settings every converter takes; each converter's Options
+// embed them.
+type Options struct {
+	// PackOptions shape the packs, the staging and the commit.
+	PackOptions
+	// ToolVersion is the version recorded in what the run writes (tables'
+	// metadata, the run record).
+	ToolVersion string
+	// QuickPlan is set when no one confirms the plan (the CLI's --yes
+	// without --dry-run): Plan then leaves out the figures that would take
+	// a second full read of the source (compressed shards decompressed, a
+	// binary column's every value sniffed), says so, and Run checks
+	// everything as it writes.
+	QuickPlan bool
 }
 
 // DefaultMaxMembers is the converters' member cap per shard when the user

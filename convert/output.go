@@ -21,6 +21,10 @@ import (
 type OutputOptions struct {
 	// Pack are the user's pack settings.
 	Pack PackOptions
+	// Sources are the directories (and files) the run reads, local paths
+	// or s3:// locations: Begin refuses a destination that is one of them,
+	// lies inside one or holds one (see CheckDisjoint).
+	Sources []string
 	// GroupFill overrides packcore's placement-group fill threshold when
 	// not zero (see packcore.WriterOptions.GroupFill).
 	GroupFill float64
@@ -39,6 +43,28 @@ type OutputOptions struct {
 	// PackDir below Pack.RefBase (the dataset root as references name it),
 	// or PackDir itself by default.
 	RefBase string
+}
+
+// CheckDisjoint returns an error wrapping stage.ErrOverlap when dst is src,
+// lies inside it or holds it: two local paths are compared with symlinks
+// resolved (a file source by its directory; see stage.CheckDisjoint), two
+// s3:// locations by bucket and prefix; a local path and an s3:// location
+// never overlap, and "" or "-" (standard input) is no path.
+func CheckDisjoint(src, dst string) error {
+	if src == "" || src == "-" || dst == "" {
+		return nil
+	}
+	switch r1, r2 := objstore.IsRemote(src), objstore.IsRemote(dst); {
+	case r1 && r2:
+		a, b := strings.TrimSuffix(src, "/")+"/", strings.TrimSuffix(dst, "/")+"/"
+		if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
+			return fmt.Errorf("%s and %s: %w", src, dst, stage.ErrOverlap)
+		}
+		return nil
+	case r1 || r2:
+		return nil
+	}
+	return stage.CheckDisjoint(src, dst)
 }
 
 // packDir returns PackDir with its default.
@@ -88,6 +114,11 @@ type Output struct {
 // Begin starts the output for destination dst, which must be absent or an
 // empty directory, or an s3:// location holding nothing (see beginRemote).
 func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
+	for _, src := range o.Sources {
+		if err := CheckDisjoint(src, dst); err != nil {
+			return nil, err
+		}
+	}
 	if objstore.IsRemote(dst) {
 		return beginRemote(ctx, dst, o)
 	}

@@ -41,6 +41,8 @@ func (v *verifier) against(src string) error {
 	case len(v.plainLance) > 0 && v.store == nil && isLanceDataset(src):
 		sort.Strings(v.plainLance)
 		return v.againstBlobpackLance(src, v.plainLance)
+	case len(v.rep.Tables) == 0 && len(v.packDirs) > 0:
+		return v.againstPacks(src)
 	}
 	bp, err := v.readBlobpackParquet()
 	if err != nil {
@@ -57,8 +59,6 @@ func notComparable(v *verifier, src string) string {
 	switch {
 	case len(v.plainLance) > 0:
 		return fmt.Sprintf("the dataset's Lance table %s was not written by bpconvert convert-lance and %s is no Lance dataset to compare it with (a dataset blobpack 0.2.0 converted is compared with its Lance source)", v.plainLance[0], src)
-	case len(v.rep.Tables) == 0:
-		return "the dataset holds packs and no table, and comparing packs alone with a source is not supported (blobpack 0.2.0's convert-wds and pack write no table; bpconvert convert-wds writes samples.parquet, which verify compares)"
 	}
 	return "the dataset has no samples.parquet (convert-wds), no table rewritten by convert-parquet, no Lance table written by convert-lance, no extraction.json (blobpack 0.2.0 convert-parquet) and no Lance table without a bpconvert record (blobpack 0.2.0 convert-lance), and the source is no LeRobot dataset; comparing with the source is supported for those"
 }
@@ -171,18 +171,9 @@ func stripDot(name string) string {
 // againstWDS re-reads the WebDataset shards and compares every member with
 // the pack member of its key (an inline field with its table cell).
 func (v *verifier) againstWDS(src string) error {
-	var files []string
-	var err error
-	if objstore.IsRemote(src) {
-		files, err = v.remoteShards(src)
-	} else {
-		files, err = wds.ShardFiles(v.ctx, src)
-	}
+	files, err := v.sourceShards(src)
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
-	}
-	if len(files) == 0 {
-		return fmt.Errorf("--against %s: no tar shards", src)
 	}
 	base := v.wds.packBase
 	if base == "" {
@@ -203,6 +194,22 @@ func (v *verifier) againstWDS(src string) error {
 		}
 	}
 	return nil
+}
+
+// sourceShards lists the tar shards src names, local or in object storage;
+// none is an error.
+func (v *verifier) sourceShards(src string) ([]string, error) {
+	var files []string
+	var err error
+	if objstore.IsRemote(src) {
+		files, err = v.remoteShards(src)
+	} else {
+		files, err = wds.ShardFiles(v.ctx, src)
+	}
+	if err == nil && len(files) == 0 {
+		err = errors.New("no tar shards")
+	}
+	return files, err
 }
 
 func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) error {
@@ -238,6 +245,12 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 		member := fmt.Sprintf("member %q: ", h.Name)
 		rel := stripDot(h.Name)
 		key := prefix + rel
+		switch h.Typeflag {
+		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont, tar.TypeLink, tar.TypeSymlink:
+			if v.wds.keys != nil {
+				v.wds.keys[key] = struct{}{}
+			}
+		}
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont:
 		case tar.TypeLink, tar.TypeSymlink:

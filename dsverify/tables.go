@@ -379,6 +379,10 @@ type wdsTable struct {
 	rowKeys map[int64]string
 	// inlineText holds the inline cells by member key, for --against.
 	inlineText map[string]string
+	// keys, when set, collects the key of every member compared (a
+	// dataset of packs alone, whose members must all come from the
+	// source).
+	keys map[string]struct{}
 }
 
 func newWDSTable(rel, record string) (*wdsTable, error) {

@@ -17,108 +17,120 @@ import (
 // or AAC frame sync, the two bytes of a binary cpio header, a JPEG XL
 // codestream's 0xFF0A, an "MZ") stays unknown.
 
-// confident reports whether prefix carries a confident signature of the
+// confident reports whether prefix b carries a confident signature of the
 // format whose top-level media type (in mimetype's tree) is top.
 func confident(top string, b []byte) bool {
-	switch top {
+	check, ok := signatures[top]
+	return ok && check(b)
+}
+
+// prefix is the check for formats that begin with one of the magics given.
+func prefix(magics ...string) func(b []byte) bool {
+	return func(b []byte) bool {
+		for _, m := range magics {
+			if bytes.HasPrefix(b, []byte(m)) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// signatures holds, by the top-level media type of a format (in mimetype's
+// tree), the check that a prefix carries a confident signature of it.
+var signatures = map[string]func(b []byte) bool{
 	// Named kinds.
-	case "image/jpeg":
-		return jpegOK(b)
-	case "image/png", "image/apng":
-		return bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1A\n")) // 64 bits
-	case "image/gif":
-		return bytes.HasPrefix(b, []byte("GIF87a")) || bytes.HasPrefix(b, []byte("GIF89a")) // 48 bits
-	case "image/webp":
-		return riff(b, "WEBP") && len(b) >= 16 && (string(b[12:16]) == "VP8 " || string(b[12:16]) == "VP8L" || string(b[12:16]) == "VP8X") // 96 bits
-	case "image/bmp":
-		return bmpOK(b)
-	case "image/tiff":
-		return tiffOK(b)
-	case "audio/flac":
-		// "fLaC" and a STREAMINFO block header (type 0, 34 bytes), the last-block bit either way: 63 bits
+	"image/jpeg": jpegOK,
+	"image/png":  prefix("\x89PNG\r\n\x1A\n"), // 64 bits
+	"image/apng": prefix("\x89PNG\r\n\x1A\n"), // 64 bits
+	"image/gif":  prefix("GIF87a", "GIF89a"),  // 48 bits
+	// 96 bits
+	"image/webp": func(b []byte) bool {
+		return riff(b, "WEBP") && len(b) >= 16 && (string(b[12:16]) == "VP8 " || string(b[12:16]) == "VP8L" || string(b[12:16]) == "VP8X")
+	},
+	"image/bmp":  bmpOK,
+	"image/tiff": tiffOK,
+	// "fLaC" and a STREAMINFO block header (type 0, 34 bytes), the last-block bit either way: 63 bits
+	"audio/flac": func(b []byte) bool {
 		return len(b) >= 8 && string(b[:4]) == "fLaC" && b[4]&0x7F == 0 && b[5] == 0 && b[6] == 0 && b[7] == 0x22
-	case "audio/wav":
-		return riff(b, "WAVE") // 64 bits
-	case "application/ogg":
-		// capture pattern, version 0, a beginning-of-stream page: 41 bits and more (mimetype also names the codec)
+	},
+	// 64 bits
+	"audio/wav": func(b []byte) bool {
+		return riff(b, "WAVE")
+	},
+	// capture pattern, version 0, a beginning-of-stream page: 41 bits and more (mimetype also names the codec)
+	"application/ogg": func(b []byte) bool {
 		return len(b) >= 27 && string(b[:5]) == "OggS\x00" && b[5]&0x02 != 0
-	case "audio/mpeg":
+	},
+	"audio/mpeg": func(b []byte) bool {
 		return id3v2(b) || mpegFrames(b)
-	case "audio/aac":
-		return adtsFrames(b)
-	case "video/mp4":
-		return isoBox(b, "ftyp") && printable(b[8:12]) // 40 bits and a printable brand
-	case "video/quicktime":
-		return quickTimeOK(b)
-	case "video/matroska", "video/x-matroska", "video/webm":
-		return bytes.HasPrefix(b, []byte("\x1A\x45\xDF\xA3")) // EBML magic, 32 bits; mimetype adds the DocType
-	case "application/pdf":
-		return bytes.HasPrefix(b, []byte("%PDF-")) // 40 bits
+	},
+	"audio/aac": adtsFrames,
+	// 40 bits and a printable brand
+	"video/mp4": func(b []byte) bool {
+		return isoBox(b, "ftyp") && printable(b[8:12])
+	},
+	"video/quicktime":  quickTimeOK,
+	"video/matroska":   prefix("\x1A\x45\xDF\xA3"), // EBML magic, 32 bits; mimetype adds the DocType
+	"video/x-matroska": prefix("\x1A\x45\xDF\xA3"), // EBML magic, 32 bits; mimetype adds the DocType
+	"video/webm":       prefix("\x1A\x45\xDF\xA3"), // EBML magic, 32 bits; mimetype adds the DocType
+	"application/pdf":  prefix("%PDF-"),            // 40 bits
 
 	// Other formats, named by their extension.
-	case "application/zip":
-		// local file header, or the end record of an empty archive: 32 bits
-		return bytes.HasPrefix(b, []byte("PK\x03\x04")) || bytes.HasPrefix(b, []byte("PK\x05\x06"))
-	case "application/gzip":
-		return gzipOK(b)
-	case "application/x-bzip2":
-		// "BZh", a block size digit, then a block or end-of-stream magic: 80 bits
+	// local file header, or the end record of an empty archive: 32 bits
+	"application/zip":  prefix("PK\x03\x04", "PK\x05\x06"),
+	"application/gzip": gzipOK,
+	// "BZh", a block size digit, then a block or end-of-stream magic: 80 bits
+	"application/x-bzip2": func(b []byte) bool {
 		return len(b) >= 10 && string(b[:3]) == "BZh" && b[3] >= '1' && b[3] <= '9' &&
 			(string(b[4:10]) == "\x31\x41\x59\x26\x53\x59" || string(b[4:10]) == "\x17\x72\x45\x38\x50\x90")
-	case "application/x-xz":
-		return bytes.HasPrefix(b, []byte("\xFD7zXZ\x00")) // 48 bits
-	case "application/zstd":
-		return bytes.HasPrefix(b, []byte("\x28\xB5\x2F\xFD")) // 32 bits
-	case "application/x-7z-compressed":
-		return bytes.HasPrefix(b, []byte("7z\xBC\xAF\x27\x1C")) // 48 bits
-	case "application/x-tar":
-		return tarOK(b)
-	case "video/x-msvideo":
-		return riff(b, "AVI ") // 64 bits
-	case "audio/aiff":
-		return len(b) >= 12 && string(b[:4]) == "FORM" && (string(b[8:12]) == "AIFF" || string(b[8:12]) == "AIFC") // 63 bits
-	case "audio/midi":
-		return bytes.HasPrefix(b, []byte("MThd\x00\x00\x00\x06")) // 64 bits
-	case "video/x-flv":
-		return bytes.HasPrefix(b, []byte("FLV\x01")) // 32 bits
-	case "video/x-ms-asf":
-		return bytes.HasPrefix(b, []byte("\x30\x26\xB2\x75\x8E\x66\xCF\x11\xA6\xD9\x00\xAA\x00\x62\xCE\x6C")) // 128 bits
-	case "image/jp2", "image/jpx", "image/jpm":
-		return bytes.HasPrefix(b, []byte("\x00\x00\x00\x0CjP  \r\n\x87\n")) // JPEG 2000 signature box, 96 bits
-	case "image/jxl":
-		// the ISO container only: a bare codestream starts with two bytes (0xFF0A)
-		return bytes.HasPrefix(b, []byte("\x00\x00\x00\x0CJXL \r\n\x87\n")) // 96 bits
-	case "image/vnd.adobe.photoshop":
-		return len(b) >= 6 && string(b[:4]) == "8BPS" && b[4] == 0 && (b[5] == 1 || b[5] == 2) // 47 bits
-	case "application/vnd.apache.parquet":
-		return bytes.HasPrefix(b, []byte("PAR1")) // 32 bits
-	case "application/vnd.sqlite3":
-		return bytes.HasPrefix(b, []byte("SQLite format 3\x00")) // 128 bits
-	case "application/x-ole-storage":
-		return bytes.HasPrefix(b, []byte("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1")) // 64 bits
-	case "application/vnd.rar":
-		return bytes.HasPrefix(b, []byte("Rar!\x1A\x07")) // 48 bits
-	case "application/x-elf":
-		return bytes.HasPrefix(b, []byte("\x7FELF")) // 32 bits
-	case "application/vnd.microsoft.portable-executable":
-		return peOK(b)
-	case "application/wasm":
-		return bytes.HasPrefix(b, []byte("\x00asm")) // 32 bits
-	case "application/x-cpio":
-		// the portable ASCII headers only; the old binary one has a two-byte magic
-		return bytes.HasPrefix(b, []byte("070707")) || bytes.HasPrefix(b, []byte("070701")) || bytes.HasPrefix(b, []byte("070702")) // 48 bits
-	case "font/woff", "font/woff2", "font/otf":
-		return bytes.HasPrefix(b, []byte("wOFF")) || bytes.HasPrefix(b, []byte("wOF2")) || bytes.HasPrefix(b, []byte("OTTO")) // 32 bits
-	case "model/gltf-binary":
-		return len(b) >= 8 && string(b[:4]) == "glTF" && binary.LittleEndian.Uint32(b[4:]) == 2 // 64 bits
-	case "application/dicom":
-		return len(b) >= 132 && string(b[128:132]) == "DICM" // 32 bits
-	case "application/x-java-applet":
-		return bytes.HasPrefix(b, []byte("\xCA\xFE\xBA\xBE")) // 32 bits
-	case "application/postscript":
-		return bytes.HasPrefix(b, []byte("%!PS")) // 32 bits
-	}
-	return false
+	},
+	"application/x-xz":            prefix("\xFD7zXZ\x00"),       // 48 bits
+	"application/zstd":            prefix("\x28\xB5\x2F\xFD"),   // 32 bits
+	"application/x-7z-compressed": prefix("7z\xBC\xAF\x27\x1C"), // 48 bits
+	"application/x-tar":           tarOK,
+	// 64 bits
+	"video/x-msvideo": func(b []byte) bool {
+		return riff(b, "AVI ")
+	},
+	// 63 bits
+	"audio/aiff": func(b []byte) bool {
+		return len(b) >= 12 && string(b[:4]) == "FORM" && (string(b[8:12]) == "AIFF" || string(b[8:12]) == "AIFC")
+	},
+	"audio/midi":     prefix("MThd\x00\x00\x00\x06"),                                             // 64 bits
+	"video/x-flv":    prefix("FLV\x01"),                                                          // 32 bits
+	"video/x-ms-asf": prefix("\x30\x26\xB2\x75\x8E\x66\xCF\x11\xA6\xD9\x00\xAA\x00\x62\xCE\x6C"), // 128 bits
+	"image/jp2":      prefix("\x00\x00\x00\x0CjP  \r\n\x87\n"),                                   // JPEG 2000 signature box, 96 bits
+	"image/jpx":      prefix("\x00\x00\x00\x0CjP  \r\n\x87\n"),                                   // JPEG 2000 signature box, 96 bits
+	"image/jpm":      prefix("\x00\x00\x00\x0CjP  \r\n\x87\n"),                                   // JPEG 2000 signature box, 96 bits
+	// the ISO container only: a bare codestream starts with two bytes (0xFF0A)
+	"image/jxl": prefix("\x00\x00\x00\x0CJXL \r\n\x87\n"), // 96 bits
+	// 47 bits
+	"image/vnd.adobe.photoshop": func(b []byte) bool {
+		return len(b) >= 6 && string(b[:4]) == "8BPS" && b[4] == 0 && (b[5] == 1 || b[5] == 2)
+	},
+	"application/vnd.apache.parquet":                prefix("PAR1"),                             // 32 bits
+	"application/vnd.sqlite3":                       prefix("SQLite format 3\x00"),              // 128 bits
+	"application/x-ole-storage":                     prefix("\xD0\xCF\x11\xE0\xA1\xB1\x1A\xE1"), // 64 bits
+	"application/vnd.rar":                           prefix("Rar!\x1A\x07"),                     // 48 bits
+	"application/x-elf":                             prefix("\x7FELF"),                          // 32 bits
+	"application/vnd.microsoft.portable-executable": peOK,
+	"application/wasm":                              prefix("\x00asm"), // 32 bits
+	// the portable ASCII headers only; the old binary one has a two-byte magic
+	"application/x-cpio": prefix("070707", "070701", "070702"), // 48 bits
+	"font/woff":          prefix("wOFF", "wOF2", "OTTO"),       // 32 bits
+	"font/woff2":         prefix("wOFF", "wOF2", "OTTO"),       // 32 bits
+	"font/otf":           prefix("wOFF", "wOF2", "OTTO"),       // 32 bits
+	// 64 bits
+	"model/gltf-binary": func(b []byte) bool {
+		return len(b) >= 8 && string(b[:4]) == "glTF" && binary.LittleEndian.Uint32(b[4:]) == 2
+	},
+	// 32 bits
+	"application/dicom": func(b []byte) bool {
+		return len(b) >= 132 && string(b[128:132]) == "DICM"
+	},
+	"application/x-java-applet": prefix("\xCA\xFE\xBA\xBE"), // 32 bits
+	"application/postscript":    prefix("%!PS"),             // 32 bits
 }
 
 // riff reports a RIFF header of the given form type.

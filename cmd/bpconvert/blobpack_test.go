@@ -16,8 +16,10 @@ import (
 // column written by pylance; fixtures/blobpack/gen.py) pass verify
 // --against their sources, and fail (exit 1, naming table, row, column and
 // reference) against a copy of the source with one payload byte flipped,
-// and when one byte of a packed payload is flipped. A dataset of packs
-// alone is refused with the reason (exit 3).
+// and when one byte of a packed payload is flipped. Packs alone (blobpack's
+// pack and convert-wds, bpconvert's pack) are compared with their source
+// tree or tars by name, both ways: a flipped byte, a member the source
+// lacks and a source file the packs lack each fail.
 func TestVerifyBlobpack(t *testing.T) {
 	py := testtool.Python(t)
 	root := t.TempDir()
@@ -36,7 +38,13 @@ func TestVerifyBlobpack(t *testing.T) {
 		{"parquet, one table of two", "out-pq", "pq/a.parquet", exitInvalid, "a single table, but blobpack converted 2 tables"},
 		{"lance", "out-lance", "src.lance", exitOK, "(lance, converted by blobpack 0.2.0): 13 payloads compared"},
 		{"lance, a flipped byte", "out-lance", "flipped.lance", exitFailure, "FAIL table.lance: row 5: column video: zip://video/000000000005.bin::media/pack-0000.zip: differs from the source at byte"},
-		{"packs alone", "out-lance/media", "src.lance", exitInvalid, "the dataset holds packs and no table"},
+		{"pack", "out-pack", "tree", exitOK, "against " + at("tree") + " (directory (packed by name)): 5 payloads compared, 1,616 bytes"},
+		{"pack, a flipped byte", "out-pack", "tree-flipped", exitFailure, `file "sub/b.bin": pack member "sub/b.bin": differs from the source at byte 500`},
+		{"pack, a file fewer", "out-pack", "tree-less", exitFailure, `pack member "sub/deep/c.txt": no file of the source has its name (1 of the 5 members of ` + at("out-pack") + ` have none)`},
+		{"convert-wds", "out-wds", "wds/s-000000.tar", exitOK, "(webdataset (packed by member name)): 6 payloads compared"},
+		{"convert-wds --shard-prefix", "out-wds-prefix", "wds", exitOK, "(webdataset (packed by member name)): 12 payloads compared"},
+		{"convert-wds, a shard more", "out-wds", "wds", exitFailure, `FAIL ` + at("wds/s-000001.tar") + `: member "000000.jpg": pack member "000000.jpg": differs from the source at byte 0`},
+		{"packs alone, another source", "out-lance/media", "src.lance", exitFailure, "missing from the pack"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := bp(t, "verify", at(tc.dst), "--against", at(tc.src))
@@ -45,6 +53,25 @@ func TestVerifyBlobpack(t *testing.T) {
 			}
 		})
 	}
+	t.Run("bpconvert pack", func(t *testing.T) {
+		dst := filepath.Join(t.TempDir(), "packed")
+		if r := bp(t, "pack", at("tree"), dst); r.code != exitOK {
+			t.Fatalf("pack: exit %d\n%s", r.code, r.stderr)
+		}
+		for _, tc := range []struct {
+			src  string
+			code int
+			want string
+		}{
+			{"tree", exitOK, "5 payloads compared, 1,616 bytes"},
+			{"out-pack", exitFailure, `file "pack-0000.zip": pack member "pack-0000.zip": missing from the pack`},
+		} {
+			r := bp(t, "verify", dst, "--against", at(tc.src))
+			if r.code != tc.code || !strings.Contains(r.stdout, tc.want) {
+				t.Fatalf("against %s: exit %d, want %d; output lacks %q:\n%s%s", tc.src, r.code, tc.code, tc.want, r.stdout, r.stderr)
+			}
+		}
+	})
 	t.Run("lance note", func(t *testing.T) {
 		r := bp(t, "verify", at("out-lance"), "--against", at("src.lance"))
 		if want := "note: blobpack records no source version: compared with version 1 of " + at("src.lance"); !strings.Contains(r.stdout, want) {

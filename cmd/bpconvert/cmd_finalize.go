@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lance"
@@ -15,38 +14,16 @@ import (
 )
 
 // tableJoiners names, per converter command, how the tables that the
-// parts of a split conversion write are joined; a command missing here
-// does not take --part.
+// parts of a split conversion write are joined (each converter's Joiner);
+// a command missing here does not take --part.
 func tableJoiners(command string) (func(rel string) convert.TableJoiner, bool) {
-	switch command {
-	case "convert-wds":
-		return func(rel string) convert.TableJoiner {
-			if rel == wds.TableName {
-				return wds.JoinTables
-			}
-			return nil
-		}, true
-	case "convert-lance":
-		return func(rel string) convert.TableJoiner {
-			if rel == lance.PartFile {
-				return lance.JoinParts
-			}
-			return nil
-		}, true
-	case "convert-lerobot":
-		return lerobot.Joiner, true
-	case "convert-parquet":
-		return func(rel string) convert.TableJoiner {
-			if strings.HasSuffix(rel, ".parquet") {
-				return parquet.JoinTable
-			}
-			if strings.HasSuffix(rel, ".arrow") { // a save_to_disk dataset's data file
-				return parquet.JoinArrowTable
-			}
-			return nil
-		}, true
-	}
-	return nil, false
+	j, ok := map[string]func(string) convert.TableJoiner{
+		"convert-wds":     wds.Joiner,
+		"convert-parquet": parquet.Joiner,
+		"convert-lerobot": lerobot.Joiner,
+		"convert-lance":   lance.Joiner,
+	}[command]
+	return j, ok
 }
 
 func cmdFinalize(ctx context.Context, e *env, args []string) (any, error) {

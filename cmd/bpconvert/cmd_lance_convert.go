@@ -57,14 +57,11 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	job, err := lance.NewJob(ctx, src, absDst, lance.Options{
-		PackOptions: cf.pack(),
-		Version:     *version,
-		Columns:     columns,
-		External:    lance.External(*external),
-		ToolVersion: buildVersion(),
-		// A plan no one reads need not read a binary column twice.
-		QuickPlan: cf.yes && e.quiet && !cf.dryRun,
-		Stats:     stats,
+		Options:  cf.options(),
+		Version:  *version,
+		Columns:  columns,
+		External: lance.External(*external),
+		Stats:    stats,
 	})
 	if err != nil {
 		if stats != nil {
@@ -72,7 +69,7 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		}
 		return nil, err
 	}
-	res, err := e.runJob(ctx, &cf, job, true)
+	res, err := e.runJob(ctx, &cf, job)
 	if stats == nil || err != nil {
 		return res, err
 	}

@@ -74,16 +74,19 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 		}
 		return nil, err
 	}
-	job := &lerobot.Job{Src: src, Tree: tree, Dst: absDst, Options: lerobot.Options{
-		PackOptions:     cf.pack(),
+	job, err := lerobot.NewJob(ctx, src, absDst, lerobot.Options{
+		Options:         cf.options(),
+		Tree:            tree,
 		Images:          lerobot.ImageMode(*images),
 		Video:           lerobot.VideoMode(*videoMode),
 		NoSplitEpisodes: *noSplit,
 		ToleranceFrames: *tolerance,
-		Version:         buildVersion(),
 		Engine:          libav.Engine{},
-	}}
-	res, err := e.runJob(ctx, &cf, job, true)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.runJob(ctx, &cf, job)
 	if stats == nil || err != nil {
 		return res, err
 	}

@@ -55,14 +55,15 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 	if err := cf.identify(ctx, fset, []string{src}); err != nil {
 		return nil, err
 	}
-	job, err := parquet.NewJob(ctx, src, absDst, columns, fieldPaths, parquet.Options{
-		PackOptions: cf.pack(),
-		Version:     buildVersion(),
-		Media:       parquet.MediaMode(*media),
-		KeepPath:    *keepPath,
+	job, err := parquet.NewJob(ctx, src, absDst, parquet.Options{
+		Columns:  columns,
+		Fields:   fieldPaths,
+		Options:  cf.options(),
+		Media:    parquet.MediaMode(*media),
+		KeepPath: *keepPath,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return e.runJob(ctx, &cf, job, true)
+	return e.runJob(ctx, &cf, job)
 }

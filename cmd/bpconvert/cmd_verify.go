@@ -15,8 +15,9 @@ import (
 func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("verify", flag.ContinueOnError)
 	against := fset.String("against", "", "also re-read the source at `SRC` and compare every payload with its member, byte for byte: WebDataset shards,\n"+
-		"a parquet or Hugging Face dataset, a Lance or LeRobot dataset (as the converters wrote them), or the parquet\n"+
-		"or Lance source of a dataset that blobpack 0.2.0 converted")
+		"a parquet or Hugging Face dataset, a Lance or LeRobot dataset (as the converters wrote them), the parquet\n"+
+		"or Lance source of a dataset that blobpack 0.2.0 converted, or the directory or tars that packs alone were\n"+
+		"made from (by pack, or by blobpack 0.2.0's pack and convert-wds: keys are file paths or member names)")
 	pos, err := e.parse(fset, args, 1, "DATASET|DIR|SHARD")
 	if err != nil {
 		return nil, err

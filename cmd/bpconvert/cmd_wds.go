@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/wds"
-	"github.com/bpconvert/bpconvert/progress"
 )
 
 func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
@@ -34,10 +34,16 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	if src == "-" && !cf.part.Whole() {
 		return nil, usagef("convert-wds: --part splits shard files; standard input cannot be split")
 	}
-	// SRC may be a pattern or "-": only the destination itself is checked.
+	// SRC may be a pattern or "-": the destination is checked against the
+	// directories it names.
 	absDst, err := cf.destination(ctx, "", pos[len(pos)-1])
 	if err != nil {
 		return nil, err
+	}
+	for _, dir := range wds.SourceDirs(src) {
+		if err := convert.CheckDisjoint(dir, absDst); err != nil {
+			return nil, err
+		}
 	}
 	if src != "-" {
 		files, err := wds.ShardFiles(ctx, src)
@@ -54,26 +60,19 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 			fields = append(fields, strings.ToLower(f))
 		}
 	}
-	job := &wds.Job{Options: wds.Options{
-		Src:         src,
-		Dst:         absDst,
+	job, err := wds.NewJob(ctx, src, absDst, wds.Options{
+		Options:     cf.options(),
 		Stdin:       e.stdin,
 		ShardPrefix: *shardPrefix,
 		NoTable:     *noTable,
 		Inline:      fields,
-		PackOptions: cf.pack(),
-		// A plan no one confirms (--yes) need not decompress compressed
-		// shards a second time: the conversion checks their keys.
-		QuickPlan: cf.yes && !cf.dryRun,
-	}}
-	// A stream can be read once: its plan says what it can without reading
-	// it, and the conversion checks as it goes.
-	if src != "-" || cf.dryRun {
-		job.InspectProgress = e.newProgress("inspect")
-	} else {
-		job.InspectProgress = progress.Nop{}
+	})
+	if err != nil {
+		return nil, err
 	}
 	// Like every converter: the plan, then a confirmation on a terminal;
-	// off a terminal --yes is required.
-	return e.runJob(ctx, &cf, job, true)
+	// off a terminal --yes is required. (A stream can be read once: its
+	// plan says what it can without reading it, and the conversion checks
+	// as it goes.)
+	return e.runJob(ctx, &cf, job)
 }

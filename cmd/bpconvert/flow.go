@@ -19,6 +19,7 @@ import (
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -90,6 +91,13 @@ func (c *convertFlags) pack() convert.PackOptions {
 		Record: c.record, Restart: c.restart, Part: c.part.Part, Staging: c.staging, RefBase: string(c.refBase)}
 }
 
+// options are the settings every converter takes, from the flags. The plan
+// is quick (convert.Options.QuickPlan) when no one confirms it: --yes
+// without --dry-run.
+func (c *convertFlags) options() convert.Options {
+	return convert.Options{PackOptions: c.pack(), ToolVersion: buildVersion(), QuickPlan: c.yes && !c.dryRun}
+}
+
 // refBaseFlag is a converter's --ref-base, checked as it is parsed (see
 // convert.CheckRefBase).
 type refBaseFlag string
@@ -150,11 +158,8 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (string
 	}
 	if objstore.IsRemote(dst) {
 		c.dst = strings.TrimSuffix(dst, "/")
-		if src != "" && objstore.IsRemote(src) {
-			a, b := strings.TrimSuffix(src, "/")+"/", c.dst+"/"
-			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
-				return "", fmt.Errorf("%s and %s: %w", src, dst, stage.ErrOverlap)
-			}
+		if err := convert.CheckDisjoint(src, c.dst); err != nil {
+			return "", err
 		}
 		check := c.dst
 		if !c.part.Whole() {
@@ -178,10 +183,8 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (string
 		return "", err
 	}
 	c.dst = abs
-	if src != "" {
-		if err := stage.CheckDisjoint(src, abs); err != nil {
-			return "", err
-		}
+	if err := convert.CheckDisjoint(src, abs); err != nil {
+		return "", err
 	}
 	if _, err := os.Stat(filepath.Join(abs, convert.RecordName)); err == nil {
 		return abs, nil
@@ -322,13 +325,13 @@ func (e *env) interactive() bool {
 }
 
 // runJob computes a converter job's plan, shows it, obtains a selection
-// (jobs that implement convert.Chooser) and a confirmation (when confirm is
-// set and --yes is not) where needed, and runs it.
-func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
+// (jobs that implement convert.Chooser) and a confirmation (unless --yes)
+// where needed, and runs it.
+func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job) (any, error) {
 	if !cf.part.Whole() && cf.part.from != "--part "+cf.part.String() {
 		e.infof("part %s, from %s", cf.part, cf.part.from)
 	}
-	sum, err := e.runJobPart(ctx, cf, job, confirm)
+	sum, err := e.runJobPart(ctx, cf, job)
 	if s, ok := sum.(plan.Summary); ok && !cf.part.Whole() {
 		s.Part, s.PartFrom = cf.part.String(), cf.part.from
 		sum = s
@@ -337,7 +340,7 @@ func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job, con
 }
 
 // runJobPart is runJob less the part's note in the summary.
-func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job, confirm bool) (any, error) {
+func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job) (any, error) {
 	if done, err := cf.alreadyDone(ctx, ""); done != nil || err != nil {
 		if done != nil && !e.quiet {
 			plan.RenderSummaryText(e.stderr, *done)
@@ -347,7 +350,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job,
 		}
 		return *done, nil
 	}
-	p, err := job.Plan(ctx, nil)
+	p, err := job.Plan(ctx, nil, e.newProgress("inspect"))
 	p = cf.withShardNote(p)
 	if err != nil {
 		if len(p.Entries) > 0 && !e.quiet {
@@ -392,7 +395,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job,
 			if err != nil {
 				return nil, err
 			}
-			if p, err = job.Plan(ctx, chosen); err != nil {
+			if p, err = job.Plan(ctx, chosen, progress.Nop{}); err != nil {
 				return nil, err
 			}
 			p = cf.withShardNote(p)
@@ -402,7 +405,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job,
 			fmt.Fprintln(planOut)
 		}
 	}
-	if confirm && !cf.yes {
+	if !cf.yes {
 		if !e.interactive() {
 			return nil, &usageError{msg: "refusing to prompt: stdin is not a terminal",
 				hint: "pass --yes to accept the plan without asking, or --dry-run to only print it"}

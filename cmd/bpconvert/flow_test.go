@@ -20,7 +20,7 @@ type fakeJob struct {
 	planErr   error
 }
 
-func (f *fakeJob) Plan(ctx context.Context, selected []string) (plan.Plan, error) {
+func (f *fakeJob) Plan(ctx context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
 	return plan.Plan{
 		Source:  plan.Source{Format: "Test", Path: "/src", Bytes: 10},
 		Entries: []plan.Entry{{Name: "image", Kind: "binary column", Selectable: true, Action: plan.ActionExtract}},
@@ -33,7 +33,7 @@ func TestFailedPlanDocument(t *testing.T) {
 	var so, se bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &so, stderr: &se, json: true}
 	job := &fakeJob{planErr: convert.Invalid("test", "/src/t.parquet", errors.New("row 3: not a picture"))}
-	res, err := e.runJob(context.Background(), &convertFlags{dryRun: true}, job, true)
+	res, err := e.runJob(context.Background(), &convertFlags{dryRun: true}, job)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -77,7 +77,7 @@ func TestFlowWithoutTerminal(t *testing.T) {
 			if tc.mustPick {
 				job.chooseErr = &convert.UsageError{Err: errors.New("name the columns to extract")}
 			}
-			res, err := e.runJob(context.Background(), &flags, job, true)
+			res, err := e.runJob(context.Background(), &flags, job)
 			executed := job.executed
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {

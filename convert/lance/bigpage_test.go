@@ -6,7 +6,9 @@ import (
 	"runtime/metrics"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // TestRunPeakLargePages: converting a binary column stored in large pages
@@ -31,7 +33,7 @@ func TestRunPeakLargePages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := testtool.LanceBench(t, tc.rows, 100<<10, tc.oneFragment)
 			ctx := t.Context()
-			j, err := NewJob(ctx, src, filepath.Join(t.TempDir(), "out"), Options{Columns: []string{"data"}, QuickPlan: true})
+			j, err := NewJob(ctx, src, filepath.Join(t.TempDir(), "out"), Options{Columns: []string{"data"}, Options: convert.Options{QuickPlan: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -50,7 +52,7 @@ func TestRunPeakLargePages(t *testing.T) {
 			if largest < tc.minPage {
 				t.Fatalf("the largest page has %d bytes; the test needs pages of at least %d", largest, tc.minPage)
 			}
-			if _, err := j.Plan(ctx, nil); err != nil {
+			if _, err := j.Plan(ctx, nil, progress.Nop{}); err != nil {
 				t.Fatal(err)
 			}
 			runtime.GC()

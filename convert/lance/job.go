@@ -11,6 +11,7 @@ import (
 	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // TableDir is the rewritten dataset, relative to DST.
@@ -33,8 +34,12 @@ const (
 
 // Options configure a Lance conversion.
 type Options struct {
-	// PackOptions bound the pack shards and turn the manifest off.
-	convert.PackOptions
+	// Options are the settings every converter takes. ToolVersion is
+	// recorded in the rewritten dataset's metadata; QuickPlan skips the
+	// evidence pass (which reads every value of a plain binary column),
+	// so the column is read once, by the conversion, which checks every
+	// value as it goes.
+	convert.Options
 	// Version selects the source version; 0 the latest.
 	Version uint64
 	// Columns names the columns to extract; none selects every blob
@@ -42,13 +47,6 @@ type Options struct {
 	Columns []string
 	// External is what happens to external blobs (default ExternalCopy).
 	External External
-	// ToolVersion is recorded in the rewritten dataset's metadata.
-	ToolVersion string
-	// QuickPlan skips the evidence pass (which reads every value of a
-	// plain binary column): for runs whose plan no one reads (--yes
-	// --quiet), so the column is read once, by the conversion, which
-	// checks every value as it goes.
-	QuickPlan bool
 	// Stats, when set, counts what reading a source in object storage
 	// (s3://BUCKET/PREFIX) sends and fetches, for the summary.
 	Stats *objstore.Stats
@@ -219,7 +217,7 @@ func (j *Job) selected(c *candidate) bool {
 }
 
 // Plan computes the plan for the selection (see convert.Job).
-func (j *Job) Plan(ctx context.Context, selected []string) (plan.Plan, error) {
+func (j *Job) Plan(ctx context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
 	p, err := j.planFor(ctx, selected)
 	return p, j.storeFirst(err)
 }

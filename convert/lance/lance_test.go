@@ -16,6 +16,7 @@ import (
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // The datasets are written at test time by fixtures/lance/gen.mjs with the
@@ -120,11 +121,11 @@ func TestConvertDatasets(t *testing.T) {
 		t.Run(tc.dataset, func(t *testing.T) {
 			src := filepath.Join(root, tc.dataset+".lance")
 			dst := filepath.Join(t.TempDir(), "out")
-			j, err := NewJob(t.Context(), src, dst, Options{Columns: tc.columns, PackOptions: convert.PackOptions{MaxMembers: 1000}})
+			j, err := NewJob(t.Context(), src, dst, Options{Columns: tc.columns, Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: 1000}}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := j.Plan(t.Context(), nil); err != nil {
+			if _, err := j.Plan(t.Context(), nil, progress.Nop{}); err != nil {
 				t.Fatal(err)
 			}
 			if len(j.sel) == 0 {
@@ -246,7 +247,7 @@ func TestSelection(t *testing.T) {
 	if err := j.NeedChoice(); err != nil {
 		t.Errorf("blob column: %v", err)
 	}
-	p, err := j.Plan(ctx, nil)
+	p, err := j.Plan(ctx, nil, progress.Nop{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,6 +116,16 @@ func (j *Job) writePart(dir string, names []string, cols []*refs) error {
 
 var _ convert.TableJoiner = JoinParts
 
+// Joiner names the convert.TableJoiner of each file that the parts of a
+// split Lance conversion write: JoinParts for the part's record (PartFile),
+// which rewrites the dataset once for every part; nil for the rest.
+func Joiner(rel string) convert.TableJoiner {
+	if rel == PartFile {
+		return JoinParts
+	}
+	return nil
+}
+
 // JoinParts is the convert.TableJoiner of PartFile: it reads every part's
 // references, renumbers them with rename, and writes the rewritten table
 // (TableDir, beside out; out itself is not written) from the source
@@ -194,7 +204,7 @@ func JoinParts(ctx context.Context, out string, parts []string, rename func(part
 		}
 		cols[c] = r
 	}
-	j := &Job{src: first.Source, ds: ds, opts: Options{External: first.External, ToolVersion: first.ToolVersion}}
+	j := &Job{src: first.Source, ds: ds, opts: Options{External: first.External, Options: convert.Options{ToolVersion: first.ToolVersion}}}
 	seed := fmt.Appendf(nil, "%s\x00%d\x00%q\x00%s\x00%d parts", first.Source, first.Version, first.Columns, first.External, len(parts))
 	_, err = j.writeTable(ctx, filepath.Join(filepath.Dir(out), TableDir), first.Columns, cols, seed)
 	return err

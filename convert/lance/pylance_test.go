@@ -19,6 +19,7 @@ import (
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // The Lance 14 datasets are written at test time by fixtures/lance14/gen.py
@@ -128,7 +129,7 @@ func TestPylance14(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := filepath.Join(root, tc.name+".lance")
 			dst := filepath.Join(t.TempDir(), "out")
-			opts := Options{Columns: []string{tc.column}, Version: tc.version, PackOptions: convert.PackOptions{MaxMembers: 1000}}
+			opts := Options{Columns: []string{tc.column}, Version: tc.version, Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: 1000}}}
 			if tc.keep {
 				opts.External = ExternalKeep
 			}
@@ -137,7 +138,7 @@ func TestPylance14(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				p, err := j.Plan(t.Context(), nil)
+				p, err := j.Plan(t.Context(), nil, progress.Nop{})
 				if err != nil {
 					return err
 				}
@@ -237,7 +238,7 @@ func TestPylance14ManagedPastObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = j.Plan(t.Context(), nil)
+	_, err = j.Plan(t.Context(), nil, progress.Nop{})
 	want := "row 5: corrupt data: managed blob " + obj + ": range [150, 9150) past the object's 5000 bytes"
 	if !errors.Is(err, convert.ErrInvalidInput) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Plan: %v, want an invalid-input error saying %q", err, want)

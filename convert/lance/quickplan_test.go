@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // TestQuickPlan: with QuickPlan the plan gathers no evidence (no value is
@@ -15,11 +18,11 @@ func TestQuickPlan(t *testing.T) {
 	var outs []string
 	for _, quick := range []bool{false, true} {
 		dst := filepath.Join(t.TempDir(), "out")
-		j, err := NewJob(ctx, src, dst, Options{QuickPlan: quick})
+		j, err := NewJob(ctx, src, dst, Options{Options: convert.Options{QuickPlan: quick}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := j.Plan(ctx, nil)
+		p, err := j.Plan(ctx, nil, progress.Nop{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,12 +11,10 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/lancefmt"
-	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 // Record is the JSON value stored under MetaKey in the rewritten dataset's
@@ -60,12 +58,7 @@ func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			return plan.Summary{}, c.ev.disagree
 		}
 	}
-	if !lancestore.Remote(j.ds) {
-		if err := stage.CheckDisjoint(j.src, j.dst); err != nil {
-			return plan.Summary{}, err
-		}
-	}
-	out, err := convert.Begin(ctx, j.dst, convert.OutputOptions{Pack: j.opts.PackOptions, Progress: prog})
+	out, err := convert.Begin(ctx, j.dst, convert.OutputOptions{Pack: j.opts.PackOptions, Sources: []string{j.src}, Progress: prog})
 	if err != nil {
 		return plan.Summary{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // TestSharedBlobs converts a blob v2 dataset whose rows share blobs: rows 2
@@ -34,7 +35,7 @@ func TestSharedBlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := j.Plan(ctx, nil)
+	p, err := j.Plan(ctx, nil, progress.Nop{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/progress"
 )
 
 // The large-page datasets are written once per test binary by
@@ -90,11 +92,11 @@ func convertChild() {
 		err = func() error {
 			ctx := context.Background()
 			stats := &objstore.Stats{}
-			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: []string{cj.Column}, QuickPlan: cj.Quick, Stats: stats})
+			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
 			if err != nil {
 				return err
 			}
-			if _, err := j.Plan(ctx, nil); err != nil {
+			if _, err := j.Plan(ctx, nil, progress.Nop{}); err != nil {
 				return err
 			}
 			if _, err = j.Run(ctx, nil); err != nil {

@@ -95,13 +95,8 @@ func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.C
 		if absDst, err = filepath.Abs(dst); err != nil {
 			return nil, err
 		}
-		if !d.tree.Remote() {
-			if err := stage.CheckDisjoint(d.Root, absDst); err != nil {
-				return nil, err
-			}
-		}
 	}
-	out, err := convert.Begin(ctx, absDst, convert.OutputOptions{Pack: o.PackOptions, Progress: prog})
+	out, err := convert.Begin(ctx, absDst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog})
 	if err != nil {
 		return nil, err
 	}

@@ -52,9 +52,12 @@ const DefaultToleranceFrames = video.DefaultToleranceFrames
 // defaults, but a dataset with video features also needs an Engine (unless
 // Video is VideoSkip).
 type Options struct {
-	// PackOptions cap each shard (packcore defaults) and turn the packs'
-	// pack.manifest.json off.
-	convert.PackOptions
+	// Options are the settings every converter takes (QuickPlan changes
+	// nothing: a LeRobot plan reads no payload).
+	convert.Options
+	// Tree, when set, is the source opened (srctree.Open) by a caller that
+	// counts what reading it fetches; otherwise the job opens the source.
+	Tree *srctree.Tree
 	// Images is ImagesExtract (default) or ImagesSkip.
 	Images ImageMode
 	// Video is VideoCopy (default) or VideoSkip.
@@ -65,8 +68,6 @@ type Options struct {
 	// ToleranceFrames is how many frames an episode's interval length may
 	// differ from its frame count (default DefaultToleranceFrames).
 	ToleranceFrames float64
-	// Version is recorded in rewritten tables.
-	Version string
 	// Engine scans and cuts the camera files: convert/lerobot/video/libav,
 	// which the bpconvert-lerobot program links. This package never
 	// imports it, so it builds without cgo.
@@ -579,11 +580,10 @@ func tableErr(err error) error {
 func (ins *Inspection) parquetOptions(prog progress.Counter) parquet.Options {
 	o := ins.Options
 	return parquet.Options{
-		PackOptions: o.PackOptions,
-		Version:     o.Version,
-		Progress:    noTotals{progress.OrNop(prog)},
-		Keys:        frameKey,
-		Media:       parquet.MediaString, // image features become reference strings, as LeRobot's converted tables declare them
+		Options:  convert.Options{PackOptions: o.PackOptions, ToolVersion: o.ToolVersion},
+		Progress: noTotals{progress.OrNop(prog)},
+		Keys:     frameKey,
+		Media:    parquet.MediaString, // image features become reference strings, as LeRobot's converted tables declare them
 	}
 }
 

@@ -6,48 +6,50 @@ import (
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
-// Job is a LeRobot conversion on the converter contract: Plan inspects the
-// dataset (Inspect) and describes the result, Run converts it (Convert).
+// Job converts a LeRobot dataset.
 type Job struct {
-	// Src is the dataset directory or its s3:// location; Dst the
-	// destination, absent or empty.
-	Src, Dst string
-	// Tree, when set, is Src opened (srctree.Open), by a caller that
-	// counts what reading it fetches; otherwise Plan opens Src.
-	Tree *srctree.Tree
-	// Options are the conversion's settings; a dataset with video features
-	// needs Options.Engine.
-	Options Options
-
-	ins *Inspection
+	src, dst string
+	opts     Options
+	ins      *Inspection
 }
 
 var _ convert.Job = (*Job)(nil)
 
+// NewJob returns the job converting the dataset at src (a directory, or
+// its s3:// location; see Options.Tree) into dst, absent or empty. A
+// dataset with video features needs opts.Engine. Nothing is read yet but
+// the options.
+func NewJob(_ context.Context, src, dst string, opts Options) (*Job, error) {
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	return &Job{src: src, dst: dst, opts: opts}, nil
+}
+
 // Plan inspects the dataset, the first time it is called, and describes
 // the conversion. It writes nothing. A LeRobot plan has no selectable
-// entries (the options choose what is converted), so selected is ignored.
-func (j *Job) Plan(ctx context.Context, _ []string) (plan.Plan, error) {
-	dst := j.Dst
+// entries (the options choose what is converted), so selected is ignored;
+// the inspection reports no progress.
+func (j *Job) Plan(ctx context.Context, _ []string, _ progress.Counter) (plan.Plan, error) {
+	dst := j.dst
 	if !objstore.IsRemote(dst) {
 		var err error
-		if dst, err = filepath.Abs(j.Dst); err != nil {
+		if dst, err = filepath.Abs(j.dst); err != nil {
 			return plan.Plan{}, err
 		}
 	}
 	if j.ins == nil {
 		var ins *Inspection
 		var err error
-		if j.Tree != nil {
-			ins, err = InspectTree(ctx, j.Tree, j.Options)
+		if j.opts.Tree != nil {
+			ins, err = InspectTree(ctx, j.opts.Tree, j.opts)
 		} else {
-			ins, err = Inspect(ctx, j.Src, j.Options)
+			ins, err = Inspect(ctx, j.src, j.opts)
 		}
 		if err != nil {
 			return plan.Plan{}, err
@@ -58,12 +60,12 @@ func (j *Job) Plan(ctx context.Context, _ []string) (plan.Plan, error) {
 }
 
 // Run converts the dataset as planned, reporting progress to prog, and
-// returns the summary (Result.Summary).
+// returns the summary.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
 	if j.ins == nil {
 		return plan.Summary{}, errors.New("lerobot: Run called before Plan")
 	}
-	res, err := Convert(ctx, j.ins, j.Dst, prog)
+	res, err := Convert(ctx, j.ins, j.dst, prog)
 	if err != nil {
 		return plan.Summary{}, err
 	}

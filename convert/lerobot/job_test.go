@@ -36,17 +36,20 @@ func TestJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			dst := filepath.Join(t.TempDir(), "out")
-			job := &Job{Src: dataset(t, tc.base), Dst: dst, Options: Options{
-				PackOptions: convert.PackOptions{NoManifest: tc.noManifest},
-				Engine:      testEngine(t, tc.video),
-			}}
+			job, err := NewJob(ctx, dataset(t, tc.base), dst, Options{
+				Options: convert.Options{PackOptions: convert.PackOptions{NoManifest: tc.noManifest}},
+				Engine:  testEngine(t, tc.video),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if _, err := job.Run(ctx, progress.Nop{}); err == nil {
 				t.Fatal("Run before Plan succeeded")
 			}
 			var p plan.Plan
 			for range 2 {
 				var err error
-				if p, err = job.Plan(ctx, nil); err != nil {
+				if p, err = job.Plan(ctx, nil, progress.Nop{}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -505,7 +505,7 @@ func TestNoSplitEpisodes(t *testing.T) {
 // 22 KiB) is never split.
 func TestEpisodeShards(t *testing.T) {
 	ctx := context.Background()
-	ins, err := Inspect(ctx, dataset(t, "v2.1"), Options{PackOptions: convert.PackOptions{MaxPackBytes: 48 << 10}, Engine: testEngine(t, true)})
+	ins, err := Inspect(ctx, dataset(t, "v2.1"), Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxPackBytes: 48 << 10}}, Engine: testEngine(t, true)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,8 +79,9 @@ type Result struct {
 	Rows int64
 	// Pack is what the pack writer wrote.
 	Pack packcore.Stats
-	// Upload describes the uploads of a run into object storage.
-	Upload *plan.Upload
+	// Summary is the run's outcome in the CLI's summary form (Convert
+	// fills it in; ConvertTo leaves it to its caller).
+	Summary plan.Summary
 }
 
 // Convert writes the converted dataset to dst, which must not exist (or be
@@ -100,10 +101,7 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 	if len(sel.Paths) == 0 {
 		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
 	}
-	if err := stage.CheckDisjoint(ins.Src, dst); err != nil {
-		return nil, err
-	}
-	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: opts.PackOptions, Progress: opts.Progress})
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: opts.PackOptions, Sources: []string{ins.Src}, Progress: opts.Progress})
 	if err != nil {
 		return nil, err
 	}
@@ -112,11 +110,20 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 	if err != nil {
 		return nil, err
 	}
-	res.Pack, err = out.Commit()
-	res.Upload = out.Summary(plan.Summary{}).Upload
-	if err != nil {
+	if res.Pack, err = out.Commit(); err != nil {
 		return nil, err
 	}
+	res.Summary = out.Summary(plan.Summary{
+		Format: ins.Format(),
+		Source: ins.Root,
+		Counts: plan.Counts{
+			{Name: "rewritten tables", N: int64(res.Rewritten)},
+			{Name: "copied tables", N: int64(res.Copied)},
+			{Name: "copied files", N: int64(res.Files)},
+			{Name: "rows", N: res.Rows},
+		},
+		Warnings: append([]string{}, ins.Warnings...),
+	})
 	return res, nil
 }
 
@@ -872,7 +879,7 @@ func (tc *tableConv) metadata(keys, vals []string, inSchema *arrow.Schema) (arro
 	src := arrow.NewSchema(inSchema.Fields(), &srcMeta)
 	rec := TableRecord{
 		Tool:         "bpconvert",
-		Version:      tc.opts.Version,
+		Version:      tc.opts.ToolVersion,
 		PackBase:     MediaDir,
 		RefBase:      tc.opts.RefBase,
 		SourceSchema: base64.StdEncoding.EncodeToString(flight.SerializeSchema(src, tc.opts.Allocator)),

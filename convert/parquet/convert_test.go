@@ -94,7 +94,7 @@ func TestParquetConvert(t *testing.T) {
 			rewritten: 2,
 			copied:    2,
 			others:    []string{"README.md", "dataset_info.json", "images/extra-0001.png", "images/extra-0002.jpg"},
-			opts:      Options{PackOptions: convert.PackOptions{MaxPackBytes: 4 << 10}},
+			opts:      Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxPackBytes: 4 << 10}}},
 		},
 		{
 			name:      "plain binary, nested field and list",
@@ -161,7 +161,7 @@ func convertChecked(t *testing.T, src string, opts Options, columns []string, fi
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	opts.Allocator = mem
-	opts.Version = "test"
+	opts.ToolVersion = "test"
 	ctx := context.Background()
 	ins, err := Inspect(ctx, src, opts)
 	if err != nil {
@@ -848,7 +848,7 @@ func golden(t *testing.T, path, got string) {
 // row's references name one shard, and no group is reported split.
 func TestRowsShareAShard(t *testing.T) {
 	const members = 7
-	dst, res := convertPlain(t, context.Background(), fixtureRoot(t), Options{BatchRows: 64, PackOptions: convert.PackOptions{MaxMembers: members}})
+	dst, res := convertPlain(t, context.Background(), fixtureRoot(t), Options{BatchRows: 64, Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: members}}})
 	if res.Pack.Shards < 10 || res.Pack.GroupsSplit != 0 {
 		t.Fatalf("max members %d: %d shards, %d groups split; want many shards and none split", members, res.Pack.Shards, res.Pack.GroupsSplit)
 	}

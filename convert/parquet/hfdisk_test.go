@@ -20,6 +20,7 @@ import (
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -90,7 +91,7 @@ func TestHFDiskConvert(t *testing.T) {
 			wantPaths: []string{"audio", "frames", "image"},
 			tables:    []string{"test/data-00000-of-00001.arrow", "train/data-00000-of-00002.arrow", "train/data-00001-of-00002.arrow"},
 			infos:     []string{"test/dataset_info.json", "train/dataset_info.json"},
-			opts:      Options{PackOptions: convert.PackOptions{MaxPackBytes: 4 << 10}},
+			opts:      Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxPackBytes: 4 << 10}}},
 		},
 		{
 			name:      "arrow file format",
@@ -311,11 +312,11 @@ func TestHFDiskJob(t *testing.T) {
 	src := filepath.Join(root, "dict")
 	dst := filepath.Join(t.TempDir(), "out")
 	rec := diskRecord(t, src, convert.Part{})
-	job, err := NewJob(ctx, src, dst, []string{"image"}, nil, Options{PackOptions: convert.PackOptions{Record: rec}})
+	job, err := NewJob(ctx, src, dst, Options{Columns: []string{"image"}, Options: convert.Options{PackOptions: convert.PackOptions{Record: rec}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := job.Plan(ctx, nil)
+	p, err := job.Plan(ctx, nil, progress.Nop{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +395,7 @@ func TestHFDiskParts(t *testing.T) {
 			var sel Selection
 			for i := 1; i <= n; i++ {
 				p := convert.Part{I: i, N: n}
-				opts := Options{Version: "test", Media: MediaString, PackOptions: convert.PackOptions{Part: p, Record: diskRecord(t, src, p), MaxPackBytes: 8 << 10}}
+				opts := Options{Media: MediaString, Options: convert.Options{ToolVersion: "test", PackOptions: convert.PackOptions{Part: p, Record: diskRecord(t, src, p), MaxPackBytes: 8 << 10}}}
 				var err error
 				if ins, err = Inspect(ctx, src, opts); err != nil {
 					t.Fatal(err)

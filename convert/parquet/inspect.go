@@ -35,6 +35,11 @@ const (
 // Options configures Inspect and Convert. The zero value selects the
 // defaults.
 type Options struct {
+	// Columns and Fields are the selection named by the user: top-level
+	// column names and nested field paths (NewJob). Both empty select the
+	// Hugging Face media columns, when the source declares any.
+	Columns []string
+	Fields  [][]string
 	// SampleSize is how many values per candidate Inspect reads for its
 	// evidence (default 32).
 	SampleSize int
@@ -46,11 +51,11 @@ type Options struct {
 	BatchBytes int64
 	// BatchRows caps the rows of one batch (default 4096).
 	BatchRows int
-	// PackOptions cap each shard (packcore defaults) and turn the
-	// manifest off.
-	convert.PackOptions
-	// Version is recorded in the bpconvert metadata of every rewritten table.
-	Version string
+	// Options are the settings every converter takes; ToolVersion is
+	// recorded in the bpconvert metadata of every rewritten table
+	// ("devel" when empty). QuickPlan changes nothing: the plan reads
+	// footers and a sample of values only.
+	convert.Options
 	// Allocator serves every Arrow buffer (default memory.DefaultAllocator).
 	Allocator memory.Allocator
 	// Progress receives items and bytes as payloads are packed.
@@ -110,8 +115,8 @@ func (o Options) withDefaults() Options {
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
-	if o.Version == "" {
-		o.Version = "devel"
+	if o.ToolVersion == "" {
+		o.ToolVersion = "devel"
 	}
 	o.Progress = progress.OrNop(o.Progress)
 	return o

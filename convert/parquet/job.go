@@ -9,21 +9,12 @@ import (
 	"github.com/bpconvert/bpconvert/progress"
 )
 
-// Job is a parquet conversion on the converter contract.
+// Job converts parquet tables or a Hugging Face dataset.
 type Job struct {
-	// Inspection is the inspected source.
-	Inspection *Inspection
-	// Dst is the destination directory.
-	Dst string
-	// Columns and Fields are the selection named by the user: top-level
-	// column names and nested field paths. Both empty select the Hugging
-	// Face media columns, when the source declares any.
-	Columns []string
-	Fields  [][]string
-	// Options are the conversion options (Progress is set by Run).
-	Options Options
-
-	sel Selection
+	ins  *Inspection
+	dst  string
+	opts Options
+	sel  Selection
 }
 
 var (
@@ -31,24 +22,29 @@ var (
 	_ convert.Chooser = (*Job)(nil)
 )
 
-// NewJob inspects src (see Inspect) and returns the job converting it into
-// dst with the named selection.
-func NewJob(ctx context.Context, src, dst string, columns []string, fields [][]string, opts Options) (*Job, error) {
+// NewJob inspects src (a parquet file, a directory of tables, a Hugging
+// Face dataset or save_to_disk directory; see Inspect: footers and a
+// sample of values) and returns the job converting it into dst, absent or
+// empty, with the selection opts.Columns and opts.Fields name.
+func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
 	ins, err := Inspect(ctx, src, opts)
 	if err != nil {
 		return nil, usage(err)
 	}
-	j := &Job{Inspection: ins, Dst: dst, Columns: columns, Fields: fields, Options: opts}
-	if _, err := ins.Select(columns, fields); err != nil && !errors.Is(err, ErrNeedSelection) {
+	j := &Job{ins: ins, dst: dst, opts: opts}
+	if _, err := ins.Select(opts.Columns, opts.Fields); err != nil && !errors.Is(err, ErrNeedSelection) {
 		return nil, usage(err)
 	}
 	return j, nil
 }
 
+// Inspection is the inspected source.
+func (j *Job) Inspection() *Inspection { return j.ins }
+
 // NeedChoice returns a usage error when the user named no column and the
 // source declares no media features.
 func (j *Job) NeedChoice() error {
-	if _, err := j.Inspection.Select(j.Columns, j.Fields); errors.Is(err, ErrNeedSelection) {
+	if _, err := j.ins.Select(j.opts.Columns, j.opts.Fields); errors.Is(err, ErrNeedSelection) {
 		return usage(err)
 	}
 	return nil
@@ -57,12 +53,12 @@ func (j *Job) NeedChoice() error {
 // Plan selects the named entries (candidate names as the plan shows them)
 // or, when selected is nil, the job's own selection, and plans it. A
 // selection still to be made plans every candidate as not chosen.
-func (j *Job) Plan(_ context.Context, selected []string) (plan.Plan, error) {
+func (j *Job) Plan(_ context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
 	var err error
 	if selected != nil {
-		j.sel, err = j.Inspection.Select(nil, j.pathsByName(selected))
+		j.sel, err = j.ins.Select(nil, j.pathsByName(selected))
 	} else {
-		j.sel, err = j.Inspection.Select(j.Columns, j.Fields)
+		j.sel, err = j.ins.Select(j.opts.Columns, j.opts.Fields)
 	}
 	if errors.Is(err, ErrNeedSelection) {
 		j.sel, err = Selection{}, nil
@@ -70,40 +66,25 @@ func (j *Job) Plan(_ context.Context, selected []string) (plan.Plan, error) {
 	if err != nil {
 		return plan.Plan{}, usage(err)
 	}
-	return j.Inspection.Plan(j.sel, j.Dst), nil
+	return j.ins.Plan(j.sel, j.dst), nil
 }
 
 // Run converts the planned selection.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
-	o := j.Options
+	o := j.opts
 	o.Progress = prog
-	res, err := Convert(ctx, j.Inspection, j.sel, j.Dst, o)
+	res, err := Convert(ctx, j.ins, j.sel, j.dst, o)
 	if err != nil {
 		return plan.Summary{}, usage(err)
 	}
-	return plan.Summary{
-		Format: j.Inspection.Format(),
-		Source: j.Inspection.Root,
-		Dest:   j.Dst,
-		Blobs:  res.Pack.Members,
-		Bytes:  res.Pack.Bytes,
-		Shards: int64(res.Pack.Shards),
-		Counts: plan.Counts{
-			{Name: "rewritten tables", N: int64(res.Rewritten)},
-			{Name: "copied tables", N: int64(res.Copied)},
-			{Name: "copied files", N: int64(res.Files)},
-			{Name: "rows", N: res.Rows},
-		},
-		Warnings: append(append([]string{}, j.Inspection.Warnings...), convert.GroupWarnings(res.Pack.GroupsSplit)...),
-		Upload:   res.Upload,
-	}, nil
+	return res.Summary, nil
 }
 
 // pathsByName maps entry names chosen in a prompt back to candidate paths.
 func (j *Job) pathsByName(names []string) [][]string {
 	var out [][]string
 	for _, n := range names {
-		for _, c := range j.Inspection.Candidates {
+		for _, c := range j.ins.Candidates {
 			if c.Name() == n {
 				out = append(out, c.Path)
 				break

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -22,6 +23,20 @@ import (
 )
 
 var _ convert.TableJoiner = JoinTable
+
+// Joiner names the convert.TableJoiner of each file that the parts of a
+// split parquet conversion write: JoinTable for parquet tables,
+// JoinArrowTable for the Arrow data files of a save_to_disk dataset, nil
+// for the rest (copied from part 1).
+func Joiner(rel string) convert.TableJoiner {
+	switch {
+	case strings.HasSuffix(rel, ".parquet"):
+		return JoinTable
+	case strings.HasSuffix(rel, ".arrow"):
+		return JoinArrowTable
+	}
+	return nil
+}
 
 // JoinTable is the convert.TableJoiner of a table that one part of a split
 // conversion wrote (each table belongs to one part): it writes the table

@@ -54,7 +54,7 @@ type converter struct {
 	appleDoubl int64
 }
 
-// Convert converts the shards that opts.Src names into opts.Dst: every
+// Convert converts the shards that opts.src names into opts.dst: every
 // member into blob packs under DST/media, and, unless opts.NoTable, one
 // table row per sample into DST/samples.parquet. It reads each shard once,
 // sequentially (standard input included), and streams every member into
@@ -67,18 +67,15 @@ type converter struct {
 // ErrInvalidInput, with a hint where one helps (see Hint). pc receives the
 // shard bytes read (compressed, as on disk) and members converted; it may
 // be nil.
-func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, error) {
+func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Result, error) {
 	opts = opts.withDefaults()
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	if opts.Dst == "" {
+	if opts.dst == "" {
 		return nil, errors.New("wds: no destination given")
 	}
 	pc = progress.OrNop(pc)
-	if err := checkDisjoint(opts); err != nil {
-		return nil, err
-	}
 	srcs, err := resolveSources(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -90,8 +87,9 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 		pendingKeys: map[string]bool{},
 		sets:        map[string]*packcore.Set{},
 	}
-	out, err := convert.Begin(ctx, opts.Dst, convert.OutputOptions{
+	out, err := convert.Begin(ctx, opts.dst, convert.OutputOptions{
 		Pack:     opts.PackOptions,
+		Sources:  SourceDirs(opts.src),
 		OnShard:  c.onShard,
 		Progress: pc,
 	})
@@ -103,7 +101,7 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 	for _, s := range out.Pack.Completed() {
 		c.completed[s.Name] = true // reused shards of an interrupted run
 	}
-	c.res = Result{Source: opts.Src, Dest: out.Final}
+	c.res = Result{Source: opts.src, Dest: out.Final}
 	defer c.closeSets()
 	for _, s := range srcs.Shards {
 		name := s.Name
@@ -172,12 +170,25 @@ func Convert(ctx context.Context, opts Options, pc progress.Counter) (*Result, e
 	slices.Sort(c.res.Fields)
 	c.res.Warnings = c.warnings()
 	c.closeSets()
-	_, err = out.Commit()
-	c.res.Upload = out.Summary(plan.Summary{}).Upload
-	if err != nil {
+	if _, err = out.Commit(); err != nil {
 		return nil, err
 	}
-	return &c.res, nil
+	r := &c.res
+	r.summary = out.Summary(plan.Summary{
+		Status: plan.StatusOK,
+		Format: "WebDataset",
+		Source: r.Source,
+		Counts: plan.Counts{
+			{Name: "tar shards", N: int64(r.Shards)},
+			{Name: "members", N: r.Members},
+			{Name: "links", N: r.Links},
+			{Name: "inline", N: r.Inline},
+			{Name: "skipped dirs", N: r.Dirs},
+			{Name: "samples", N: r.Samples},
+		},
+		Warnings: append([]string{}, r.Warnings...),
+	})
+	return r, nil
 }
 
 // shard converts one tar shard.

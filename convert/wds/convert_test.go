@@ -200,8 +200,8 @@ func TestConvertFixtures(t *testing.T) {
 		// Small pack shards: links wait for their target's shard, rollover
 		// happens mid-tar, and one member exceeds the cap.
 		{name: "small packs", src: "good/gnu.tar::good/pax.tar::gnutar/plain.tar", shards: g("good/gnu.tar", "good/pax.tar", "gnutar/plain.tar"),
-			opts: Options{PackOptions: convert.PackOptions{MaxPackBytes: 64 << 10, MaxMembers: 3}, ShardPrefix: true}},
-		{name: "one member per shard", src: "good/pax.tar", shards: g("good/pax.tar"), opts: Options{PackOptions: convert.PackOptions{MaxMembers: 1}}},
+			opts: Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxPackBytes: 64 << 10, MaxMembers: 3}}, ShardPrefix: true}},
+		{name: "one member per shard", src: "good/pax.tar", shards: g("good/pax.tar"), opts: Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: 1}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -225,14 +225,14 @@ func runConversion(t *testing.T, src string, paths, names []string, opts Options
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	opts.Src, opts.Dst, opts.mem = src, out, mem
+	opts.src, opts.dst, opts.mem = src, out, mem
 	pc := &countingProgress{}
-	res, err := Convert(context.Background(), opts, pc)
+	res, err := convertShards(context.Background(), opts, pc)
 	if err != nil {
 		t.Fatalf("Convert: %v", err)
 	}
 	mem.AssertSize(t, 0)
-	if opts.Src != "-" {
+	if opts.src != "-" {
 		names = tableNames(shardList(paths))
 	}
 	e := expect(t, paths, names, opts.ShardPrefix)
@@ -255,10 +255,10 @@ func runConversion(t *testing.T, src string, paths, names []string, opts Options
 	if res.Shards != len(paths) || res.Pack.Members != int64(len(packed)) || res.Inline != int64(len(e.members)-len(packed)) {
 		t.Errorf("result shards %d pack members %d inline %d, want %d/%d/%d", res.Shards, res.Pack.Members, res.Inline, len(paths), len(packed), len(e.members)-len(packed))
 	}
-	if s := res.Summary(); s.Format != "WebDataset" || s.Blobs != int64(len(packed)) || s.Shards != int64(res.Pack.Shards) || s.Dest != out || s.Source != src {
+	if s := res.summary; s.Format != "WebDataset" || s.Blobs != int64(len(packed)) || s.Shards != int64(res.Pack.Shards) || s.Dest != out || s.Source != src {
 		t.Errorf("summary %+v does not match the result", s)
 	}
-	if opts.Src != "-" {
+	if opts.src != "-" {
 		var size int64
 		for _, p := range paths {
 			fi, err := os.Stat(p)
@@ -345,7 +345,7 @@ func TestConvertRealShards(t *testing.T) {
 	t.Run("directory without prefix", func(t *testing.T) {
 		// mpdata.tar and tendata.tar both hold samples 000000...: the table
 		// cannot hold both, and the error says what to do.
-		_, err := Convert(context.Background(), Options{Src: dir, Dst: filepath.Join(t.TempDir(), "out")}, nil)
+		_, err := convertShards(context.Background(), Options{src: dir, dst: filepath.Join(t.TempDir(), "out")}, nil)
 		var ie *InputError
 		if !errors.As(err, &ie) || !errors.Is(err, ErrInvalidInput) || ie.Hint != HintShardPrefix {
 			t.Fatalf("err = %v, want an input error with the --shard-prefix hint", err)
@@ -378,7 +378,7 @@ func TestConvertStdin(t *testing.T) {
 		}
 		defer f.Close()
 		out := filepath.Join(t.TempDir(), "out")
-		if _, err := Convert(context.Background(), Options{Src: "-", Dst: out, Stdin: f, StdinName: "train-7", ShardPrefix: true, NoTable: true}, nil); err != nil {
+		if _, err := convertShards(context.Background(), Options{src: "-", dst: out, Stdin: f, StdinName: "train-7", ShardPrefix: true, NoTable: true}, nil); err != nil {
 			t.Fatal(err)
 		}
 		set, err := packcore.OpenSet(filepath.Join(out, MediaDir), packcore.SetOptions{})
@@ -409,16 +409,16 @@ func TestLinkPaths(t *testing.T) {
 		// puts them into a second shard.
 		{name: "end of input", src: "good/gnu.tar", paths: [3]int{0, 0, 2}, shards: 2},
 		// One member per shard: the targets' shards are complete.
-		{name: "at once", src: "good/gnu.tar", opts: Options{PackOptions: convert.PackOptions{MaxMembers: 1}}, paths: [3]int{2, 0, 0}, shards: 7},
+		{name: "at once", src: "good/gnu.tar", opts: Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: 1}}}, paths: [3]int{2, 0, 0}, shards: 7},
 		// 100 KiB shards: c.bin (200 KiB, a shard of its own) completes the
 		// shard holding a.txt, which is in place (synced in the background
 		// meanwhile) once e.txt completes c.bin's shard: b.txt is copied
 		// then. d.bin's target c.bin is still being synced at the end of
 		// the input, so the open shard is completed and d.bin follows.
 		// Shards: a, c, e + b, d (200 KiB).
-		{name: "after the target's shard", src: "good/links.tar", opts: Options{PackOptions: convert.PackOptions{MaxPackBytes: 100 << 10}}, paths: [3]int{0, 1, 1}, shards: 4},
+		{name: "after the target's shard", src: "good/links.tar", opts: Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxPackBytes: 100 << 10}}}, paths: [3]int{0, 1, 1}, shards: 4},
 		// A chain of links to the member just added, all waiting.
-		{name: "chain", src: "good/pax.tar", opts: Options{PackOptions: convert.PackOptions{MaxMembers: 1}}, paths: [3]int{0, 0, 3}, shards: 6},
+		{name: "chain", src: "good/pax.tar", opts: Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: 1}}}, paths: [3]int{0, 0, 3}, shards: 6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -96,8 +96,8 @@ func TestConvertRefusesBadShards(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "out")
 			opts := c.opts
-			opts.Src, opts.Dst = src, out
-			_, err := Convert(context.Background(), opts, nil)
+			opts.src, opts.dst = src, out
+			_, err := convertShards(context.Background(), opts, nil)
 			checkInputError(t, err, shard, c.member, want, c.reason, c.is, c.hint)
 			if _, serr := os.Stat(out); !errors.Is(serr, fs.ErrNotExist) {
 				t.Errorf("output exists after a failed run: %v", serr)
@@ -107,13 +107,13 @@ func TestConvertRefusesBadShards(t *testing.T) {
 			}
 
 			// The plan finds the same problem without writing anything.
-			opts.Dst = filepath.Join(t.TempDir(), "plan-out")
-			p, err := Inspect(context.Background(), opts, nil)
+			opts.dst = filepath.Join(t.TempDir(), "plan-out")
+			p, err := inspect(context.Background(), opts, nil)
 			checkInputError(t, err, shard, c.member, want, c.reason, c.is, c.hint)
 			if c.is != fs.ErrNotExist && len(p.Warnings) == 0 {
 				t.Errorf("plan lists no warning for %v", err)
 			}
-			if _, serr := os.Stat(opts.Dst); !errors.Is(serr, fs.ErrNotExist) {
+			if _, serr := os.Stat(opts.dst); !errors.Is(serr, fs.ErrNotExist) {
 				t.Errorf("Inspect created the destination: %v", serr)
 			}
 		})
@@ -154,8 +154,8 @@ func TestNoTableOnlyWarns(t *testing.T) {
 	for _, name := range []string{"split-sample.tar", "dup-field.tar"} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			opts := Options{Src: filepath.Join(dir, "bad", name), Dst: out, NoTable: true}
-			res, err := Convert(context.Background(), opts, nil)
+			opts := Options{src: filepath.Join(dir, "bad", name), dst: out, NoTable: true}
+			res, err := convertShards(context.Background(), opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,8 +165,8 @@ func TestNoTableOnlyWarns(t *testing.T) {
 			if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "WebDataset") {
 				t.Errorf("warnings = %q, want one about WebDataset's grouping", res.Warnings)
 			}
-			opts.Dst = filepath.Join(t.TempDir(), "plan")
-			p, err := Inspect(context.Background(), opts, nil)
+			opts.dst = filepath.Join(t.TempDir(), "plan")
+			p, err := inspect(context.Background(), opts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -205,7 +205,7 @@ func TestConvertCancelled(t *testing.T) {
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "out")
 	pc := &cancelAfter{n: 3, cancel: cancel}
-	_, err := Convert(ctx, Options{Src: filepath.Join(dir, "good", "ustar.tar"), Dst: out}, pc)
+	_, err := convertShards(ctx, Options{src: filepath.Join(dir, "good", "ustar.tar"), dst: out}, pc)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -225,7 +225,7 @@ func TestConvertRefusesUsedDestination(t *testing.T) {
 	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Convert(context.Background(), Options{Src: filepath.Join(dir, "good", "ustar.tar"), Dst: out}, nil)
+	_, err := convertShards(context.Background(), Options{src: filepath.Join(dir, "good", "ustar.tar"), dst: out}, nil)
 	if !errors.Is(err, stage.ErrExists) {
 		t.Fatalf("err = %v, want stage.ErrExists", err)
 	}
@@ -251,7 +251,7 @@ func TestStaleStagingRemoved(t *testing.T) {
 	}
 	src := filepath.Join(dir, "good", "ustar.tar")
 	runConversion(t, src, []string{src}, []string{src}, Options{})
-	if _, err := Convert(context.Background(), Options{Src: src, Dst: out}, nil); err != nil {
+	if _, err := convertShards(context.Background(), Options{src: src, dst: out}, nil); err != nil {
 		t.Fatalf("re-run after a stale staging directory: %v", err)
 	}
 	checkOnlyOutputs(t, out, true)
@@ -263,19 +263,19 @@ func TestOptionsRefused(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"inline without table", Options{Src: "x.tar", Dst: "y", NoTable: true, Inline: []string{"cls"}}, "need the samples table"},
-		{"inline a column name", Options{Src: "x.tar", Dst: "y", Inline: []string{"__key__"}}, "not a field name"},
-		{"no source", Options{Dst: "y"}, "no source"},
-		{"stdin without reader", Options{Src: "-", Dst: "y"}, "no reader"},
-		{"unbalanced braces", Options{Src: "shards/{000..009.tar", Dst: "y"}, "unbalanced braces"},
+		{"inline without table", Options{src: "x.tar", dst: "y", NoTable: true, Inline: []string{"cls"}}, "need the samples table"},
+		{"inline a column name", Options{src: "x.tar", dst: "y", Inline: []string{"__key__"}}, "not a field name"},
+		{"no source", Options{dst: "y"}, "no source"},
+		{"stdin without reader", Options{src: "-", dst: "y"}, "no reader"},
+		{"unbalanced braces", Options{src: "shards/{000..009.tar", dst: "y"}, "unbalanced braces"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Convert(context.Background(), c.opts, nil)
+			_, err := convertShards(context.Background(), c.opts, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Convert: err = %v, want %q", err, c.want)
 			}
-			_, err = Inspect(context.Background(), c.opts, nil)
+			_, err = inspect(context.Background(), c.opts, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("Inspect: err = %v, want %q", err, c.want)
 			}

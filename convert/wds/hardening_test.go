@@ -120,9 +120,9 @@ func TestTruncatedInsidePadding(t *testing.T) {
 			if out, err := exec.Command("tar", "-tf", p).CombinedOutput(); err == nil {
 				t.Fatalf("GNU tar accepts the cut at %d (%s): %s", c.at, comp, out)
 			}
-			_, err := Inspect(context.Background(), Options{Src: p}, nil)
+			_, err := inspect(context.Background(), Options{src: p}, nil)
 			checkInputError(t, err, p, c.member, c.off, "unexpected EOF", ErrInvalidInput, HintTruncated)
-			_, err = Convert(context.Background(), Options{Src: p, Dst: filepath.Join(t.TempDir(), "out")}, nil)
+			_, err = convertShards(context.Background(), Options{src: p, dst: filepath.Join(t.TempDir(), "out")}, nil)
 			checkInputError(t, err, p, c.member, c.off, "unexpected EOF", ErrInvalidInput, HintTruncated)
 		}
 	}
@@ -143,7 +143,7 @@ func TestCorruptCompressedStream(t *testing.T) {
 		if out, err := exec.Command("bzip2", "-t", p).CombinedOutput(); err == nil {
 			t.Fatalf("bzip2 -t accepts the damaged stream: %s", out)
 		}
-		_, err := Convert(context.Background(), Options{Src: p, Dst: filepath.Join(t.TempDir(), "out")}, nil)
+		_, err := convertShards(context.Background(), Options{src: p, dst: filepath.Join(t.TempDir(), "out")}, nil)
 		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "bzip2") || strings.Contains(err.Error(), "holds no tar archive") {
 			t.Errorf("damaged at %d: %v, want a bzip2 decompression error", at, err)
 		}
@@ -174,9 +174,9 @@ with tarfile.open(out, "w", format=tarfile.GNU_FORMAT if fmt == "gnu" else tarfi
 		for _, run := range []string{"inspect", "convert"} {
 			var err error
 			if run == "inspect" {
-				_, err = Inspect(context.Background(), Options{Src: p}, nil)
+				_, err = inspect(context.Background(), Options{src: p}, nil)
 			} else {
-				_, err = Convert(context.Background(), Options{Src: p, Dst: filepath.Join(t.TempDir(), "out")}, nil)
+				_, err = convertShards(context.Background(), Options{src: p, dst: filepath.Join(t.TempDir(), "out")}, nil)
 			}
 			checkInputError(t, err, p, anyMember, 1024, "larger than 1 MiB", ErrInvalidInput, "")
 			if !strings.Contains(err.Error(), `member "`+member[format]) {
@@ -211,7 +211,7 @@ func TestShardNotRegular(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := Convert(context.Background(), Options{Src: src, Dst: filepath.Join(t.TempDir(), "out")}, nil)
+			_, err := convertShards(context.Background(), Options{src: src, dst: filepath.Join(t.TempDir(), "out")}, nil)
 			done <- err
 		}()
 		select {
@@ -235,7 +235,7 @@ func TestStdinCancelled(t *testing.T) {
 	done := make(chan error, 1)
 	began := &readBegun{r: r, began: make(chan struct{})}
 	go func() {
-		_, err := Convert(ctx, Options{Src: "-", Dst: out, Stdin: began}, nil)
+		_, err := convertShards(ctx, Options{src: "-", dst: out, Stdin: began}, nil)
 		done <- err
 	}()
 	select {
@@ -258,7 +258,8 @@ func TestStdinCancelled(t *testing.T) {
 }
 
 // TestDestinationInsideSource: the output may not go inside a source
-// directory (usage error, stage.ErrOverlap).
+// directory (usage error, stage.ErrOverlap): the conversion refuses it in
+// convert.Begin, and nothing is written.
 func TestDestinationInsideSource(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "shards")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -268,10 +269,7 @@ func TestDestinationInsideSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dst := range []string{filepath.Join(src, "out"), filepath.Join(src, "deep", "out")} {
-		if _, err := Inspect(context.Background(), Options{Src: src, Dst: dst}, nil); !errors.Is(err, stage.ErrOverlap) {
-			t.Errorf("Inspect into %s: %v, want ErrOverlap", dst, err)
-		}
-		if _, err := Convert(context.Background(), Options{Src: src, Dst: dst}, nil); !errors.Is(err, stage.ErrOverlap) {
+		if _, err := convertShards(context.Background(), Options{src: src, dst: dst}, nil); !errors.Is(err, stage.ErrOverlap) {
 			t.Errorf("Convert into %s: %v, want ErrOverlap", dst, err)
 		}
 		if _, err := os.Stat(dst); !os.IsNotExist(err) {
@@ -295,7 +293,7 @@ func TestPartTableNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	opts := Options{Src: a + "::" + b}
+	opts := Options{src: a + "::" + b}
 	for _, c := range []struct {
 		part convert.Part
 		want string

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -32,29 +31,24 @@ const maxListed = 20
 // When the shards would make Convert fail, Inspect returns the plan, with
 // every problem it found (up to 20, then a count) under Warnings, together
 // with the first problem as an *InputError. Other errors (a source that
-// cannot be listed, a destination that is not empty) return no plan.
-func Inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan, error) {
+// cannot be listed) return no plan. The destination is checked by the
+// conversion (convert.Begin), and before planning by the CLI.
+func inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan, error) {
 	opts = opts.withDefaults()
 	if err := opts.check(); err != nil {
 		return plan.Plan{}, err
 	}
 	pc = progress.OrNop(pc)
-	if err := checkDisjoint(opts); err != nil {
-		return plan.Plan{}, err
-	}
 	srcs, err := resolveSources(ctx, opts)
 	if err != nil {
 		return plan.Plan{}, err
 	}
-	dest := opts.Dst
+	dest := opts.dst
 	if dest != "" {
 		if !objstore.IsRemote(dest) {
 			if dest, err = filepath.Abs(dest); err != nil {
 				return plan.Plan{}, err
 			}
-		}
-		if err := convert.CheckDest(ctx, dest); err != nil {
-			return plan.Plan{}, err
 		}
 	}
 	in := &inspection{opts: opts, srcs: srcs, fields: map[string]*fieldStats{}, keys: map[string]struct{}{},
@@ -259,7 +253,7 @@ func (in *inspection) plan(dest string) plan.Plan {
 	o := in.opts
 	stdin := in.srcs.Bytes < 0
 	p := plan.Plan{
-		Source: plan.Source{Format: "WebDataset", Path: o.Src, Bytes: in.srcs.Bytes},
+		Source: plan.Source{Format: "WebDataset", Path: o.src, Bytes: in.srcs.Bytes},
 		Dest:   dest,
 	}
 	p.Source.Counts = plan.Counts{{Name: "shards", N: int64(len(in.srcs.Shards))}}
@@ -378,7 +372,7 @@ func (in *inspection) plan(dest string) plan.Plan {
 	}
 	if len(in.srcs.Ignored) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Ignored %s in %s not named like tar shards: %s.",
-			plan.CountText(int64(len(in.srcs.Ignored)), "files"), o.Src, listSome(in.srcs.Ignored, 5)))
+			plan.CountText(int64(len(in.srcs.Ignored)), "files"), o.src, listSome(in.srcs.Ignored, 5)))
 	}
 
 	p.Warnings = append(p.Warnings, in.problems...)

@@ -43,8 +43,8 @@ func TestInspectFixtures(t *testing.T) {
 			}
 			e := expect(t, paths, paths, c.opts.ShardPrefix)
 			opts := c.opts
-			opts.Src, opts.Dst = filepath.Join(dir, c.src), filepath.Join(t.TempDir(), "out")
-			p, err := Inspect(context.Background(), opts, nil)
+			opts.src, opts.dst = filepath.Join(dir, c.src), filepath.Join(t.TempDir(), "out")
+			p, err := inspect(context.Background(), opts, nil)
 			if err != nil {
 				t.Fatalf("Inspect: %v", err)
 			}
@@ -84,7 +84,7 @@ func TestInspectFixtures(t *testing.T) {
 			if back.Source.Format != "WebDataset" || len(back.Entries) != len(p.Entries) {
 				t.Errorf("plan JSON read back as %+v", back.Source)
 			}
-			if _, err := os.Stat(opts.Dst); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(opts.dst); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("Inspect wrote the destination: %v", err)
 			}
 		})
@@ -106,7 +106,7 @@ func equalCounts(a, b plan.Counts) bool {
 // TestInspectStdin: standard input is not touched by the plan.
 func TestInspectStdin(t *testing.T) {
 	r := strings.NewReader("not read")
-	p, err := Inspect(context.Background(), Options{Src: "-", Stdin: r, Dst: filepath.Join(t.TempDir(), "out")}, nil)
+	p, err := inspect(context.Background(), Options{src: "-", Stdin: r, dst: filepath.Join(t.TempDir(), "out")}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestHeaderPassSeeks(t *testing.T) {
 func TestInspectGolden(t *testing.T) {
 	dir := filepath.Join(testtool.SharedDir(t), "data", "webdataset")
 	dst := filepath.Join(t.TempDir(), "out")
-	p, err := Inspect(context.Background(), Options{Src: dir, Dst: dst, ShardPrefix: true, Inline: []string{"cls"}}, nil)
+	p, err := inspect(context.Background(), Options{src: dir, dst: dst, ShardPrefix: true, Inline: []string{"cls"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,32 +9,54 @@ import (
 	"github.com/bpconvert/bpconvert/progress"
 )
 
-// Job is a WebDataset conversion on the converter contract: Plan runs
-// Inspect, Run runs Convert.
+// Job converts WebDataset shards into a dataset of packs and a samples
+// table.
 type Job struct {
-	// Options name the shards, the destination and the settings.
-	Options Options
-	// InspectProgress receives the header pass's progress during Plan; nil
-	// for none.
-	InspectProgress progress.Counter
+	opts Options
+	plan *plan.Plan
 }
 
 var _ convert.Job = (*Job)(nil)
 
-// Plan inspects the shards (see Inspect). WebDataset has no payload
-// selection: selected is ignored.
-func (j *Job) Plan(ctx context.Context, _ []string) (plan.Plan, error) {
-	p, err := Inspect(ctx, j.Options, j.InspectProgress)
-	return p, usage(err)
+// NewJob returns the job converting the shards src names into dst: a shard
+// file, a directory (its shards, by name: *.tar, *.tar.gz, *.tgz,
+// *.tar.bz2, *.tar.xz, *.tar.zst, ... in sorted order), brace patterns
+// joined with "::" (see ExpandShards), an s3:// location of any of these,
+// or "-" for one shard read from opts.Stdin. dst must be absent or empty.
+// Nothing is read yet but the options.
+func NewJob(_ context.Context, src, dst string, opts Options) (*Job, error) {
+	opts.src, opts.dst = src, dst
+	if dst == "" {
+		return nil, errors.New("wds: no destination given")
+	}
+	if err := opts.withDefaults().check(); err != nil {
+		return nil, &convert.UsageError{Err: err}
+	}
+	return &Job{opts: opts}, nil
 }
 
-// Run converts the shards (see Convert) and returns the summary.
+// Plan reads the shards' headers (the first call only; see inspect) and
+// describes the conversion. WebDataset has no payload selection: selected
+// is ignored.
+func (j *Job) Plan(ctx context.Context, _ []string, prog progress.Counter) (plan.Plan, error) {
+	if j.plan != nil {
+		return *j.plan, nil
+	}
+	p, err := inspect(ctx, j.opts, prog)
+	if err != nil {
+		return p, usage(err)
+	}
+	j.plan = &p
+	return p, nil
+}
+
+// Run converts the shards (see convertShards) and returns the summary.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
-	res, err := Convert(ctx, j.Options, prog)
+	res, err := convertShards(ctx, j.opts, prog)
 	if err != nil {
 		return plan.Summary{}, usage(err)
 	}
-	return res.Summary(), nil
+	return res.summary, nil
 }
 
 // usage turns errors about the shard names themselves (a bad pattern, a
@@ -46,13 +68,13 @@ func usage(err error) error {
 	return err
 }
 
-// ShardFiles lists the shard files that src names (see Options.Src), for
+// ShardFiles lists the shard files that src names (see NewJob), for
 // identifying a run's sources; standard input ("-") lists none.
 func ShardFiles(ctx context.Context, src string) ([]string, error) {
 	if src == "-" {
 		return nil, nil
 	}
-	srcs, err := resolveSources(ctx, Options{Src: src})
+	srcs, err := resolveSources(ctx, Options{src: src})
 	if err != nil {
 		return nil, usage(err)
 	}

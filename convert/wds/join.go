@@ -22,6 +22,16 @@ import (
 
 var _ convert.TableJoiner = JoinTables
 
+// Joiner names the convert.TableJoiner of each file that the parts of a
+// split WebDataset conversion write: JoinTables for the samples table, nil
+// for the rest.
+func Joiner(rel string) convert.TableJoiner {
+	if rel == TableName {
+		return JoinTables
+	}
+	return nil
+}
+
 // JoinTables joins the samples tables of the parts of a split conversion
 // (a convert.TableJoiner for TableName): the parts' rows, in part order and
 // so in shard order, with the references of every field that is not

@@ -24,16 +24,15 @@ const (
 // DefaultInlineMax is the largest member that Inline stores in the table.
 const DefaultInlineMax = 1 << 20
 
-// Options configures Inspect and Convert.
+// Options configure a WebDataset conversion.
 type Options struct {
-	// Src names the shards as the user wrote them: a shard file, a
-	// directory (its shards, by name: *.tar, *.tar.gz, *.tgz, *.tar.bz2,
-	// *.tar.xz, *.tar.zst, ... in sorted order), brace patterns joined with
-	// "::" (see ExpandShards), or "-" for one shard read from Stdin.
-	Src string
-	// Dst is the output directory; it must not exist or be empty.
-	Dst string
-	// Stdin is read when Src is "-".
+	// Options are the settings every converter takes. With QuickPlan the
+	// plan reads only the headers of plain tar shards: compressed shards
+	// are not decompressed for it, and it counts only the plain ones (and
+	// says so), so that the conversion decompresses each shard once; the
+	// conversion checks every shard as it goes either way.
+	convert.Options
+	// Stdin is read when the source is "-".
 	Stdin io.Reader
 	// StdinName names the shard read from Stdin (default "stdin"): its
 	// --shard-prefix stem and its __shard__ value in the table. Errors name
@@ -52,15 +51,8 @@ type Options struct {
 	// InlineMax is the largest member stored inline (default
 	// DefaultInlineMax); a larger one is an error.
 	InlineMax int64
-	// QuickPlan makes Inspect read only the headers of plain tar shards:
-	// compressed shards are not decompressed for the plan, which then
-	// counts only the plain ones (and says so). For runs whose plan no one
-	// reads (--yes --quiet), so that Convert decompresses each shard once;
-	// Convert checks every shard as it goes either way.
-	QuickPlan bool
-	// Pack bounds each pack shard (packcore's defaults when zero) and
-	// turns the manifest off.
-	convert.PackOptions
+	// src and dst are NewJob's.
+	src, dst string
 
 	// mem is the allocator for the table (tests use a checked one).
 	mem memory.Allocator
@@ -131,35 +123,10 @@ type Result struct {
 	Pack packcore.Stats
 	// Warnings are things the user should know.
 	Warnings []string
-	// Upload describes the uploads of a run into object storage.
-	Upload *plan.Upload
+	// summary is the run's outcome in the CLI's summary form.
+	summary plan.Summary
 
 	// linkPaths counts links copied at once, after their target's shard
 	// completed, and at the end of the input (for tests).
 	linkPaths [3]int
-}
-
-// Summary returns the run's outcome in the CLI's summary form. Status,
-// ExitCode and Duration are the caller's to fill in.
-func (r *Result) Summary() plan.Summary {
-	counts := plan.Counts{
-		{Name: "tar shards", N: int64(r.Shards)},
-		{Name: "members", N: r.Members},
-		{Name: "links", N: r.Links},
-		{Name: "inline", N: r.Inline},
-		{Name: "skipped dirs", N: r.Dirs},
-		{Name: "samples", N: r.Samples},
-	}
-	return plan.Summary{
-		Status:   plan.StatusOK,
-		Format:   "WebDataset",
-		Source:   r.Source,
-		Dest:     r.Dest,
-		Blobs:    r.Pack.Members,
-		Bytes:    r.Pack.Bytes,
-		Shards:   int64(r.Pack.Shards),
-		Counts:   counts,
-		Warnings: append(append([]string{}, r.Warnings...), convert.GroupWarnings(r.Pack.GroupsSplit)...),
-		Upload:   r.Upload,
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -34,7 +35,7 @@ func TestQuickPlan(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, quick := range []bool{false, true} {
-		p, err := Inspect(ctx, Options{Src: shards, QuickPlan: quick}, nil)
+		p, err := inspect(ctx, Options{src: shards, Options: convert.Options{QuickPlan: quick}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestQuickPlan(t *testing.T) {
 		if !strings.Contains(notes, want) || quick && strings.Contains(notes, "decompressed") {
 			t.Fatalf("QuickPlan %v: notes lack %q or say decompressed:\n%s", quick, want, notes)
 		}
-		res, err := Convert(ctx, Options{Src: shards, Dst: filepath.Join(root, "out"+map[bool]string{false: "0", true: "1"}[quick]), QuickPlan: quick}, nil)
+		res, err := convertShards(ctx, Options{src: shards, dst: filepath.Join(root, "out"+map[bool]string{false: "0", true: "1"}[quick]), Options: convert.Options{QuickPlan: quick}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

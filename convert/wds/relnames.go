@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -81,19 +82,20 @@ func partTableNames(ctx context.Context, opts Options, part []shardSource) []str
 	return names
 }
 
-// checkDisjoint refuses a destination inside a source directory (or one
-// that holds it): the output would be written among the shards it reads.
-// The error wraps stage.ErrOverlap, a usage error.
-func checkDisjoint(opts Options) error {
-	if opts.Dst == "" || opts.Src == "" || opts.Src == "-" {
+// SourceDirs are the directories among the sources src names (see
+// NewJob): the output must be disjoint from them (convert.CheckDisjoint),
+// while a shard file's own directory may hold the destination.
+func SourceDirs(src string) []string {
+	var dirs []string
+	if src == "" || src == "-" {
 		return nil
 	}
-	for _, p := range strings.Split(opts.Src, "::") {
+	for _, p := range strings.Split(src, "::") {
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			if err := stage.CheckDisjoint(p, opts.Dst); err != nil {
-				return err
-			}
+			dirs = append(dirs, p)
+		} else if objstore.IsRemote(p) && !strings.ContainsAny(p, "{") {
+			dirs = append(dirs, p)
 		}
 	}
-	return nil
+	return dirs
 }

@@ -102,9 +102,9 @@ func (l sourceList) part(p convert.Part) sourceList {
 	return out
 }
 
-// listSources lists every shard that opts.Src names.
+// listSources lists every shard that opts.src names.
 func listSources(ctx context.Context, opts Options) (sourceList, error) {
-	src := opts.Src
+	src := opts.src
 	if src == "" {
 		return sourceList{}, fmt.Errorf("wds: no source given")
 	}

@@ -30,7 +30,7 @@ with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as tf:
 	if out, err := exec.Command("python3", "-c", script, shard).CombinedOutput(); err != nil {
 		t.Fatalf("python3: %v %s", err, out)
 	}
-	p, err := Inspect(context.Background(), Options{Src: shard, NoTable: true}, nil)
+	p, err := inspect(context.Background(), Options{src: shard, NoTable: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,12 +86,6 @@ func Err(ds *lancefmt.Dataset) error {
 	return nil
 }
 
-// Remote reports whether ds is read from object storage.
-func Remote(ds *lancefmt.Dataset) bool {
-	ts, ok := ds.Storage().(*treeStorage)
-	return ok && ts.t.Remote()
-}
-
 type treeStorage struct {
 	t *srctree.Tree
 }

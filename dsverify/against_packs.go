@@ -1,0 +1,254 @@
+package dsverify
+
+import (
+	"archive/tar"
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// A dataset of packs and no table is what `bpconvert pack`, blobpack
+// 0.2.0's `pack` and blobpack 0.2.0's `convert-wds` write. Their keys say
+// where each payload came from, so such packs are compared with their
+// source by name:
+//
+//   - a directory (local or an s3:// prefix): every regular file, symlinked
+//     files followed, has the key of its path relative to the directory;
+//   - WebDataset shards: every file member has the key of its name, or
+//     SHARD/NAME where the keys were prefixed with the shard's stem
+//     (--shard-prefix; told from the packs: the first member's key).
+//
+// Every source file must be a member with the same bytes, and every member
+// must come from the source: a member no source file names is reported.
+
+// againstPacks compares the packs of a dataset that holds no table with
+// src.
+func (v *verifier) againstPacks(src string) error {
+	if len(v.packDirs) != 1 {
+		return fmt.Errorf("--against: the dataset holds %d pack directories (%s) and no table; compare one pack directory at a time", len(v.packDirs), strings.Join(v.packDirs, ", "))
+	}
+	dir := v.packDirs[0]
+	e := v.set(dir)
+	if e.err != nil {
+		return fmt.Errorf("--against: pack directory %s: %w", dir, e.err)
+	}
+	isDir, err := v.isSourceDir(src)
+	if err != nil {
+		return fmt.Errorf("--against %s: %w", src, err)
+	}
+	seen := map[string]struct{}{}
+	var a *Against
+	if isDir && !v.holdsTarsOnly(src, e.set) {
+		a = &Against{Source: src, Format: "directory (packed by name)"}
+		v.rep.Against = a
+		err = v.walkSource(src, func(key string, open func() (io.ReadCloser, error)) error {
+			seen[key] = struct{}{}
+			r, err := open()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			n, reason, err := sameBytes(r, e.set, key)
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			if reason != "" {
+				reason = fmt.Sprintf("file %q: pack member %q: %s", key, key, reason)
+			}
+			v.compared(a, n, reason, Problem{Table: src, Row: -1})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("--against %s: %w", src, err)
+		}
+	} else {
+		prefix, err := v.detectShardPrefix(src, e.set)
+		if err != nil {
+			return fmt.Errorf("--against %s: %w", src, err)
+		}
+		v.wds = &wdsTable{shardPrefix: prefix, packBase: dir, inline: map[string]bool{}, keys: seen}
+		if err := v.againstWDS(src); err != nil {
+			return err
+		}
+		a = v.rep.Against
+		a.Format = "webdataset (packed by member name)"
+	}
+	if len(seen) == 0 {
+		return fmt.Errorf("--against %s: no files to compare", src)
+	}
+	// Members no source file names: the first is reported, with their
+	// count.
+	extra, first := 0, ""
+	for m := range e.set.Members() {
+		if _, ok := seen[m.Key]; !ok {
+			if extra == 0 {
+				first = m.Key
+			}
+			extra++
+		}
+	}
+	if extra > 0 {
+		a.Mismatches++
+		where := v.root
+		if dir != "." {
+			where = joinPath(v.root, dir)
+		}
+		v.problem(Problem{Row: -1, Reason: fmt.Sprintf("pack member %q: no file of the source has its name (%d of the %d members of %s have none)", first, extra, e.set.Len(), where)})
+	}
+	return nil
+}
+
+// isSourceDir reports whether src is a directory: a local one, or an s3://
+// location that is no object (a prefix).
+func (v *verifier) isSourceDir(src string) (bool, error) {
+	if !objstore.IsRemote(src) {
+		st, err := os.Stat(src)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(src, "{:") {
+				return false, nil // a shard pattern
+			}
+			return false, err
+		}
+		return st.IsDir(), nil
+	}
+	if strings.ContainsAny(strings.TrimPrefix(src, "s3://"), "{:") || isShardName(src) {
+		return false, nil
+	}
+	st, key, err := v.fs.store(src)
+	if err != nil {
+		return false, err
+	}
+	if key != "" {
+		if _, err := st.Stat(v.ctx, key); err == nil {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// holdsTarsOnly reports whether the directory src holds tar shards whose
+// members, not the tars themselves, are in set: the directory is a
+// WebDataset then, not a packed tree.
+func (v *verifier) holdsTarsOnly(src string, set *packcore.Set) bool {
+	tars, other := false, false
+	_ = v.walkSource(src, func(key string, _ func() (io.ReadCloser, error)) error {
+		if set.Has(key) || !isShardName(key) || strings.Contains(key, "/") {
+			other = true
+			return errStopWalk
+		}
+		tars = true
+		return nil
+	})
+	return tars && !other
+}
+
+var errStopWalk = errors.New("stop")
+
+// walkSource calls fn for every file of the directory src in name order
+// (local: regular files, symlinked files followed and symlinked
+// directories not descended, as pack reads a tree; s3://: every object
+// under the prefix), with its key and a way to read it.
+func (v *verifier) walkSource(src string, fn func(key string, open func() (io.ReadCloser, error)) error) error {
+	var err error
+	if objstore.IsRemote(src) {
+		st, key, serr := v.fs.store(src)
+		if serr != nil {
+			return serr
+		}
+		prefix := ""
+		if key != "" {
+			prefix = strings.TrimSuffix(key, "/") + "/"
+		}
+		loc := strings.TrimSuffix(src, "/")
+		err = st.List(v.ctx, prefix, func(in objstore.Info) error {
+			rel := strings.TrimPrefix(in.Name, prefix)
+			return fn(rel, func() (io.ReadCloser, error) {
+				f, err := v.fs.open(joinPath(loc, rel))
+				if err != nil {
+					return nil, err
+				}
+				return readCloser{f.stream(v.ctx), f}, nil
+			})
+		})
+	} else {
+		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if err := v.ctx.Err(); err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			info, err := os.Stat(p)
+			if err != nil || !info.Mode().IsRegular() {
+				return err
+			}
+			rel, err := filepath.Rel(src, p)
+			if err != nil {
+				return err
+			}
+			return fn(filepath.ToSlash(rel), func() (io.ReadCloser, error) { return os.Open(p) })
+		})
+	}
+	if errors.Is(err, errStopWalk) {
+		return nil
+	}
+	return err
+}
+
+// readCloser closes a stream and the file under it.
+type readCloser struct {
+	io.ReadCloser
+	f io.Closer
+}
+
+func (r readCloser) Close() error {
+	r.ReadCloser.Close()
+	return r.f.Close()
+}
+
+// detectShardPrefix tells whether the packs name the members of src's
+// shards by their name (false) or by SHARD/NAME (true), from the first
+// file member of the first shard.
+func (v *verifier) detectShardPrefix(src string, set *packcore.Set) (bool, error) {
+	files, err := v.sourceShards(src)
+	if err != nil {
+		return false, err
+	}
+	f, err := v.fs.open(files[0])
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	seq := f.stream(v.ctx)
+	defer seq.Close()
+	r, err := decompress(bufio.NewReaderSize(seq, 1<<16))
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", files[0], err)
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", files[0], err)
+		}
+		if h.Typeflag != tar.TypeReg && h.Typeflag != '\x00' {
+			continue
+		}
+		rel := stripDot(h.Name)
+		return !set.Has(rel) && set.Has(shardStem(files[0])+"/"+rel), nil
+	}
+}
