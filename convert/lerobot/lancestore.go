@@ -32,8 +32,8 @@ package lerobot
 //
 // A dataset in a bucket is read the same way, through the source tree
 // listed once: the Lance tables by manifest, file metadata and pages
-// (lancefmt/lancestore), the blobs by ranged reads of the objects that
-// hold them.
+// (lancefmt/lancestore), each blob as a section of the object that holds
+// it, whose ranged reads and read-ahead stay inside the blob.
 
 import (
 	"context"
