@@ -18,6 +18,9 @@
 # cores and hashes every byte it receives (MD5 for ETags): it is part of
 # what every command here pays.
 #
+# The figures also replace the bench/s3.sh section of docs/performance.md
+# (BENCH_DOC=path writes another file, BENCH_DOC=none none).
+#
 # Needs bin/bpconvert, bin/versitygw and bin/s3copy (make build, make test
 # or: go build -o bin/s3copy ./bench/s3copy), python3, bc; about
 # 5 x WDS_MB MB free in BENCH_DIR.
@@ -48,6 +51,7 @@ for _ in $(seq 100); do
   python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
   sleep 0.1
 done
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "# bench/s3.sh: $(nproc) cores, runs=$runs, load $(cut -d' ' -f1-3 /proc/loadavg), versitygw on 127.0.0.1:$port, disk $(df --output=source "$work" | tail -1)"
 
 member=102400
@@ -69,12 +73,25 @@ IFS=" " read -r t_up t_conv_up t_ss_base t_conv_ss t_down t_conv_down < <(time_t
   "\"$s3copy\" down s3://src/wds \"$work/down\" && sync" \
   "$bin convert-wds --yes --quiet s3://src/wds \"$work/out\"" | tr '\n' ' '; echo)
 [ -n "${t_conv_down:-}" ] || { echo "bench/s3.sh: a timed command failed" >&2; exit 1; }
-echo "local -> s3: s3copy up $t_up s, convert-wds $t_conv_up s: ratio $(ratio "$t_up" "$t_conv_up") (target >= 0.8)"
-echo "s3 -> s3:    s3copy down+up $t_ss_base s, convert-wds $t_conv_ss s: ratio $(ratio "$t_ss_base" "$t_conv_ss") (target >= 0.7)"
-echo "s3 -> local: s3copy down+sync $t_down s, convert-wds $t_conv_down s: ratio $(ratio "$t_down" "$t_conv_down") (target >= 0.8)"
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+r_up=$(ratio "$t_up" "$t_conv_up"); r_ss=$(ratio "$t_ss_base" "$t_conv_ss"); r_down=$(ratio "$t_down" "$t_conv_down")
+echo "local -> s3: s3copy up $t_up s, convert-wds $t_conv_up s: ratio $r_up (target >= 0.8)"
+echo "s3 -> s3:    s3copy down+up $t_ss_base s, convert-wds $t_conv_ss s: ratio $r_ss (target >= 0.7)"
+echo "s3 -> local: s3copy down+sync $t_down s, convert-wds $t_conv_down s: ratio $r_down (target >= 0.8)"
 eval "$BENCH_CLEAN"
 rss_up=$(peak_rss_mib $conv "$work/tars" s3://dst/rss-up)
 rss_ss=$(peak_rss_mib $conv s3://src/wds s3://dst/rss-ss)
 rss_down=$(peak_rss_mib "$bin" convert-wds --yes --quiet s3://src/wds "$work/out-rss")
 rss_copy=$(peak_rss_mib "$s3copy" up "$work/tars" s3://dst/rss-copy)
 echo "peak RSS: convert-wds local->s3 $rss_up MiB, s3->s3 $rss_ss MiB, s3->local $rss_down MiB; s3copy up $rss_copy MiB (bound: 64 MiB + 16 MiB x 8 parts in flight = 192 MiB)"
+{
+  echo "\`bash bench/s3.sh\` ($(date -u +%Y-%m-%d), $(nproc) cores, medians of $runs alternating runs, load $load_start at the start and $load_end at the end; versitygw on loopback with its buckets on this disk, on the same cores): convert-wds of $count members of $member B in $shards shards ($bytes bytes) against the AWS SDK's transfer manager moving the same bytes (bench/s3copy, 16 MiB parts, 8 in flight). Ratio = copy time / convert time."
+  echo
+  echo "| direction | copy baseline | s | convert-wds s | ratio | target | peak RSS |"
+  echo "|---|---|---|---|---|---|---|"
+  echo "| local -> s3 | s3copy up | $t_up | $t_conv_up | $r_up | >= 0.8 | $rss_up MiB (s3copy $rss_copy MiB) |"
+  echo "| s3 -> s3 | s3copy down + up | $t_ss_base | $t_conv_ss | $r_ss | >= 0.7 | $rss_ss MiB |"
+  echo "| s3 -> local | s3copy down + sync | $t_down | $t_conv_down | $r_down | >= 0.8 | $rss_down MiB |"
+  echo
+  echo "RSS bound: 64 MiB + 16 MiB x 8 parts in flight = 192 MiB."
+} | perf_doc bench/s3.sh

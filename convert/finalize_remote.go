@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/bpconvert/bpconvert/internal/workpool"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -181,7 +181,7 @@ func finalizeRemote(ctx context.Context, dst string, o FinalizeOptions) (Finaliz
 		return res, err
 	}
 	for _, rel := range files {
-		if err := putFile(ctx, dstStore, rel, filepath.Join(out, filepath.FromSlash(rel))); err != nil {
+		if err := objstore.PutFile(ctx, dstStore, rel, filepath.Join(out, filepath.FromSlash(rel))); err != nil {
 			return res, fmt.Errorf("finalize: %w", err)
 		}
 	}
@@ -309,44 +309,15 @@ func (rp *remoteParts) joinRemote(ctx context.Context, tmp, out string, partLocs
 // copy whose target already holds the source's size and digest (a
 // Finalize that was stopped and is run again).
 func (rp *remoteParts) copyAll(ctx context.Context, n int, job func(int) (from, to string)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	next := make(chan int)
-	for range min(CopiesInFlight, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				from, to := job(i)
-				err := rp.copyOne(ctx, from, to)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("finalize: %w", err)
-					}
-					mu.Unlock()
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err := workpool.Run(ctx, n, CopiesInFlight, func(ctx context.Context, i int) error {
+		from, to := job(i)
+		if err := rp.copyOne(ctx, from, to); err != nil {
+			return fmt.Errorf("finalize: %w", err)
 		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return ctx.Err()
 }
@@ -435,18 +406,4 @@ func fetchFile(ctx context.Context, st objstore.Store, name, dst string) error {
 		return fmt.Errorf("%s/%s: %w", st.Location(), name, err)
 	}
 	return f.Close()
-}
-
-// putFile puts a local file into a store under name.
-func putFile(ctx context.Context, st objstore.Store, name, p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return st.Put(ctx, name, f, info.Size(), objstore.PutOptions{})
 }

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParsePart(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want Part
@@ -34,6 +35,7 @@ func TestParsePart(t *testing.T) {
 // TestPartRange checks that the parts of every split cover each item once,
 // in order, and stay within one item's size of an equal share of bytes.
 func TestPartRange(t *testing.T) {
+	t.Parallel()
 	cases := [][]int64{
 		{}, {5}, {0, 0, 0}, {1, 1, 1, 1, 1, 1, 1}, {100, 1, 1, 1, 1}, {1, 1, 1, 1, 100},
 		{7, 3, 9, 1, 4, 4, 8, 2, 6, 5, 0, 3}, {1 << 40, 1 << 40, 3},
@@ -76,6 +78,7 @@ func TestPartRange(t *testing.T) {
 // 0-based, with N from the value or the same engine's count; every way of
 // getting it wrong is an error that names what was read.
 func TestResolvePart(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		spec string
 		env  map[string]string

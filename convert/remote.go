@@ -416,7 +416,7 @@ func (r *remote) commit(stageDir string, rec []byte) error {
 		return err
 	}
 	for _, rel := range files {
-		if err := r.putFile(rel, filepath.Join(stageDir, filepath.FromSlash(rel))); err != nil {
+		if err := objstore.PutFile(r.ctx, r.store, rel, filepath.Join(stageDir, filepath.FromSlash(rel))); err != nil {
 			return err
 		}
 	}
@@ -430,19 +430,6 @@ func (r *remote) commit(stageDir string, rec []byte) error {
 		return err
 	}
 	return r.store.Delete(r.ctx, PendingName)
-}
-
-func (r *remote) putFile(rel, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return r.store.Put(r.ctx, rel, f, st.Size(), objstore.PutOptions{})
 }
 
 // TotalsAt is Totals for dst, a local directory or an s3:// location (each

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -137,37 +135,6 @@ func (v *verifier) compared(a *Against, n int64, reason string, p Problem) {
 	}
 }
 
-// wdsName is WebDataset's split of a member name into sample key and field
-// (as convert/wds applies it).
-var (
-	wdsName = regexp.MustCompile(`^((?:.*/|)[^.]+)[.]([^/]*)$`)
-	wdsMeta = regexp.MustCompile(`^__[^/]*__($|/)`)
-)
-
-// shardSuffixes are the endings --shard-prefix strips from a shard's name.
-var shardSuffixes = []string{".tar.zstd", ".tar.bz2", ".tar.zst", ".tar.gz", ".tar.xz", ".tbz2", ".tzst", ".tar", ".tgz", ".tbz", ".txz"}
-
-func shardStem(p string) string {
-	base := filepath.Base(p)
-	lower := strings.ToLower(base)
-	for _, s := range shardSuffixes {
-		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
-			return base[:len(base)-len(s)]
-		}
-	}
-	if ext := filepath.Ext(base); ext != "" && len(ext) < len(base) {
-		return base[:len(base)-len(ext)]
-	}
-	return base
-}
-
-func stripDot(name string) string {
-	for strings.HasPrefix(name, "./") {
-		name = strings.TrimLeft(name[2:], "/")
-	}
-	return name
-}
-
 // againstWDS re-reads the WebDataset shards and compares every member with
 // the pack member of its key (an inline field with its table cell).
 func (v *verifier) againstWDS(src string) error {
@@ -227,7 +194,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 	}
 	prefix := ""
 	if v.wds.shardPrefix {
-		prefix = shardStem(name) + "/"
+		prefix = wds.ShardStem(name) + "/"
 	}
 	tr := tar.NewReader(r)
 	for {
@@ -243,7 +210,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 		}
 		p := Problem{Table: name, Row: -1}
 		member := fmt.Sprintf("member %q: ", h.Name)
-		rel := stripDot(h.Name)
+		rel := wds.StripDot(h.Name)
 		key := prefix + rel
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont, tar.TypeLink, tar.TypeSymlink:
@@ -254,7 +221,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont:
 		case tar.TypeLink, tar.TypeSymlink:
-			target := stripDot(h.Linkname)
+			target := wds.StripDot(h.Linkname)
 			if h.Typeflag == tar.TypeSymlink {
 				target = path.Join(path.Dir(rel), h.Linkname)
 			}
@@ -306,14 +273,11 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 
 // wdsField returns a member name's WebDataset field and sample key.
 func wdsField(name string) (field, sample string, ok bool) {
-	if wdsMeta.MatchString(name) {
+	sample, field, ok = wds.SplitSample(name)
+	if !ok || field == "" {
 		return "", "", false
 	}
-	m := wdsName.FindStringSubmatch(name)
-	if m == nil || m[2] == "" {
-		return "", "", false
-	}
-	return strings.ToLower(m[2]), m[1], true
+	return field, sample, true
 }
 
 // decompress detects a shard's compression from its first bytes.
@@ -383,7 +347,7 @@ func (v *verifier) remoteShards(src string) ([]string, error) {
 		n := len(out)
 		err = st.List(v.ctx, prefix, func(in objstore.Info) error {
 			rest := strings.TrimPrefix(in.Name, prefix)
-			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && isShardName(rest) {
+			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && wds.IsShardName(rest) {
 				out = append(out, joinPath(strings.TrimSuffix(loc, "/"), rest))
 			}
 			return nil
@@ -396,15 +360,4 @@ func (v *verifier) remoteShards(src string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// isShardName reports whether a name ends like a tar shard.
-func isShardName(name string) bool {
-	lower := strings.ToLower(name)
-	for _, s := range shardSuffixes {
-		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
-			return true
-		}
-	}
-	return false
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -119,7 +120,7 @@ func (v *verifier) isSourceDir(src string) (bool, error) {
 		}
 		return st.IsDir(), nil
 	}
-	if strings.ContainsAny(strings.TrimPrefix(src, "s3://"), "{:") || isShardName(src) {
+	if strings.ContainsAny(strings.TrimPrefix(src, "s3://"), "{:") || wds.IsShardName(src) {
 		return false, nil
 	}
 	st, key, err := v.fs.store(src)
@@ -140,7 +141,7 @@ func (v *verifier) isSourceDir(src string) (bool, error) {
 func (v *verifier) holdsTarsOnly(src string, set *packcore.Set) bool {
 	tars, other := false, false
 	_ = v.walkSource(src, func(key string, _ func() (io.ReadCloser, error)) error {
-		if set.Has(key) || !isShardName(key) || strings.Contains(key, "/") {
+		if set.Has(key) || !wds.IsShardName(key) || strings.Contains(key, "/") {
 			other = true
 			return errStopWalk
 		}
@@ -248,7 +249,7 @@ func (v *verifier) detectShardPrefix(src string, set *packcore.Set) (bool, error
 		if h.Typeflag != tar.TypeReg && h.Typeflag != '\x00' {
 			continue
 		}
-		rel := stripDot(h.Name)
-		return !set.Has(rel) && set.Has(shardStem(files[0])+"/"+rel), nil
+		rel := wds.StripDot(h.Name)
+		return !set.Has(rel) && set.Has(wds.ShardStem(files[0])+"/"+rel), nil
 	}
 }

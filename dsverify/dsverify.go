@@ -412,6 +412,23 @@ type tableFile struct {
 	format string // parquet, lance, json, jsonl
 }
 
+// tableFormat returns the format of a table file by its name (parquet,
+// arrow, json or jsonl; a pack manifest is no table), or "" for a file that
+// is not a table.
+func tableFormat(name string) string {
+	switch {
+	case strings.HasSuffix(name, ".parquet"):
+		return "parquet"
+	case strings.HasSuffix(name, ".arrow"):
+		return "arrow"
+	case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
+		return "json"
+	case strings.HasSuffix(name, ".jsonl"):
+		return "jsonl"
+	}
+	return ""
+}
+
 // discover lists the pack directories and tables under root. Hidden
 // entries (staging directories, the run record) are skipped, and so is the
 // inside of Lance datasets and pack directories.
@@ -443,15 +460,8 @@ func discover(root string) (packDirs []string, tables []tableFile, err error) {
 			}
 			return nil
 		}
-		switch {
-		case strings.HasSuffix(name, ".parquet"):
-			tables = append(tables, tableFile{rel, "parquet"})
-		case strings.HasSuffix(name, ".arrow"):
-			tables = append(tables, tableFile{rel, "arrow"})
-		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
-			tables = append(tables, tableFile{rel, "json"})
-		case strings.HasSuffix(name, ".jsonl"):
-			tables = append(tables, tableFile{rel, "jsonl"})
+		if format := tableFormat(name); format != "" {
+			tables = append(tables, tableFile{rel, format})
 		}
 		return nil
 	})
@@ -486,17 +496,10 @@ func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err 
 		}
 		name := segs[len(segs)-1]
 		dir := path.Dir(rel)
-		switch {
-		case strings.HasSuffix(name, ".zip"):
+		if strings.HasSuffix(name, ".zip") {
 			dirs[dir] = true
-		case strings.HasSuffix(name, ".parquet"):
-			tables = append(tables, tableFile{rel, "parquet"})
-		case strings.HasSuffix(name, ".arrow"):
-			tables = append(tables, tableFile{rel, "arrow"})
-		case strings.HasSuffix(name, ".json") && name != packcore.ManifestName:
-			tables = append(tables, tableFile{rel, "json"})
-		case strings.HasSuffix(name, ".jsonl"):
-			tables = append(tables, tableFile{rel, "jsonl"})
+		} else if format := tableFormat(name); format != "" {
+			tables = append(tables, tableFile{rel, format})
 		}
 		return nil
 	})

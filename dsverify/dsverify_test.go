@@ -32,6 +32,7 @@ func writePack(t *testing.T, root string, members map[string]string, order []str
 // TestResolve checks every way a reference can fail to resolve, against a
 // pack of three members in two shards.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writePack(t, root, map[string]string{"a.txt": "a", "b.txt": "b", "c.txt": "c"}, []string{"a.txt", "b.txt", "c.txt"})
 	os.WriteFile(filepath.Join(root, "notes.zip"), []byte("not a zip"), 0o644)
@@ -67,6 +68,7 @@ func TestResolve(t *testing.T) {
 // skipping hidden entries, and reports each bad reference with its table,
 // row and column.
 func TestVerifyTables(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	writePack(t, root, map[string]string{"a.txt": "a", "b.txt": "b"}, []string{"a.txt", "b.txt"})
 	files := map[string]string{
@@ -106,6 +108,7 @@ func TestVerifyTables(t *testing.T) {
 }
 
 func TestVerifyNothing(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	os.WriteFile(filepath.Join(root, "a.txt"), []byte("x"), 0o644)
 	if _, err := Verify(context.Background(), root, Options{}); !errors.Is(err, ErrNothingToVerify) {

@@ -18,6 +18,7 @@ import (
 // compares sizes and SHA-256 with the payloads the generator wrote, and the
 // storage kind with Lance's size thresholds.
 func TestBlobsMatchWrittenPayloads(t *testing.T) {
+	t.Parallel()
 	for _, set := range fixtureSets {
 		t.Run(set.name, func(t *testing.T) { blobsMatchWrittenPayloads(t, set.dir(t)) })
 	}
@@ -117,6 +118,7 @@ func blobsMatchWrittenPayloads(t *testing.T, dir string) {
 }
 
 func TestBlobSidecarName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		id   uint32
 		want string
@@ -191,6 +193,7 @@ func blobV2Page(withRefID bool, rows []*blobV2Desc) ([]byte, decode.PageBuffers)
 // TestBlobV2Descriptors decodes 5- and 6-field (ref_id) descriptors and
 // checks that rows sharing a ref_id resolve to one physical location.
 func TestBlobV2Descriptors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ext := filepath.Join(dir, "ext.bin")
 	if err := os.WriteFile(ext, []byte("0123456789"), 0o644); err != nil {
@@ -268,6 +271,7 @@ func TestBlobV2Descriptors(t *testing.T) {
 }
 
 func TestExternalBlobPath(t *testing.T) {
+	t.Parallel()
 	ds := &Dataset{st: LocalStorage{}, ctx: t.Context(), manifest: &Manifest{BasePaths: []BasePath{{ID: 3, Path: "/mnt/blobs"}}}}
 	for _, tc := range []struct {
 		id   uint32
@@ -289,6 +293,7 @@ func TestExternalBlobPath(t *testing.T) {
 }
 
 func TestCheckManagedPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		path string
 		ok   bool

@@ -125,6 +125,7 @@ func encodingsOf(p *pageInfo) []string {
 // checks that the ones this package claims to decode are really exercised
 // by the value-for-value tests.
 func TestFixtureEncodings(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	seen := map[string]int{}
 	for _, name := range datasetNames(t, dir) {

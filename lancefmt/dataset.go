@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/bpconvert/bpconvert/internal/capalloc"
 	"github.com/bpconvert/bpconvert/lancefmt/internal/wire"
 )
 
@@ -269,7 +270,7 @@ func parseDeletionArrow(b []byte, alloc memory.Allocator) (bm *roaring.Bitmap, e
 	}
 	// Bound what hostile lengths in the IPC metadata can make the reader
 	// allocate: a real deletion file decodes to a few times its size.
-	limited := &boundedAllocator{inner: alloc, limit: 64*int64(len(b)) + 1<<20}
+	limited := capalloc.New(alloc, capalloc.Limits{Total: 64*int64(len(b)) + 1<<20})
 	rd, err := ipc.NewFileReader(bytes.NewReader(b), ipc.WithAllocator(limited))
 	if err != nil {
 		return nil, fmt.Errorf("%w: arrow ipc: %v", errCorrupt, err)
@@ -303,38 +304,6 @@ func parseDeletionArrow(b []byte, alloc memory.Allocator) (bm *roaring.Bitmap, e
 		rec.Release()
 	}
 	return bm, nil
-}
-
-// errAllocLimit is the panic value of a boundedAllocator over its limit.
-var errAllocLimit = errors.New("allocation limit exceeded")
-
-// boundedAllocator fails (by panicking with errAllocLimit, recovered by the
-// caller) once the bytes it handed out exceed limit.
-type boundedAllocator struct {
-	inner memory.Allocator
-	limit int64
-	used  int64
-}
-
-func (a *boundedAllocator) Allocate(n int) []byte {
-	a.used += int64(n)
-	if n < 0 || a.used > a.limit {
-		panic(errAllocLimit)
-	}
-	return a.inner.Allocate(n)
-}
-
-func (a *boundedAllocator) Reallocate(n int, b []byte) []byte {
-	a.used += int64(n) - int64(len(b))
-	if n < 0 || a.used > a.limit {
-		panic(errAllocLimit)
-	}
-	return a.inner.Reallocate(n, b)
-}
-
-func (a *boundedAllocator) Free(b []byte) {
-	a.used -= int64(len(b))
-	a.inner.Free(b)
 }
 
 // errCorrupt is wrapped by every decoding error caused by malformed input

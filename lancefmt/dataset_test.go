@@ -13,6 +13,7 @@ import (
 )
 
 func TestManifestVersionFromName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		v    uint64
@@ -41,6 +42,7 @@ func TestManifestVersionFromName(t *testing.T) {
 // TestVersions checks version discovery (V1 names for the types datasets,
 // V2 names for the others) and the row count of every version.
 func TestVersions(t *testing.T) {
+	t.Parallel()
 	for _, set := range fixtureSets {
 		t.Run(set.name, func(t *testing.T) { checkVersions(t, set.dir(t)) })
 	}
@@ -106,6 +108,7 @@ func dataVersion(s string) string {
 // TestDeletionFiles checks that both deletion file kinds were written and
 // decoded.
 func TestDeletionFiles(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	for _, name := range []string{"types_2_0", "types_2_1", "types_2_2"} {
 		ds, err := Open(context.Background(), filepath.Join(dir, name+".lance"), OpenOptions{})
@@ -158,6 +161,7 @@ func manifestBytes(flags uint64) []byte {
 }
 
 func TestFeatureFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		flags uint64
 		ok    bool
@@ -204,6 +208,7 @@ func TestFeatureFlags(t *testing.T) {
 // TestFeatureFlagsOlderVersion: a refused version names the newest earlier
 // version that can be read, and that version opens.
 func TestFeatureFlagsOlderVersion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "_versions"), 0o755); err != nil {
 		t.Fatal(err)
@@ -224,6 +229,7 @@ func TestFeatureFlagsOlderVersion(t *testing.T) {
 }
 
 func TestManifestFramingErrors(t *testing.T) {
+	t.Parallel()
 	good := manifestBytes(0)
 	for _, tc := range []struct {
 		name string
@@ -253,6 +259,7 @@ func TestManifestFramingErrors(t *testing.T) {
 }
 
 func TestUnsupportedType(t *testing.T) {
+	t.Parallel()
 	fields := []*Field{
 		{ID: 0, ParentID: -1, Name: "ok", LogicalType: "int32"},
 		{ID: 1, ParentID: -1, Name: "odd", LogicalType: "quaternion"},

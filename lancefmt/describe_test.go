@@ -11,6 +11,7 @@ import (
 // agree with the manifest, every stored column has pages, and an unknown
 // column is reported with the schema's columns.
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, name := range []string{"s_types_2_1", "s_blob_2_2", "s_nested_legacy", "s_bitmap_2_1"} {
 		t.Run(name, func(t *testing.T) {
@@ -49,6 +50,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestFileVersionName(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		major, minor uint32
 		want         string

@@ -11,6 +11,7 @@ import (
 // lengths add up to the fragment's rows, at the file version the dataset
 // was written with, and the encoding names belong to that version's family.
 func TestColumnEncodings(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	tests := []struct {
 		dataset      string
@@ -77,6 +78,7 @@ func TestColumnEncodings(t *testing.T) {
 // their storage version uses, and that an unknown column is an error
 // naming the dataset.
 func TestColumnEncodingsNested(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	tests := []struct {
 		dataset string

@@ -17,6 +17,7 @@ import (
 // hold (NaN and infinities, maps, time zones, dictionaries) on arrays built
 // in memory.
 func TestJSONValue(t *testing.T) {
+	t.Parallel()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
 	build := func(dt arrow.DataType, fill func(b array.Builder)) arrow.Array {
@@ -88,6 +89,7 @@ func TestJSONValue(t *testing.T) {
 // version (deleted rows left out), in Lance's order, and an error naming
 // the dataset for an unknown column.
 func TestHead(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	tests := []struct {
 		dataset string

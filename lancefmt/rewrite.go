@@ -1,6 +1,7 @@
 package lancefmt
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/lancefmt/internal/wire"
 )
 
@@ -1121,46 +1123,18 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 
 // writeFileSync creates path with data and syncs it.
 func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.WriteNew(path, bytes.NewReader(data))
 }
 
 // copyFile copies the file at the location src of st to the new file dst
-// and syncs it, reading it front to back in pieces of 1 MiB.
+// and syncs it, reading it front to back.
 func copyFile(ctx context.Context, st Storage, src, dst string) error {
 	in, err := st.Open(ctx, src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	n, err := io.CopyBuffer(struct{ io.Writer }{out}, io.NewSectionReader(in, 0, in.Size()), make([]byte, 1<<20))
-	if err == nil && n != in.Size() {
-		err = fmt.Errorf("%s: %w", src, io.ErrUnexpectedEOF)
-	}
-	if err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return atomicfile.WriteNew(dst, io.NewSectionReader(in, 0, in.Size()))
 }
 
 // copyTree copies every file below the directory src of st to dst (which

@@ -48,6 +48,7 @@ func blobDigests(t *testing.T, d *Dataset, column string) []Blob {
 // without ref_id. It checks what this package's reader sees and that Lance
 // opens the dataset and scans the shared descriptors alike.
 func TestBlobRefIDFixture(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := filepath.Join(fixtures(t), "blob2_2_2.lance")
 	d, err := Open(ctx, src, OpenOptions{})
@@ -139,6 +140,7 @@ func TestBlobRefIDFixture(t *testing.T) {
 }
 
 func TestWriteSharedBlobDatasetErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := fixtures(t)
 	d, err := Open(ctx, filepath.Join(dir, "blob2_2_2.lance"), OpenOptions{})

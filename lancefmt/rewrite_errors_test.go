@@ -31,6 +31,7 @@ func firstDataFile(t *testing.T, d *Dataset) string {
 }
 
 func TestRewriteErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name    string
@@ -136,6 +137,7 @@ func TestRewriteErrors(t *testing.T) {
 }
 
 func TestRewriteMissingVersion(t *testing.T) {
+	t.Parallel()
 	_, err := Open(context.Background(), filepath.Join(fixtures(t), "rw_2_1.lance"), OpenOptions{Version: 99})
 	if !errors.Is(err, ErrVersionNotFound) || !strings.Contains(err.Error(), "version 99") {
 		t.Fatalf("Open of version 99: %v", err)
@@ -143,6 +145,7 @@ func TestRewriteMissingVersion(t *testing.T) {
 }
 
 func TestRewriteRefusals(t *testing.T) {
+	t.Parallel()
 	d, err := Open(context.Background(), filepath.Join(fixtures(t), "rw_2_1.lance"), OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

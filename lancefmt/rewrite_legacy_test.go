@@ -12,6 +12,7 @@ import (
 // 2.0 data files and checks that Lance reads the result with the same
 // values as the source, column by column, and so does this package.
 func TestRewriteLegacy(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	cases := []struct {
 		name    string

@@ -180,6 +180,7 @@ func decodeJSON(t *testing.T, raws []json.RawMessage) []any {
 }
 
 func TestRewrite(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	cases := []struct {
 		name    string

@@ -13,6 +13,7 @@ import (
 // several fragments with deletions: each fragment scanned alone yields its
 // share of the whole scan's ids, and the shares, in order, make the whole.
 func TestScanFragments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ds, err := Open(ctx, filepath.Join(committedFixtures(t), "s_types_2_1.lance"), OpenOptions{})
 	if err != nil {

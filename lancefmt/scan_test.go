@@ -205,6 +205,7 @@ func scanWith(t *testing.T, ds *Dataset, opts ScanOptions) map[string][]any {
 // TestScanMatchesLance compares every column of every fixture dataset, at
 // each dumped version, value for value with Lance's own scan.
 func TestScanMatchesLance(t *testing.T) {
+	t.Parallel()
 	for _, set := range fixtureSets {
 		t.Run(set.name, func(t *testing.T) { scansMatchLance(t, set.dir(t)) })
 	}
@@ -313,6 +314,7 @@ func show(v any) string {
 // with a checked allocator, and expects the same values as at batch size
 // 1000 and no leaked buffer.
 func TestBatchSizes(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	for _, name := range []string{"types_2_0", "types_2_1", "types_2_2", "big_2_0", "big_2_2"} {
 		ref, err := Open(context.Background(), filepath.Join(dir, name+".lance"), OpenOptions{})
@@ -359,6 +361,7 @@ func TestBatchSizes(t *testing.T) {
 // one this package does not decode and expects an error naming dataset,
 // fragment, column, page and encoding.
 func TestUnsupportedEncodingError(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(fixtures(t), "blob2_2_2.lance")
 	dir := filepath.Join(t.TempDir(), "patched.lance")
 	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {

@@ -118,6 +118,7 @@ func readValues(t *testing.T, ds *Dataset, col string, window, maxHeld int64) ([
 // the default window, and with a window of 64 bytes and no value held, so
 // that every full-zip value is read in pieces.
 func TestValuesMatchScan(t *testing.T) {
+	t.Parallel()
 	for _, set := range fixtureSets {
 		t.Run(set.name, func(t *testing.T) {
 			dir := set.dir(t)

@@ -214,14 +214,5 @@ func (l *Local) Copy(ctx context.Context, from, to string) error {
 	} else if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", src, ErrNotExist)
 	}
-	f, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return l.Put(ctx, to, f, info.Size(), PutOptions{})
+	return PutFile(ctx, l, to, src)
 }

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"time"
 )
@@ -167,4 +168,19 @@ func ReadAll(ctx context.Context, s Store, name string, max int64) ([]byte, erro
 		return nil, err
 	}
 	return b, nil
+}
+
+// PutFile puts the local file at path into s under name, as its size is
+// when opened.
+func PutFile(ctx context.Context, s Store, name, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return s.Put(ctx, name, f, info.Size(), PutOptions{})
 }

@@ -6,6 +6,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -331,6 +334,39 @@ func TestCopy(t *testing.T) {
 			}
 			if err := st.Copy(ctx, "parts/missing.zip", "out/x.zip"); !errors.Is(err, objstore.ErrNotExist) {
 				t.Fatalf("copy of a missing object: %v, want ErrNotExist", err)
+			}
+		})
+	}
+}
+
+// TestPutFile puts a local file into both stores, large enough for a
+// multipart upload on S3, and reads it back; a missing file is an error
+// that leaves no object.
+func TestPutFile(t *testing.T) {
+	ctx := context.Background()
+	want := random(t, 6<<20+7) // two parts of 5 MiB on S3
+	p := filepath.Join(t.TempDir(), "table.parquet")
+	if err := os.WriteFile(p, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for kind, st := range stores(t) {
+		t.Run(kind, func(t *testing.T) {
+			if err := objstore.PutFile(ctx, st, "data/table.parquet", p); err != nil {
+				t.Fatal(err)
+			}
+			got, err := objstore.ReadAll(ctx, st, "data/table.parquet", 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("read back %d bytes, want the %d put", len(got), len(want))
+			}
+			missing := filepath.Join(t.TempDir(), "missing")
+			if err := objstore.PutFile(ctx, st, "data/missing", missing); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("PutFile of a missing file: %v, want an error matching fs.ErrNotExist", err)
+			}
+			if _, err := st.Stat(ctx, "data/missing"); !errors.Is(err, objstore.ErrNotExist) {
+				t.Fatalf("Stat after a failed PutFile: %v, want objstore.ErrNotExist", err)
 			}
 		})
 	}

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/logging"
+
+	"github.com/bpconvert/bpconvert/internal/workpool"
 )
 
 // S3 is a store under a prefix of an S3 bucket (or of an S3-compatible
@@ -377,56 +378,27 @@ func (s *S3) putMultipart(ctx context.Context, name string, r io.ReaderAt, size 
 	}()
 	nparts := int((size + s.partSize - 1) / s.partSize)
 	parts := make([]types.CompletedPart, nparts)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	next := make(chan int)
-	for range min(s.concurrency, nparts) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				off := int64(i) * s.partSize
-				n := min(s.partSize, size-off)
-				num := int32(i + 1)
-				s.stats.request()
-				out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
-					Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
-					Body: io.NewSectionReader(r, off, n), ContentLength: aws.Int64(n),
-					ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
-				})
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = s.fail(fmt.Sprintf("upload part %d of %d", num, nparts), name, err)
-					}
-					mu.Unlock()
-					cancel()
-					continue
-				}
-				s.stats.addWritten(n)
-				parts[i] = types.CompletedPart{ETag: out.ETag, PartNumber: &num,
-					ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C,
-					ChecksumSHA1: out.ChecksumSHA1, ChecksumSHA256: out.ChecksumSHA256, ChecksumCRC64NVME: out.ChecksumCRC64NVME}
-			}
-		}()
-	}
-feed:
-	for i := range nparts {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err = workpool.Run(ctx, nparts, s.concurrency, func(ctx context.Context, i int) error {
+		off := int64(i) * s.partSize
+		n := min(s.partSize, size-off)
+		num := int32(i + 1)
+		s.stats.request()
+		out, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+			Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
+			Body: io.NewSectionReader(r, off, n), ContentLength: aws.Int64(n),
+			ChecksumAlgorithm: types.ChecksumAlgorithmCrc32,
+		})
+		if err != nil {
+			return s.fail(fmt.Sprintf("upload part %d of %d", num, nparts), name, err)
 		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+		s.stats.addWritten(n)
+		parts[i] = types.CompletedPart{ETag: out.ETag, PartNumber: &num,
+			ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C,
+			ChecksumSHA1: out.ChecksumSHA1, ChecksumSHA256: out.ChecksumSHA256, ChecksumCRC64NVME: out.ChecksumCRC64NVME}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: upload: %w", s.url(name), err)
@@ -548,56 +520,27 @@ func (s *S3) copyParts(ctx context.Context, from, to string, src Info) error {
 	}()
 	nparts := int((src.Size + s.partSize - 1) / s.partSize)
 	parts := make([]types.CompletedPart, nparts)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	next := make(chan int)
-	for range min(s.concurrency, nparts) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				off := int64(i) * s.partSize
-				n := min(s.partSize, src.Size-off)
-				num := int32(i + 1)
-				s.stats.request()
-				out, err := s.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
-					Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
-					CopySource:      aws.String(s.copySource(from)),
-					CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
-				})
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = s.fail(fmt.Sprintf("copy part %d of %d", num, nparts), to, err)
-					}
-					mu.Unlock()
-					cancel()
-					continue
-				}
-				parts[i] = types.CompletedPart{PartNumber: &num}
-				if out.CopyPartResult != nil {
-					parts[i].ETag = out.CopyPartResult.ETag
-				}
-			}
-		}()
-	}
-feed:
-	for i := range nparts {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			break feed
+	err = workpool.Run(ctx, nparts, s.concurrency, func(ctx context.Context, i int) error {
+		off := int64(i) * s.partSize
+		n := min(s.partSize, src.Size-off)
+		num := int32(i + 1)
+		s.stats.request()
+		out, err := s.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+			Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
+			CopySource:      aws.String(s.copySource(from)),
+			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
+		})
+		if err != nil {
+			return s.fail(fmt.Sprintf("copy part %d of %d", num, nparts), to, err)
 		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+		parts[i] = types.CompletedPart{PartNumber: &num}
+		if out.CopyPartResult != nil {
+			parts[i].ETag = out.CopyPartResult.ETag
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: copy: %w", s.url(to), err)

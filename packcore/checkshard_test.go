@@ -13,6 +13,7 @@ import (
 // TestCheckWrittenShard: the writer's re-read of a shard it wrote accepts
 // the shard as written and names each way the bytes on disk can disagree.
 func TestCheckWrittenShard(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		edit func(b []byte, cd int) []byte // cd: offset of the central directory

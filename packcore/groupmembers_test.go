@@ -11,6 +11,7 @@ import (
 // not cut by the member cap: a group that would not fit the members a shard
 // has left starts the next shard.
 func TestGroupsKeepTogetherUnderMemberCap(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		groups     []int // members in each group
@@ -59,6 +60,7 @@ func TestGroupsKeepTogetherUnderMemberCap(t *testing.T) {
 // default rule; under the reference tool's half-full rule they close about
 // half full.
 func TestSmallGroupsFillShards(t *testing.T) {
+	t.Parallel()
 	const limit = 10_000
 	for _, c := range []struct {
 		fill     float64

@@ -39,6 +39,7 @@ func damagedPack(t *testing.T) string {
 // member refuses bytes whose CRC-32 fails, and that intact members still
 // read.
 func TestReadersCheckCRC(t *testing.T) {
+	t.Parallel()
 	dir := damagedPack(t)
 	set, err := OpenSet(dir, SetOptions{})
 	if err != nil {
@@ -123,6 +124,7 @@ func rawZip(t *testing.T, path string, names []string, nonUTF8 bool) {
 // TestVerifyReportsUnusableKeys checks that verify fails members named
 // with keys the contract refuses, one FAIL line each.
 func TestVerifyReportsUnusableKeys(t *testing.T) {
+	t.Parallel()
 	names := []string{"../evil.txt", "/abs", "..", "", "a\x00b", "bad\xffutf8", `back\slash`, "ok.txt"}
 	dir := t.TempDir()
 	rawZip(t, filepath.Join(dir, "pack-0000.zip"), names, false)
@@ -146,6 +148,7 @@ func TestVerifyReportsUnusableKeys(t *testing.T) {
 // bytes are code page 437 is bounded by its stored length, not by the
 // longer UTF-8 of its decoding.
 func TestCP437NameBounds(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "pack-0000.zip")
 	// 0x82 0x88 is "éê" in CP437: 2 bytes stored, 4 bytes decoded.
@@ -172,6 +175,7 @@ func TestCP437NameBounds(t *testing.T) {
 // TestDirectoryValuesOverflow checks that zip64 sizes and offsets whose
 // sum overflows int64 are refused when the directory is parsed.
 func TestDirectoryValuesOverflow(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "pack-0000.zip")
 	rawZip(t, p, []string{"a.txt"}, false)
@@ -201,6 +205,7 @@ func TestDirectoryValuesOverflow(t *testing.T) {
 }
 
 func TestFindTwins(t *testing.T) {
+	t.Parallel()
 	nfc, nfd := "caf\u00e9.jpg", "cafe\u0301.jpg"
 	tests := []struct {
 		keys []string
@@ -240,6 +245,7 @@ func TestFindTwins(t *testing.T) {
 // TestLongNamesCut: a 70,000-byte name is cut in every message that names
 // it (key validation, and a read of a member whose bytes fail their CRC).
 func TestLongNamesCut(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 70000) + "\x01"
 	if err := ValidateKey(long); err == nil || len(err.Error()) > 1024 {
 		t.Fatalf("ValidateKey: %d bytes of message", len(fmt.Sprint(err)))

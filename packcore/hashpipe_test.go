@@ -16,6 +16,7 @@ import (
 // never taken back. The goroutine is held off until the queue is full, as
 // a hasher whose core is busy elsewhere would be.
 func TestHasherTakesBackBuffers(t *testing.T) {
+	t.Parallel()
 	f, err := os.Create(filepath.Join(t.TempDir(), "shard"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
@@ -127,4 +130,38 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+var shardRE = regexp.MustCompile(`^(.+)-([0-9]+)\.zip$`)
+
+// sortShardNames orders shard file names by prefix and then numerically by
+// index, so pack-10000.zip follows pack-9999.zip; other names sort last by
+// name.
+func sortShardNames(names []string) {
+	type k struct {
+		prefix string
+		idx    int
+		ok     bool
+	}
+	key := func(s string) k {
+		m := shardRE.FindStringSubmatch(s)
+		if m == nil {
+			return k{}
+		}
+		n, err := strconv.Atoi(m[2])
+		return k{m[1], n, err == nil}
+	}
+	sort.SliceStable(names, func(i, j int) bool {
+		a, b := key(names[i]), key(names[j])
+		if a.ok != b.ok {
+			return a.ok
+		}
+		if a.ok && (a.prefix != b.prefix || a.idx != b.idx) {
+			if a.prefix != b.prefix {
+				return a.prefix < b.prefix
+			}
+			return a.idx < b.idx
+		}
+		return names[i] < names[j]
+	})
 }

@@ -9,6 +9,7 @@ import (
 // keys never added are not, and a key in two entries (two shards or one)
 // is reported with both places.
 func TestMemberIndex(t *testing.T) {
+	t.Parallel()
 	shard := func(name string, keys ...string) *shardFile {
 		d := &Directory{}
 		for _, k := range keys {

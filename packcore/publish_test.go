@@ -15,6 +15,7 @@ import (
 // writer resuming from the moved shards (Stored), write together what one
 // writer writes without either.
 func TestPublishAndStored(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	payload := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 1000+i*37) }
 	const n = 200

@@ -107,13 +107,23 @@ func OpenSet(p string, opts SetOptions) (*Set, error) {
 		s.shards = append(s.shards, sf)
 		s.byName[name] = sf
 	}
+	if err := s.indexMembers(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// indexMembers builds the set's member index once its shards are open. A
+// key in two shards is an error wrapping ErrDuplicateKey, and closes the
+// set.
+func (s *Set) indexMembers() error {
 	index, dup := buildMemberIndex(s.shards)
 	if dup != nil {
 		s.Close()
-		return nil, fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, cutName(dup[1].shard.dir.Entries[dup[1].i].Name), dup[0].shard.name, dup[1].shard.name)
+		return fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, cutName(dup[1].shard.dir.Entries[dup[1].i].Name), dup[0].shard.name, dup[1].shard.name)
 	}
 	s.index = index
-	return s, nil
+	return nil
 }
 
 func openShard(p string) (*shardFile, error) {

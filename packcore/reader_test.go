@@ -14,6 +14,7 @@ import (
 )
 
 func TestRefs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		ref, key, shard string
 		ok              bool
@@ -59,6 +60,7 @@ func TestRefs(t *testing.T) {
 }
 
 func TestReaderResolution(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "media")
 	ms := []member{
@@ -174,6 +176,7 @@ func TestReaderResolution(t *testing.T) {
 }
 
 func TestReaderRejectsDuplicatesAcrossShards(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writePack(t, dir, WriterOptions{}, mixedMembers[:2])
 	b, _ := os.ReadFile(filepath.Join(dir, "pack-0000.zip"))
@@ -184,6 +187,7 @@ func TestReaderRejectsDuplicatesAcrossShards(t *testing.T) {
 }
 
 func TestShardOrderIsNumeric(t *testing.T) {
+	t.Parallel()
 	names := []string{"pack-10000.zip", "pack-9999.zip", "other.zip", "pack-0002.zip"}
 	sortShardNames(names)
 	if got := strings.Join(names, ","); got != "pack-0002.zip,pack-9999.zip,pack-10000.zip,other.zip" {
@@ -192,6 +196,7 @@ func TestShardOrderIsNumeric(t *testing.T) {
 }
 
 func TestCP437Table(t *testing.T) {
+	t.Parallel()
 	if len(cp437) != 128 {
 		t.Fatalf("cp437 table has %d entries", len(cp437))
 	}

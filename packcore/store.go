@@ -153,12 +153,9 @@ func OpenSetIn(ctx context.Context, s objstore.Store, name string, opts SetOptio
 		set.shards = append(set.shards, sf)
 		set.byName[base] = sf
 	}
-	index, dup := buildMemberIndex(set.shards)
-	if dup != nil {
-		set.Close()
-		return nil, fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, cutName(dup[1].shard.dir.Entries[dup[1].i].Name), dup[0].shard.name, dup[1].shard.name)
+	if err := set.indexMembers(); err != nil {
+		return nil, err
 	}
-	set.index = index
 	return set, nil
 }
 

@@ -303,6 +303,7 @@ func (c *countingReader) ReadAt(p []byte, off int64) (int, error) {
 // directory does not, with and without bytes prepended to the archive,
 // and counts the reads: one when the tail holds the directory, two when not.
 func TestReadDirectoryReads(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		keys    int

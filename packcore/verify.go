@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/bpconvert/bpconvert/internal/keyindex"
 )
@@ -373,4 +374,47 @@ func cutName(name string) string {
 		return name[:128] + "..." + name[len(name)-64:]
 	}
 	return name
+}
+
+// structuralProblems checks a directory without reading payloads: members
+// STORED and unencrypted, names unique, sizes consistent, members in order
+// without overlap and ending before the directory.
+func structuralProblems(shard string, dir *Directory) []string {
+	var out []string
+	seen := make(map[string]bool, len(dir.Entries))
+	type span struct {
+		name       string
+		start, end int64
+	}
+	spans := make([]span, 0, len(dir.Entries))
+	for _, e := range dir.Entries {
+		if strings.HasSuffix(e.Name, "/") {
+			continue // directory entries carry no payload
+		}
+		switch {
+		case e.Method != methodStored:
+			out = append(out, fmt.Sprintf("%s:%s: not STORED (method %d)", shard, e.Name, e.Method))
+		case e.Flags&(flagEncrypted|flagStrongEnc) != 0:
+			out = append(out, fmt.Sprintf("%s:%s: encrypted", shard, e.Name))
+		case e.CompressedSize != e.Size:
+			out = append(out, fmt.Sprintf("%s:%s: stored size %d differs from size %d", shard, e.Name, e.CompressedSize, e.Size))
+		}
+		if seen[e.Name] {
+			out = append(out, fmt.Sprintf("%s:%s: duplicate member name within one shard", shard, e.Name))
+		}
+		seen[e.Name] = true
+		// The local header holds at least the fixed part and the name.
+		end := e.HeaderOffset + localLen + int64(e.NameLen) + e.Size
+		spans = append(spans, span{e.Name, e.HeaderOffset, end})
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start < spans[j].start })
+	for i, sp := range spans {
+		if sp.end > dir.Start {
+			out = append(out, fmt.Sprintf("%s:%s: extends into the central directory", shard, sp.name))
+		}
+		if i+1 < len(spans) && sp.end > spans[i+1].start {
+			out = append(out, fmt.Sprintf("%s:%s: overlaps %q", shard, sp.name, spans[i+1].name))
+		}
+	}
+	return out
 }

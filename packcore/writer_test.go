@@ -87,6 +87,7 @@ var mixedMembers = []member{
 // TestIndependentReaders writes a pack and reads it back with unzip,
 // zipinfo, Python's zipfile and Go's archive/zip.
 func TestIndependentReaders(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "media")
 	writePack(t, dir, WriterOptions{MaxPackBytes: 200_000}, mixedMembers)
 	want := map[string]string{}
@@ -206,6 +207,7 @@ func TestIndependentReaders(t *testing.T) {
 // TestLocalHeaders checks every local header directly: CRC and sizes filled
 // in, no data descriptor, fixed 1980-01-01 time, no extra field below 4 GiB.
 func TestLocalHeaders(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writePack(t, dir, WriterOptions{}, mixedMembers)
 	p := shardPaths(t, dir)[0]
@@ -243,6 +245,7 @@ func TestLocalHeaders(t *testing.T) {
 
 // TestDeterministic writes the same input twice and compares bytes.
 func TestDeterministic(t *testing.T) {
+	t.Parallel()
 	a, b := t.TempDir(), t.TempDir()
 	writePack(t, a, WriterOptions{MaxPackBytes: 100_000}, mixedMembers)
 	writePack(t, b, WriterOptions{MaxPackBytes: 100_000}, mixedMembers)
@@ -274,6 +277,7 @@ func sameShards(t *testing.T, a, b, what string) {
 // TestManifestDigests checks that digests computed while writing match the
 // bytes on disk.
 func TestManifestDigests(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writePack(t, dir, WriterOptions{MaxPackBytes: 300_000}, mixedMembers)
 	m, err := ReadManifest(dir)
@@ -294,6 +298,7 @@ func TestManifestDigests(t *testing.T) {
 }
 
 func TestRollover(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(9, 9))
 	var ms []member
 	for i := range 300 {
@@ -354,6 +359,7 @@ func TestRollover(t *testing.T) {
 }
 
 func TestSingletonOversize(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ms := []member{
 		{key: "a", data: payload(1, 100)},
@@ -374,6 +380,7 @@ func TestSingletonOversize(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
+	t.Parallel()
 	// Cap 10,000 bytes; groups g1 (3 x 1,000), g2 (3 x 1,000), g3 (2 x
 	// 1,000), g4 (12 x 1,000, more than a shard).
 	var ms []member
@@ -431,6 +438,7 @@ func TestGroups(t *testing.T) {
 }
 
 func TestRefusedKeys(t *testing.T) {
+	t.Parallel()
 	bad := []string{"", " a", "a ", `a\b`, "/abs", "a::b", "a//b", "a/", "./x", "a/./b", "a/../b", "..", "a\x00b", "a\nb", "a\x7fb", strings.Repeat("k", MaxKeyBytes+1), "\xff"}
 	for _, k := range bad {
 		if err := ValidateKey(k); !errors.Is(err, ErrInvalidKey) {
@@ -463,6 +471,7 @@ func TestRefusedKeys(t *testing.T) {
 }
 
 func TestDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 1})
 	if err != nil {
@@ -489,6 +498,7 @@ func TestDuplicateKeys(t *testing.T) {
 }
 
 func TestStreamLengthMismatch(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{100, smallMember + 500} {
 		t.Run(strconv.Itoa(size), func(t *testing.T) {
 			dir := t.TempDir()
@@ -540,6 +550,7 @@ func (c *cancelAfter) Read(p []byte) (int, error) {
 }
 
 func TestCancelMidShard(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := Create(ctx, dir, WriterOptions{MaxMembers: 2})
@@ -574,6 +585,7 @@ func TestCancelMidShard(t *testing.T) {
 }
 
 func TestRefuseExistingAndResume(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writePack(t, dir, WriterOptions{MaxMembers: 2, NoManifest: true}, mixedMembers[:4])
 	// A crashed writer leaves a temporary shard behind.
@@ -624,6 +636,7 @@ func TestRefuseExistingAndResume(t *testing.T) {
 }
 
 func TestVerifyFindsProblems(t *testing.T) {
+	t.Parallel()
 	mk := func(t *testing.T) string {
 		dir := t.TempDir()
 		writePack(t, dir, WriterOptions{MaxMembers: 2}, mixedMembers)
@@ -674,6 +687,7 @@ func TestVerifyFindsProblems(t *testing.T) {
 // TestVerifyForeignZips checks that compressed and data-descriptor members
 // written by archive/zip are reported.
 func TestVerifyForeignZips(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	f, _ := os.Create(filepath.Join(dir, "pack-0000.zip"))
 	zw := zip.NewWriter(f)
@@ -701,6 +715,7 @@ func TestVerifyForeignZips(t *testing.T) {
 // TestNoTemporaryLeftovers checks that no temporary file leaks into the
 // final directory.
 func TestNoTemporaryLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writePack(t, dir, WriterOptions{MaxPackBytes: 100_000}, mixedMembers)
 	ents, _ := os.ReadDir(dir)
@@ -712,6 +727,7 @@ func TestNoTemporaryLeftovers(t *testing.T) {
 }
 
 func TestNoManifest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	st := writePack(t, dir, WriterOptions{MaxPackBytes: 100_000, NoManifest: true}, mixedMembers)
 	if _, err := os.Stat(filepath.Join(dir, ManifestName)); !os.IsNotExist(err) {
@@ -734,6 +750,7 @@ func TestNoManifest(t *testing.T) {
 // members cut off on the way, and checks every digest against the bytes on
 // disk.
 func TestFileMembersDigests(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "pack")
 	w, err := Create(context.Background(), dir, WriterOptions{MaxPackBytes: 3 * smallMember})
@@ -797,6 +814,7 @@ func TestFileMembersDigests(t *testing.T) {
 // Close, whatever the progress of its digest, so that callers see the same
 // sequence each run.
 func TestOnShardWhenInPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var seen []string
 	w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 2, OnShard: func(s ShardInfo) {
@@ -846,6 +864,7 @@ func TestOnShardWhenInPlace(t *testing.T) {
 // whose digests may still be being computed: they stay, complete and
 // listed with their digests, and no temporary file is left.
 func TestAbortWaitsForDigests(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := Create(context.Background(), dir, WriterOptions{MaxMembers: 1})
 	if err != nil {
@@ -883,6 +902,7 @@ func TestAbortWaitsForDigests(t *testing.T) {
 // up to maxPend), and that it keeps nothing of the caller's slice: every
 // slice is overwritten as soon as AddBytes returns.
 func TestAddBytesSameAsAdd(t *testing.T) {
+	t.Parallel()
 	members := slices.Clone(mixedMembers)
 	for i, n := range []int{rangeHashMin - 1, rangeHashMin, rangeHashMin + 1, 100 << 10, 100 << 10, 100 << 10, maxPend + 5, 3 << 20, 0, 7} {
 		members = append(members, member{key: fmt.Sprintf("sized/%02d.bin", i), data: payload(uint64(100+i), n), group: fmt.Sprint(i / 3)})
@@ -932,6 +952,7 @@ func TestAddBytesSameAsAdd(t *testing.T) {
 // for it (here Close), with an error naming the pack, and leaves neither
 // its temporary file nor a manifest.
 func TestBackgroundSyncFailure(t *testing.T) {
+	t.Parallel()
 	for _, end := range []string{"Close", "EndShard", "next shard"} {
 		t.Run(end, func(t *testing.T) {
 			dir := t.TempDir()

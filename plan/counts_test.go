@@ -8,6 +8,7 @@ import (
 // TestCountsJSONKeys: count names become snake_case JSON keys, and read back
 // as the names text shows.
 func TestCountsJSONKeys(t *testing.T) {
+	t.Parallel()
 	c := Counts{{"tables", 4}, {"row groups", 6}, {"tar shards", 2}, {"Episode-containers", 3}}
 	b, err := json.Marshal(c)
 	if err != nil {

@@ -143,6 +143,7 @@ func edgePlan() Plan {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		plan Plan
@@ -180,6 +181,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestSummaryGolden(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		s    Summary
@@ -220,6 +222,7 @@ func TestSummaryGolden(t *testing.T) {
 }
 
 func TestParseJSONErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want string
 	}{
@@ -243,6 +246,7 @@ func TestParseJSONErrors(t *testing.T) {
 }
 
 func TestCountsDuplicate(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	p := Plan{Source: Source{Counts: Counts{{"rows", 1}, {"rows", 2}}}}
 	if err := RenderJSON(&buf, p); err == nil {
@@ -251,6 +255,7 @@ func TestCountsDuplicate(t *testing.T) {
 }
 
 func TestHumanBytes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		n    int64
 		want string
@@ -279,6 +284,7 @@ func TestHumanBytes(t *testing.T) {
 }
 
 func TestThousands(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		n    int64
 		want string
@@ -301,6 +307,7 @@ func TestThousands(t *testing.T) {
 }
 
 func TestSampleIndices(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		n      int
 		length int64
@@ -337,6 +344,7 @@ func TestSampleIndices(t *testing.T) {
 }
 
 func TestEvidenceAdd(t *testing.T) {
+	t.Parallel()
 	var e Evidence
 	e.Add(10, "PNG")
 	e.AddNull()
@@ -416,6 +424,7 @@ func diff(a, b string) string {
 }
 
 func TestDiff(t *testing.T) {
+	t.Parallel()
 	got := diff("a\nb\nc\n", "a\nB\nc\nd\n")
 	want := " a\n-b\n+B\n c\n+d\n"
 	if got != want {

@@ -17,6 +17,7 @@ import (
 // seed; before sniff required confident signatures, 9 of 20,000 such
 // payloads were named .mp3, .aac, .cpio or .txt.
 func TestRandomStaysBin(t *testing.T) {
+	t.Parallel()
 	weak := []string{"", "\xFF\xFB", "\xFF\xF3", "\xFF\xE3", "\xFF\xFD", "\xFF\xF1", "\xFF\xF9", "\x71\xC7", "\xC7\x71",
 		"\xFF\x0A", "MZ", "\x1F\x8B", "\x1F\x8B\x08", "BM", "\xFF\xD8\xFF", "\xFF\xD8\xFF\xE0", "\xFF\xD8\xFF\xDB",
 		"ID3", "II*\x00", "MM\x00*"}
@@ -54,6 +55,7 @@ func TestRandomStaysBin(t *testing.T) {
 // TestConfidentText: text is UTF-8 without control characters across the
 // sniffed window; a character cut by the end of a full window still counts.
 func TestConfidentText(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("naïve café ", PrefixLen) // multi-byte characters throughout
 	tests := []struct {
 		name string
@@ -83,6 +85,7 @@ func TestConfidentText(t *testing.T) {
 // TestConfidentChecks holds each structural check to real-looking headers
 // and to their near misses.
 func TestConfidentChecks(t *testing.T) {
+	t.Parallel()
 	frame := func(h string, size int) string { // an MPEG or ADTS frame: header, zero padding
 		return h + strings.Repeat("\x00", size-len(h))
 	}

@@ -53,6 +53,7 @@ func readFixture(tb testing.TB, name string) []byte {
 }
 
 func TestDetectFixtures(t *testing.T) {
+	t.Parallel()
 	for _, tc := range fixtures {
 		t.Run(tc.file, func(t *testing.T) {
 			b := readFixture(t, tc.file)
@@ -78,6 +79,7 @@ func TestDetectFixtures(t *testing.T) {
 }
 
 func TestDetectEdges(t *testing.T) {
+	t.Parallel()
 	random := make([]byte, 2*PrefixLen)
 	for i := range random {
 		random[i] = byte(i*7919>>3 ^ i*31) // fixed, not text, no signature
@@ -115,6 +117,7 @@ func TestDetectEdges(t *testing.T) {
 // TestPrefixLenJSON pins the reason PrefixLen is 4096: a JSON document cut at PrefixLen
 // is still JSON, a JSON document cut shorter is taken as a complete, broken document.
 func TestPrefixLenJSON(t *testing.T) {
+	t.Parallel()
 	b := readFixture(t, "sample-long.json")
 	if got := Detect(b[:PrefixLen]).Label; got != LabelJSON {
 		t.Fatalf("JSON cut at PrefixLen: %q, want %q", got, LabelJSON)
@@ -125,6 +128,7 @@ func TestPrefixLenJSON(t *testing.T) {
 }
 
 func TestSourceExt(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		ext  string
@@ -160,6 +164,7 @@ func TestSourceExt(t *testing.T) {
 }
 
 func TestExtSourceWins(t *testing.T) {
+	t.Parallel()
 	png := readFixture(t, "sample.png")
 	tests := []struct {
 		source string
@@ -182,6 +187,7 @@ func TestExtSourceWins(t *testing.T) {
 }
 
 func TestReader(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"sample.png", "sample-long.json", "sample.flac"} {
 		want := readFixture(t, name)
 		for _, wrap := range []struct {
@@ -228,6 +234,7 @@ func TestReader(t *testing.T) {
 }
 
 func TestReaderError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	r := NewReader(iotest.ErrReader(boom))
 	if _, err := r.Prefix(); !errors.Is(err, boom) {
@@ -239,6 +246,7 @@ func TestReaderError(t *testing.T) {
 }
 
 func TestPeek(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, PrefixLen - 1, PrefixLen, PrefixLen + 1, 3 * PrefixLen} {
 		want := bytes.Repeat([]byte("abcdefg"), n/7+1)[:n]
 		p, rr, err := Peek(iotest.HalfReader(bytes.NewReader(want)))

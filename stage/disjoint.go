@@ -6,7 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // ErrOverlap is wrapped when a destination is its source, lies inside it or
@@ -28,19 +29,10 @@ func CheckDisjoint(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	if Within(s, d) || Within(d, s) {
+	if srcfile.Within(s, d) || srcfile.Within(d, s) {
 		return fmt.Errorf("%s and %s: %w", src, dst, ErrOverlap)
 	}
 	return nil
-}
-
-// Within reports whether p is root or lies below it (both absolute, clean).
-func Within(root, p string) bool {
-	if p == root {
-		return true
-	}
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // realAbs returns p as an absolute path with symlinks resolved as far as the

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCheckDisjoint(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
 	os.MkdirAll(filepath.Join(src, "sub"), 0o755)

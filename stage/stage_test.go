@@ -12,6 +12,7 @@ import (
 )
 
 func TestCommitAndAbort(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	final := filepath.Join(root, "out")
 	st, err := Begin(final)
@@ -52,6 +53,7 @@ func TestCommitAndAbort(t *testing.T) {
 }
 
 func TestDestinationRules(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	full := filepath.Join(root, "full")
 	os.MkdirAll(full, 0o755)
@@ -76,6 +78,7 @@ func TestDestinationRules(t *testing.T) {
 }
 
 func TestStaleAndLiveStaging(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	final := filepath.Join(root, "out")
 	// A killed run leaves an unlocked staging directory behind.
@@ -106,6 +109,7 @@ func TestStaleAndLiveStaging(t *testing.T) {
 // one committed), and never removes another's staging directory. Exactly
 // one commits per round, and no lock file or staging directory is left.
 func TestSimultaneousStarts(t *testing.T) {
+	t.Parallel()
 	for round := range 40 {
 		root := t.TempDir()
 		final := filepath.Join(root, "out")
@@ -158,6 +162,7 @@ func TestSimultaneousStarts(t *testing.T) {
 // TestLockReplaced checks that a run which locked a lock file that its
 // holder has since removed does not count it as held.
 func TestLockReplaced(t *testing.T) {
+	t.Parallel()
 	final := filepath.Join(t.TempDir(), "out")
 	st, err := Begin(final)
 	if err != nil {
@@ -190,6 +195,7 @@ func TestLockReplaced(t *testing.T) {
 // not exist yet gets them; an aborted run removes those it created (when
 // empty) and keeps the ones that were there.
 func TestAbortRemovesCreatedParents(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	final := filepath.Join(root, "deep", "a", "b", "out")
 	st, err := Begin(final)
@@ -230,6 +236,7 @@ func TestAbortRemovesCreatedParents(t *testing.T) {
 // lock (its file is gone), and a run with the same record resumes it while
 // one with another record starts clean.
 func TestLeave(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		record  string

@@ -25,6 +25,7 @@ import (
 // then verify against the sources; it also checks the module's exit-code
 // rules against the codes bpconvert documents.
 func TestAirflowCommands(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "python3")
 	dir := filepath.Join("..", "..", "examples", "airflow")
 	root := t.TempDir()

@@ -52,6 +52,7 @@ type badCase struct {
 
 // TestBadInputCorpus runs every case of the corpus.
 func TestBadInputCorpus(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "tar", "python3", "gzip", "bzip2", "xz", "zstd", "zip")
 	dir := t.TempDir()
 	var cases []badCase

@@ -87,6 +87,7 @@ func sameTree(t *testing.T, got, want string) {
 // its summary file again; the same DST with another option or a changed
 // source is refused with exit 2 naming the difference, and DST is untouched.
 func TestRetryOfFinishedRun(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 2, 5, 1000)
 	dst := filepath.Join(root, "out")
@@ -158,6 +159,7 @@ func TestRetryOfFinishedRun(t *testing.T) {
 // TestSummaryFileCheckedFirst: a --summary-file that cannot be written is a
 // usage error before any work, so a finished conversion never fails on it.
 func TestSummaryFileCheckedFirst(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 1, 2, 100)
 	for _, args := range [][]string{
@@ -179,6 +181,7 @@ func TestSummaryFileCheckedFirst(t *testing.T) {
 // rerun reuses the complete shards and that every file of the result has
 // the bytes of an uninterrupted run. --restart discards the staged work.
 func TestKillResume(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("converts 240 MB several times; skipped with -short")
 	}
@@ -192,6 +195,7 @@ func TestKillResume(t *testing.T) {
 // TestKillResumeParquet does the same for convert-parquet on a 100 MB table
 // that DuckDB writes.
 func TestKillResumeParquet(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("converts 100 MB several times; skipped with -short")
 	}
@@ -211,6 +215,7 @@ func TestKillResumeParquet(t *testing.T) {
 // TestKillResumeLance does the same for convert-lance on a 100 MB binary
 // column of a Lance 2.1 dataset that the Lance library writes.
 func TestKillResumeLance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("converts 100 MB several times; skipped with -short")
 	}
@@ -301,6 +306,7 @@ func packShards(dir string) []string {
 
 // TestSeveralSources: convert-wds takes the shards a shell glob gives.
 func TestSeveralSources(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 3, 2, 10)
 	dst := filepath.Join(root, "out")

@@ -21,6 +21,7 @@ import (
 // tree or tars by name, both ways: a flipped byte, a member the source
 // lacks and a source file the packs lack each fail.
 func TestVerifyBlobpack(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	root := t.TempDir()
 	cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "blobpack", "gen.py"), root)
@@ -102,6 +103,7 @@ func TestVerifyBlobpack(t *testing.T) {
 // TestVerifyHelpMatchesReadme: the source kinds `help verify` lists for
 // --against are the ones the documentation's verify section lists.
 func TestVerifyHelpMatchesReadme(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join(testtool.RepoRoot(t), "docs", "commands.md"))
 	if err != nil {
 		t.Fatal(err)

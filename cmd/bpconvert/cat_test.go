@@ -12,6 +12,7 @@ import (
 // resolve. The pack is written by pack; the corruption is made by Python's
 // zipfile locating the member's first payload byte.
 func TestCat(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
 	blob := strings.Repeat("0123456789", 1000) // 10,000 bytes

@@ -3,9 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/plan"
 )
 
 // cmdLerobot parses convert-lerobot's flags into a lerobot.Job, handing it
@@ -91,27 +88,4 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 		return res, err
 	}
 	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
-}
-
-// withFetched adds what reading a source in object storage fetched to a
-// converter's result: to its summary (a finished or already done run) or
-// to its plan document (--dry-run --json), and in a line on stderr.
-func withFetched(e *env, res any, src string, f *fetched) any {
-	e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), src)
-	switch r := res.(type) {
-	case plan.Summary:
-		return fetchedSummary{Summary: r, fetched: f}
-	case jsonDoc:
-		if b := bytes.TrimSpace(r); len(b) > 1 && b[len(b)-1] == '}' {
-			extra, _ := json.Marshal(f)
-			return jsonDoc(append(append(bytes.Clone(b[:len(b)-1]), ','), extra[1:]...))
-		}
-	}
-	return res
-}
-
-// fetchedSummary is a converter's summary with what it fetched.
-type fetchedSummary struct {
-	plan.Summary
-	*fetched
 }

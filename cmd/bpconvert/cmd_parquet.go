@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/internal/srctree"
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // stringList is a repeatable string flag.
@@ -45,25 +48,58 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		fieldPaths = append(fieldPaths, p)
 	}
 	src, dst := pos[0], pos[1]
-	if err := localSource("convert-parquet", src); err != nil {
-		return nil, err
+	var (
+		tree  *srctree.Tree
+		stats *objstore.Stats
+		check = src
+	)
+	if objstore.IsRemote(src) {
+		// A source in a bucket: a table object, or a prefix holding
+		// tables (and a card, a save_to_disk directory's JSON files, other
+		// files), listed once here; every read of it is counted for the
+		// summary.
+		if _, _, err := objstore.ParseS3(src); err != nil {
+			return nil, &usageError{msg: fmt.Sprintf("convert-parquet: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		}
+		stats = &objstore.Stats{}
+		var file string
+		if tree, file, err = srctree.OpenSource(ctx, src, objstore.Options{Stats: stats}); err != nil {
+			return nil, storeError("convert-parquet", err)
+		}
+		src = tree.Location()
+		if file != "" {
+			src = tree.Path(file)
+		}
+		if check = src; !objstore.IsRemote(dst) {
+			check = "" // a local destination cannot overlap a bucket
+		}
 	}
-	absDst, err := cf.destination(ctx, src, dst)
+	absDst, err := cf.destination(ctx, check, dst)
 	if err != nil {
 		return nil, err
 	}
 	if err := cf.identify(ctx, fset, []string{src}); err != nil {
+		if tree != nil {
+			return nil, storeError("convert-parquet", err)
+		}
 		return nil, err
 	}
+	// With --yes (cf.options' QuickPlan) the plan does not read the Arrow
+	// files of a save_to_disk dataset in a bucket a first time.
 	job, err := parquet.NewJob(ctx, src, absDst, parquet.Options{
 		Columns:  columns,
 		Fields:   fieldPaths,
 		Options:  cf.options(),
+		Tree:     tree,
 		Media:    parquet.MediaMode(*media),
 		KeepPath: *keepPath,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return e.runJob(ctx, &cf, job)
+	res, err := e.runJob(ctx, &cf, job)
+	if stats == nil || err != nil {
+		return res, err
+	}
+	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
 }

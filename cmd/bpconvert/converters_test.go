@@ -16,6 +16,7 @@ import (
 // converters share, finalize knows its joiner, and docs/converters.md has
 // its section. The CLI has no converter the table lacks.
 func TestConvertersTable(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join(testtool.RepoRoot(t), "README.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // destination and the file, before any work, and writes nothing; each is
 // given a real source so that only DST is wrong.
 func TestDestParentIsFile(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	files := filepath.Join(root, "files")
 	if err := os.MkdirAll(filepath.Join(files, "a"), 0o755); err != nil {

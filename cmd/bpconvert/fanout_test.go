@@ -102,6 +102,7 @@ func sameMembers(t *testing.T, got, want string) {
 // manifest, and verify passes. Then the retries: finalize again, a part
 // again and the undivided run again all exit 0 already_done.
 func TestFanOut(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 7, 12, 40_000)
 	flags := []string{"--yes", "--max-pack-bytes", "200KB", "--quiet"}
@@ -162,6 +163,7 @@ func TestFanOut(t *testing.T) {
 // staged, or made from another plan, and 3 when two parts packed the same
 // key; nothing is written to DST in any case.
 func TestFinalizeRefuses(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 4, 3, 1000)
 	run := func(dst, part string, extra ...string) {
@@ -294,6 +296,7 @@ func refsResolve(t *testing.T, dir, text string) int {
 // every table's schema, metadata and values (references naming the same
 // members), every other file byte for byte.
 func TestFanOutParquet(t *testing.T) {
+	t.Parallel()
 	fixtures := parquetFixtureRoot(t)
 	for _, tc := range []struct {
 		name string
@@ -316,6 +319,7 @@ func fanOutParquet(t *testing.T, src string, args []string) {
 // against one undivided run: the same members, tables and video index
 // (references resolving, naming the same members), meta/ byte for byte.
 func TestFanOutLerobot(t *testing.T) {
+	t.Parallel()
 	fixtures := lerobotFixtureRoot(t)
 	for _, name := range []string{"v2.0", "v2.1-images", "v3.0"} {
 		t.Run(name, func(t *testing.T) {
@@ -477,6 +481,7 @@ func lanceDump(t *testing.T, dir string) string {
 // the rewritten table's values with every reference naming the same member
 // and resolving in the joined packs.
 func TestFanOutLance(t *testing.T) {
+	t.Parallel()
 	fixtures := lanceFixtures(t)
 	for _, tc := range []struct {
 		name string

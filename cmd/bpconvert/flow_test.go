@@ -30,6 +30,7 @@ func (f *fakeJob) Plan(ctx context.Context, selected []string, _ progress.Counte
 // TestFailedPlanDocument: a plan that finds a problem still reaches the
 // reviewer of a --dry-run --json run: the error document carries it.
 func TestFailedPlanDocument(t *testing.T) {
+	t.Parallel()
 	var so, se bytes.Buffer
 	e := &env{stdin: strings.NewReader(""), stdout: &so, stderr: &se, json: true}
 	job := &fakeJob{planErr: convert.Invalid("test", "/src/t.parquet", errors.New("row 3: not a picture"))}
@@ -53,6 +54,7 @@ func (f *fakeJob) Run(ctx context.Context, prog progress.Counter) (plan.Summary,
 func (f *fakeJob) NeedChoice() error { return f.chooseErr }
 
 func TestFlowWithoutTerminal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		flags    convertFlags
@@ -104,6 +106,7 @@ func TestFlowWithoutTerminal(t *testing.T) {
 }
 
 func TestLogCounterRateLimit(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	now := time.Unix(0, 0)
 	l := &logCounter{label: "convert", w: &buf, last: now, now: func() time.Time { return now }}

@@ -32,6 +32,7 @@ func fsspecPython(t *testing.T) string {
 // pattern README recommends (one fsspec zip filesystem per shard), under
 // Debian's python3-fsspec: every blob must come back byte for byte.
 func TestFsspecReadsReferences(t *testing.T) {
+	t.Parallel()
 	py := fsspecPython(t)
 	src := filepath.Join(testtool.SharedDir(t), "data", "webdataset", "sample.tgz")
 	dst := filepath.Join(t.TempDir(), "out")

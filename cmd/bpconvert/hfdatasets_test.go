@@ -64,6 +64,7 @@ func hfEnv(t *testing.T) []string {
 // dataset saved with save_to_disk converts into a save_to_disk directory
 // that datasets.load_from_disk reads the same way.
 func TestHFDatasetsReadsConverted(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	root := t.TempDir()
 	src := filepath.Join(root, "src")

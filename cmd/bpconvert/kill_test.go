@@ -12,6 +12,7 @@ import (
 // same destination, and checks that the re-run succeeds and writes exactly
 // what a clean run writes.
 func TestKillAndRerun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("packs 1 GiB three times; skipped with -short")
 	}

@@ -15,6 +15,7 @@ import (
 // Lance library (see lanceFixtures): the plan, a conversion that
 // lance-inspect then describes, and the refusals with their exit codes.
 func TestConvertLanceCLI(t *testing.T) {
+	t.Parallel()
 	root := lanceFixtures(t)
 	blob := filepath.Join(root, "blob1_2_1.lance")
 	types := filepath.Join(root, "types_2_1.lance")

@@ -15,6 +15,7 @@ import (
 // refused at once (exit 3, naming the file) by convert-lance and
 // lance-inspect, never read: a read of a FIFO would block beyond signals.
 func TestLanceFIFO(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "..", "lancefmt", "testdata", "lance", "s_blob_2_1.lance")
 	for _, victim := range []string{"manifest", "data"} {
 		t.Run(victim, func(t *testing.T) {

@@ -205,6 +205,7 @@ func lanceCell(t *testing.T, raw json.RawMessage, kind string) string {
 // --json with Lance's own scan, dumped by the generator, at an old version
 // (before deletions) and at the latest one.
 func TestLanceInspectRowsMatchLance(t *testing.T) {
+	t.Parallel()
 	dir := lanceFixtures(t)
 	tests := []struct {
 		dataset string
@@ -265,6 +266,7 @@ func TestLanceInspectRowsMatchLance(t *testing.T) {
 // generator's list of versions: an older version has another row count,
 // and deletions are counted per fragment.
 func TestLanceInspectVersions(t *testing.T) {
+	t.Parallel()
 	dir := lanceFixtures(t)
 	ds := filepath.Join(dir, "types_2_1.lance")
 	exp := loadLanceExpected(t, dir, "types_2_1")
@@ -297,6 +299,7 @@ func TestLanceInspectVersions(t *testing.T) {
 
 // TestLanceInspectText checks the text report of several kinds of datasets.
 func TestLanceInspectText(t *testing.T) {
+	t.Parallel()
 	dir := lanceFixtures(t)
 	tests := []struct {
 		dataset string
@@ -335,6 +338,7 @@ func TestLanceInspectText(t *testing.T) {
 // TestLanceInspectBlobHandles checks the blob handles printed for a blob v2
 // column against the payloads the generator wrote.
 func TestLanceInspectBlobHandles(t *testing.T) {
+	t.Parallel()
 	dir := lanceFixtures(t)
 	exp := loadLanceExpected(t, dir, "blob2_2_2")
 	d := inspectJSON(t, "--rows", "100", filepath.Join(dir, "blob2_2_2.lance"))
@@ -373,6 +377,7 @@ func TestLanceInspectBlobHandles(t *testing.T) {
 // TestLanceInspectErrors checks the messages and exit codes of bad input
 // (3) and bad flags (2), with and without --json.
 func TestLanceInspectErrors(t *testing.T) {
+	t.Parallel()
 	dir := lanceFixtures(t)
 	ds := filepath.Join(dir, "types_2_1.lance")
 	notLance := t.TempDir()
@@ -422,6 +427,7 @@ func TestLanceInspectErrors(t *testing.T) {
 // is refused by lance-inspect and convert-lance with exit 3, the feature
 // named in words and a hint naming the newest version that can be read.
 func TestLanceRefusedFeature(t *testing.T) {
+	t.Parallel()
 	ds := filepath.Join(t.TempDir(), "types_2_1.lance")
 	testtool.CopyTree(t, filepath.Join(lanceFixtures(t), "types_2_1.lance"), ds)
 	// Version 7 is the latest: append reader_feature_flags = 64 to its

@@ -18,6 +18,7 @@ import (
 // fixtures/parquet/lerobot.mjs (ffmpeg CLI videos, DuckDB tables; see that
 // file for how), generated once into the test's temporary directory.
 func TestLerobotCLI(t *testing.T) {
+	t.Parallel()
 	root := lerobotFixtureRoot(t)
 	t.Run("dry run writes nothing", func(t *testing.T) { testLerobotDryRun(t, root) })
 	t.Run("yes converts", func(t *testing.T) { testLerobotYes(t, root) })

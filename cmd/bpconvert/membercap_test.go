@@ -16,6 +16,7 @@ import (
 // members unless --max-members says otherwise, and the plan says which cap
 // applies and why it matters to readers.
 func TestDefaultMemberCap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	shards := wdsShards(t, dir, 1, 1300, 16) // 2,600 members
 	cases := []struct {
@@ -67,6 +68,7 @@ func TestDefaultMemberCap(t *testing.T) {
 // TestGroupSplitWarned: a sample too large for what a shard has left is cut
 // across shards, and the summary says so.
 func TestGroupSplitWarned(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "tar")
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")
@@ -94,6 +96,7 @@ func TestGroupSplitWarned(t *testing.T) {
 // 3-member samples and the 1,024-member cap, shards end on sample bounds
 // (1,023 members) instead of cutting a sample.
 func TestSamplesShareAShard(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "tar")
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in")

@@ -19,6 +19,7 @@ import (
 )
 
 func TestHelpAndUsage(t *testing.T) {
+	t.Parallel()
 	r := bp(t, "--help")
 	if r.code != 0 || !strings.Contains(r.stdout, "Exit codes:") || !strings.Contains(r.stdout, "130") {
 		t.Fatalf("help: %d\n%s", r.code, r.stdout)
@@ -35,6 +36,7 @@ func TestHelpAndUsage(t *testing.T) {
 }
 
 func TestPackVerifyLsUnpack(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
 	files := map[string]string{
@@ -110,6 +112,7 @@ func TestPackVerifyLsUnpack(t *testing.T) {
 }
 
 func TestPackRefusesBadNames(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
 	writeTree(t, src, map[string]string{"ok.txt": "x", "bad::name.txt": "y"})
@@ -129,6 +132,7 @@ func TestPackRefusesBadNames(t *testing.T) {
 }
 
 func TestUnpackRefusesCollisions(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// "a" is a file in one pack and a directory in the other's keys.
 	for i, tree := range []map[string]string{{"a": "file"}, {"a/b": "nested"}} {

@@ -14,6 +14,7 @@ import (
 // stay valid), --max-members rolls shards over. (convert-lerobot runs in its
 // own binary and has its own test in lerobot_test.go.)
 func TestPackFlagsEveryConverter(t *testing.T) {
+	t.Parallel()
 	shared := filepath.Join(testtool.SharedDir(t), "data", "webdataset", "sample.tgz")
 	cases := []struct {
 		name string

@@ -16,6 +16,7 @@ import (
 // fixtures/parquet/gen.mjs (see that file for how), generated once into
 // the test's temporary directory.
 func TestParquetCLI(t *testing.T) {
+	t.Parallel()
 	root := parquetFixtureRoot(t)
 	t.Run("dry run writes nothing", func(t *testing.T) { testParquetDryRun(t, root) })
 	t.Run("yes converts", func(t *testing.T) { testParquetYes(t, root) })

@@ -38,6 +38,7 @@ func bpEnv(t *testing.T, env []string, args ...string) result {
 // or with an index outside 1..N, the run is a usage error naming the
 // variables.
 func TestPartAuto(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 5, 4, 1500)
 	one := filepath.Join(root, "one")

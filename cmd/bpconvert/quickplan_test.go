@@ -15,6 +15,7 @@ import (
 // converting: a key repeated across two gzip shards stops the run with
 // nothing written. --dry-run still reads them and finds it.
 func TestYesSkipsSecondDecompression(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "gzip")
 	dir := t.TempDir()
 	tarPath := wdsShards(t, dir, 1, 20, 64)[0]

@@ -34,6 +34,7 @@ for name, vals in (("src", imgs), ("other", [None if v is None else v[::-1] for 
 // reads 1,000 random references and asserts that every payload equals the
 // source's; against a source whose payloads differ, each fails.
 func TestReadingRecipes(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	root := t.TempDir()
 	at := func(p string) string { return filepath.Join(root, p) }

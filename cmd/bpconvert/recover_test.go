@@ -18,6 +18,7 @@ import (
 // matches one undivided run. Rerunning with another N leaves two splits;
 // finalize names the command that removes the older one.
 func TestPartRecovery(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 3, 6, 3000)
 	whole := filepath.Join(root, "whole")
@@ -109,6 +110,7 @@ func TestPartRecovery(t *testing.T) {
 // (the whole output, a part before finalize, a part after it), not zeros
 // or only what the run itself wrote.
 func TestRetrySummaries(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	shards := wdsShards(t, root, 4, 5, 2000)
 	flags := []string{"--yes", "--json", "--max-pack-bytes", "20KB"}

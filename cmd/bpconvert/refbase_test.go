@@ -51,6 +51,7 @@ func refsIn(t *testing.T, dst string) []string {
 // that path, verify, ls and cat work on the output, and still do on a copy
 // moved elsewhere (resolved against the dataset they are given).
 func TestRefBase(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	wdsSrc := filepath.Join(root, "wds")
 	wdsShards(t, wdsSrc, 2, 30, 700)

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 // remote is a location in object storage named on the command line: the
@@ -65,4 +68,27 @@ func storeError(cmd string, err error) error {
 		return &hintError{err: err, hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a shared credentials file"}
 	}
 	return err
+}
+
+// withFetched adds what reading a source in object storage fetched to a
+// converter's result: to its summary (a finished or already done run) or
+// to its plan document (--dry-run --json), and in a line on stderr.
+func withFetched(e *env, res any, src string, f *fetched) any {
+	e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), src)
+	switch r := res.(type) {
+	case plan.Summary:
+		return fetchedSummary{Summary: r, fetched: f}
+	case jsonDoc:
+		if b := bytes.TrimSpace(r); len(b) > 1 && b[len(b)-1] == '}' {
+			extra, _ := json.Marshal(f)
+			return jsonDoc(append(append(bytes.Clone(b[:len(b)-1]), ','), extra[1:]...))
+		}
+	}
+	return res
+}
+
+// fetchedSummary is a converter's summary with what it fetched.
+type fetchedSummary struct {
+	plan.Summary
+	*fetched
 }

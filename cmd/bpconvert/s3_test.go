@@ -167,6 +167,7 @@ func pendingUploads(t *testing.T, srv *s3test.Server, bucket string) int {
 // different run into a committed destination is refused, and nothing stays
 // staged.
 func TestS3Directions(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src-bucket", "dst-bucket")
 	env := srv.Env()
 	staging := t.TempDir()
@@ -305,6 +306,7 @@ func TestS3Errors(t *testing.T) {
 // TestS3Faults: 503 SlowDown answers and connection resets are retried
 // and the output is the same as a local run's.
 func TestS3Faults(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bkt")
 	proxy := s3test.NewProxy(t, srv)
 	root := t.TempDir()
@@ -453,9 +455,10 @@ func filterShards(tree map[string][]byte) []string {
 }
 
 // TestS3OtherConverters: convert-parquet and convert-lance write into a
-// bucket exactly what they write locally; convert-parquet's source must be
-// local.
+// bucket exactly what they write locally (sources in a bucket: TestS3Parquet,
+// TestS3Lance).
 func TestS3OtherConverters(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bkt")
 	env := srv.Env()
 	pq := filepath.Join(parquetFixtureRoot(t), "plain")
@@ -477,13 +480,6 @@ func TestS3OtherConverters(t *testing.T) {
 				t.Fatalf("run into the bucket: %+v", r)
 			}
 			sameOutput(t, storeTree(t, srv, "bkt", c.name), localTree(t, local))
-			if c.name == "lance" {
-				return // Lance sources in a bucket: TestS3Lance
-			}
-			r := bpS3(t, env, append(c.args, "s3://bkt/"+c.name, filepath.Join(t.TempDir(), "x"))...)
-			if r.code != 2 || !strings.Contains(r.stderr, "not supported yet") {
-				t.Fatalf("a source in a bucket: exit %d, %s", r.code, r.stderr)
-			}
 		})
 	}
 }

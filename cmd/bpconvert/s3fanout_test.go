@@ -46,6 +46,7 @@ func runPartsEnv(t *testing.T, env []string, n int, args func(part string) []str
 // shard copies is finished by a rerun with the same output. A bucket's root
 // takes no parts.
 func TestS3FanOut(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "fan")
 	env := srv.Env()
 	root := t.TempDir()
@@ -186,6 +187,7 @@ func TestS3FanOut(t *testing.T) {
 // read from it is a failure of the store (exit 1, naming the object, with
 // the hint to rerun), never bad input (exit 3); nothing is left at DST.
 func TestS3SourceUnavailable(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
@@ -230,6 +232,7 @@ func TestS3SourceUnavailable(t *testing.T) {
 // the local plan does by seeking: for members of 4 MB it fetches about a
 // window (1 MiB) per member, not the tars.
 func TestS3DryRunHeaders(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
 	root := t.TempDir()
 	src := filepath.Join(root, "src")

@@ -70,6 +70,7 @@ const (
 // objects, a retry is already done, a changed object is noticed; verify
 // --against compares with the bucket's copy.
 func TestS3Lerobot(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src", "dst")
 	proxy := s3test.NewProxy(t, srv)
 	env := srv.Env()
@@ -209,6 +210,7 @@ func readFile(t *testing.T, p string) []byte {
 // 3 naming the object; tables with image features in a bucket are refused
 // (exit 2) with a hint; no message carries a credential.
 func TestS3LerobotErrors(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
 	root := lerobotFixtureRoot(t)
 	for _, name := range []string{"v2.0", "v2.1-images"} {

@@ -20,6 +20,7 @@ import (
 // their source in the bucket and on local disk, and a source object
 // removed from the bucket is reported as a member no source file names.
 func TestS3VerifyPacksAlone(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	srv := s3test.Start(t, "bkt")
 	root := t.TempDir()

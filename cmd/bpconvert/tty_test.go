@@ -89,6 +89,7 @@ func (r *tmuxRun) exitCode() int {
 // table without Hugging Face metadata makes the user choose payload columns
 // in a multi-select, the plan is shown again, and a confirmation follows.
 func TestTerminalPrompts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drives a terminal; skipped with -short")
 	}
@@ -144,6 +145,7 @@ func TestTerminalPrompts(t *testing.T) {
 // TestNoPromptWithoutTerminal checks that a run without a terminal and
 // without --yes refuses at once instead of waiting for input.
 func TestNoPromptWithoutTerminal(t *testing.T) {
+	t.Parallel()
 	root := parquetFixtureRoot(t)
 	dst := filepath.Join(t.TempDir(), "out")
 	cmd := exec.Command(binPath, "convert-parquet", filepath.Join(root, "plain", "part-00000.parquet"), dst, "--column", "jpg")

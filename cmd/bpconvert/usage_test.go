@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want int64 // 0: refused
@@ -50,6 +51,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestSuggest(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"verfy", "verify"},
 		{"convert-wsd", "convert-wds"},
@@ -67,6 +69,7 @@ func TestSuggest(t *testing.T) {
 // TestHelpVersionSuggestions runs the ways people ask for help and the
 // version, and a typo.
 func TestHelpVersionSuggestions(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"-version"}, {"version"}} {
 		r := bp(t, args...)
 		// The test binary is an untagged build (see TestOneVersion).

@@ -95,6 +95,7 @@ func firstKey(t *testing.T, shard string) string {
 // could (a member removed with Info-ZIP's zip -d, a shard renamed, a
 // payload changed) and checks each is reported with table, row and column.
 func TestVerifyDataset(t *testing.T) {
+	t.Parallel()
 	t.Run("webdataset", func(t *testing.T) {
 		testtool.Require(t, "zip")
 		root := t.TempDir()
@@ -312,6 +313,7 @@ open(p, "wb").write(b)
 // that verify --against the twin compares the camera file packed whole with
 // its blob in videos.lance, and finds a changed byte in it.
 func TestVerifyLeRobotLance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("converts videos; skipped with -short")
 	}

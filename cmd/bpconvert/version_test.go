@@ -21,6 +21,7 @@ import (
 // build sets from git describe on a tagged checkout) and for a plain build
 // of an untagged checkout, which says "(devel)" everywhere.
 func TestOneVersion(t *testing.T) {
+	t.Parallel()
 	pqRoot := parquetFixtureRoot(t)
 	lanceRoot := lanceFixtures(t)
 	const tag = "v9.8.7-2-gabcdef0-dirty"

@@ -15,6 +15,7 @@ import (
 // pseudo-terminal); off a terminal, without --yes, it refuses with exit 2
 // and writes nothing.
 func TestWDSConfirm(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(testtool.SharedDir(t), "data", "webdataset", "sample.tgz")
 
 	t.Run("terminal confirms", func(t *testing.T) {

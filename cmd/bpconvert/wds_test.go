@@ -15,6 +15,7 @@ import (
 )
 
 func TestWDSCLI(t *testing.T) {
+	t.Parallel()
 	shared := filepath.Join(testtool.SharedDir(t), "data", "webdataset")
 	root := t.TempDir()
 

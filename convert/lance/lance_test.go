@@ -104,6 +104,7 @@ func sourceValues(t *testing.T, j *Job, c *candidate) [][]byte {
 // are nullable utf8 references with the blob metadata gone, and, through
 // the pack, that every reference resolves to the original bytes.
 func TestConvertDatasets(t *testing.T) {
+	t.Parallel()
 	root := fixtures.Dir(t)
 	cases := []struct {
 		dataset string
@@ -221,6 +222,7 @@ func TestConvertDatasets(t *testing.T) {
 // TestSelection checks which columns are chosen and which requests are
 // refused with a usage error naming the candidates.
 func TestSelection(t *testing.T) {
+	t.Parallel()
 	root := fixtures.Dir(t)
 	ctx := context.Background()
 	types := filepath.Join(root, "types_2_1.lance")

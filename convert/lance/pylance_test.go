@@ -74,6 +74,7 @@ type py14Check struct {
 // bytes, the output's feature flags describing the output. Shapes bpconvert
 // refuses fail with an error that says why.
 func TestPylance14(t *testing.T) {
+	t.Parallel()
 	py, root := pylance14(t)
 	cases := []struct {
 		name     string
@@ -227,6 +228,7 @@ func TestPylance14(t *testing.T) {
 // TestPylance14ManagedPastObject: a managed descriptor whose range ends past
 // its object is refused with an error naming the row and the object.
 func TestPylance14ManagedPastObject(t *testing.T) {
+	t.Parallel()
 	_, root := pylance14(t)
 	src := filepath.Join(t.TempDir(), "managed_shared.lance")
 	testtool.CopyTree(t, filepath.Join(root, "managed_shared.lance"), src)

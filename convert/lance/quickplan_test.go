@@ -13,6 +13,7 @@ import (
 // read for it), and the conversion writes the same packs and table as with
 // the full plan.
 func TestQuickPlan(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join("..", "..", "lancefmt", "testdata", "lance", "s_blob_2_1.lance")
 	ctx := t.Context()
 	var outs []string

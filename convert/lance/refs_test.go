@@ -12,6 +12,7 @@ import (
 // same text, and rows past a fragment's end or a count that differs from
 // the table's are errors.
 func TestRefs(t *testing.T) {
+	t.Parallel()
 	rows := map[uint64]uint64{3: 5, 7: 2, 9: 100_000}
 	r := newRefs(func(frag uint64) uint64 { return rows[frag] })
 	first, err := r.set(3, 1, "zip://a.jpg::media/pack-0000.zip")

@@ -21,6 +21,7 @@ import (
 // become ONE member, keyed by the first row in scan order, that every
 // sharing row references.
 func TestSharedBlobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	base, err := lancefmt.Open(ctx, filepath.Join(fixtures.Dir(t), "blob2_2_2.lance"), lancefmt.OpenOptions{})
 	if err != nil {

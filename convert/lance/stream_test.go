@@ -172,6 +172,7 @@ const maxRSS128 = 128 << 20
 // its zip shard to the source's bytes, every kept column equal), and,
 // except for the 1 GB page, verify --against compares every payload again.
 func TestRunPeakRSSPylance14(t *testing.T) {
+	t.Parallel()
 	py, root := bigPylance14(t)
 	for _, tc := range []struct {
 		name     string

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
@@ -22,6 +21,7 @@ import (
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
+	"github.com/bpconvert/bpconvert/internal/workpool"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -404,43 +404,13 @@ func (d *Dataset) copyTree(ctx context.Context, dir, dst string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	next := make(chan string)
-	for range min(copiesInFlight, len(names)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for rel := range next {
-				out := filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(rel, dir+"/")))
-				if err := d.copyObject(ctx, rel, out); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					cancel()
-				}
-			}
-		}()
-	}
-feed:
-	for _, rel := range names {
-		select {
-		case next <- rel:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return 0, firstErr
+	err = workpool.Run(ctx, len(names), copiesInFlight, func(ctx context.Context, i int) error {
+		rel := names[i]
+		out := filepath.Join(dst, filepath.FromSlash(strings.TrimPrefix(rel, dir+"/")))
+		return d.copyObject(ctx, rel, out)
+	})
+	if err != nil {
+		return 0, err
 	}
 	return len(names), ctx.Err()
 }

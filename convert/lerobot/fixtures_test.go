@@ -7,14 +7,11 @@ package lerobot
 // tools independent of the code under test.
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -144,17 +141,6 @@ func ffprobeTimeBase(t testing.TB, path string) (int64, int64) {
 	return num, den
 }
 
-// decodes runs the file through ffmpeg's decoder and fails t on any error.
-func decodes(t testing.TB, path string) {
-	t.Helper()
-	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-		t.Errorf("ffmpeg decode of %s: %v\n%s", path, err, stderr.String())
-	}
-}
-
 // dumpTable is what dump.mjs (DuckDB) reports for one parquet file.
 type dumpTable struct {
 	KV      [][2]string `json:"kv"`
@@ -177,15 +163,7 @@ func (d dumpTable) col(t testing.TB, name string) int {
 // dump reads parquet files with DuckDB.
 func dump(t testing.TB, files ...string) map[string]dumpTable {
 	t.Helper()
-	cmd := exec.Command("node", append([]string{filepath.Join(nodeProject(t), "dump.mjs")}, files...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("dump.mjs: %v: %s", err, stderr.String())
-	}
 	var out map[string]dumpTable
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("dump.mjs output: %v", err)
-	}
+	testtool.RunJSON(t, &out, "node", append([]string{filepath.Join(nodeProject(t), "dump.mjs")}, files...)...)
 	return out
 }

@@ -19,6 +19,7 @@ import (
 // camera file that lost its last bytes, and absurd episode lengths are
 // refused as invalid input naming the file, promptly.
 func TestSourceFilesRefused(t *testing.T) {
+	t.Parallel()
 	video := filepath.Join("videos", "chunk-000", wrist, "episode_000001.mp4")
 	replace := func(rel string, make func(p string) error) func(t *testing.T, root string) {
 		return func(t *testing.T, root string) {

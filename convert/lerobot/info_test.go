@@ -12,6 +12,7 @@ import (
 // inputs are the templates LeRobot v2.x and v3.0 write (as in
 // fixtures/parquet/lerobot.mjs).
 func TestRewriteVideoPath(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, in, want, err string
 	}{
@@ -76,6 +77,7 @@ func equalJSON(a, b any) bool {
 // layout, so storage_format is dropped from info.json and recorded as
 // bpconvert.source_storage_format; every other member is kept.
 func TestRewriteInfoLance(t *testing.T) {
+	t.Parallel()
 	in := `{"codebase_version": "v3.0", "fps": 10, "video_path": "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4", "storage_format": "lance"}`
 	out, err := rewriteVideoPath([]byte(in), "media", StorageLance)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // package, and --no-manifest leaves no pack.manifest.json while the packs
 // still verify.
 func TestJob(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		base       string
@@ -96,6 +97,7 @@ func TestJob(t *testing.T) {
 // TestNoEngine refuses to read camera files without a video engine, after
 // the metadata checks and before anything is written.
 func TestNoEngine(t *testing.T) {
+	t.Parallel()
 	_, err := Inspect(context.Background(), dataset(t, "v3.0"), Options{})
 	if err == nil || !strings.Contains(err.Error(), "no video engine") || errors.Is(err, convert.ErrInvalidInput) {
 		t.Fatalf("Inspect: %v; want a refusal naming the missing engine, not blaming the dataset", err)

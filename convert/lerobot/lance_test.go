@@ -93,6 +93,7 @@ func convertDataset(t *testing.T, src string) (*Inspection, string) {
 // meta/ but info.json identical, equal tables read back by pyarrow, and
 // every reference resolving to the original camera files' packets.
 func TestLanceStoredTwin(t *testing.T) {
+	t.Parallel()
 	src := dataset(t, "v3.0")
 	pqIns, pqDst := convertDataset(t, src)
 	if d := pqIns.Plan("x").Source.Details; !slices.Contains(d, "stored as parquet") {
@@ -235,6 +236,7 @@ func readJSON(t *testing.T, path string, v any) {
 // *convert.InputError naming the table, row and reason, and nothing is
 // written.
 func TestLanceRefusals(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		breaks  []string
@@ -333,6 +335,7 @@ func removeAll(t *testing.T, p string) {
 // the bytes, a meta.lance that does not repeat meta/ and rows no episode
 // names are reported, and the dataset still converts.
 func TestLanceWarnings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		breaks []string

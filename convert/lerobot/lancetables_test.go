@@ -13,6 +13,7 @@ import (
 // entries, to list arrays: the same values per entry, nulls holding none,
 // and no buffer leaked (arrow's checked allocator).
 func TestListFromFixed(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		rows       [][]float32 // nil: a null entry

@@ -36,6 +36,7 @@ const (
 )
 
 func TestFormatTemplate(t *testing.T) {
+	t.Parallel()
 	v2 := map[string]any{"episode_chunk": int64(0), "episode_index": int64(42), "video_key": "observation.images.top"}
 	cases := []struct {
 		tmpl    string
@@ -95,6 +96,7 @@ func hasNote(e plan.Entry, sub string) bool {
 // TestConvertVersions converts every generated dataset and checks the
 // output against the source with independent readers.
 func TestConvertVersions(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// actions by plan entry
@@ -340,7 +342,7 @@ func verifyCut(t *testing.T, src string, blob []byte, span [2]float64, frames in
 	if minPTS != 0 {
 		t.Errorf("%s [%g, %g): first PTS %d, want 0", src, span[0], span[1], minPTS)
 	}
-	decodes(t, out)
+	testtool.FFmpegDecodes(t, out)
 }
 
 // checkImages reads the rewritten tables back with DuckDB: image cells are
@@ -450,6 +452,7 @@ func sum(xs []int64) int64 {
 // TestNoSplitEpisodes keeps every v3.0 file whole: each episode is addressed
 // by its metadata interval into the shared blob, whose bytes equal the file.
 func TestNoSplitEpisodes(t *testing.T) {
+	t.Parallel()
 	src := dataset(t, "v3.0")
 	ctx := context.Background()
 	ins, err := Inspect(ctx, src, Options{NoSplitEpisodes: true, Engine: testEngine(t, true)})
@@ -504,6 +507,7 @@ func TestNoSplitEpisodes(t *testing.T) {
 // so a group of at most half a shard (the largest episode here is about
 // 22 KiB) is never split.
 func TestEpisodeShards(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ins, err := Inspect(ctx, dataset(t, "v2.1"), Options{Options: convert.Options{PackOptions: convert.PackOptions{MaxPackBytes: 48 << 10}}, Engine: testEngine(t, true)})
 	if err != nil {
@@ -541,6 +545,7 @@ func TestEpisodeShards(t *testing.T) {
 // a lerobot *convert.InputError that names the problem, and nothing is
 // written anywhere (the source tree is unchanged).
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		base    string
@@ -621,6 +626,7 @@ func TestRefusals(t *testing.T) {
 
 // TestNothingToConvert refuses options that skip every media feature.
 func TestNothingToConvert(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		base string
 		opts Options
@@ -641,6 +647,7 @@ func TestNothingToConvert(t *testing.T) {
 // (10 frames, the video holds 9): within the default tolerance of one
 // frame it is accepted, with half a frame it is refused.
 func TestToleranceFrames(t *testing.T) {
+	t.Parallel()
 	root := copyDataset(t, "v2.1")
 	editFile(t, filepath.Join(root, "meta", "episodes.jsonl"), func(s string) string {
 		return strings.Replace(s, `"length":9`, `"length":10`, 1)
@@ -670,6 +677,7 @@ func TestToleranceFrames(t *testing.T) {
 // (a symlink under data/ is refused while copying) and checks that neither
 // the destination nor a staging directory remains.
 func TestConvertFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	root := copyDataset(t, "v2.0")
 	if err := os.Symlink("episode_000000.parquet", filepath.Join(root, "data", "chunk-000", "link.parquet")); err != nil {
 		t.Fatal(err)

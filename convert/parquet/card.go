@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -503,8 +504,11 @@ func jsonIndent(b []byte) (string, bool) {
 // see inputs.metaKind) as the conversion changes it. done is false for any
 // other file, and for one that needs no change: those are copied
 // unchanged.
-func rewriteMetadataFile(f inputFile, kind, dst string, e cardEdit) (done bool, err error) {
-	b, err := os.ReadFile(f.path)
+func (in *inputs) rewriteMetadataFile(ctx context.Context, f inputFile, kind, dst string, e cardEdit) (done bool, err error) {
+	if kind == "" {
+		return false, nil
+	}
+	b, err := in.readMeta(ctx, f.rel)
 	if err != nil {
 		return false, err
 	}
@@ -542,7 +546,7 @@ func (ins *Inspection) metadataRewrites(e cardEdit) []string {
 		if kind == "" {
 			continue
 		}
-		b, err := os.ReadFile(f.path)
+		b, err := ins.in.readMeta(context.Background(), f.rel)
 		if err != nil {
 			continue
 		}

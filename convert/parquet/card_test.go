@@ -13,6 +13,7 @@ import (
 // them). Only the dtype of the extracted features changes; every other byte
 // is kept, including the body and fields of the same name elsewhere.
 func TestRewriteCard(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file string
 		paths      [][]string
@@ -53,6 +54,7 @@ func TestRewriteCard(t *testing.T) {
 }
 
 func TestRewriteCardRefused(t *testing.T) {
+	t.Parallel()
 	e := cardEdit{features: featureEdit{strings: [][]string{{"image"}}}}
 	if _, _, err := rewriteCard([]byte("---\nlicense: mit\n"), e); err == nil {
 		t.Fatal("front matter without its closing line was accepted")
@@ -72,6 +74,7 @@ func TestRewriteCardRefused(t *testing.T) {
 // features change, a data_files pattern that would take in the shards
 // names the tables instead, and a card without configs gains them.
 func TestRewriteCardYAML(t *testing.T) {
+	t.Parallel()
 	in, err := os.ReadFile(filepath.Join("testdata", "card", "anchors.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +104,7 @@ func TestRewriteCardYAML(t *testing.T) {
 }
 
 func TestNamesSplit(t *testing.T) {
+	t.Parallel()
 	for rel, want := range map[string]bool{
 		"data.parquet": false, "train.parquet": true, "data/train-00000-of-00001.parquet": true,
 		"my_test.parquet": true, "contest.parquet": false, "validation/x.parquet": true, "x/dev/y.parquet": true,

@@ -26,10 +26,10 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/sniff"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 // MetaKey is the key-value metadata key under which Convert records what it
@@ -108,7 +108,7 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 	defer out.Abort()
 	res, err := convertTo(ctx, ins, sel, out.Dir, out, opts)
 	if err != nil {
-		return nil, err
+		return nil, storeFirst(ins.in.tree, err)
 	}
 	if res.Pack, err = out.Commit(); err != nil {
 		return nil, err
@@ -174,13 +174,13 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		}
 		out := filepath.Join(dir, filepath.FromSlash(t.OutRel))
 		if len(paths) == 0 {
-			if err := stage.CopyFile(ctx, t.Path, out); err != nil {
+			if err := ins.in.copyFile(ctx, t.src, out); err != nil {
 				return nil, fmt.Errorf("parquet: %s: %w", t.Rel, err)
 			}
 			res.Copied++
 			continue
 		}
-		tc := &tableConv{ins: ins, t: t, paths: paths, w: w, opts: opts}
+		tc := &tableConv{ctx: ctx, ins: ins, t: t, paths: paths, w: w, opts: opts}
 		run := tc.run
 		if t.Arrow {
 			run = tc.runArrow
@@ -195,13 +195,13 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 	ce := ins.cardEdit(sel)
 	for _, o := range others {
 		dst := filepath.Join(dir, filepath.FromSlash(o.rel))
-		if done, err := rewriteMetadataFile(o, ins.in.metaKind(o.rel), dst, ce); err != nil {
+		if done, err := ins.in.rewriteMetadataFile(ctx, o, ins.in.metaKind(o.rel), dst, ce); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		} else if done {
 			res.Metadata = append(res.Metadata, o.rel)
 			continue
 		}
-		if err := stage.CopyFile(ctx, o.path, dst); err != nil {
+		if err := ins.in.copyFile(ctx, o, dst); err != nil {
 			return nil, fmt.Errorf("parquet: %s: %w", o.rel, err)
 		}
 	}
@@ -295,6 +295,7 @@ func selected(paths [][]string, path []string) bool {
 
 // tableConv rewrites one table.
 type tableConv struct {
+	ctx   context.Context // the run's, for the files payloads are read from
 	ins   *Inspection
 	t     *Table
 	paths [][]string
@@ -340,7 +341,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	mem := tc.opts.Allocator
 	defer recovered(t.Rel, &err)
 
-	pf, err := openTable(t.Path, t.Size, mem)
+	pf, err := tc.ins.in.openTable(ctx, t.Rel, t.Size, t.md, true, mem)
 	if err != nil {
 		return inputErr(t.Rel, -1, "", "not a readable parquet file: %w", err)
 	}
@@ -766,14 +767,17 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		group = fmt.Sprintf("%s#%d", tc.t.Rel, id.row)
 	}
 	if fromPath {
-		p, size, err := tc.resolvePath(srcName)
+		e, err := tc.resolvePath(srcName)
 		if err != nil {
 			return "", inputErr(tc.t.Rel, id.row, col, "%w", err)
 		}
-		f, err := os.Open(p)
+		size := e.Size
+		src, err := tc.ins.in.tree.OpenEntry(tc.ctx, e)
 		if err != nil {
-			return "", inputErr(tc.t.Rel, id.row, col, "path %q: %w", srcName, err)
+			return "", inputErr(tc.t.Rel, id.row, col, "path %q: %w", srcName, pathCause(err))
 		}
+		defer src.Close()
+		f := srctree.Stream(tc.ctx, src)
 		defer f.Close()
 		prefix := make([]byte, sniff.PrefixLen)
 		np, err := io.ReadFull(f, prefix)
@@ -809,42 +813,8 @@ func (tc *tableConv) packErr(row int64, col string, err error) error {
 
 // resolvePath finds the file a Hugging Face path names: relative to the
 // dataset root, inside it once symlinks are resolved, a regular file.
-func (tc *tableConv) resolvePath(name string) (string, int64, error) {
+func (tc *tableConv) resolvePath(name string) (srctree.Entry, error) {
 	return tc.ins.in.resolvePath(name)
-}
-
-// resolvePath finds the file a Hugging Face path names: relative to the
-// dataset root, inside it once symlinks are resolved, a regular file.
-func (in *inputs) resolvePath(name string) (string, int64, error) {
-	if strings.Contains(name, "://") || strings.Contains(name, "::") {
-		return "", 0, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed)", name)
-	}
-	p := filepath.FromSlash(name)
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(in.root, p)
-	}
-	p = filepath.Clean(p)
-	if !stage.Within(in.root, p) && !stage.Within(in.rootReal, p) {
-		return "", 0, fmt.Errorf("path %q is outside the dataset root %s", name, in.root)
-	}
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", 0, fmt.Errorf("path %q names no file under %s", name, in.root)
-		}
-		return "", 0, fmt.Errorf("path %q: %w", name, err)
-	}
-	if !stage.Within(in.rootReal, real) {
-		return "", 0, fmt.Errorf("path %q resolves to %s, outside the dataset root", name, real)
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return "", 0, fmt.Errorf("path %q: %w", name, err)
-	}
-	if !st.Mode().IsRegular() {
-		return "", 0, fmt.Errorf("path %q is not a regular file", name)
-	}
-	return real, st.Size(), nil
 }
 
 // metadata builds the output key-value metadata and reports whether the

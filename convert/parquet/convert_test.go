@@ -48,6 +48,7 @@ type convertCase struct {
 }
 
 func TestParquetConvert(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	str := `{"dtype":"string","_type":"Value"}`
 	cases := []convertCase{
@@ -493,6 +494,7 @@ func unzipTest(t *testing.T, dir string) {
 // TestParquetSourceIsSymlink converts through a symlink to the dataset
 // directory, as a source path often is.
 func TestParquetSourceIsSymlink(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(filepath.Join(root, "hf"), link); err != nil {
@@ -518,6 +520,7 @@ func TestParquetSourceIsSymlink(t *testing.T) {
 }
 
 func TestParquetBatchSizeDoesNotChangeKeys(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	ctx := context.Background()
 	var outs []string
@@ -547,6 +550,7 @@ func TestParquetBatchSizeDoesNotChangeKeys(t *testing.T) {
 }
 
 func TestParquetBadInput(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	cases := []struct {
 		name     string
@@ -613,6 +617,7 @@ func TestParquetBadInput(t *testing.T) {
 }
 
 func TestParquetInspect(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	type want struct {
 		name, media string
@@ -679,6 +684,7 @@ func (c *cancelAfter) Add(items, bytes int64) {
 }
 
 func TestParquetCancel(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	for _, after := range []int64{1, 300, 2400} { // 2,450 non-null jpg values
 		t.Run(fmt.Sprint(after), func(t *testing.T) {
@@ -714,6 +720,7 @@ func TestParquetCancel(t *testing.T) {
 // carried over stale: the output has exactly one, it describes the
 // reference columns as strings, and field metadata it held survives.
 func TestParquetArrowSchemaReplaced(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	ctx := context.Background()
 	ins, err := Inspect(ctx, filepath.Join(root, "arrowschema"), Options{})
@@ -771,6 +778,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // JSON and compares them with golden files (refresh with -update). Fixture
 // paths are replaced by SRC and DST.
 func TestParquetPlanGolden(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	cases := []struct {
 		name    string
@@ -847,6 +855,7 @@ func golden(t *testing.T, path, got string) {
 // the batch is rewritten column by column: under a small member cap every
 // row's references name one shard, and no group is reported split.
 func TestRowsShareAShard(t *testing.T) {
+	t.Parallel()
 	const members = 7
 	dst, res := convertPlain(t, context.Background(), fixtureRoot(t), Options{BatchRows: 64, Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: members}}})
 	if res.Pack.Shards < 10 || res.Pack.GroupsSplit != 0 {

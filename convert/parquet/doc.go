@@ -19,6 +19,11 @@
 //	DST/media/pack-NNNN.zip            the payloads, referenced as
 //	                                   zip://KEY::media/pack-NNNN.zip
 //
+// The source is read through internal/srctree, so it may be a directory on
+// this machine or a prefix (or a single table object) in a bucket
+// (InspectTree): there every read is ranged, each table's footer and then
+// its column chunks, and the package itself speaks to no store.
+//
 // Tables are converted row group by row group with bounded batches: one output
 // row group per input row group, the same codec per column, the same column
 // order and nullability. A selected binary leaf becomes a string column in

@@ -17,6 +17,7 @@ import (
 // stays valid) is invalid input naming the table and the broken JSON, not
 // a table that declares no media features.
 func TestParquetBrokenHFMetadata(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(fixtureRoot(t), "empty", "b-one.parquet")
 	b, err := os.ReadFile(src)
 	if err != nil {
@@ -53,6 +54,7 @@ func TestParquetBrokenHFMetadata(t *testing.T) {
 // TestParquetSourceNotRegular: a FIFO given as the table is refused at
 // once, naming it.
 func TestParquetSourceNotRegular(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "t.parquet")
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Fatal(err)

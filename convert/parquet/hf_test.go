@@ -7,6 +7,7 @@ import (
 )
 
 func TestParquetRewriteHF(t *testing.T) {
+	t.Parallel()
 	str := `{"dtype": "string", "_type": "Value"}`
 	cases := []struct {
 		name        string
@@ -85,6 +86,7 @@ func TestParquetRewriteHF(t *testing.T) {
 }
 
 func TestParquetDescribeMedia(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ feature, want string }{
 		{`{"_type":"Image"}`, "Image"},
 		{`{"sampling_rate":16000,"_type":"Audio"}`, "Audio"},

@@ -20,6 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/capalloc"
+	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/sniff"
 )
 
@@ -59,7 +61,7 @@ type diskLayout struct {
 // files name from the other files to the tables. A directory holding both
 // markers, a save_to_disk directory with parquet files, a state.json that
 // names a missing file and a split without its directory are refused.
-func (in *inputs) detectDisk() error {
+func (in *inputs) detectDisk(ctx context.Context) error {
 	if in.single {
 		return nil
 	}
@@ -85,9 +87,9 @@ func (in *inputs) detectDisk() error {
 	d := &diskLayout{dict: hasDict, infos: map[string]bool{}}
 	dirs := []string{""}
 	if hasDict {
-		b, err := os.ReadFile(dictFile.path)
+		b, err := in.readMeta(ctx, dictFile.rel)
 		if err != nil {
-			return diskErr(dictName, err)
+			return diskErr(dictName, pathCause(err))
 		}
 		var v struct {
 			Splits []string `json:"splits"`
@@ -113,9 +115,9 @@ func (in *inputs) detectDisk() error {
 		if !ok {
 			return diskErr(dictName, fmt.Errorf("split %q has no %s (a DatasetDict keeps each split in a directory of that name)", dir, stRel))
 		}
-		b, err := os.ReadFile(sf.path)
+		b, err := in.readMeta(ctx, sf.rel)
 		if err != nil {
-			return diskErr(stRel, err)
+			return diskErr(stRel, pathCause(err))
 		}
 		var st struct {
 			DataFiles []struct {
@@ -241,7 +243,8 @@ func schemaDiff(a, b *arrow.Schema) string {
 // format (what datasets writes) or in the file format, one at a time.
 type arrowReader struct {
 	rel    string
-	f      *os.File
+	f      srctree.File
+	seq    io.ReadCloser // the stream format's reader of f
 	stream *ipc.Reader
 	count  *countingReader
 	file   *ipc.FileReader
@@ -252,43 +255,73 @@ type arrowReader struct {
 // arrowMagic starts an Arrow IPC file in the file format.
 var arrowMagic = []byte("ARROW1")
 
-// openArrow opens an Arrow IPC file of the given size; errors are
-// *InputError values naming rel. Buffers come from mem, through a cap that
-// turns a length no file of this size can hold into an error instead of
-// an allocation that would end the process.
-func openArrow(rel, name string, size int64, mem memory.Allocator) (r *arrowReader, err error) {
+// openArrow opens the Arrow IPC file rel of a tree; errors are
+// *InputError values naming rel. With schemaOnly the reader is for the
+// schema alone: a file in a bucket is read in small exact reads rather
+// than streamed ahead.
+func (in *inputs) openArrow(ctx context.Context, rel string, schemaOnly bool, mem memory.Allocator) (*arrowReader, error) {
+	f, err := in.tree.Open(ctx, rel)
+	if err != nil {
+		return nil, inputErr(rel, -1, "", "%w", pathCause(err))
+	}
+	if schemaOnly {
+		f = srctree.Exact(f)
+	}
+	return readArrow(ctx, rel, f, schemaOnly, mem)
+}
+
+// openArrow opens the Arrow IPC file name of the given size on this
+// machine (a part's output, which finalize joins); errors are *InputError
+// values naming rel.
+func openArrow(rel, name string, size int64, mem memory.Allocator) (*arrowReader, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, inputErr(rel, -1, "", "%w", err)
 	}
+	return readArrow(context.Background(), rel, osFile{File: f, size: size}, false, mem)
+}
+
+// readArrow reads the Arrow IPC file f, closing it when the reader is
+// closed or on error: a file in the file format through ranged reads of
+// its footer and batches, a stream front to back (read ahead when f is in
+// a bucket; with schemaOnly, through block-sized reads). Errors are
+// *InputError values naming rel. Buffers come from mem, through a cap that
+// turns a length no file of this size can hold into an error instead of an
+// allocation that would end the process.
+func readArrow(ctx context.Context, rel string, f srctree.File, schemaOnly bool, mem memory.Allocator) (r *arrowReader, err error) {
 	defer func() {
 		if err != nil {
 			f.Close()
 		}
 	}()
-	mem = &cappedAllocator{Allocator: mem, max: max(8*size, 256<<20)}
+	size := f.Size()
+	mem = capalloc.New(mem, capalloc.Limits{Buffer: max(8*size, 256<<20)})
 	head := make([]byte, len(arrowMagic))
-	n, _ := io.ReadFull(f, head)
+	n, _ := f.ReadAt(head, 0)
 	isFile := n == len(head) && bytes.Equal(head, arrowMagic)
 	if err := checkArrowSchema(f, size, isFile); err != nil {
 		return nil, inputErr(rel, -1, "", "schema: %w", err)
 	}
 	if isFile {
-		fr, err := ipc.NewFileReader(f, ipc.WithAllocator(mem))
+		fr, err := ipc.NewFileReader(io.NewSectionReader(f, 0, size), ipc.WithAllocator(mem))
 		if err != nil {
 			return nil, inputErr(rel, -1, "", "not a readable Arrow IPC file: %w", err)
 		}
 		return &arrowReader{rel: rel, f: f, file: fr}, nil
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, inputErr(rel, -1, "", "%w", err)
+	seq, bufSize := srctree.Stream(ctx, f), 1<<20
+	if schemaOnly {
+		// the schema message, which the block checkArrowSchema read holds
+		// but for a schema larger than it
+		seq, bufSize = io.NopCloser(io.NewSectionReader(f, 0, size)), srctree.BlockSize
 	}
-	c := &countingReader{r: bufio.NewReaderSize(f, 1<<20)}
+	c := &countingReader{r: bufio.NewReaderSize(seq, bufSize)}
 	sr, err := ipc.NewReader(c, ipc.WithAllocator(mem))
 	if err != nil {
+		seq.Close()
 		return nil, inputErr(rel, -1, "", "not a readable Arrow IPC stream: %w", err)
 	}
-	return &arrowReader{rel: rel, f: f, stream: sr, count: c}, nil
+	return &arrowReader{rel: rel, f: f, seq: seq, stream: sr, count: c}, nil
 }
 
 // Schema returns the file's schema.
@@ -350,12 +383,21 @@ func (r *arrowReader) batchErr(err error) error {
 func (r *arrowReader) Close() {
 	if r.stream != nil {
 		r.stream.Release()
+		r.seq.Close()
 	}
 	if r.file != nil {
 		r.file.Close()
 	}
 	r.f.Close()
 }
+
+// osFile is a file on this machine read as a srctree.File.
+type osFile struct {
+	*os.File
+	size int64
+}
+
+func (f osFile) Size() int64 { return f.size }
 
 // countingReader counts the bytes read through it.
 type countingReader struct {
@@ -369,43 +411,25 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// cappedAllocator refuses (by a panic that the readers recover as an
-// error) allocations larger than max.
-type cappedAllocator struct {
-	memory.Allocator
-	max int64
-}
-
-func (a *cappedAllocator) Allocate(size int) []byte {
-	a.check(size)
-	return a.Allocator.Allocate(size)
-}
-
-func (a *cappedAllocator) Reallocate(size int, b []byte) []byte {
-	a.check(size)
-	return a.Allocator.Reallocate(size, b)
-}
-
-func (a *cappedAllocator) check(size int) {
-	if int64(size) > a.max {
-		panic(fmt.Sprintf("a buffer of %d bytes, more than a file of this size can hold", size))
-	}
-}
-
 // inspectArrow reads an Arrow data file of a save_to_disk dataset: its
 // schema and features, and every record batch, counting rows and payload
 // bytes and sampling the first values of each candidate. It is a full read
 // of the file (an Arrow stream has no footer that counts its rows), one
 // batch at a time.
+//
+// With Options.QuickPlan a file in a bucket is read only as far as its
+// schema: the table's rows, payload bytes and sample are left for the
+// conversion (Table.Uncounted), which reads the file once.
 func inspectArrow(ctx context.Context, in *inputs, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
 	defer recovered(f.rel, &err)
-	r, err := openArrow(f.rel, f.path, f.size, opts.Allocator)
+	quick := opts.QuickPlan && in.tree.Remote()
+	r, err := in.openArrow(ctx, f.rel, quick, opts.Allocator)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	sc := r.Schema()
-	t = &Table{Rel: f.rel, OutRel: f.rel, Path: f.path, Size: f.size, Arrow: true, schema: sc}
+	t = &Table{Rel: f.rel, OutRel: f.rel, Path: in.where(f), Size: f.size, Arrow: true, schema: sc, src: f, Uncounted: quick}
 	var features json.RawMessage
 	if v, ok := sc.Metadata().GetValue(HFKey); ok {
 		t.HF = v
@@ -414,6 +438,9 @@ func inspectArrow(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 		}
 	}
 	t.findCandidates(features, warnings)
+	if quick {
+		return t, nil
+	}
 	nulls := make([]int64, len(t.Candidates)) // every value read: the whole count
 	for {
 		if err := ctx.Err(); err != nil {
@@ -439,7 +466,7 @@ func inspectArrow(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 					return
 				}
 				if !valid && name != "" {
-					in.sampleFile(t.Rel, c, name, warnings)
+					in.sampleFile(ctx, t.Rel, c, name, warnings)
 					return
 				}
 				if !valid {
@@ -473,7 +500,7 @@ func inspectArrow(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 	t := tc.t
 	defer recovered(t.Rel, &err)
-	r, err := openArrow(t.Rel, t.Path, t.Size, tc.opts.Allocator)
+	r, err := tc.ins.in.openArrow(ctx, t.Rel, false, tc.opts.Allocator)
 	if err != nil {
 		return err
 	}
@@ -542,7 +569,9 @@ func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if row != t.Rows {
+	if t.Uncounted {
+		t.Rows, t.RowGroups = row, r.batch
+	} else if row != t.Rows {
 		return inputErr(t.Rel, -1, "", "read %d rows, %d when the file was inspected (it changed)", row, t.Rows)
 	}
 	writerOpen = false
@@ -594,7 +623,7 @@ const (
 
 // checkArrowSchema checks the schema message at the start of an Arrow IPC
 // stream, or the footer's schema of a file in the file format (file true).
-func checkArrowSchema(f *os.File, size int64, file bool) error {
+func checkArrowSchema(f io.ReaderAt, size int64, file bool) error {
 	var meta []byte
 	if file {
 		if size < int64(2*len(arrowMagic))+4 {

@@ -59,6 +59,7 @@ func dumpArrow(t *testing.T, files ...string) map[string]arrowDump {
 }
 
 func TestHFDiskConvert(t *testing.T) {
+	t.Parallel()
 	root := diskRoot(t)
 	cases := []struct {
 		name      string
@@ -281,6 +282,7 @@ func checkDiskTable(t *testing.T, tb *Table, root string, paths [][]string, in a
 // TestHFDiskPlanGolden renders the plan of the DatasetDict fixture as text
 // and JSON and compares them with golden files (refresh with -update).
 func TestHFDiskPlanGolden(t *testing.T) {
+	t.Parallel()
 	root := diskRoot(t)
 	ins, err := Inspect(context.Background(), filepath.Join(root, "dict"), Options{})
 	if err != nil {
@@ -307,6 +309,7 @@ func TestHFDiskPlanGolden(t *testing.T) {
 // --json plan that parses back and writes nothing, then the run, with a
 // run record committed beside the output.
 func TestHFDiskJob(t *testing.T) {
+	t.Parallel()
 	root := diskRoot(t)
 	ctx := context.Background()
 	src := filepath.Join(root, "dict")
@@ -385,6 +388,7 @@ func diskRecord(t *testing.T, src string, p convert.Part) *convert.Record {
 // balanced by bytes, other files in part 1), joins them with Finalize and
 // checks the joined output like an undivided one.
 func TestHFDiskParts(t *testing.T) {
+	t.Parallel()
 	root := diskRoot(t)
 	ctx := context.Background()
 	src := filepath.Join(root, "dict")
@@ -430,6 +434,7 @@ func TestHFDiskParts(t *testing.T) {
 }
 
 func TestHFDiskBadInput(t *testing.T) {
+	t.Parallel()
 	root := diskRoot(t)
 	cut := func(rel string, keep func(n int) int) func(t *testing.T, dir string) {
 		return func(t *testing.T, dir string) {
@@ -540,6 +545,7 @@ func TestHFDiskBadInput(t *testing.T) {
 // TestHFDiskCutEverywhere cuts a data file at every 64th byte: each cut is
 // refused with an error naming the file, without a panic or a leak.
 func TestHFDiskCutEverywhere(t *testing.T) {
+	t.Parallel()
 	root := diskRoot(t)
 	for _, name := range []string{"single/data-00001-of-00002.arrow", "filefmt/data-00000-of-00001.arrow"} {
 		b, err := os.ReadFile(filepath.Join(root, name))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
@@ -16,10 +15,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srctree"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
@@ -53,9 +55,17 @@ type Options struct {
 	BatchRows int
 	// Options are the settings every converter takes; ToolVersion is
 	// recorded in the bpconvert metadata of every rewritten table
-	// ("devel" when empty). QuickPlan changes nothing: the plan reads
-	// footers and a sample of values only.
+	// ("devel" when empty). A plan reads the tables' footers and a sample
+	// of values only; QuickPlan makes it read only the schema of each
+	// Arrow data file of a save_to_disk dataset in a bucket, which it
+	// otherwise reads whole (an Arrow stream has no footer that counts its
+	// rows), so that the conversion fetches each file once: the plan then
+	// counts no rows and samples no values of those files, and says so.
 	convert.Options
+	// Tree, when set, is the source opened (srctree.OpenSource) by a
+	// caller that counts what reading it fetches, and SRC names its root
+	// or the file it was opened for; otherwise the job opens the source.
+	Tree *srctree.Tree
 	// Allocator serves every Arrow buffer (default memory.DefaultAllocator).
 	Allocator memory.Allocator
 	// Progress receives items and bytes as payloads are packed.
@@ -168,12 +178,21 @@ type Table struct {
 	// OutRel is the output path relative to the destination: Rel, or Rel
 	// with .parquet in place of .arrow for an Arrow file.
 	OutRel string
+	// Uncounted is set for an Arrow file of which Inspect read only the
+	// schema (Options.QuickPlan): Rows and RowGroups are zero, and the
+	// candidates hold no evidence, until the conversion counts them.
+	Uncounted bool
 	// Candidates are this table's payload fields.
 	Candidates []Candidate
 	// HF is the huggingface metadata value, "" when absent.
 	HF string
 
 	schema *arrow.Schema
+	// src is the input file the table was inspected from.
+	src inputFile
+	// md is the parquet footer that Inspect read, which the conversion
+	// reads the table with rather than fetching it again.
+	md *metadata.FileMetaData
 	// annotated lists the byte-array leaves that hold text or codes rather
 	// than payloads (JSON, BSON, ENUM annotations), which arrow-go reads as
 	// binary.
@@ -220,7 +239,8 @@ func findAnnotated(sd *schema.Schema) []annotatedLeaf {
 // Inspection is what Inspect found: tables, other files and candidates.
 // It is computed without writing anything.
 type Inspection struct {
-	// Src is the source as given; Root the dataset root (absolute).
+	// Src is the source as given; Root the dataset root (absolute, or an
+	// s3:// location).
 	Src, Root string
 	// Tables are the parquet files in sorted order.
 	Tables []*Table
@@ -237,20 +257,54 @@ type Inspection struct {
 	opts Options
 }
 
-// openTable opens a parquet file of the given size for reading with bounded
-// buffers: column chunks are streamed, and large plain pages are decoded
-// incrementally. Pages may be as large as the file (DuckDB writes pages of
-// about a thousand values, 100 MB for 100 KiB images), past arrow-go's
-// default limit of 64 MiB.
-func openTable(path string, size int64, mem memory.Allocator) (*file.Reader, error) {
+// openTable opens the parquet file rel of the source for reading with
+// bounded buffers: column chunks are streamed, and large plain pages are
+// decoded incrementally. Pages may be as large as the file (DuckDB writes
+// pages of about a thousand values, 100 MB for 100 KiB images), past
+// arrow-go's default limit of 64 MiB. With md (a footer read before) the
+// footer is not read again. In a bucket every read is ranged: the footer,
+// then each column chunk in 1 MiB reads, which srctree rounds out to 16 KiB
+// blocks and, with ahead set (a conversion, which reads every chunk),
+// coalesces into growing requests fetched ahead while they follow one
+// another; without it (a plan's sample) a read fetches what it asks for.
+func (in *inputs) openTable(ctx context.Context, rel string, size int64, md *metadata.FileMetaData, ahead bool, mem memory.Allocator) (*file.Reader, error) {
+	f, err := in.tree.Open(ctx, rel)
+	if err != nil {
+		return nil, pathCause(err)
+	}
+	if !ahead {
+		f = srctree.Exact(f)
+	}
+	if f.Size() != size {
+		f.Close()
+		return nil, fmt.Errorf("the file changed size since it was listed (%d bytes, then %d)", size, f.Size())
+	}
 	rp := pq.NewReaderProperties(mem)
 	rp.BufferedStreamEnabled = true
 	rp.BufferSize = 1 << 20
 	rp.PageStreamingEnabled = true
 	rp.MaxCompressedPageSize = max(pq.DefaultMaxCompressedPageSize, size)
 	rp.MaxUncompressedPageSize = math.MaxInt32 // the format's own limit
-	return file.OpenParquetFile(path, false, file.WithReadProps(rp))
+	opts := []file.ReadOption{file.WithReadProps(rp)}
+	if md != nil {
+		opts = append(opts, file.WithMetadata(md))
+	}
+	pf, err := file.NewParquetReader(&tableFile{SectionReader: io.NewSectionReader(f, 0, size), f: f}, opts...)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return pf, nil
 }
+
+// tableFile is an open table as the parquet reader reads it: it closes the
+// file with the reader.
+type tableFile struct {
+	*io.SectionReader
+	f srctree.File
+}
+
+func (t *tableFile) Close() error { return t.f.Close() }
 
 // checkChunks refuses footers whose row groups or column chunks point
 // outside the file or hold negative counts. arrow-go trusts these numbers,
@@ -291,14 +345,41 @@ func recovered(rel string, err *error) {
 	}
 }
 
-// Inspect lists the source, reads every table's footer, finds candidate
+// Inspect lists the source src (a local file or directory, or an s3://
+// location: see InspectTree), reads every table's footer, finds candidate
 // payload fields from the schema and samples a few values of each for
 // evidence. It writes nothing.
 func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error) {
+	tree, file, err := srctree.OpenSource(ctx, src, objstore.Options{})
+	if err != nil {
+		if objstore.IsRemote(src) {
+			return nil, err
+		}
+		return nil, &InputError{Source: "parquet", Row: -1, Offset: -1, Err: err}
+	}
+	return InspectTree(ctx, tree, file, opts)
+}
+
+// InspectTree is Inspect of the source tree holds (see srctree.OpenSource):
+// the table file when file is not "", else every file under its root, a
+// directory on this machine or a prefix in a bucket. In a bucket the
+// source is read through ranged requests: each table's footer, and the
+// column chunks the sample reads, as locally. An error that a failure of
+// the store caused is the store's.
+func InspectTree(ctx context.Context, tree *srctree.Tree, file string, opts Options) (*Inspection, error) {
+	ins, err := inspectTree(ctx, tree, file, opts)
+	return ins, storeFirst(tree, err)
+}
+
+func inspectTree(ctx context.Context, tree *srctree.Tree, file string, opts Options) (*Inspection, error) {
 	opts = opts.withDefaults()
-	in, err := listInputs(ctx, src)
+	in, err := listInputs(ctx, tree, file)
 	if err != nil {
 		return nil, err
+	}
+	src := tree.Location()
+	if file != "" {
+		src = tree.Path(file)
 	}
 	ins := &Inspection{Src: src, Root: in.root, in: in, opts: opts, Warnings: append([]string(nil), in.warnings...)}
 	for _, o := range in.others {
@@ -380,7 +461,7 @@ func mergeEvidence(dst *plan.Evidence, src plan.Evidence) {
 
 func inspectTable(ctx context.Context, in *inputs, f inputFile, opts Options, warnings *[]string) (t *Table, err error) {
 	defer recovered(f.rel, &err)
-	pf, err := openTable(f.path, f.size, opts.Allocator)
+	pf, err := in.openTable(ctx, f.rel, f.size, nil, false, opts.Allocator)
 	if err != nil {
 		return nil, inputErr(f.rel, -1, "", "not a readable parquet file: %w", err)
 	}
@@ -397,7 +478,7 @@ func inspectTable(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
 	}
 	md := pf.MetaData()
-	t = &Table{Rel: f.rel, OutRel: f.rel, Path: f.path, Size: f.size, Rows: md.NumRows, RowGroups: pf.NumRowGroups(), schema: sc}
+	t = &Table{Rel: f.rel, OutRel: f.rel, Path: in.where(f), Size: f.size, Rows: md.NumRows, RowGroups: pf.NumRowGroups(), schema: sc, md: md, src: f}
 	var features json.RawMessage
 	if v := md.KeyValueMetadata().FindValue(HFKey); v != nil {
 		t.HF = *v
@@ -704,7 +785,7 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 			live := allLive(col.Len())
 			visitPayloads(col, c.Path[1:], c.Struct, live, func(val []byte, valid bool, name string) {
 				if !valid && name != "" {
-					in.sampleFile(t.Rel, c, name, warnings)
+					in.sampleFile(ctx, t.Rel, c, name, warnings)
 					return
 				}
 				if !valid {
@@ -727,8 +808,8 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 // conversion packs it), so it counts as a value of its size and kind; a
 // path that names no file under the root is a warning, since the
 // conversion stops there.
-func (in *inputs) sampleFile(rel string, c *Candidate, name string, warnings *[]string) {
-	p, size, err := in.resolvePath(name)
+func (in *inputs) sampleFile(ctx context.Context, rel string, c *Candidate, name string, warnings *[]string) {
+	e, err := in.resolvePath(name)
 	if err != nil {
 		if !slices.Contains(c.Evidence.Kinds, "missing file") { // one warning a field
 			*warnings = append(*warnings, fmt.Sprintf("%s: %s: %v; converting it stops there", rel, FieldName(c.Path), err))
@@ -736,13 +817,13 @@ func (in *inputs) sampleFile(rel string, c *Candidate, name string, warnings *[]
 		c.Evidence.Add(0, "missing file")
 		return
 	}
-	prefix := make([]byte, sniff.PrefixLen)
-	if f, err := os.Open(p); err == nil {
-		n, _ := io.ReadFull(f, prefix)
+	prefix := make([]byte, min(int64(sniff.PrefixLen), e.Size))
+	if f, err := in.tree.OpenEntry(ctx, e); err == nil {
+		n, _ := f.ReadAt(prefix, 0)
 		prefix = prefix[:n]
 		f.Close()
 	}
-	c.Evidence.Add(size, sniff.Detect(prefix).Label)
+	c.Evidence.Add(e.Size, sniff.Detect(prefix).Label)
 }
 
 func allLive(n int) []bool {

@@ -3,8 +3,12 @@ package parquet
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -27,7 +31,16 @@ var (
 // sample of values) and returns the job converting it into dst, absent or
 // empty, with the selection opts.Columns and opts.Fields name.
 func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
-	ins, err := Inspect(ctx, src, opts)
+	var ins *Inspection
+	var err error
+	if opts.Tree != nil {
+		var file string
+		if file, err = treeFile(opts.Tree, src); err == nil {
+			ins, err = InspectTree(ctx, opts.Tree, file, opts)
+		}
+	} else {
+		ins, err = Inspect(ctx, src, opts)
+	}
 	if err != nil {
 		return nil, usage(err)
 	}
@@ -104,4 +117,17 @@ func usage(err error) error {
 		return &convert.UsageError{Err: err, Hint: "run with --dry-run to list the candidate columns"}
 	}
 	return err
+}
+
+// treeFile returns the file of tree (opened by srctree.OpenSource) that
+// src names: "" when src is the tree's root, the name of the file the
+// tree was opened for when src is that file.
+func treeFile(tree *srctree.Tree, src string) (string, error) {
+	if src == tree.Location() {
+		return "", nil
+	}
+	if file := path.Base(filepath.ToSlash(src)); tree.Path(file) == src {
+		return file, nil
+	}
+	return "", fmt.Errorf("parquet: %s is not the source the tree of %s was opened for", src, tree.Location())
 }

@@ -16,6 +16,7 @@ import (
 // checks that every non-null reference names a key of that scheme and
 // resolves in the packs, and that other files are copied.
 func TestParquetConvertToWithKeys(t *testing.T) {
+	t.Parallel()
 	root := fixtureRoot(t)
 	ctx := context.Background()
 	keysFn := func(id PayloadID) (string, string) {

@@ -27,6 +27,7 @@ pq.write_table(t, sys.argv[1])
 // offered under its escaped name (obs.cam\.front), that the name selects
 // it and not the nested field obs.cam.front, and that both convert.
 func TestDottedFieldNames(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	src := t.TempDir()
 	if out, err := exec.Command(py, "-c", writeDottedPy, filepath.Join(src, "t.parquet")).CombinedOutput(); err != nil {
@@ -102,6 +103,7 @@ pq.write_table(t, os.path.join(d, "t.parquet"), row_group_size=100, write_page_i
 // of 32 sees fewer), and that media structs holding only a path count as
 // values (the files they name are packed), not as nulls.
 func TestPlanCounts(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	src := t.TempDir()
 	if out, err := exec.Command(py, "-c", writeCountsPy, src).CombinedOutput(); err != nil {

@@ -2,7 +2,6 @@ package parquet
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/plan"
@@ -39,7 +38,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 		Warnings: append([]string{}, ins.Warnings...),
 	}
 	if ins.in.single {
-		p.Source.Path = filepath.Join(ins.Root, ins.Tables[0].Rel)
+		p.Source.Path = ins.in.tree.Path(ins.Tables[0].Rel)
 	}
 	if hf {
 		p.Source.Details = append(p.Source.Details, "Hugging Face metadata")
@@ -53,96 +52,11 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	}
 
 	for _, c := range ins.Candidates {
-		if c.Evidence.Sampled < c.Evidence.Values {
-			// The sample's sum is not the data's: the plan's total is the
-			// measure of all of it that the metadata gives.
-			c.Evidence.TotalBytes = c.ChunkBytes
-		}
-		e := plan.Entry{
-			Name:       c.Name(),
-			Kind:       candidateKind(c),
-			Detail:     fmt.Sprintf("%s, %s in column chunks", plan.CountText(int64(c.Tables), "tables"), plan.HumanBytes(c.ChunkBytes)),
-			Evidence:   &c.Evidence,
-			Selectable: true,
-		}
-		if selected(sel.Paths, c.Path) {
-			e.Action = plan.ActionExtract
-			e.Fidelity = plan.FidelitySchemaChanges
-			e.Notes = []string{"packed into " + MediaDir + "/, the field rewritten in place to zip:// reference strings (null stays null)"}
-			keep := c.Struct && ins.opts.Media != MediaString
-			switch {
-			case keep && ins.opts.KeepPath:
-				e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
-					"the source path moves to a new string field " + FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix)) + " beside it (--keep-path)"}
-			case keep:
-				e.Fidelity = plan.FidelityPathDropped
-				e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
-					"the source path's extension names the member, the path itself is not kept (--keep-path keeps it beside the field)"}
-			case c.Struct && ins.opts.KeepPath:
-				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the source path moves to a new string field "+
-					FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix))+" beside it (--keep-path)")
-			case c.Struct:
-				e.Fidelity = plan.FidelitySchemaChangesPathDropped
-				e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the path's extension names the member, the path itself is not kept")
-			}
-			switch {
-			case c.Media != "" && keep:
-				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s kept: datasets reads it as before, opening each path through fsspec", c.Media))
-			case c.Media != "":
-				e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s rewritten to Value(\"string\") (--hf-media string)", c.Media))
-			}
-		} else {
-			e.Action = plan.ActionSkip
-			e.Fidelity = plan.FidelityLossless
-			e.Notes = []string{"not selected: stays in the table as it is (select it with --column or --field)"}
-		}
-		p.Entries = append(p.Entries, e)
+		p.Entries = append(p.Entries, ins.candidateEntry(c, sel))
 	}
 
-	var rewritten, copied []*Table
-	var rrows int64
-	for _, t := range ins.Tables {
-		has := false
-		for _, path := range sel.Paths {
-			if ok, _ := resolve(t, path); ok {
-				has = true
-			}
-		}
-		if has {
-			rewritten = append(rewritten, t)
-			rrows += t.Rows
-		} else {
-			copied = append(copied, t)
-		}
-	}
-	if len(rewritten) > 0 && disk != nil {
-		p.Entries = append(p.Entries, plan.Entry{
-			Name:     tableNames(rewritten),
-			Kind:     "Arrow IPC tables",
-			Detail:   fmt.Sprintf("%s, %s; written again as Arrow IPC streams at the same paths, one record batch for each of the source's", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
-			Action:   plan.ActionRewrite,
-			Fidelity: plan.FidelitySchemaChanges,
-			Notes:    []string{"other columns and the schema metadata kept; state.json, dataset_dict.json and dataset_info.json kept too, so that datasets.load_from_disk(DST) reads the output"},
-		})
-	} else if len(rewritten) > 0 {
-		p.Entries = append(p.Entries, plan.Entry{
-			Name:     tableNames(rewritten),
-			Kind:     "tables",
-			Detail:   fmt.Sprintf("%s, %s; same row groups, codecs, column order and nullability", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
-			Action:   plan.ActionRewrite,
-			Fidelity: plan.FidelitySchemaChanges,
-			Notes:    []string{"rewritten to the same relative paths; other columns and metadata kept"},
-		})
-	}
-	if len(copied) > 0 {
-		p.Entries = append(p.Entries, plan.Entry{
-			Name:     tableNames(copied),
-			Kind:     "tables",
-			Detail:   plan.CountText(int64(len(copied)), "tables") + " without selected fields",
-			Action:   plan.ActionCopy,
-			Fidelity: plan.FidelityLossless,
-		})
-	}
+	entries, copied := ins.tableEntries(sel)
+	p.Entries = append(p.Entries, entries...)
 	if len(ins.Others) > 0 {
 		e := plan.Entry{
 			Name:     "other files",
@@ -201,7 +115,116 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	if sel.Default {
 		p.Notes = append(p.Notes, "Selected by default: the fields that Hugging Face metadata declares as media.")
 	}
+	var uncounted int64
+	for _, t := range ins.Tables {
+		if t.Uncounted {
+			uncounted++
+		}
+	}
+	if uncounted > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("The %s in object storage were read for their schema only (--yes): their rows and payloads are counted, and checked, by the conversion, which reads each once; --dry-run reads them whole for the plan.", plan.CountText(uncounted, "Arrow data files")))
+	}
 	return p
+}
+
+// candidateEntry is the plan's entry of candidate c: what the selection
+// makes of it, and why.
+func (ins *Inspection) candidateEntry(c Candidate, sel Selection) plan.Entry {
+	if c.Evidence.Sampled < c.Evidence.Values {
+		// The sample's sum is not the data's: the plan's total is the
+		// measure of all of it that the metadata gives.
+		c.Evidence.TotalBytes = c.ChunkBytes
+	}
+	e := plan.Entry{
+		Name:       c.Name(),
+		Kind:       candidateKind(c),
+		Detail:     fmt.Sprintf("%s, %s in column chunks", plan.CountText(int64(c.Tables), "tables"), plan.HumanBytes(c.ChunkBytes)),
+		Evidence:   &c.Evidence,
+		Selectable: true,
+	}
+	if selected(sel.Paths, c.Path) {
+		e.Action = plan.ActionExtract
+		e.Fidelity = plan.FidelitySchemaChanges
+		e.Notes = []string{"packed into " + MediaDir + "/, the field rewritten in place to zip:// reference strings (null stays null)"}
+		keep := c.Struct && ins.opts.Media != MediaString
+		switch {
+		case keep && ins.opts.KeepPath:
+			e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
+				"the source path moves to a new string field " + FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix)) + " beside it (--keep-path)"}
+		case keep:
+			e.Fidelity = plan.FidelityPathDropped
+			e.Notes = []string{"packed into " + MediaDir + "/; the struct<bytes, path> stays, bytes null and path the zip:// reference (null stays null)",
+				"the source path's extension names the member, the path itself is not kept (--keep-path keeps it beside the field)"}
+		case c.Struct && ins.opts.KeepPath:
+			e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the source path moves to a new string field "+
+				FieldName(append(c.Path[:len(c.Path)-1:len(c.Path)-1], c.Path[len(c.Path)-1]+PathSuffix))+" beside it (--keep-path)")
+		case c.Struct:
+			e.Fidelity = plan.FidelitySchemaChangesPathDropped
+			e.Notes = append(e.Notes, "the struct<bytes, path> becomes the reference; the path's extension names the member, the path itself is not kept")
+		}
+		switch {
+		case c.Media != "" && keep:
+			e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s kept: datasets reads it as before, opening each path through fsspec", c.Media))
+		case c.Media != "":
+			e.Notes = append(e.Notes, fmt.Sprintf("huggingface feature %s rewritten to Value(\"string\") (--hf-media string)", c.Media))
+		}
+	} else {
+		e.Action = plan.ActionSkip
+		e.Fidelity = plan.FidelityLossless
+		e.Notes = []string{"not selected: stays in the table as it is (select it with --column or --field)"}
+	}
+	return e
+}
+
+// tableEntries are the plan's entries of the tables: those sel rewrites,
+// and those it copies (returned too, for the layout).
+func (ins *Inspection) tableEntries(sel Selection) (entries []plan.Entry, copied []*Table) {
+	disk := ins.in.disk
+	var rewritten []*Table
+	var rrows int64
+	for _, t := range ins.Tables {
+		has := false
+		for _, path := range sel.Paths {
+			if ok, _ := resolve(t, path); ok {
+				has = true
+			}
+		}
+		if has {
+			rewritten = append(rewritten, t)
+			rrows += t.Rows
+		} else {
+			copied = append(copied, t)
+		}
+	}
+	if len(rewritten) > 0 && disk != nil {
+		entries = append(entries, plan.Entry{
+			Name:     tableNames(rewritten),
+			Kind:     "Arrow IPC tables",
+			Detail:   fmt.Sprintf("%s, %s; written again as Arrow IPC streams at the same paths, one record batch for each of the source's", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
+			Action:   plan.ActionRewrite,
+			Fidelity: plan.FidelitySchemaChanges,
+			Notes:    []string{"other columns and the schema metadata kept; state.json, dataset_dict.json and dataset_info.json kept too, so that datasets.load_from_disk(DST) reads the output"},
+		})
+	} else if len(rewritten) > 0 {
+		entries = append(entries, plan.Entry{
+			Name:     tableNames(rewritten),
+			Kind:     "tables",
+			Detail:   fmt.Sprintf("%s, %s; same row groups, codecs, column order and nullability", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
+			Action:   plan.ActionRewrite,
+			Fidelity: plan.FidelitySchemaChanges,
+			Notes:    []string{"rewritten to the same relative paths; other columns and metadata kept"},
+		})
+	}
+	if len(copied) > 0 {
+		entries = append(entries, plan.Entry{
+			Name:     tableNames(copied),
+			Kind:     "tables",
+			Detail:   plan.CountText(int64(len(copied)), "tables") + " without selected fields",
+			Action:   plan.ActionCopy,
+			Fidelity: plan.FidelityLossless,
+		})
+	}
+	return entries, copied
 }
 
 func candidateKind(c Candidate) string {

@@ -51,6 +51,7 @@ func strs(a arrow.Array) []string {
 }
 
 func TestParquetRewriteArrays(t *testing.T) {
+	t.Parallel()
 	type maker func(mem memory.Allocator) arrow.Array
 	vals := [][]byte{[]byte("abcd"), nil, []byte("wxyz"), []byte("1234")}
 	binaryOf := func(b array.Builder) arrow.Array {

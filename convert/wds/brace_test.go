@@ -10,6 +10,7 @@ import (
 // The expected expansions are those of the Python braceexpand package
 // 0.1.7 (its README and test suite), which WebDataset uses.
 func TestExpandBraces(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pattern string
 		want    []string
@@ -74,6 +75,7 @@ func TestExpandBraces(t *testing.T) {
 }
 
 func TestExpandBracesRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pattern string
 		want    string
@@ -106,6 +108,7 @@ func TestExpandBracesRefused(t *testing.T) {
 }
 
 func TestExpandShards(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		spec string
 		want []string

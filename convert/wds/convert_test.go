@@ -47,7 +47,7 @@ func expect(t *testing.T, paths, names []string, prefix bool) expectation {
 		}
 		pre := ""
 		if prefix {
-			pre = shardStem(p) + "/"
+			pre = ShardStem(p) + "/"
 		}
 		for _, m := range sh.Members {
 			switch m.Type {
@@ -165,6 +165,7 @@ type convertCase struct {
 }
 
 func TestConvertFixtures(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	g := func(p ...string) []string {
 		for i := range p {
@@ -320,6 +321,7 @@ func checkOnlyOutputs(t *testing.T, out string, table bool) {
 // TestConvertRealShards converts the shards written by the webdataset
 // project's own tools, one by one and all together.
 func TestConvertRealShards(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(testtool.SharedDir(t), "data", "webdataset")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -327,7 +329,7 @@ func TestConvertRealShards(t *testing.T) {
 	}
 	var all []string
 	for _, e := range ents {
-		if !isShardName(e.Name()) {
+		if !IsShardName(e.Name()) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -355,6 +357,7 @@ func TestConvertRealShards(t *testing.T) {
 
 // TestConvertStdin reads one shard from standard input.
 func TestConvertStdin(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	for _, name := range []string{"good/gnu.tar", "gnutar/gnu.tar.zst"} {
 		t.Run(name, func(t *testing.T) {
@@ -397,6 +400,7 @@ func TestConvertStdin(t *testing.T) {
 // target's shard completes, and at the end of the input, when the writer
 // is made to complete the open shard first.
 func TestLinkPaths(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	cases := []struct {
 		name   string

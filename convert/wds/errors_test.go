@@ -21,6 +21,7 @@ const anyMember = "*"
 const offsetFromPython = -2
 
 func TestConvertRefusesBadShards(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	cases := []struct {
 		name   string
@@ -150,6 +151,7 @@ func checkInputError(t *testing.T, err error, shard, member string, offset int64
 // TestNoTableOnlyWarns: without the table, WebDataset's grouping problems
 // are reported, not fatal.
 func TestNoTableOnlyWarns(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	for _, name := range []string{"split-sample.tar", "dup-field.tar"} {
 		t.Run(name, func(t *testing.T) {
@@ -200,6 +202,7 @@ func (c *cancelAfter) Add(items, bytes int64) {
 }
 
 func TestConvertCancelled(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -219,6 +222,7 @@ func TestConvertCancelled(t *testing.T) {
 
 // TestConvertRefusesUsedDestination: existing output is never touched.
 func TestConvertRefusesUsedDestination(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	out := t.TempDir()
 	keep := filepath.Join(out, "keep.txt")
@@ -237,6 +241,7 @@ func TestConvertRefusesUsedDestination(t *testing.T) {
 // TestStaleStagingRemoved: a killed run leaves only its staging directory
 // (no lock holder), which the next run removes before converting.
 func TestStaleStagingRemoved(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	out := filepath.Join(t.TempDir(), "out")
 	stale := stage.Path(out)
@@ -258,6 +263,7 @@ func TestStaleStagingRemoved(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		opts Options

@@ -91,16 +91,8 @@ type pyShard struct {
 func pyList(t *testing.T, shards ...string) map[string]pyShard {
 	t.Helper()
 	testtool.Require(t, "python3", "zstd")
-	cmd := exec.Command("python3", append([]string{filepath.Join("testdata", "tarlist.py")}, shards...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tarlist.py: %v\n%s", err, stderr.String())
-	}
 	var out map[string]pyShard
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		t.Fatalf("tarlist.py output: %v", err)
-	}
+	testtool.RunJSON(t, &out, "python3", append([]string{filepath.Join("testdata", "tarlist.py")}, shards...)...)
 	return out
 }
 

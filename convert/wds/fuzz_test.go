@@ -77,7 +77,7 @@ func FuzzMemberKey(f *testing.F) {
 				t.Fatalf("memberKey(%q, %q) = %q holds element %q", name, prefix, key, el)
 			}
 		}
-		if _, _, ok := splitSample(stripDot(name)); ok {
+		if _, _, ok := SplitSample(StripDot(name)); ok {
 			return // splitting must not panic either
 		}
 	})

@@ -23,7 +23,7 @@ import (
 func shardList(paths []string) []shardSource {
 	out := make([]shardSource, len(paths))
 	for i, p := range paths {
-		out[i] = shardSource{Name: p, Path: p, Stem: shardStem(p)}
+		out[i] = shardSource{Name: p, Path: p, Stem: ShardStem(p)}
 	}
 	return out
 }
@@ -31,6 +31,7 @@ func shardList(paths []string) []shardSource {
 // TestTableNames: __shard__ never holds the absolute path the source was
 // typed with.
 func TestTableNames(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		paths []string
 		want  []string
@@ -93,6 +94,7 @@ func compressWith(t *testing.T, tool string, b []byte) []byte {
 // compressor around it (one that closes its stream properly over the cut
 // tar), in the header pass and in the conversion.
 func TestTruncatedInsidePadding(t *testing.T) {
+	t.Parallel()
 	whole := gnuTar(t, "gnu", []int{100, 50})
 	// sample0.txt: header 0, data 512-612, padding to 1024; sample1.txt:
 	// header 1024, data 1536-1586, padding to 2048.
@@ -132,6 +134,7 @@ func TestTruncatedInsidePadding(t *testing.T) {
 // decompresses into garbage before its checksum fails; the error blames
 // the decompression, not the tar.
 func TestCorruptCompressedStream(t *testing.T) {
+	t.Parallel()
 	b := compressWith(t, "bzip2", gnuTar(t, "gnu", []int{3000, 2000}))
 	for _, at := range []int{len(b) / 3, len(b) / 2, len(b) - 20} {
 		bad := bytes.Clone(b)
@@ -153,6 +156,7 @@ func TestCorruptCompressedStream(t *testing.T) {
 // TestHugeExtendedHeaders: PAX records and GNU long names over 1 MiB (which
 // Go's and GNU's readers refuse) are invalid input naming the header.
 func TestHugeExtendedHeaders(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "python3")
 	dir := t.TempDir()
 	script := `
@@ -192,6 +196,7 @@ with tarfile.open(out, "w", format=tarfile.GNU_FORMAT if fmt == "gnu" else tarfi
 // TestShardNotRegular: a FIFO, a socket or a device named as a shard is
 // refused at once, naming it, instead of blocking on a read.
 func TestShardNotRegular(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.tar")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
@@ -228,6 +233,7 @@ func TestShardNotRegular(t *testing.T) {
 // TestStdinCancelled: a cancelled context ends a conversion whose read on
 // standard input is blocked (a writer that sends nothing).
 func TestStdinCancelled(t *testing.T) {
+	t.Parallel()
 	r, w := io.Pipe()
 	defer w.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -261,6 +267,7 @@ func TestStdinCancelled(t *testing.T) {
 // directory (usage error, stage.ErrOverlap): the conversion refuses it in
 // convert.Begin, and nothing is written.
 func TestDestinationInsideSource(t *testing.T) {
+	t.Parallel()
 	src := filepath.Join(t.TempDir(), "shards")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
@@ -281,6 +288,7 @@ func TestDestinationInsideSource(t *testing.T) {
 // TestPartTableNames: every part of a split conversion names its shards
 // relative to the directory holding all of them, not only its own.
 func TestPartTableNames(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	good := gnuTar(t, "gnu", []int{10})
 	a := filepath.Join(root, "a", "x.tar")

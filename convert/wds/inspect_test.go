@@ -20,6 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden plans in testdata/")
 
 func TestInspectFixtures(t *testing.T) {
+	t.Parallel()
 	dir := fixtures(t)
 	cases := []struct {
 		name   string
@@ -105,6 +106,7 @@ func equalCounts(a, b plan.Counts) bool {
 
 // TestInspectStdin: standard input is not touched by the plan.
 func TestInspectStdin(t *testing.T) {
+	t.Parallel()
 	r := strings.NewReader("not read")
 	p, err := inspect(context.Background(), Options{src: "-", Stdin: r, dst: filepath.Join(t.TempDir(), "out")}, nil)
 	if err != nil {
@@ -124,6 +126,7 @@ func TestInspectStdin(t *testing.T) {
 // TestHeaderPassSeeks: on a plain tar file the header pass reads headers
 // only, seeking past payloads.
 func TestHeaderPassSeeks(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(fixtures(t), "good", "pax.tar")
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -163,6 +166,7 @@ func TestHeaderPassSeeks(t *testing.T) {
 // text and JSON and compares it with testdata/plan-real.{txt,json};
 // go test -run TestInspectGolden -update rewrites them.
 func TestInspectGolden(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(testtool.SharedDir(t), "data", "webdataset")
 	dst := filepath.Join(t.TempDir(), "out")
 	p, err := inspect(context.Background(), Options{src: dir, dst: dst, ShardPrefix: true, Inline: []string{"cls"}}, nil)

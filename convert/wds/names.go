@@ -14,7 +14,7 @@ import (
 // Absolute names and names with a ".." element are refused as unsafe;
 // anything else packcore cannot store is refused with its reason.
 func memberKey(name, prefix string) (string, error) {
-	k := stripDot(name)
+	k := StripDot(name)
 	if strings.HasPrefix(k, "/") {
 		return "", errors.New("unsafe member name: absolute path")
 	}
@@ -39,8 +39,9 @@ func memberKey(name, prefix string) (string, error) {
 	return k, nil
 }
 
-// stripDot removes every leading "./" from a member name.
-func stripDot(name string) string {
+// StripDot removes every leading "./" (and the slashes after it) from a tar
+// member name, as the converter does before it makes the member's key.
+func StripDot(name string) string {
 	for strings.HasPrefix(name, "./") {
 		name = strings.TrimLeft(name[2:], "/")
 	}
@@ -54,7 +55,7 @@ func symlinkTarget(name, target string) (string, bool) {
 	if target == "" || strings.HasPrefix(target, "/") {
 		return "", false
 	}
-	p := path.Join(path.Dir(stripDot(name)), target)
+	p := path.Join(path.Dir(StripDot(name)), target)
 	if p == ".." || strings.HasPrefix(p, "../") || p == "." {
 		return "", false
 	}
@@ -69,11 +70,11 @@ var wdsName = regexp.MustCompile(`^((?:.*/|)[^.]+)[.]([^/]*)$`)
 // wdsMeta matches names that WebDataset skips as metadata (its skip_meta).
 var wdsMeta = regexp.MustCompile(`^__[^/]*__($|/)`)
 
-// splitSample splits a pack key (without shard prefix) into WebDataset's
+// SplitSample splits a pack key (without shard prefix) into WebDataset's
 // sample key and lower-cased field. ok is false for names that WebDataset
 // leaves out of every sample: no dot in the last element, or metadata names
 // such as __index__.
-func splitSample(key string) (sample, field string, ok bool) {
+func SplitSample(key string) (sample, field string, ok bool) {
 	if wdsMeta.MatchString(key) {
 		return "", "", false
 	}

@@ -9,6 +9,7 @@ import (
 // group_by_keys give (docs/research: ecosystem.md section 1.1, checked by
 // running Python), on names already stripped of "./".
 func TestSplitSample(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, key, field string
 		ok               bool
@@ -29,14 +30,15 @@ func TestSplitSample(t *testing.T) {
 		{"a.", "a", "", true},
 	}
 	for _, c := range cases {
-		key, field, ok := splitSample(c.name)
+		key, field, ok := SplitSample(c.name)
 		if key != c.key || field != c.field || ok != c.ok {
-			t.Errorf("splitSample(%q) = %q, %q, %v; want %q, %q, %v", c.name, key, field, ok, c.key, c.field, c.ok)
+			t.Errorf("SplitSample(%q) = %q, %q, %v; want %q, %q, %v", c.name, key, field, ok, c.key, c.field, c.ok)
 		}
 	}
 }
 
 func TestMemberKey(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, prefix, key, err string
 	}{
@@ -70,6 +72,7 @@ func TestMemberKey(t *testing.T) {
 }
 
 func TestSymlinkTarget(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, target, want string
 		ok                 bool
@@ -93,6 +96,7 @@ func TestSymlinkTarget(t *testing.T) {
 }
 
 func TestShardNames(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		shard bool
@@ -109,16 +113,17 @@ func TestShardNames(t *testing.T) {
 		{"data", false, "data"},
 	}
 	for _, c := range cases {
-		if got := isShardName(c.name); got != c.shard {
-			t.Errorf("isShardName(%q) = %v", c.name, got)
+		if got := IsShardName(c.name); got != c.shard {
+			t.Errorf("IsShardName(%q) = %v", c.name, got)
 		}
-		if got := shardStem("dir/" + c.name); got != c.stem {
-			t.Errorf("shardStem(%q) = %q, want %q", c.name, got, c.stem)
+		if got := ShardStem("dir/" + c.name); got != c.stem {
+			t.Errorf("ShardStem(%q) = %q, want %q", c.name, got, c.stem)
 		}
 	}
 }
 
 func TestDetectCompression(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		magic []byte
 		want  string

@@ -16,6 +16,7 @@ import (
 // (it counts the plain ones and says how many it left out); without it,
 // it counts them all. Convert converts every shard either way.
 func TestQuickPlan(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "tar", "gzip")
 	root := t.TempDir()
 	in := filepath.Join(root, "in")

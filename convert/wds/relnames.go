@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 // tableNames returns the __shard__ value of every shard: its path relative
@@ -35,7 +35,7 @@ func tableNames(shards []shardSource) []string {
 			common, first = filepath.Dir(a), false
 			continue
 		}
-		for !stage.Within(common, a) {
+		for !srcfile.Within(common, a) {
 			parent := filepath.Dir(common)
 			if parent == common {
 				break

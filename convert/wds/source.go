@@ -50,8 +50,10 @@ type sourceList struct {
 	Bytes int64
 }
 
-// isShardName reports whether a file name ends like a tar shard.
-func isShardName(name string) bool {
+// IsShardName reports whether a file name ends like a tar shard (one of
+// .tar, .tar.gz, .tgz, .tar.bz2, .tbz, .tbz2, .tar.xz, .txz, .tar.zst,
+// .tar.zstd or .tzst, in any case, after at least one character).
+func IsShardName(name string) bool {
 	lower := strings.ToLower(name)
 	for _, s := range shardSuffixes {
 		if strings.HasSuffix(lower, s) && len(lower) > len(s) {
@@ -61,9 +63,10 @@ func isShardName(name string) bool {
 	return false
 }
 
-// shardStem returns the file name without its shard ending: train-000003
+// ShardStem returns the file name without its shard ending: train-000003
 // for train-000003.tar.gz, or without its last extension for other names.
-func shardStem(p string) string {
+// It is what --shard-prefix puts before the keys of the shard's members.
+func ShardStem(p string) string {
 	base := filepath.Base(p)
 	lower := strings.ToLower(base)
 	for _, s := range shardSuffixes {
@@ -171,7 +174,7 @@ func listRemote(ctx context.Context, src string) (sourceList, error) {
 	}
 	shard := func(key string, size int64) shardSource {
 		loc := "s3://" + bucket + "/" + key
-		return shardSource{Name: loc, Path: loc, Stem: shardStem(key), Size: size, store: st, key: key}
+		return shardSource{Name: loc, Path: loc, Stem: ShardStem(key), Size: size, store: st, key: key}
 	}
 	if key != "" && !strings.HasSuffix(src, "/") {
 		if in, err := st.Stat(ctx, key); err == nil {
@@ -190,7 +193,7 @@ func listRemote(ctx context.Context, src string) (sourceList, error) {
 		if strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
 			return nil
 		}
-		if !isShardName(name) {
+		if !IsShardName(name) {
 			l.Ignored = append(l.Ignored, name)
 			return nil
 		}
@@ -218,7 +221,7 @@ func listFiles(names []string) (sourceList, error) {
 		if fi.IsDir() {
 			return sourceList{}, &InputError{Source: "wds", Row: -1, File: n, Offset: -1, Err: errors.New("is a directory, not a shard")}
 		}
-		l.Shards = append(l.Shards, shardSource{Name: n, Path: n, Stem: shardStem(n), Size: fi.Size()})
+		l.Shards = append(l.Shards, shardSource{Name: n, Path: n, Stem: ShardStem(n), Size: fi.Size()})
 		l.Bytes += fi.Size()
 	}
 	return l, nil
@@ -236,7 +239,7 @@ func listDir(dir string) (sourceList, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if !isShardName(e.Name()) {
+		if !IsShardName(e.Name()) {
 			if e.Type().IsRegular() {
 				ignored = append(ignored, e.Name())
 			}

@@ -14,6 +14,7 @@ import (
 // normalization (a shard written by Python's tarfile) are warned of in the
 // plan; distinct keys are not.
 func TestPlanWarnsOfTwins(t *testing.T) {
+	t.Parallel()
 	testtool.Require(t, "python3")
 	dir := t.TempDir()
 	shard := filepath.Join(dir, "s.tar")

@@ -115,7 +115,7 @@ func (w *walker) classify(h *tar.Header, off int64) (item, error) {
 	}
 	w.keys[key] = it.size
 
-	if sample, field, ok := splitSample(stripDot(h.Name)); ok && field != "" {
+	if sample, field, ok := SplitSample(StripDot(h.Name)); ok && field != "" {
 		if field == ColumnKey || field == ColumnShard {
 			if w.table {
 				return it, w.fail(&it, "field %q would clash with the samples table's own column", field)
@@ -138,7 +138,7 @@ func (w *walker) resolveLink(it *item, prefix string) error {
 	h := it.hdr
 	var name, what string
 	if h.Typeflag == tar.TypeLink {
-		name, what = stripDot(h.Linkname), "hard link"
+		name, what = StripDot(h.Linkname), "hard link"
 		if name == "" {
 			return w.fail(it, "hard link without a target")
 		}

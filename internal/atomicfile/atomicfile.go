@@ -4,14 +4,17 @@
 // crash. A failure or an Abort removes the temporary file.
 //
 // It is the one place bpconvert does this; every output file (tables,
-// indexes, manifests, video containers) goes through it. It is not for
-// directories (see package stage) and does not lock anything.
+// indexes, manifests, video containers) goes through it. WriteNew is the
+// one exception, for files inside a directory that is itself published
+// whole. It is not for directories (see package stage) and does not lock
+// anything.
 package atomicfile
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -125,6 +128,28 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	return f.Commit()
+}
+
+// WriteNew copies r into a new file at path, which must not exist (an error
+// matching fs.ErrExist otherwise), then syncs and closes it. Unlike
+// WriteFile it writes in place, not under a temporary name, and a failure
+// leaves what was written behind: it is for files inside a directory that
+// is published whole (such as a staging directory), whose removal clears
+// them.
+func WriteNew(path string, r io.Reader) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, r); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // SyncDir fsyncs a directory so renames inside it survive a crash. File

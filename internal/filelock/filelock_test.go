@@ -10,6 +10,7 @@ import (
 // TestLocks: a second lock on a locked file or directory fails with
 // ErrLocked while the first is held, and succeeds once it is released.
 func TestLocks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "lock")
 	for _, tc := range []struct {

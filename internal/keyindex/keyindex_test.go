@@ -10,6 +10,7 @@ import (
 // TestKeyIndexMatchesMap: every put and get agrees with a Go map, through
 // growth, replacement, empty and long keys and keys that share prefixes.
 func TestKeyIndexMatchesMap(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := New()
 	want := map[string]Loc{}

@@ -13,6 +13,7 @@ import (
 // straddle what is written and what is still gathered; lookups in order
 // and out of order. The directory shows no file, during or after.
 func TestSpilledMatchesMap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := NewSpilled(dir, ".keys-*.tmp")

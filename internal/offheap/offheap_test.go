@@ -11,6 +11,7 @@ import (
 // rest, for mapped memory and for heap memory (the fallback where the
 // system refuses a mapping), through growths that move it.
 func TestRemapKeepsBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		mapped bool
@@ -78,6 +79,7 @@ func TestRegionsFreed(t *testing.T) {
 // TestExtendZeroes: elements appended by Extend are zero, also where the
 // table was cut back over elements written before.
 func TestExtendZeroes(t *testing.T) {
+	t.Parallel()
 	type owner struct{ t Table[uint64] }
 	o := &owner{}
 	o.t = NewTable[uint64](NewSet(o))

@@ -14,8 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/bpconvert/bpconvert/stage"
+	"strings"
 )
 
 // ErrNotRegular is matched (errors.Is) by the errors for a source file that
@@ -130,10 +129,19 @@ func Resolve(rootReal, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !stage.Within(rootReal, real) {
+	if !Within(rootReal, real) {
 		return "", &outsideError{real: real}
 	}
 	return real, nil
+}
+
+// Within reports whether p is root or lies below it (both absolute, clean).
+func Within(root, p string) bool {
+	if p == root {
+		return true
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 type outsideError struct{ real string }

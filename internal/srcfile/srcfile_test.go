@@ -14,6 +14,7 @@ import (
 // TestOpenRefusesIrregular opens every kind of file a source may hold by
 // mistake; none may block, and only the regular file opens.
 func TestOpenRefusesIrregular(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "reg")
 	if err := os.WriteFile(reg, []byte("x"), 0o644); err != nil {
@@ -75,6 +76,7 @@ func TestOpenRefusesIrregular(t *testing.T) {
 
 // TestResolve keeps paths inside the root once links are resolved.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	root := filepath.Join(base, "root")
 	outside := filepath.Join(base, "outside")
@@ -105,6 +107,31 @@ func TestResolve(t *testing.T) {
 		}
 		if c.outside && !strings.Contains(err.Error(), "outside the source directory") {
 			t.Errorf("Resolve(%s): message %q", c.rel, err)
+		}
+	}
+}
+
+// TestWithin checks which paths lie at or below a root, with names that
+// share the root's prefix without being below it and names below it that
+// begin with "..".
+func TestWithin(t *testing.T) {
+	cases := []struct {
+		root, p string
+		want    bool
+	}{
+		{"/data/set", "/data/set", true},
+		{"/data/set", "/data/set/a/b.parquet", true},
+		{"/data/set", "/data/set/..x/b", true},
+		{"/data/set", "/data/set..x/b", false},
+		{"/data/set", "/data/setx", false},
+		{"/data/set", "/data", false},
+		{"/data/set", "/data/other/set", false},
+		{"/data/set", "/", false},
+		{"/", "/data", true},
+	}
+	for _, c := range cases {
+		if got := Within(c.root, c.p); got != c.want {
+			t.Errorf("Within(%q, %q) = %v, want %v", c.root, c.p, got, c.want)
 		}
 	}
 }

@@ -55,6 +55,12 @@ func (f *remoteFile) Close() error { return f.obj.Close() }
 
 // ReadAt implements io.ReaderAt.
 func (f *remoteFile) ReadAt(p []byte, off int64) (int, error) {
+	return f.readAt(p, off, true)
+}
+
+// readAt is ReadAt; without ahead no read counts as part of a sequential
+// run, so none is fetched ahead.
+func (f *remoteFile) readAt(p []byte, off int64, ahead bool) (int, error) {
 	size := f.obj.Size()
 	if len(p) == 0 {
 		return 0, nil
@@ -64,7 +70,7 @@ func (f *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	want := min(int64(len(p)), size-off)
 	f.mu.Lock()
-	seq := off == f.next
+	seq := ahead && off == f.next
 	f.next = off + want
 	f.mu.Unlock()
 	var n int64
@@ -76,7 +82,7 @@ func (f *remoteFile) ReadAt(p []byte, off int64) (int, error) {
 			return int(n), s.err
 		}
 		n += int64(copy(p[n:want], s.b[off+n-s.off:]))
-		seq = true // the rest of one read continues it
+		seq = ahead // the rest of one read continues it
 	}
 	if want < int64(len(p)) {
 		return int(n), io.EOF
@@ -172,6 +178,23 @@ func (f *remoteFile) fetch(lo, hi int64) *span {
 	}
 	return s
 }
+
+// Exact returns f read without read-ahead: a read of a remote file fetches
+// the aligned blocks around it that no kept span holds, and reads that
+// follow one another are not fetched ahead of time. It is for a reader
+// that reads a few ranges it names exactly, such as a plan's sample of a
+// table's row groups, and would otherwise have a run of two reads fetch
+// far past what it wants. A local file is returned as it is.
+func Exact(f File) File {
+	if rf, ok := f.(*remoteFile); ok {
+		return exactFile{rf}
+	}
+	return f
+}
+
+type exactFile struct{ *remoteFile }
+
+func (f exactFile) ReadAt(p []byte, off int64) (int, error) { return f.readAt(p, off, false) }
 
 // drop forgets a span whose request failed, so a later read asks again.
 func (f *remoteFile) drop(s *span) {

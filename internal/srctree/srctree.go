@@ -12,7 +12,7 @@
 // it the same way from a bucket as from a disk, once.
 //
 // It is for sources only: it never writes. Converters that read a
-// dataset's files by name (LeRobot) use it instead of paths.
+// dataset's files by name (LeRobot, Parquet) use it instead of paths.
 package srctree
 
 import (
@@ -51,8 +51,15 @@ type Tree struct {
 	files  []Entry        // every object under the root, by name
 	byName map[string]int
 
+	// file is the one file a tree opened by OpenSource for a single file
+	// holds by name: locally fileReal is where its links lead (anywhere,
+	// as the file was named itself); in a bucket the tree's other objects
+	// were not listed, and are looked up by name when asked for (looked).
+	file, fileReal string
+
 	mu     sync.Mutex
 	failed error
+	looked map[string]Entry
 }
 
 // Entry describes a file (or, in a local Walk, a directory).
@@ -105,6 +112,64 @@ func Open(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
 		return nil, err
 	}
 	return &Tree{loc: abs, root: abs, rootReal: real}, nil
+}
+
+// OpenSource opens the dataset a converter's SRC names. A local directory,
+// and a location in a bucket with objects under it (s3://BUCKET/PREFIX/…),
+// are opened as by Open, and file is "". A single file or object is opened
+// as the tree of the directory or prefix that holds it, file its name in
+// that tree; the file itself may be a symbolic link that leads anywhere
+// (it was named, not found), and in a bucket the prefix is not listed: the
+// object is found with one HEAD request, and others (Stat, Open, ReadFile)
+// each with one when first asked for, while Walk and IsDir see the object
+// alone. A location in a bucket that names neither gives an error matching
+// fs.ErrNotExist that says so.
+func OpenSource(ctx context.Context, loc string, o objstore.Options) (t *Tree, file string, err error) {
+	if !objstore.IsRemote(loc) {
+		abs, err := filepath.Abs(loc)
+		if err != nil {
+			return nil, "", err
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, "", err
+		}
+		if st.IsDir() {
+			t, err := Open(ctx, abs, o)
+			return t, "", err
+		}
+		if t, err = Open(ctx, filepath.Dir(abs), o); err != nil {
+			return nil, "", err
+		}
+		if t.fileReal, err = filepath.EvalSymlinks(abs); err != nil {
+			return nil, "", err
+		}
+		t.file = filepath.Base(abs)
+		return t, t.file, nil
+	}
+	bucket, prefix, err := objstore.ParseS3(loc)
+	if err != nil {
+		return nil, "", err
+	}
+	if t, err = openRemote(ctx, loc, o); err != nil || prefix == "" || !t.Empty() {
+		return t, "", err
+	}
+	in, err := t.store.Stat(ctx, prefix)
+	if errors.Is(err, objstore.ErrNotExist) {
+		return nil, "", fmt.Errorf("%w, and no object is under s3://%s/%s/", err, bucket, prefix)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	t.loc, t.prefix, file = "s3://"+bucket, "", prefix
+	if dir := path.Dir(prefix); dir != "." {
+		t.loc, t.prefix, file = t.loc+"/"+dir, dir+"/", path.Base(prefix)
+	}
+	t.file = file
+	t.files = []Entry{{Name: file, Size: in.Size, ModTime: in.ModTime}}
+	t.byName = map[string]int{file: 0}
+	t.looked = map[string]Entry{}
+	return t, file, nil
 }
 
 func openRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
@@ -189,13 +254,22 @@ func (t *Tree) checkName(op, rel string) error {
 	return nil
 }
 
+// resolve is where the links of the local file rel lead, inside the root
+// (but for the file a single-file tree was opened for).
+func (t *Tree) resolve(rel string) (string, error) {
+	if t.file != "" && rel == t.file {
+		return t.fileReal, nil
+	}
+	return srcfile.Resolve(t.rootReal, t.Path(rel))
+}
+
 // Stat describes the regular file rel. A missing file gives an error
 // matching fs.ErrNotExist; a local path whose links lead out of the root
 // one matching srcfile.ErrOutside, and an irregular file one matching
 // srcfile.ErrNotRegular.
 func (t *Tree) Stat(rel string) (Entry, error) {
 	if t.store == nil {
-		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		real, err := t.resolve(rel)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -208,18 +282,48 @@ func (t *Tree) Stat(rel string) (Entry, error) {
 	if err := t.checkName("stat", rel); err != nil {
 		return Entry{}, err
 	}
-	i, ok := t.byName[rel]
-	if !ok {
+	if i, ok := t.byName[rel]; ok {
+		return t.files[i], nil
+	}
+	if t.looked == nil {
 		return Entry{}, &fs.PathError{Op: "stat", Path: t.Path(rel), Err: fs.ErrNotExist}
 	}
-	return t.files[i], nil
+	return t.lookUp(rel)
+}
+
+// lookUp finds the object rel of a tree that was not listed, once.
+func (t *Tree) lookUp(rel string) (Entry, error) {
+	t.mu.Lock()
+	e, ok := t.looked[rel]
+	t.mu.Unlock()
+	if ok {
+		if e.Name == "" {
+			return Entry{}, &fs.PathError{Op: "stat", Path: t.Path(rel), Err: fs.ErrNotExist}
+		}
+		return e, nil
+	}
+	in, err := t.store.Stat(context.Background(), t.prefix+rel)
+	if err != nil && !errors.Is(err, objstore.ErrNotExist) {
+		t.fail(err)
+		return Entry{}, err
+	}
+	if err == nil {
+		e = Entry{Name: rel, Size: in.Size, ModTime: in.ModTime}
+	}
+	t.mu.Lock()
+	t.looked[rel] = e
+	t.mu.Unlock()
+	if e.Name == "" {
+		return Entry{}, &fs.PathError{Op: "stat", Path: t.Path(rel), Err: fs.ErrNotExist}
+	}
+	return e, nil
 }
 
 // IsDir reports whether rel is a directory: locally, one inside the root;
 // in a bucket, a prefix some object lies under.
 func (t *Tree) IsDir(rel string) (bool, error) {
 	if t.store == nil {
-		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		real, err := t.resolve(rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		}
@@ -259,7 +363,7 @@ func (t *Tree) under(dir string) (int, int) {
 // Open opens the regular file rel for reading (errors as for Stat).
 func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 	if t.store == nil {
-		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		real, err := t.resolve(rel)
 		if err != nil {
 			return nil, err
 		}
@@ -338,11 +442,29 @@ type localSection struct {
 
 func (s *localSection) Close() error { return s.f.Close() }
 
+// OpenEntry opens the file that Stat described as e, without resolving its
+// name again: a local file at e.Path, an object of e.Size bytes.
+func (t *Tree) OpenEntry(ctx context.Context, e Entry) (File, error) {
+	if t.store != nil || e.Path == "" {
+		return t.Open(ctx, e.Name)
+	}
+	f, err := srcfile.Open(e.Path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &localFile{File: f, size: fi.Size()}, nil
+}
+
 // ReadFile reads the regular file rel whole, refusing one larger than max
 // bytes: one request in a bucket.
 func (t *Tree) ReadFile(ctx context.Context, rel string, max int64) ([]byte, error) {
 	if t.store == nil {
-		real, err := srcfile.Resolve(t.rootReal, t.Path(rel))
+		real, err := t.resolve(rel)
 		if err != nil {
 			return nil, err
 		}
@@ -371,13 +493,16 @@ func (t *Tree) ReadFile(ctx context.Context, rel string, max int64) ([]byte, err
 // Walk calls fn for every file under the directory dir ("" for the root),
 // in order of name: locally every entry filepath.WalkDir meets, dir itself
 // and its subdirectories included (Entry.Mode tells them apart; symbolic
-// links are not followed), in a bucket every object. A missing dir gives
-// an error matching fs.ErrNotExist before any call.
+// links are not followed but for the root's own, and fn may return
+// fs.SkipDir for a directory), in a bucket every object. A missing dir
+// gives an error matching fs.ErrNotExist before any call.
 func (t *Tree) Walk(ctx context.Context, dir string, fn func(Entry) error) error {
 	if t.store == nil {
-		base := t.root
+		// The resolved root: WalkDir does not descend into a root that is
+		// a symbolic link.
+		base := t.rootReal
 		if dir != "" {
-			base = t.Path(dir)
+			base = filepath.Join(t.rootReal, filepath.FromSlash(dir))
 		}
 		return filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -386,7 +511,7 @@ func (t *Tree) Walk(ctx context.Context, dir string, fn func(Entry) error) error
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			rel, err := filepath.Rel(t.root, p)
+			rel, err := filepath.Rel(t.rootReal, p)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,6 +164,114 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+// TestOpenSource: a directory or a prefix with objects under it opens as
+// Open does; a single file or object opens as the tree of its directory
+// or prefix, the file named (locally even when it is a link that leads
+// out of the directory, which other files may not), other objects looked
+// up by name, once each, without a listing; a location in a bucket that
+// names nothing is missing; a local root that is a symbolic link is
+// walked.
+func TestOpenSource(t *testing.T) {
+	_, local, remote := trees(t)
+	ctx := context.Background()
+	outside := filepath.Join(t.TempDir(), "elsewhere.parquet")
+	if err := os.WriteFile(outside, []byte("PAR1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(local, "data", "link.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	rootLink := filepath.Join(t.TempDir(), "ds-link")
+	if err := os.Symlink(local, rootLink); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		loc, file, where string
+	}{
+		{local, "", local},
+		{remote, "", remote},
+		{rootLink, "", rootLink},
+		{filepath.Join(local, "data", "chunk-000", "file-000.parquet"), "file-000.parquet", filepath.Join(local, "data", "chunk-000")},
+		{filepath.Join(local, "data", "link.parquet"), "link.parquet", filepath.Join(local, "data")},
+		{remote + "/data/chunk-000/file-000.parquet", "file-000.parquet", remote + "/data/chunk-000"},
+		{remote + "/data.txt", "data.txt", remote},
+	} {
+		t.Run(c.loc, func(t *testing.T) {
+			st := &objstore.Stats{}
+			tr, file, err := srctree.OpenSource(ctx, c.loc, objstore.Options{Stats: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if file != c.file || tr.Location() != c.where {
+				t.Fatalf("file %q in %s, want %q in %s", file, tr.Location(), c.file, c.where)
+			}
+			if file == "" {
+				var names []string
+				err := tr.Walk(ctx, "", func(e srctree.Entry) error {
+					if e.Mode.IsRegular() {
+						names = append(names, e.Name)
+					}
+					return nil
+				})
+				if err != nil || !slices.Contains(names, "meta/info.json") {
+					t.Fatalf("Walk: %v, %v", names, err)
+				}
+				return
+			}
+			b, err := tr.ReadFile(ctx, file, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "PAR1"; c.file == "link.parquet" && string(b) != want || c.file != "link.parquet" && len(b) == 0 {
+				t.Fatalf("read %q", b)
+			}
+			e, err := tr.Stat(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := tr.OpenEntry(ctx, e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, f.Size())
+			if n, err := f.ReadAt(got, 0); n != len(b) || (err != nil && !errors.Is(err, io.EOF)) || !bytes.Equal(got, b) {
+				t.Fatalf("OpenEntry read %d bytes, %v", n, err)
+			}
+			f.Close()
+			if !tr.Remote() {
+				if _, err := tr.Stat("../../data.txt"); err == nil {
+					t.Fatal("a file outside the directory was found")
+				}
+				return
+			}
+			// a single object: its siblings are looked up by name
+			before := st.Requests()
+			sib := map[string]string{"data.txt": "meta/info.json"}[c.file]
+			for range 2 {
+				if e, err := tr.Stat(sib); sib != "" && (err != nil || e.Size != int64(len(files[sib]))) {
+					t.Fatalf("Stat(%s): %+v, %v", sib, e, err)
+				}
+				if _, err := tr.Stat("no-such-file"); !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("a missing object: %v", err)
+				}
+			}
+			// a HEAD for each name, and a listing that tells the missing
+			// object from a missing bucket
+			if n := st.Requests() - before; n > 3 {
+				t.Errorf("two lookups of two names sent %d requests", n)
+			}
+		})
+	}
+	for _, loc := range []string{remote + "/no-such-thing", "s3://src/nothing"} {
+		if _, _, err := srctree.OpenSource(ctx, loc, objstore.Options{}); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) {
+			t.Errorf("%s: %v", loc, err)
+		}
+	}
+	if _, _, err := srctree.OpenSource(ctx, filepath.Join(local, "nope"), objstore.Options{}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing local file: %v", err)
+	}
+}
+
 // TestRemoteReads counts what reading a 20 MiB object fetches: sequential
 // reads of 64 KiB (as libav reads a camera file) fetch every byte once in
 // growing requests; small reads far apart one block each, nearby ones
@@ -235,6 +344,28 @@ func TestRemoteReads(t *testing.T) {
 			}
 		}
 		t.Logf("300 random reads: %d bytes in %d requests", st.BytesRead(), st.Requests())
+	})
+	t.Run("exact", func(t *testing.T) {
+		// four reads of 1 MiB that follow one another: fetched as asked,
+		// where the same reads of the file itself run ahead
+		for _, exact := range []bool{true, false} {
+			f, st := open(t)
+			if exact {
+				f = srctree.Exact(f)
+			}
+			listing := st.Requests()
+			p := make([]byte, 1<<20)
+			for off := int64(3 << 20); off < 7<<20; off += int64(len(p)) {
+				if n, err := f.ReadAt(p, off); n != len(p) || err != nil || !bytes.Equal(p, body[off:off+int64(n)]) {
+					t.Fatalf("ReadAt(%d): %d bytes, %v", off, n, err)
+				}
+			}
+			f.Close() // waits for nothing: spans fetched ahead are counted when they arrive
+			t.Logf("exact %v: %d bytes in %d requests", exact, st.BytesRead(), st.Requests()-listing)
+			if exact && (st.BytesRead() != 4<<20 || st.Requests()-listing != 4) {
+				t.Errorf("exact reads fetched %d bytes in %d requests, want 4 MiB in 4", st.BytesRead(), st.Requests()-listing)
+			}
+		}
 	})
 	t.Run("stream", func(t *testing.T) {
 		f, st := open(t)

@@ -39,6 +39,7 @@ func goList(t *testing.T, args ...string) []string {
 // they must build and test on a machine without libav, arrow or a terminal
 // UI (STYLE.md, "Shape of the code").
 func TestDependencyFence(t *testing.T) {
+	t.Parallel()
 	forbidden := []string{
 		"github.com/apache/arrow-go/",
 		"github.com/charmbracelet/",
@@ -68,6 +69,7 @@ func TestDependencyFence(t *testing.T) {
 // or any other cgo package outside the standard library; and only
 // bpconvert-lerobot (cmd/bpconvert with the lerobot tag) links libav.
 func TestLibavFence(t *testing.T) {
+	t.Parallel()
 	for _, tags := range []string{"", "lerobot"} {
 		lines := goList(t, "-e", "-tags", tags, "-f",
 			"{{.ImportPath}}|{{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "./...")

@@ -2,6 +2,8 @@ package testtool
 
 import (
 	"bufio"
+	"bytes"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,4 +44,16 @@ func FFprobePackets(t testing.TB, path string) []Packet {
 		pks = append(pks, p)
 	}
 	return pks
+}
+
+// FFmpegDecodes runs path through the ffmpeg CLI's decoder and fails t
+// (without stopping it) when ffmpeg fails or reports any error.
+func FFmpegDecodes(t testing.TB, path string) {
+	t.Helper()
+	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Errorf("ffmpeg decode of %s: %v\n%s", path, err, stderr.String())
+	}
 }

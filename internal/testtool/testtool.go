@@ -5,9 +5,12 @@
 package testtool
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -72,4 +75,21 @@ func Run(t testing.TB, name string, args ...string) string {
 		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
 	return string(out)
+}
+
+// RunJSON runs a program that prints one JSON document (a fixture reader
+// such as a Node or Python script) and decodes its standard output into v.
+// It fails t with the program's standard error when the program fails, and
+// when the output does not decode.
+func RunJSON(t testing.TB, v any, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, stderr.String())
+	}
+	if err := json.Unmarshal(stdout.Bytes(), v); err != nil {
+		t.Fatalf("%s %s: output: %v", name, strings.Join(args, " "), err)
+	}
 }

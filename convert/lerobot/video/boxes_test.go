@@ -36,6 +36,7 @@ func ffmpegMP4(t testing.TB, faststart bool) []byte {
 // their last bytes (the moov box, or the end of mdat when moov comes
 // first) are truncated.
 func TestCheckBoxes(t *testing.T) {
+	t.Parallel()
 	for _, faststart := range []bool{false, true} {
 		b := ffmpegMP4(t, faststart)
 		if err := CheckBoxes(bytes.NewReader(b), int64(len(b))); err != nil {
@@ -61,6 +62,7 @@ func TestCheckBoxes(t *testing.T) {
 // its moov box first or last; nothing for a truncated file or one that is
 // not ISO media (they are read whole).
 func TestMediaData(t *testing.T) {
+	t.Parallel()
 	for _, faststart := range []bool{false, true} {
 		b := ffmpegMP4(t, faststart)
 		got := MediaData(bytes.NewReader(b), int64(len(b)))

@@ -9,6 +9,7 @@ import (
 const sec = int64(1e9)
 
 func TestValidateEpisodes(t *testing.T) {
+	t.Parallel()
 	ep := func(i int, from, to float64, frames int64) Episode {
 		return Episode{Index: i, FromNS: SecondsToNS(from), ToNS: SecondsToNS(to), Frames: frames}
 	}
@@ -94,6 +95,7 @@ func bframeScan(n int) *Scan {
 }
 
 func TestCheckBoundaries(t *testing.T) {
+	t.Parallel()
 	eps := func(bounds ...float64) []Episode {
 		var out []Episode
 		for i := 0; i+1 < len(bounds); i++ {

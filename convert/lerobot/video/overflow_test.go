@@ -8,6 +8,7 @@ import (
 // TestTimesSaturate: seconds beyond the int64 range of nanoseconds
 // saturate instead of wrapping, and every int64 formats with one sign.
 func TestTimesSaturate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		s    float64
 		want int64

@@ -6,6 +6,7 @@ import (
 )
 
 func TestRationalNS(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		tb    Rational
 		ticks int64
@@ -30,6 +31,7 @@ func TestRationalNS(t *testing.T) {
 
 // TestAnalyze derives Reordered and OpenGOP from synthetic packet lists.
 func TestAnalyze(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name               string
 		scan               *Scan

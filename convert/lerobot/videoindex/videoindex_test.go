@@ -44,6 +44,7 @@ sys.stdout.write(json.dumps(d, indent=1) + "\n")`)
 }
 
 func TestEncodeMatchesPython(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		ix   *Index
@@ -75,6 +76,7 @@ func TestEncodeMatchesPython(t *testing.T) {
 }
 
 func TestNewSorts(t *testing.T) {
+	t.Parallel()
 	ix := sample(10, "observation.image")
 	var got []string
 	for _, e := range ix.Episodes {
@@ -86,6 +88,7 @@ func TestNewSorts(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		mutate func(ix *Index)
@@ -122,6 +125,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, FileName)
 	ix := sample(10, "observation.image")

@@ -189,17 +189,48 @@ func RestrictPath(path []arrow.Field) []arrow.Field {
 // Unravel turns a decoded 2.1+ page into the Arrow array of the top-level
 // field restricted to the path (top level first, leaf last).
 func Unravel(sp *decode.StructPage, path []arrow.Field) (arrow.Array, error) {
-	path = RestrictPath(path)
+	u, err := newUnraveler(sp, RestrictPath(path))
+	if err != nil {
+		return nil, err
+	}
+	if err := u.locate(); err != nil {
+		return nil, err
+	}
+	return u.build(0)
+}
+
+// unraveler holds what Unravel derives from a page's layers and levels.
+type unraveler struct {
+	sp   *decode.StructPage
+	path []arrow.Field
+	// kinds are the layer kinds, outer first.
+	kinds []int
+	// emptyLvl[j] is the definition level of an empty list at layer j
+	// (0 for none); hi[j] the highest definition level of an item that
+	// exists at layer j (hi[K] is 0).
+	emptyLvl, hi []int
+	// maxRep is the page's highest repetition level; rep[j] the level
+	// layer j's items start at, lastList[j] the nearest list layer
+	// outside j (-1 for none).
+	maxRep        int
+	rep, lastList []int
+	n             int     // level entries
+	elems         [][]int // per layer, the entries that are its items
+}
+
+// newUnraveler checks the page's layers against the field path and assigns
+// the definition and repetition levels of each layer.
+func newUnraveler(sp *decode.StructPage, path []arrow.Field) (*unraveler, error) {
 	K := len(sp.Layers)
 	if K != len(path) {
 		return nil, fmt.Errorf("page has %d rep/def layers for a field path of depth %d", K, len(path))
 	}
-	// Outer-first layer kinds.
-	kinds := make([]int, K)
-	for j := range kinds {
-		kinds[j] = sp.Layers[K-1-j]
+	u := &unraveler{sp: sp, path: path, kinds: make([]int, K), emptyLvl: make([]int, K), hi: make([]int, K+1),
+		rep: make([]int, K), lastList: make([]int, K)}
+	for j := range u.kinds {
+		u.kinds[j] = sp.Layers[K-1-j]
 	}
-	for j, k := range kinds {
+	for j, k := range u.kinds {
 		_, isL := path[j].Type.(*arrow.ListType)
 		_, isLL := path[j].Type.(*arrow.LargeListType)
 		if decode.IsList(k) != (isL || isLL) {
@@ -207,135 +238,147 @@ func Unravel(sp *decode.StructPage, path []arrow.Field) (arrow.Array, error) {
 		}
 	}
 	// Definition levels, assigned from the innermost layer outwards.
-	nullLvl := make([]int, K)
-	emptyLvl := make([]int, K)
-	hi := make([]int, K+1)
 	next := 1
 	for j := K - 1; j >= 0; j-- {
-		switch kinds[j] {
+		switch u.kinds[j] {
 		case decode.LayerNullableItem, decode.LayerNullableList:
-			nullLvl[j] = next
 			next++
 		case decode.LayerEmptyableList:
-			emptyLvl[j] = next
+			u.emptyLvl[j] = next
 			next++
 		case decode.LayerNullAndEmptyList:
-			nullLvl[j], emptyLvl[j] = next, next+1
+			u.emptyLvl[j] = next + 1
 			next += 2
 		}
-		hi[j] = next - 1
+		u.hi[j] = next - 1
 	}
-	maxRep := 0
-	R := make([]int, K)
-	lastList := make([]int, K)
 	ll := -1
-	for j, k := range kinds {
-		R[j] = maxRep
-		lastList[j] = ll
+	for j, k := range u.kinds {
+		u.rep[j] = u.maxRep
+		u.lastList[j] = ll
 		if decode.IsList(k) {
-			maxRep++
+			u.maxRep++
 			ll = j
 		}
 	}
-	N := sp.Vals.N
+	return u, nil
+}
+
+func (u *unraveler) repAt(e int) int {
+	if u.sp.Rep == nil {
+		return 0
+	}
+	return int(u.sp.Rep[e])
+}
+
+func (u *unraveler) defAt(e int) int {
+	if u.sp.Def == nil {
+		return 0
+	}
+	return int(u.sp.Def[e])
+}
+
+// locate finds, for every layer, the level entries that are its items, and
+// checks them against the page's rows and values.
+func (u *unraveler) locate() error {
+	sp := u.sp
+	u.n = sp.Vals.N
 	if sp.Def != nil {
-		N = len(sp.Def)
+		u.n = len(sp.Def)
 	} else if sp.Rep != nil {
-		N = len(sp.Rep)
+		u.n = len(sp.Rep)
 	}
-	if sp.Rep != nil && len(sp.Rep) != N {
-		return nil, fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.Rep), N)
+	if sp.Rep != nil && len(sp.Rep) != u.n {
+		return fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.Rep), u.n)
 	}
-	if maxRep > 0 && sp.Rep == nil {
-		return nil, fmt.Errorf("%w: list page without repetition levels", errCorrupt)
+	if u.maxRep > 0 && sp.Rep == nil {
+		return fmt.Errorf("%w: list page without repetition levels", errCorrupt)
 	}
-	rep := func(e int) int {
-		if sp.Rep == nil {
-			return 0
-		}
-		return int(sp.Rep[e])
-	}
-	def := func(e int) int {
-		if sp.Def == nil {
-			return 0
-		}
-		return int(sp.Def[e])
-	}
-	elems := make([][]int, K)
+	K := len(u.kinds)
+	u.elems = make([][]int, K)
 	for j := 0; j < K; j++ {
-		thr := maxRep - R[j]
+		thr := u.maxRep - u.rep[j]
 		lim := math.MaxInt
-		if lastList[j] >= 0 {
-			lim = hi[lastList[j]+1]
+		if u.lastList[j] >= 0 {
+			lim = u.hi[u.lastList[j]+1]
 		}
 		var es []int
-		for e := 0; e < N; e++ {
-			if rep(e) >= thr && def(e) <= lim {
+		for e := 0; e < u.n; e++ {
+			if u.repAt(e) >= thr && u.defAt(e) <= lim {
 				es = append(es, e)
 			}
 		}
-		elems[j] = es
+		u.elems[j] = es
 	}
-	if len(elems[0]) != sp.Rows {
-		return nil, fmt.Errorf("%w: page levels describe %d rows, page has %d", errCorrupt, len(elems[0]), sp.Rows)
+	if len(u.elems[0]) != sp.Rows {
+		return fmt.Errorf("%w: page levels describe %d rows, page has %d", errCorrupt, len(u.elems[0]), sp.Rows)
 	}
-	if len(elems[K-1]) != sp.Vals.N {
-		return nil, fmt.Errorf("%w: page levels describe %d values, page has %d", errCorrupt, len(elems[K-1]), sp.Vals.N)
+	if len(u.elems[K-1]) != sp.Vals.N {
+		return fmt.Errorf("%w: page levels describe %d values, page has %d", errCorrupt, len(u.elems[K-1]), sp.Vals.N)
 	}
-	var build func(j int) (arrow.Array, error)
-	build = func(j int) (arrow.Array, error) {
-		es := elems[j]
-		valid := make([]bool, len(es))
-		for i, e := range es {
-			valid[i] = def(e) <= hi[j+1] || (emptyLvl[j] != 0 && def(e) == emptyLvl[j])
-		}
-		if j == K-1 {
-			return LeafArray(path[j].Type, sp.Vals, valid)
-		}
-		child, err := build(j + 1)
+	return nil
+}
+
+// build assembles the array of layer j and the layers inside it.
+func (u *unraveler) build(j int) (arrow.Array, error) {
+	es := u.elems[j]
+	valid := make([]bool, len(es))
+	for i, e := range es {
+		valid[i] = u.defAt(e) <= u.hi[j+1] || (u.emptyLvl[j] != 0 && u.defAt(e) == u.emptyLvl[j])
+	}
+	if j == len(u.kinds)-1 {
+		return LeafArray(u.path[j].Type, u.sp.Vals, valid)
+	}
+	child, err := u.build(j + 1)
+	if err != nil {
+		return nil, err
+	}
+	defer child.Release()
+	vb, nulls := BitmapOf(valid)
+	switch dt := u.path[j].Type.(type) {
+	case *arrow.StructType:
+		return array.MakeFromData(array.NewData(dt, len(es), []*memory.Buffer{vb}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
+	case *arrow.ListType, *arrow.LargeListType:
+		ob, err := u.listOffsets(j, dt)
 		if err != nil {
 			return nil, err
 		}
-		defer child.Release()
-		vb, nulls := BitmapOf(valid)
-		switch dt := path[j].Type.(type) {
-		case *arrow.StructType:
-			return array.MakeFromData(array.NewData(dt, len(es), []*memory.Buffer{vb}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
-		case *arrow.ListType, *arrow.LargeListType:
-			ces := elems[j+1]
-			offs := make([]int64, len(es)+1)
-			c := 0
-			for i := range es {
-				end := N
-				if i+1 < len(es) {
-					end = es[i+1]
-				}
-				for c < len(ces) && ces[c] < end {
-					c++
-				}
-				offs[i+1] = int64(c)
-			}
-			if c != len(ces) {
-				return nil, fmt.Errorf("%w: list items before the first list", errCorrupt)
-			}
-			var ob []byte
-			if _, ok := dt.(*arrow.ListType); ok {
-				if c > math.MaxInt32 {
-					return nil, fmt.Errorf("%d list items overflow a list array", c)
-				}
-				o32 := make([]int32, len(offs))
-				for i, o := range offs {
-					o32[i] = int32(o)
-				}
-				ob = arrow.Int32Traits.CastToBytes(o32)
-			} else {
-				ob = arrow.Int64Traits.CastToBytes(offs)
-			}
-			return array.MakeFromData(array.NewData(dt, len(es), []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
-		}
-		return nil, fmt.Errorf("field %q of type %s cannot hold children", path[j].Name, path[j].Type)
+		return array.MakeFromData(array.NewData(dt, len(es), []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
 	}
-	return build(0)
+	return nil, fmt.Errorf("field %q of type %s cannot hold children", u.path[j].Name, u.path[j].Type)
+}
+
+// listOffsets is the offsets buffer of list layer j: where each of its
+// items' children start among layer j+1's items (32-bit for a list, 64-bit
+// for a large list).
+func (u *unraveler) listOffsets(j int, dt arrow.DataType) ([]byte, error) {
+	es, ces := u.elems[j], u.elems[j+1]
+	offs := make([]int64, len(es)+1)
+	c := 0
+	for i := range es {
+		end := u.n
+		if i+1 < len(es) {
+			end = es[i+1]
+		}
+		for c < len(ces) && ces[c] < end {
+			c++
+		}
+		offs[i+1] = int64(c)
+	}
+	if c != len(ces) {
+		return nil, fmt.Errorf("%w: list items before the first list", errCorrupt)
+	}
+	if _, ok := dt.(*arrow.ListType); !ok {
+		return arrow.Int64Traits.CastToBytes(offs), nil
+	}
+	if c > math.MaxInt32 {
+		return nil, fmt.Errorf("%d list items overflow a list array", c)
+	}
+	o32 := make([]int32, len(offs))
+	for i, o := range offs {
+		o32[i] = int32(o)
+	}
+	return arrow.Int32Traits.CastToBytes(o32), nil
 }
 
 // MergeParts combines arrays of the same field, each holding the subset of

@@ -3,6 +3,7 @@ package bitpack
 import "testing"
 
 func TestUnpackFastLanes(t *testing.T) {
+	t.Parallel()
 	// Pack 1024 values with the FastLanes layout described in the format
 	// notes, then check that unpacking restores them.
 	for _, tc := range []struct{ w, t int }{{3, 8}, {1, 16}, {5, 32}, {17, 32}, {33, 64}, {8, 8}, {0, 32}} {

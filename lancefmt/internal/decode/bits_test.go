@@ -3,6 +3,7 @@ package decode
 import "testing"
 
 func TestAppendBits(t *testing.T) {
+	t.Parallel()
 	get := func(b []byte, i int) bool { return b[i/8]&(1<<(i%8)) != 0 }
 	for _, tc := range []struct {
 		n, m int

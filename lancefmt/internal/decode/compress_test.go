@@ -15,6 +15,7 @@ import (
 // by appendStoredZstd) or not, with Lance's 8-byte size prefix or a bare
 // frame, appended after what dst already holds.
 func TestDecompressAppendZstd(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	random := func(n int) []byte {
 		b := make([]byte, n)
@@ -63,6 +64,7 @@ func TestDecompressAppendZstd(t *testing.T) {
 // TestAppendStoredZstd: the stored-block path takes a frame of raw blocks
 // and declines compressed blocks, checksums and trailing bytes.
 func TestAppendStoredZstd(t *testing.T) {
+	t.Parallel()
 	v := make([]byte, 50<<10)
 	for i := range v {
 		v[i] = byte(i*7919 + i>>8*31)
@@ -163,6 +165,7 @@ func FuzzStoredZstd(f *testing.F) {
 // the decoder gives; values that grow (RLE or compressed blocks, lz4) are
 // declined by both.
 func TestInPlace(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	random := func(n int) []byte {
 		b := make([]byte, n)

@@ -423,114 +423,56 @@ func ApplyDictionary(idx Leaf, dict Leaf) (Leaf, error) {
 	return out, nil
 }
 
+// constantMeta is what a constant page's layout message says.
+type constantMeta struct {
+	inline         []byte
+	hasInline      bool
+	repC, defC     *Compression
+	numRep, numDef uint64
+}
+
 // decodeConstant decodes an AllNullLayout (2.1) or ConstantLayout (2.2) page.
 func decodeConstant(raw []byte, bufs PageBuffers, rows int, zero func(n int) Leaf) (*StructPage, error) {
 	sp := &StructPage{Rows: rows}
-	var inline []byte
-	var hasInline bool
-	var repC, defC *Compression
-	var numRep, numDef uint64
+	var m constantMeta
 	err := wire.Walk(raw, func(f wire.Field) error {
 		var err error
 		switch f.Num {
 		case constLayers:
 			sp.Layers, err = parseLayers(sp.Layers, f)
 		case constInlineValue:
-			inline, hasInline = f.B, true
+			m.inline, m.hasInline = f.B, true
 		case constRepCompression:
-			repC, err = ParseCompression(f.B, 0)
+			m.repC, err = ParseCompression(f.B, 0)
 		case constDefCompression:
-			defC, err = ParseCompression(f.B, 0)
+			m.defC, err = ParseCompression(f.B, 0)
 		case constNumRepValues:
-			numRep = f.U
+			m.numRep = f.U
 		case constNumDefValues:
-			numDef = f.U
+			m.numDef = f.U
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	var value []byte
 	var valueBuf []byte
 	rest := bufs
-	if !hasInline && (len(bufs) == 1 || len(bufs) == 3) {
+	if !m.hasInline && (len(bufs) == 1 || len(bufs) == 3) {
 		valueBuf, rest = bufs[0], bufs[1:]
 	}
-	if len(rest) == 2 {
-		levels := func(c *Compression, b []byte, n uint64) ([]uint16, error) {
-			if len(b) == 0 {
-				return nil, nil
-			}
-			if c == nil {
-				if len(b)%2 != 0 {
-					return nil, fmt.Errorf("%w: raw levels of odd length", errCorrupt)
-				}
-				out := make([]uint16, len(b)/2)
-				for i := range out {
-					out[i] = binary.LittleEndian.Uint16(b[2*i:])
-				}
-				return out, nil
-			}
-			if n > blockValuesBound(len(b)) {
-				return nil, fmt.Errorf("%w: %d levels in %d bytes", errCorrupt, n, len(b))
-			}
-			l, err := decodeBlock(c, b, int(n))
-			if err != nil {
-				return nil, err
-			}
-			return u16Levels(l)
-		}
-		if sp.Rep, err = levels(repC, rest[0], numRep); err != nil {
-			return nil, fmt.Errorf("repetition levels: %w", err)
-		}
-		if sp.Def, err = levels(defC, rest[1], numDef); err != nil {
-			return nil, fmt.Errorf("definition levels: %w", err)
-		}
-	} else if len(rest) != 0 {
-		return nil, fmt.Errorf("%w: constant page with %d buffers", errCorrupt, len(bufs))
+	if err := sp.constantLevels(m, rest, len(bufs)); err != nil {
+		return nil, err
 	}
-	if sp.Rep != nil && sp.Def != nil && len(sp.Rep) != len(sp.Def) {
-		return nil, fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.Rep), len(sp.Def))
+	n := sp.visibleItems()
+	if !m.hasInline && valueBuf == nil && sp.Def == nil {
+		if err := sp.allNullLevels(n); err != nil {
+			return nil, err
+		}
 	}
-	if rows > MaxPageItems || len(sp.Def) > MaxPageItems || len(sp.Rep) > MaxPageItems {
-		return nil, fmt.Errorf("%w: constant page of %d rows", errCorrupt, rows)
-	}
-	// Count the visible items.
-	n := rows
+	value := m.inline
 	switch {
-	case sp.Def != nil:
-		mv := MaxVisibleDef(sp.Layers)
-		n = 0
-		for _, d := range sp.Def {
-			if int(d) <= mv {
-				n++
-			}
-		}
-	case sp.Rep != nil:
-		n = len(sp.Rep)
-	}
-	allNull := !hasInline && valueBuf == nil
-	if allNull && sp.Def == nil {
-		// Every item is null at the innermost nullable layer.
-		sp.Def = make([]uint16, n)
-		lvl := uint16(0)
-		for _, k := range sp.Layers {
-			if d := defLevels(k); d > 0 {
-				lvl = 1
-				break
-			}
-		}
-		for i := range sp.Def {
-			sp.Def[i] = lvl
-		}
-		if sp.Rep != nil && len(sp.Rep) != n {
-			return nil, fmt.Errorf("%w: all-null page levels", errCorrupt)
-		}
-	}
-	switch {
-	case hasInline:
-		value = inline
+	case m.hasInline:
 	case valueBuf != nil:
 		v, off, err := parseConstantValueBuffer(valueBuf)
 		if err != nil {
@@ -541,12 +483,7 @@ func decodeConstant(raw []byte, bufs PageBuffers, rows int, zero func(n int) Lea
 		}
 		if off != nil {
 			// variable width: replicate the bytes
-			sp.Vals = Leaf{N: n, Offs: make([]uint64, n+1)}
-			sp.Vals.Data = make([]byte, 0, len(v)*n)
-			for i := 0; i < n; i++ {
-				sp.Vals.Data = append(sp.Vals.Data, v...)
-				sp.Vals.Offs[i+1] = uint64(len(sp.Vals.Data))
-			}
+			sp.Vals = repeatVariable(v, n)
 			return sp, nil
 		}
 		value = v
@@ -557,14 +494,118 @@ func decodeConstant(raw []byte, bufs PageBuffers, rows int, zero func(n int) Lea
 	if len(value) == 0 || len(value) > maxDecodedBytes/max(n, 1) {
 		return nil, fmt.Errorf("%w: constant value of %d bytes", errCorrupt, len(value))
 	}
-	z := zero(0)
-	if z.Offs != nil {
-		sp.Vals = Leaf{N: n, Offs: make([]uint64, n+1)}
-		for i := 0; i < n; i++ {
-			sp.Vals.Data = append(sp.Vals.Data, value...)
-			sp.Vals.Offs[i+1] = uint64(len(sp.Vals.Data))
+	sp.Vals = repeatValue(value, n, zero(0))
+	return sp, nil
+}
+
+// constantLevels decodes the repetition and definition levels of a
+// constant page from its two level buffers (rest; none when the page has
+// no levels) and checks them; nbufs is the page's buffer count, for the
+// error.
+func (sp *StructPage) constantLevels(m constantMeta, rest PageBuffers, nbufs int) error {
+	var err error
+	switch len(rest) {
+	case 0:
+	case 2:
+		if sp.Rep, err = constantLevelBuffer(m.repC, rest[0], m.numRep); err != nil {
+			return fmt.Errorf("repetition levels: %w", err)
 		}
-		return sp, nil
+		if sp.Def, err = constantLevelBuffer(m.defC, rest[1], m.numDef); err != nil {
+			return fmt.Errorf("definition levels: %w", err)
+		}
+	default:
+		return fmt.Errorf("%w: constant page with %d buffers", errCorrupt, nbufs)
+	}
+	if sp.Rep != nil && sp.Def != nil && len(sp.Rep) != len(sp.Def) {
+		return fmt.Errorf("%w: %d repetition and %d definition levels", errCorrupt, len(sp.Rep), len(sp.Def))
+	}
+	if sp.Rows > MaxPageItems || len(sp.Def) > MaxPageItems || len(sp.Rep) > MaxPageItems {
+		return fmt.Errorf("%w: constant page of %d rows", errCorrupt, sp.Rows)
+	}
+	return nil
+}
+
+// constantLevelBuffer decodes one level buffer of a constant page: n
+// levels compressed with c, or raw 16-bit levels when c is nil.
+func constantLevelBuffer(c *Compression, b []byte, n uint64) ([]uint16, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if c == nil {
+		if len(b)%2 != 0 {
+			return nil, fmt.Errorf("%w: raw levels of odd length", errCorrupt)
+		}
+		out := make([]uint16, len(b)/2)
+		for i := range out {
+			out[i] = binary.LittleEndian.Uint16(b[2*i:])
+		}
+		return out, nil
+	}
+	if n > blockValuesBound(len(b)) {
+		return nil, fmt.Errorf("%w: %d levels in %d bytes", errCorrupt, n, len(b))
+	}
+	l, err := decodeBlock(c, b, int(n))
+	if err != nil {
+		return nil, err
+	}
+	return u16Levels(l)
+}
+
+// visibleItems counts the items of a constant page that hold a value slot:
+// those whose definition level reaches the innermost layer, every
+// repetition level's item, or one per row without levels.
+func (sp *StructPage) visibleItems() int {
+	switch {
+	case sp.Def != nil:
+		mv := MaxVisibleDef(sp.Layers)
+		n := 0
+		for _, d := range sp.Def {
+			if int(d) <= mv {
+				n++
+			}
+		}
+		return n
+	case sp.Rep != nil:
+		return len(sp.Rep)
+	}
+	return sp.Rows
+}
+
+// allNullLevels gives an all-null page without definition levels its n
+// levels: every item null at the innermost nullable layer.
+func (sp *StructPage) allNullLevels(n int) error {
+	lvl := uint16(0)
+	for _, k := range sp.Layers {
+		if defLevels(k) > 0 {
+			lvl = 1
+			break
+		}
+	}
+	sp.Def = make([]uint16, n)
+	for i := range sp.Def {
+		sp.Def[i] = lvl
+	}
+	if sp.Rep != nil && len(sp.Rep) != n {
+		return fmt.Errorf("%w: all-null page levels", errCorrupt)
+	}
+	return nil
+}
+
+// repeatVariable is n variable-width values, each v.
+func repeatVariable(v []byte, n int) Leaf {
+	l := Leaf{N: n, Offs: make([]uint64, n+1), Data: make([]byte, 0, len(v)*n)}
+	for i := 0; i < n; i++ {
+		l.Data = append(l.Data, v...)
+		l.Offs[i+1] = uint64(len(l.Data))
+	}
+	return l
+}
+
+// repeatValue is n values, each value, in the leaf form of z (variable
+// width, bits, or fixed width of value's length).
+func repeatValue(value []byte, n int, z Leaf) Leaf {
+	if z.Offs != nil {
+		return repeatVariable(value, n)
 	}
 	if z.Bits == 1 {
 		out := make([]byte, (n+7)/8)
@@ -573,15 +614,13 @@ func decodeConstant(raw []byte, bufs PageBuffers, rows int, zero func(n int) Lea
 				out[i] = 0xff
 			}
 		}
-		sp.Vals = Leaf{N: n, Bits: 1, Data: out}
-		return sp, nil
+		return Leaf{N: n, Bits: 1, Data: out}
 	}
 	out := make([]byte, 0, len(value)*n)
 	for i := 0; i < n; i++ {
 		out = append(out, value...)
 	}
-	sp.Vals = Leaf{N: n, Bits: len(value) * 8, Data: out, Dim: z.Dim}
-	return sp, nil
+	return Leaf{N: n, Bits: len(value) * 8, Data: out, Dim: z.Dim}
 }
 
 // parseConstantValueBuffer decodes the value buffer of a constant page:

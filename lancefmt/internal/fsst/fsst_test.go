@@ -29,6 +29,7 @@ func table(enabled bool, syms ...string) []byte {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	tab, err := ParseTable(table(true, "hello", " ", "world!!!"))
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
 	tab, err := ParseTable(table(true, "ab"))
 	if err != nil {
 		t.Fatal(err)

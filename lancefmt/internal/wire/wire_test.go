@@ -8,6 +8,7 @@ import (
 )
 
 func TestWalk(t *testing.T) {
+	t.Parallel()
 	var b []byte
 	b = protowire.AppendTag(b, 1, protowire.VarintType)
 	b = protowire.AppendVarint(b, 300)
@@ -58,6 +59,7 @@ func TestWalk(t *testing.T) {
 }
 
 func TestWalkCorrupt(t *testing.T) {
+	t.Parallel()
 	for _, b := range [][]byte{
 		{0x0a, 0x05, 'a'}, // bytes field longer than the message
 		{0x08},            // varint missing

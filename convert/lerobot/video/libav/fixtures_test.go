@@ -13,7 +13,6 @@ package libav
 // shared/research/lerobot-video/make_fixture_videos.sh.
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -232,16 +231,4 @@ func ffprobeStream(t testing.TB, path string) map[string]string {
 		}
 	}
 	return m
-}
-
-// decodes runs the file through ffmpeg's decoder and fails t on any error
-// message.
-func decodes(t testing.TB, path string) {
-	t.Helper()
-	cmd := exec.Command("ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
-		t.Errorf("ffmpeg decode of %s: %v\n%s", path, err, stderr.String())
-	}
 }

@@ -34,6 +34,7 @@ func embedded(t *testing.T, path string) (*io.SectionReader, int64) {
 // buffer: the scan equals the scan of the file, and the episode containers
 // Split cuts from the reader are byte-identical to those cut from the file.
 func TestScanInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, codec := range []string{"h264_bframes", "mpeg4"} { // mpeg4: Split probes the frame size
 		t.Run(codec, func(t *testing.T) {
@@ -109,6 +110,7 @@ func (f failingReader) ReadAt(p []byte, off int64) (int, error) {
 // the input and the cause, never a shorter scan; one that fails inside the
 // media data, which the scan leaves unread, fails Split the same way.
 func TestScanInputErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fx := concatenated(t, "h264")
 	if fx.Skip != "" {

@@ -20,6 +20,7 @@ import (
 // ffprobe reports for the same file, and the derived facts with what the
 // fixture was made to have.
 func TestScanMatchesFFprobe(t *testing.T) {
+	t.Parallel()
 	concatKeys := []int64{0, 1e9, 2e9, 2.3e9, 3.3e9, 4.3e9, 5.3e9, 6.3e9}
 	cases := []struct {
 		name      string
@@ -94,6 +95,7 @@ func TestScanMatchesFFprobe(t *testing.T) {
 }
 
 func TestScanErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	if _, err := ScanKeyframes(ctx, dir+"/missing.mp4"); err == nil || !strings.Contains(err.Error(), "missing.mp4: open:") {
@@ -159,6 +161,7 @@ func withAudioFile(t *testing.T) string {
 // TestCheckRealFiles runs the boundary check on ffmpeg-made files whose
 // structure forbids a cut.
 func TestCheckRealFiles(t *testing.T) {
+	t.Parallel()
 	per := func(n int) []video.Episode {
 		var eps []video.Episode
 		for i := 0; i < n; i++ {
@@ -239,6 +242,7 @@ func (l *rangeLog) ReadAt(p []byte, off int64) (int, error) {
 // layout of the fixtures (moov first or last, B-frames, edit lists, open
 // GOPs, an audio stream), and never reads a byte of an mdat payload.
 func TestSparseScan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	files := []struct {
 		name string

@@ -90,7 +90,7 @@ func verifyCut(t *testing.T, src string, e video.Episode, o video.Output) {
 	if boxes := topLevelBoxes(t, o.Path); strings.Join(boxes, ",") != "ftyp,moov,mdat" {
 		t.Errorf("episode %d: top-level boxes %v, want ftyp,moov,mdat (+faststart)", e.Index, boxes)
 	}
-	decodes(t, o.Path)
+	testtool.FFmpegDecodes(t, o.Path)
 }
 
 // topLevelBoxes lists the types of an MP4 file's top-level boxes.
@@ -135,6 +135,7 @@ func noStrayFiles(t *testing.T, dir string, want ...string) {
 }
 
 func TestSplitConcatenated(t *testing.T) {
+	t.Parallel()
 	for _, codec := range []string{"h264", "h264_bframes", "mpeg4", "av1", "hevc"} {
 		t.Run(codec, func(t *testing.T) {
 			fx := concatenated(t, codec)
@@ -197,6 +198,7 @@ func TestSplitConcatenated(t *testing.T) {
 // TestSplitUnclaimedFootage cuts a subset of the episodes: the footage
 // before, between and after them is reported and left out.
 func TestSplitUnclaimedFootage(t *testing.T) {
+	t.Parallel()
 	fx := concatenated(t, "h264_bframes")
 	if fx.Skip != "" {
 		t.Skip(fx.Skip)
@@ -244,6 +246,7 @@ func TestSplitUnclaimedFootage(t *testing.T) {
 // TestSplitEndInsideGOP: without B-frames an end inside a GOP is cut
 // exactly by leaving out the packets after it.
 func TestSplitEndInsideGOP(t *testing.T) {
+	t.Parallel()
 	fx := concatenated(t, "h264")
 	if fx.Skip != "" {
 		t.Skip(fx.Skip)
@@ -272,6 +275,7 @@ func TestSplitEndInsideGOP(t *testing.T) {
 }
 
 func TestSplitRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("boundaries miss keyframes", func(t *testing.T) {
@@ -369,6 +373,7 @@ func TestSplitRefusals(t *testing.T) {
 
 // TestSplitConcurrent cuts two cameras at once, as a converter may.
 func TestSplitConcurrent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	fxs := []concatFixture{concatenated(t, "h264_bframes"), concatenated(t, "mpeg4")}
 	type result struct {
@@ -418,6 +423,7 @@ func TestSplitConcurrent(t *testing.T) {
 // would give them under the process umask (not os.CreateTemp's 0600), and
 // that only they are left in the directory.
 func TestSplitModes(t *testing.T) {
+	t.Parallel()
 	fx := concatenated(t, "h264")
 	if fx.Skip != "" {
 		t.Skip(fx.Skip)
