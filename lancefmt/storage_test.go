@@ -18,6 +18,7 @@ import (
 // TestNoObjectStoreClient: the reader builds without an object store
 // client; lancefmt/lancestore joins it to one.
 func TestNoObjectStoreClient(t *testing.T) {
+	t.Parallel()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is needed to list dependencies: %v", err)
@@ -38,6 +39,7 @@ func TestNoObjectStoreClient(t *testing.T) {
 // TestLocationPaths: locations join, split and relate as paths on this
 // machine and as slash-separated URLs.
 func TestLocationPaths(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		base             string
 		elems            []string
@@ -68,6 +70,7 @@ func TestLocationPaths(t *testing.T) {
 // (subdirectories' too, FIFOs included) in byte order, a missing directory
 // matches fs.ErrNotExist, and a FIFO is refused when opened.
 func TestLocalStorageList(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"b", "a/c", "a.x"} {
 		p := filepath.Join(dir, filepath.FromSlash(name))

@@ -146,6 +146,7 @@ func inspectOutputs(t *testing.T, env []string, loc string, args ...string) (str
 // the dataset about once; verify --against the bucket's copy compares
 // every payload; a retry is already done.
 func TestS3Lance(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src", "dst")
 	proxy := s3test.NewProxy(t, srv)
 	env := srv.Env()
@@ -293,6 +294,7 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 // exits 2; a stopped server exits 1 with the hint to rerun; no message
 // carries the secret key.
 func TestS3LanceErrors(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
 	root := t.TempDir()
 	ds := filepath.Join(lanceFixtures(t), "blob1_2_1.lance")
@@ -363,6 +365,7 @@ func TestS3LanceErrors(t *testing.T) {
 // plan read before, and 64 KiB for the listing); verify --against the
 // bucket's twin compares the camera files packed whole.
 func TestS3LerobotLance(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("converts videos; skipped with -short")
 	}
@@ -474,6 +477,7 @@ func TestS3LerobotLance(t *testing.T) {
 // result holds the members of the undivided local run and a table of the
 // same values, every reference resolving in the joined packs.
 func TestS3FanOutLance(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
 	env := srv.Env()
 	local := filepath.Join(lanceFixtures(t), "types_2_1.lance")

@@ -80,6 +80,7 @@ func firstValues(t *testing.T, dir, column string, n int) [][]byte {
 // once (1% and 4 MiB allowed for metadata and read-ahead), the packs hold
 // the source's values and the copied column reads back as the source's.
 func TestS3PeakRSSLargePage(t *testing.T) {
+	t.Parallel()
 	_, root := bigPylance14(t)
 	local := filepath.Join(root, "one_page_2_2.lance")
 	largest, pages := pageSizes(t, local, "data")
