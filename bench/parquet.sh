@@ -1,78 +1,166 @@
 #!/usr/bin/env bash
-# Measures `bpconvert convert-parquet` against `cp` of the input table, both
-# in the same run with a warm page cache, median of RUNS runs.
+# Measures `bpconvert convert-parquet` against what this machine needs to
+# make a durable, hashed copy of the same bytes, all in the same run with a
+# warm page cache, in turns (one run of each command per round, medians):
 #
-# Input: PARQUET_MB (default 2000) MB of 100 KiB JPEG-like payloads (a JPEG
-# header, the row number, pseudo-random bytes) in one UNCOMPRESSED parquet
-# table written by DuckDB (fixtures/parquet/bench.mjs), ROW_GROUP_ROWS rows
-# per row group (default 2048, DuckDB's smallest: about 200 MiB of payload).
-# The conversion extracts the payload column into packs and rewrites the
-# table.
+#   limit = max(cp -r SRC X && sync -f X, openssl dgst -sha256 SRC/*.parquet)
 #
-# Targets (issue 5): throughput >= 0.5 x cp of the input file; peak RSS <=
-# 2 x the largest row group's payload bytes + 64 MiB. bpconvert fsyncs what
-# it writes and cp does not, so cp is also timed followed by a sync of the
-# copy; on a disk slower than the page cache that is the fair comparison.
+# (a copy made durable, and the SHA-256 of the bytes at the fastest
+# implementation here; both can run at once on two cores.) blobpack 0.2.0
+# (pinned in the test virtual environment) converts the same table in the
+# same rounds where it is installed; the script says so where it is not.
 #
-# Row groups of about 100 MB: PARQUET_PAYLOAD=51200 (bytes a payload,
-# default 102400) with the default 2048 rows a row group.
+# Cases: a table written by pyarrow (fixtures/parquet/big.py) with an int64
+# id, a caption string and a payload column "image" of PARQUET_PAYLOAD
+# (default 51200) pseudo-random bytes a row, ROW_GROUP_ROWS (default 2000)
+# rows a row group (about 100 MB), for each codec in PARQUET_CODECS
+# (default "snappy zstd none") and each form in PARQUET_FORMS (default
+# "plain hf"):
+#   plain  image is binary: PARQUET_ROWS rows (default 20000, 1 GB);
+#          bpconvert --column image, blobpack --column image
+#   hf     image is a Hugging Face Image() struct<bytes, path>:
+#          PARQUET_HF_ROWS rows (default 10000, 512 MB); bpconvert
+#          --column image (the struct kept, bytes null, path the
+#          reference), blobpack --field image bytes
+# For each it prints the ratio limit / convert-parquet (target >= 0.5),
+# seconds per GB, and peak RSS against the bound 2 x the largest row
+# group's uncompressed size (total_byte_size in the footer) + 64 MiB, each
+# with the one-minute load averages at the start of its runs (the machine
+# may be shared: a figure measured under load is noisy; say so). Peak RSS
+# is the largest resident set of the command and what it waits for
+# (ru_maxrss).
 #
-# Knobs: RUNS (3), PARQUET_MB (2000), PARQUET_PAYLOAD (102400), ROW_GROUP_ROWS (2048), BENCH_DIR (a
-# fresh temp dir), BPCONVERT (bin/bpconvert, built by `make build`).
-# Needs node with fixtures/parquet/node_modules (npm ci --prefix fixtures/parquet).
+# The figures also replace the bench/parquet.sh section of
+# docs/performance.md (BENCH_DOC=path writes another file, BENCH_DOC=none
+# none).
+#
+# BPCONVERT_BASE=path times another build of bpconvert in the same rounds
+# (before / after a change); its figures are printed, not written to the doc.
+#
+# Knobs: RUNS (rounds, default 3), the sizes above, BENCH_DIR (default a new
+# directory under ${TMPDIR:-/var/tmp}; it needs about 4 x the largest table),
+# BPCONVERT (default bin/bpconvert, built by `make build`), BPCONVERT_PYTHON
+# (default the interpreter of the environment scripts/pyenv.sh makes from
+# scripts/requirements/test.txt). Needs python3, bc and openssl.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 bin=${BPCONVERT:-$root/bin/bpconvert}
+base=${BPCONVERT_BASE:-}
 runs=${RUNS:-3}
-mb=${PARQUET_MB:-2000}
-rgrows=${ROW_GROUP_ROWS:-2048}
-payload=${PARQUET_PAYLOAD:-102400}
+rows=${PARQUET_ROWS:-20000}
+hfrows=${PARQUET_HF_ROWS:-10000}
+payload=${PARQUET_PAYLOAD:-51200}
+rgrows=${ROW_GROUP_ROWS:-2000}
+read -r -a codecs <<<"${PARQUET_CODECS:-snappy zstd none}"
+read -r -a forms <<<"${PARQUET_FORMS:-plain hf}"
 work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
-for t in node bc python3; do
+for t in bc openssl python3; do
   command -v "$t" >/dev/null || { echo "bench/parquet.sh: $t is not on PATH" >&2; exit 1; }
 done
-[ -x "$bin" ] || { echo "bench/parquet.sh: $bin is missing: run make build" >&2; exit 1; }
-[ -d "$root/fixtures/parquet/node_modules" ] || { echo "bench/parquet.sh: run npm ci --prefix fixtures/parquet" >&2; exit 1; }
+if ! "$bin" convert-parquet --help >/dev/null 2>&1; then
+  echo "bench/parquet.sh: $bin has no convert-parquet command (build it: make build)" >&2
+  exit 2
+fi
+py=${BPCONVERT_PYTHON:-$(bash "$root/scripts/pyenv.sh" "$root/scripts/requirements/test.txt")/bin/python}
+blobpack="$(dirname "$py")/blobpack"
+if [ -x "$blobpack" ] && "$blobpack" convert-parquet --help >/dev/null 2>&1; then
+  bpver=$("$blobpack" --version 2>&1 | tail -1)
+else
+  echo "bench/parquet.sh: blobpack with convert-parquet is not installed beside $py: its column is left empty"
+  blobpack=""
+fi
+rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
+head="bench/parquet.sh at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$work" | tail -1)"
+echo "# $head"
+echo "# load before: $(uptime)"
 
-rows=$((mb * 1000000 / payload))
-echo "# bench/parquet.sh: $(nproc) cores, runs=$runs, $rows rows x $payload B, $rgrows rows per row group, work dir on $(df --output=source "$work" | tail -1)"
+rows_out=()
 
-mkdir -p "$work/src"
-rgmax=$(node "$root/fixtures/parquet/bench.mjs" "$work/src/table.parquet" "$rows" "$payload" "$rgrows")
-size=$(stat -c %s "$work/src/table.parquet")
-warm "$work/src"
+# case_run FORM CODEC: one table, the commands in turns.
+case_run() {
+  local form=$1 codec=$2
+  local n=$rows sel=(--column image) bsel=(--column image)
+  if [ "$form" = hf ]; then
+    n=$hfrows bsel=(--field image bytes)
+  fi
+  local src="$work/src"
+  rm -rf "$src"
+  mkdir -p "$src"
+  local rgmax
+  rgmax=$("$py" "$root/fixtures/parquet/big.py" "$src/table.parquet" "$n" "$payload" "$rgrows" "$codec" "$form")
+  warm "$src"
+  local bytes
+  bytes=$(stat -c %s "$src/table.parquet")
+  # One checked run of each converter first (measure_turns stops on a
+  # failing command, but says less).
+  "$bin" convert-parquet --quiet --yes "${sel[@]}" "$src" "$work/out"
+  "$bin" verify "$work/out/media" >/dev/null
+  rm -rf "$work/out"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/bp-out' '$work/base-out'"
+  local -a cmds=(
+    "cp -r '$src' '$work/cp-out' && sync -f '$work/cp-out'"
+    "openssl dgst -sha256 '$src'/*.parquet"
+    "'$bin' convert-parquet --quiet --yes ${sel[*]} '$src' '$work/out'")
+  local bi=3 basei=""
+  if [ -n "$blobpack" ]; then
+    # --field takes every argument after it: the selection goes last
+    cmds+=("'$blobpack' convert-parquet --yes '$src' '$work/bp-out' ${bsel[*]} >/dev/null")
+  fi
+  if [ -n "$base" ]; then
+    basei=${#cmds[@]}
+    cmds+=("'$base' convert-parquet --quiet --yes ${sel[*]} '$src' '$work/base-out'")
+  fi
+  local -a m
+  mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
+  rm -rf "$work/cp-out" "$work/out" "$work/bp-out" "$work/base-out" "$work/.trash"
+  local tsync tsha tconv rss tbp="" rssbp="" l1 l2 lsync lsha lconv lbp=""
+  read -r tsync _ l1 l2 <<<"${m[0]}"; lsync="$l1-$l2"
+  read -r tsha _ l1 l2 <<<"${m[1]}"; lsha="$l1-$l2"
+  read -r tconv rss l1 l2 <<<"${m[2]}"; lconv="$l1-$l2"
+  if [ -n "$blobpack" ]; then
+    read -r tbp rssbp l1 l2 <<<"${m[$bi]}"; lbp="$l1-$l2"
+  fi
+  local limit gb bound ok
+  limit=$(printf '%s\n%s\n' "$tsync" "$tsha" | sort -g | tail -1)
+  gb=$(printf '%.3f' "$(echo "scale=4; $bytes/1000000000" | bc -l)")
+  bound=$(printf '%.1f' "$(echo "scale=4; (2 * $rgmax + 64 * 1048576) / 1048576" | bc -l)")
+  ok=met; [ "$(echo "$rss > $bound" | bc -l)" = 1 ] && ok="NOT met"
+  local rgmib
+  rgmib=$(printf '%.1f' "$(echo "scale=4; $rgmax/1048576" | bc -l)")
+  echo "$form $codec: $n rows x $payload B in row groups of $rgrows rows ($rgmib MiB uncompressed, largest), $gb GB of parquet, $runs round(s)"
+  echo "  cp -r, then sync -f:  $tsync s  (load $lsync)"
+  echo "  openssl dgst -sha256: $tsha s  (load $lsha)"
+  echo "  convert-parquet:      $tconv s  ($(per_gb "$tconv" "$bytes") s/GB), peak RSS $rss MiB, bound $bound MiB: $ok  (load $lconv)"
+  local bpcell=""
+  if [ -n "$blobpack" ]; then
+    echo "  blobpack convert-parquet: $tbp s  ($(per_gb "$tbp" "$bytes") s/GB), peak RSS $rssbp MiB  (load $lbp); bpconvert is $(ratio "$tbp" "$tconv")x blobpack"
+    bpcell="$tbp s, $rssbp MiB ($lbp); $(ratio "$tbp" "$tconv")x"
+  fi
+  if [ -n "$basei" ]; then
+    local tbase rssbase
+    read -r tbase rssbase l1 l2 <<<"${m[$basei]}"
+    echo "  $base: $tbase s  ($(per_gb "$tbase" "$bytes") s/GB), peak RSS $rssbase MiB  (load $l1-$l2); limit/it: $(ratio "$limit" "$tbase")x; it/convert-parquet: $(ratio "$tbase" "$tconv")x"
+  fi
+  echo "  limit/convert-parquet: $(ratio "$limit" "$tconv")x (target >= 0.5)"
+  rows_out+=("| $form, $codec: $n x $payload B, row groups of $rgmib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $(ratio "$limit" "$tconv")x | $rss MiB (bound $bound MiB: $ok) | $bpcell |")
+}
 
-BENCH_CLEAN="set_aside '$work/cp.parquet' '$work/out'"
-# One checked run first: time_runs does not stop on a failing command.
-"$bin" convert-parquet --quiet --yes --column image "$work/src" "$work/out"
-"$bin" verify "$work/out/media" >/dev/null
-eval "$BENCH_CLEAN"
-# cp alone leaves the copy in the page cache; bpconvert syncs every file it
-# writes, so the copy is also timed with its own fsync (coreutils sync FILE).
-cp_sync() { cp "$1" "$2" && sync "$2"; }
-tcp=$(time_runs "$runs" cp "$work/src/table.parquet" "$work/cp.parquet")
-tcps=$(time_runs "$runs" cp_sync "$work/src/table.parquet" "$work/cp.parquet")
-tconv=$(time_runs "$runs" "$bin" convert-parquet --quiet --yes --column image "$work/src" "$work/out")
-# The pack writer alone on the same bytes (the input file as one member):
-# what writing, CRC-32, SHA-256 and fsync cost without any parquet work.
-BENCH_CLEAN="set_aside '$work/pack-out'"
-tpack=$(time_runs "$runs" "$bin" pack --quiet "$work/src" "$work/pack-out")
-BENCH_CLEAN="set_aside '$work/cp.parquet' '$work/out'"
-eval "$BENCH_CLEAN"; rm -rf "$work/pack-out"
+for form in "${forms[@]}"; do
+  for codec in "${codecs[@]}"; do
+    case_run "$form" "$codec"
+  done
+done
+echo "# load after: $(uptime)"
 
-# Peak RSS of one more conversion, from the kernel's accounting.
-rss=$(peak_rss_mib "$bin" convert-parquet --quiet --yes --column image "$work/src" "$work/out")
-eval "$BENCH_CLEAN"
-
-limit=$(echo "scale=1; (2 * $rgmax + 64 * 1048576) / 1048576" | bc -l)
-echo "input: $(echo "scale=3; $size/1000000000" | bc -l) GB, largest row group payload $(echo "scale=1; $rgmax/1048576" | bc -l) MiB"
-echo "  cp:                        $tcp s  ($(echo "scale=0; $size/$tcp/1000000" | bc -l) MB/s)"
-echo "  cp + sync of the copy:     $tcps s  ($(echo "scale=0; $size/$tcps/1000000" | bc -l) MB/s)"
-echo "  bpconvert convert-parquet: $tconv s  ($(echo "scale=0; $size/$tconv/1000000" | bc -l) MB/s), peak RSS $rss MiB (target <= $limit MiB)"
-echo "  bpconvert pack of the file: $tpack s  ($(echo "scale=0; $size/$tpack/1000000" | bc -l) MB/s)"
-echo "  throughput ratio convert/cp: $(ratio "$tcp" "$tconv")x (target >= 0.5); convert/(cp + sync): $(ratio "$tcps" "$tconv")x; convert/pack: $(ratio "$tpack" "$tconv")x"
+{
+  echo "Measured by $head; medians of the rounds, commands in turns, warm page cache; load: one-minute load averages at the start of the runs (min-max). Tables written by pyarrow ($("$py" -c 'import pyarrow; print(pyarrow.__version__)')) with fixtures/parquet/big.py; blobpack ${bpver:-not installed}."
+  echo
+  echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-parquet\` | limit / convert (target >= 0.5) | peak RSS (bound 2 x row group + 64 MiB) | blobpack 0.2.0 \`convert-parquet\`; bpconvert / blobpack |"
+  echo "|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows_out[@]}"
+} | perf_doc bench/parquet.sh

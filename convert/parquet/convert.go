@@ -82,6 +82,8 @@ type Result struct {
 	// Summary is the run's outcome in the CLI's summary form (Convert
 	// fills it in; ConvertTo leaves it to its caller).
 	Summary plan.Summary
+
+	direct int // tables whose payload columns were read value by value
 }
 
 // Convert writes the converted dataset to dst, which must not exist (or be
@@ -190,6 +192,9 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		}
 		res.Rewritten++
 		res.Rows += t.Rows
+		if tc.direct {
+			res.direct++
+		}
 		opts.Progress.Milestone(fmt.Sprintf("rewrote %s", t.Rel))
 	}
 	ce := ins.cardEdit(sel)
@@ -306,6 +311,8 @@ type tableConv struct {
 	// pageIndex is set when the source table has a page index (column and
 	// offset indexes), which the output then has too.
 	pageIndex bool
+	// direct is set when the payload columns were read value by value.
+	direct bool
 }
 
 // hasPageIndex reports whether a table's first row group has an offset
@@ -396,6 +403,29 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		}
 	}
 	tc.pageIndex = hasPageIndex(md)
+
+	// Payload columns that can be read value by value (see direct.go);
+	// the Arrow reader then reads only the other leaves.
+	var ds *directSource
+	var recIdx []int
+	dcols, kept, direct := directColumns(md.Schema, inSchema.Fields(), tree)
+	direct = direct && !tc.opts.general
+	tc.direct = direct
+	if direct {
+		// The payload leaves are read through a reader of their own, whose
+		// page buffers are reused from row group to row group.
+		pages := &pageBuffers{mem: mem, poison: tc.opts.poison}
+		defer pages.release()
+		ppf, err := tc.ins.in.openTable(ctx, t.Rel, t.Size, t.md, true, pages)
+		if err != nil {
+			return inputErr(t.Rel, -1, "", "not a readable parquet file: %w", err)
+		}
+		defer ppf.Close()
+		ds = newDirectSource(ppf, dcols)
+		recIdx = tc.directLayout(inSchema, dcols)
+	} else {
+		kept = nil
+	}
 	tw, err := tc.createWriter(out, outSchema, md.Schema.Root().Name(), codecs, storeSchema)
 	if err != nil {
 		return err
@@ -404,10 +434,15 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	fw := tw.fw
 
 	// A reader goroutine decodes the next batch while this one packs the
-	// current one; at most two batches are alive at a time.
+	// current one; at most two batches are alive at a time (and, on the
+	// direct path, the payload chunks of directChunks).
 	rctx, cancel := context.WithCancel(ctx)
 	batches := make(chan batchItem)
-	go tc.readBatches(rctx, fr, batches)
+	go tc.readBatches(rctx, fr, kept, ds, batches)
+	var slots *slotReader
+	if ds != nil {
+		slots = ds.reader(batches)
+	}
 	defer func() {
 		cancel()
 		for it := range batches {
@@ -428,7 +463,10 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		if it.err != nil {
 			return it.err
 		}
-		if it.rec == nil { // a new row group starts
+		if it.chunk != nil {
+			return fmt.Errorf("parquet: %s: row %d: payloads without their rows", t.Rel, row)
+		}
+		if it.rec == nil && it.rows == 0 { // a new row group starts
 			if err := check(); err != nil {
 				return err
 			}
@@ -438,9 +476,21 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 			}
 			continue
 		}
-		outRec, err := tc.rewriteBatch(it.rec, outSchema, tree, row)
-		row += it.rec.NumRows()
-		it.rec.Release()
+		var outRec arrow.RecordBatch
+		if direct {
+			n := it.rows
+			if it.rec != nil {
+				n = it.rec.NumRows()
+			}
+			outRec, err = tc.directBatch(it.rec, int(n), outSchema, slots, recIdx, row)
+			row += n
+		} else {
+			outRec, err = tc.rewriteBatch(it.rec, outSchema, tree, row)
+			row += it.rec.NumRows()
+		}
+		if it.rec != nil {
+			it.rec.Release()
+		}
 		if err != nil {
 			return err
 		}
@@ -540,17 +590,24 @@ func (tw *tableWriter) abort() {
 	tw.f.Abort()
 }
 
-// batchItem is what readBatches hands over: a row group's start (rec nil),
-// one batch (retained for the receiver, which releases it), or an error.
+// batchItem is what readBatches hands over: a row group's start (rec nil,
+// rows 0), one batch (retained for the receiver, which releases it; or,
+// when no leaf is read, rec nil and its number of rows), on the direct
+// path a chunk of the batch's payloads after it, or an error.
 type batchItem struct {
-	rg  int
-	rec arrow.RecordBatch
-	err error
+	rg    int
+	rec   arrow.RecordBatch
+	rows  int64
+	chunk *slotChunk
+	err   error
 }
 
 // readBatches reads every row group of the table in bounded batches and
 // sends them to out, which it closes when done or when ctx is cancelled.
-func (tc *tableConv) readBatches(ctx context.Context, fr *pqarrow.FileReader, out chan<- batchItem) {
+// Only the leaves cols are read (all when cols is nil; none when it is
+// empty: then only the batches' row counts are sent). With ds, each batch
+// is followed by the chunks that hold its payloads.
+func (tc *tableConv) readBatches(ctx context.Context, fr *pqarrow.FileReader, cols []int, ds *directSource, out chan<- batchItem) {
 	defer close(out)
 	t := tc.t
 	send := func(it batchItem) bool {
@@ -569,8 +626,32 @@ func (tc *tableConv) readBatches(ctx context.Context, fr *pqarrow.FileReader, ou
 			send(batchItem{err: inputErr(t.Rel, -1, "", "cannot decode: %v", r)})
 		}
 	}()
+	if ds != nil {
+		defer ds.close()
+	}
+	// payloads sends the payloads of the n rows from row on, after their
+	// batch.
+	var row int64
+	payloads := func(rg int, n int64) bool {
+		if ds == nil {
+			return true
+		}
+		err := ds.send(ctx, t.Rel, row, int(n), send)
+		row += n
+		if err != nil {
+			send(batchItem{err: err})
+			return false
+		}
+		return ctx.Err() == nil
+	}
 	md := fr.ParquetReader().MetaData()
 	for rg := 0; rg < md.NumRowGroups(); rg++ {
+		if ds != nil {
+			if err := ds.open(rg); err != nil {
+				send(batchItem{err: inputErr(t.Rel, -1, "", "row group %d: %w", rg, err)})
+				return
+			}
+		}
 		if !send(batchItem{rg: rg}) {
 			return
 		}
@@ -579,7 +660,16 @@ func (tc *tableConv) readBatches(ctx context.Context, fr *pqarrow.FileReader, ou
 			continue
 		}
 		fr.Props.BatchSize = tc.batchRows(rgm.NumRows(), rgm.TotalByteSize())
-		rr, err := fr.GetRecordReader(ctx, nil, []int{rg})
+		if cols != nil && len(cols) == 0 {
+			for n := int64(0); n < rgm.NumRows(); n += fr.Props.BatchSize {
+				rows := min(fr.Props.BatchSize, rgm.NumRows()-n)
+				if !send(batchItem{rg: rg, rows: rows}) || !payloads(rg, rows) {
+					return
+				}
+			}
+			continue
+		}
+		rr, err := fr.GetRecordReader(ctx, cols, []int{rg})
 		if err != nil {
 			send(batchItem{err: inputErr(t.Rel, -1, "", "row group %d: %w", rg, err)})
 			return
@@ -587,7 +677,8 @@ func (tc *tableConv) readBatches(ctx context.Context, fr *pqarrow.FileReader, ou
 		for rr.Next() {
 			rec := rr.RecordBatch()
 			rec.Retain()
-			if !send(batchItem{rg: rg, rec: rec}) {
+			n := rec.NumRows()
+			if !send(batchItem{rg: rg, rec: rec}) || !payloads(rg, n) {
 				rr.Release()
 				return
 			}
@@ -599,6 +690,11 @@ func (tc *tableConv) readBatches(ctx context.Context, fr *pqarrow.FileReader, ou
 				send(batchItem{err: inputErr(t.Rel, -1, "", "row group %d: %w", rg, err)})
 			}
 			return
+		}
+	}
+	if ds != nil {
+		if err := ds.open(-1); err != nil {
+			send(batchItem{err: inputErr(t.Rel, -1, "", "row group %d: %w", md.NumRowGroups()-1, err)})
 		}
 	}
 }

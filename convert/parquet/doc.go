@@ -26,7 +26,9 @@
 //
 // Tables are converted row group by row group with bounded batches: one output
 // row group per input row group, the same codec per column, the same column
-// order and nullability. A selected binary leaf becomes a string column in
+// order and nullability. Top-level binary and media columns are read page by
+// page, straight to the pack writer, and only the other leaves as Arrow
+// batches (see direct.go); other selections decode whole batches. A selected binary leaf becomes a string column in
 // place, a Hugging Face media struct keeps its type with bytes null and the
 // reference as its path (Options.Media), and nulls stay null.
 // Member keys depend only on the row: <column path>/<table path without

@@ -24,6 +24,7 @@ var fixtureDir = filepath.Join("..", "..", "fixtures", "parquet")
 var fixtures = testtool.Generated{Project: "parquet", Script: "gen.mjs"}
 
 func TestMain(m *testing.M) {
+	convertChild()
 	code := m.Run()
 	fixtures.Cleanup()
 	diskFixtures.Cleanup()

@@ -143,20 +143,20 @@ func (r *rewriter) pathArray(arr arrow.Array) arrow.Array {
 	}
 	st := arr.(*array.Struct)
 	_, pi, _ := hfStruct(st.DataType())
-	pa := st.Field(pi)
-	b := array.NewBuilder(r.mem, pa.DataType())
+	return pathColumn(r.mem, st, st.Field(pi))
+}
+
+// pathColumn returns the --keep-path values of the media structs st whose
+// path field is pa: each path, null where the struct or its path is null.
+func pathColumn(mem memory.Allocator, st *array.Struct, pa arrow.Array) arrow.Array {
+	b := array.NewBuilder(mem, pa.DataType())
 	defer b.Release()
 	for i := 0; i < st.Len(); i++ {
 		if st.IsNull(i) || pa.IsNull(i) {
 			b.AppendNull()
 			continue
 		}
-		switch sb := b.(type) {
-		case *array.StringBuilder:
-			sb.Append(stringAt(pa, i))
-		case *array.LargeStringBuilder:
-			sb.Append(stringAt(pa, i))
-		}
+		appendString(b, stringAt(pa, i))
 	}
 	return b.NewArray()
 }
@@ -336,23 +336,32 @@ func (r *rewriter) packStruct(a *array.Struct, path []string, ids []elemID, live
 			appendAbsent(b, nullable)
 			continue
 		}
-		var ref string
-		var err error
-		switch {
-		case by.IsValid(i):
-			ref, err = r.pack(path, ids[i], binaryAt(by, i), stringAt(pa, i), false)
-		case pa.IsValid(i):
-			ref, err = r.pack(path, ids[i], nil, stringAt(pa, i), true)
-		default:
-			appendAbsent(b, nullable)
-			continue
-		}
+		ref, ok, err := r.packMedia(path, ids[i], by.IsValid(i), binaryAt(by, i), pa, i)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			appendAbsent(b, nullable)
+			continue
 		}
 		b.Append(ref)
 	}
 	return b.NewArray(), nil
+}
+
+// packMedia packs the payload of slot i of a media struct that is not
+// null: its bytes val when they are present (hasBytes), else the file its
+// path (slot i of pa) names; ok is false when it has neither.
+func (r *rewriter) packMedia(path []string, id elemID, hasBytes bool, val []byte, pa arrow.Array, i int) (ref string, ok bool, err error) {
+	switch {
+	case hasBytes:
+		ref, err = r.pack(path, id, val, stringAt(pa, i), false)
+	case pa.IsValid(i):
+		ref, err = r.pack(path, id, nil, stringAt(pa, i), true)
+	default:
+		return "", false, nil
+	}
+	return ref, err == nil, err
 }
 
 // keepStruct packs a media struct's payloads and keeps the struct: the
@@ -363,52 +372,45 @@ func (r *rewriter) keepStruct(a *array.Struct, bi, pi int, path []string, ids []
 	by, pa := a.Field(bi), a.Field(pi)
 	pb := array.NewBuilder(r.mem, pa.DataType())
 	defer pb.Release()
-	appendPath := func(s string) {
-		switch b := pb.(type) {
-		case *array.StringBuilder:
-			b.Append(s)
-		case *array.LargeStringBuilder:
-			b.Append(s)
-		}
-	}
 	for i := 0; i < a.Len(); i++ {
 		if a.IsNull(i) || !live[i] {
 			pb.AppendNull()
 			continue
 		}
-		var ref string
-		var err error
-		switch {
-		case by.IsValid(i):
-			ref, err = r.pack(path, ids[i], binaryAt(by, i), stringAt(pa, i), false)
-		case pa.IsValid(i):
-			ref, err = r.pack(path, ids[i], nil, stringAt(pa, i), true)
-		default:
-			pb.AppendNull()
-			continue
-		}
+		ref, ok, err := r.packMedia(path, ids[i], by.IsValid(i), binaryAt(by, i), pa, i)
 		if err != nil {
 			return nil, err
 		}
-		appendPath(ref)
+		if !ok {
+			pb.AppendNull()
+			continue
+		}
+		appendString(pb, ref)
 	}
-	paths := pb.NewArray()
-	defer paths.Release()
-	nulls := array.MakeArrayOfNull(r.mem, st.Field(bi).Type, a.Len())
+	return keptMedia(r.mem, st, a, pb), nil
+}
+
+// keptMedia builds a kept media struct of type st: bytes null, path the
+// references in paths, the validity of src (the struct as read).
+func keptMedia(mem memory.Allocator, st *arrow.StructType, src *array.Struct, paths array.Builder) arrow.Array {
+	bi, pi, _ := hfStruct(st)
+	pa := paths.NewArray()
+	defer pa.Release()
+	nulls := array.MakeArrayOfNull(mem, st.Field(bi).Type, src.Len())
 	defer nulls.Release()
 	children := make([]arrow.ArrayData, 2)
-	children[bi], children[pi] = nulls.Data(), paths.Data()
-	d := a.Data()
+	children[bi], children[pi] = nulls.Data(), pa.Data()
+	d := src.Data()
 	var validity *memory.Buffer
 	if b := d.Buffers()[0]; b != nil && d.NullN() > 0 {
-		validity = memory.NewResizableBuffer(r.mem)
+		validity = memory.NewResizableBuffer(mem)
 		validity.Resize(int(bitutil.BytesForBits(int64(d.Len()))))
 		bitutil.CopyBitmap(b.Bytes(), d.Offset(), d.Len(), validity.Bytes(), 0)
 		defer validity.Release()
 	}
 	data := array.NewData(st, d.Len(), []*memory.Buffer{validity}, children, d.NullN(), 0)
 	defer data.Release()
-	return array.MakeFromData(data), nil
+	return array.MakeFromData(data)
 }
 
 // fieldIDKey is the field metadata key under which arrow-go's parquet
