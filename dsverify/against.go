@@ -27,14 +27,8 @@ import (
 // WebDataset shards when it has a samples table, parquet tables when it
 // has tables that convert-parquet rewrote.
 func (v *verifier) against(src string) error {
-	if v.store != nil || objstore.IsRemote(src) {
-		// Lance sources and datasets are read from local paths only.
-		if len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src)) {
-			return errors.New("--against: comparing with a Lance source in object storage, or a Lance table, is not supported yet")
-		}
-	}
 	switch {
-	case len(v.lc) > 0 && isLanceDataset(src):
+	case len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src)):
 		return v.againstLance(src)
 	case v.isLeRobotDataset(src):
 		return v.againstLeRobot(src)

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -38,8 +39,9 @@ func isLanceDataset(dir string) bool {
 	return err == nil && st.IsDir()
 }
 
-// againstLance opens the source dataset at the version that was converted
-// and compares, row by row in scan order, every extracted value (blob or
+// againstLance opens the source dataset (a directory, or s3://BUCKET/PREFIX
+// read with ranged requests) at the version that was converted and
+// compares, row by row in scan order, every extracted value (blob or
 // binary) with the member its reference names.
 func (v *verifier) againstLance(src string) error {
 	a := &Against{Source: src, Format: "lance"}
@@ -51,11 +53,11 @@ func (v *verifier) againstLance(src string) error {
 	sort.Strings(rels)
 	for _, rel := range rels {
 		rec := v.lc[rel]
-		srcDS, err := lancefmt.Open(v.ctx, src, lancefmt.OpenOptions{Version: rec.SourceVersion})
+		srcDS, err := lancestore.Open(v.ctx, src, lancefmt.OpenOptions{Version: rec.SourceVersion}, v.opts.Stats)
 		if err != nil {
 			return fmt.Errorf("--against %s: %w", src, err)
 		}
-		outDS, err := lancefmt.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lancefmt.OpenOptions{})
+		outDS, err := lancestore.Open(v.ctx, joinPath(v.root, rel), lancefmt.OpenOptions{}, v.opts.Stats)
 		if err != nil {
 			return fmt.Errorf("--against: %s: %w", rel, err)
 		}

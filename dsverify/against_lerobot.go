@@ -35,8 +35,8 @@ func (v *verifier) isLeRobotDataset(dir string) bool {
 // episode cannot be compared byte for byte (its packets are copied into new
 // containers); its episodes are counted as not compared. The camera files
 // of a source stored as Lance are the blobs of its videos.lance. Either
-// side may be in object storage (the source's camera files are then
-// streamed with read-ahead), but a source stored as Lance must be local.
+// side may be in object storage (the source's camera files, or blobs, are
+// then streamed with read-ahead).
 func (v *verifier) againstLeRobot(src string) error {
 	if len(v.pq) > 0 {
 		if err := v.againstParquet(src); err != nil {
@@ -61,12 +61,12 @@ func (v *verifier) againstLeRobot(src string) error {
 		return fmt.Errorf("--against: %s: %w", videoindex.FileName, err)
 	}
 	var blobs map[string]lerobot.SourceFile
-	if objstore.IsRemote(src) {
-		if err := v.remoteParquetLayout(src); err != nil {
-			return err
+	if lance, err := v.storedAsLance(src); err != nil {
+		return err
+	} else if lance {
+		if blobs, err = lerobot.LanceCameraFiles(v.ctx, src, objstore.Options{Stats: v.opts.Stats}); err != nil {
+			return fmt.Errorf("--against: %w", err)
 		}
-	} else if blobs, err = lerobot.LanceCameraFiles(v.ctx, src); err != nil {
-		return fmt.Errorf("--against: %w", err)
 	}
 	// Each packed blob once, with the first entry that names it.
 	first := map[string]int{}
@@ -116,24 +116,20 @@ func (v *verifier) againstLeRobot(src string) error {
 // maxIndexBytes bounds the video_index.json read.
 const maxIndexBytes = 1 << 30
 
-// remoteParquetLayout refuses a LeRobot source in object storage that is
-// stored as Lance (meta/info.json's storage_format), whose camera files
-// are blobs of a Lance table read from a local directory only.
-func (v *verifier) remoteParquetLayout(src string) error {
+// storedAsLance reports whether the LeRobot source src is stored as Lance
+// (meta/info.json's storage_format), reading that file alone.
+func (v *verifier) storedAsLance(src string) (bool, error) {
 	b, err := v.fs.readAll(joinPath(src, "meta/info.json"), 64<<20)
 	if err != nil {
-		return fmt.Errorf("--against: %w", err)
+		return false, fmt.Errorf("--against: %w", err)
 	}
 	var info struct {
 		StorageFormat string `json:"storage_format"`
 	}
 	if err := json.Unmarshal(b, &info); err != nil {
-		return fmt.Errorf("--against: %s: %w", joinPath(src, "meta/info.json"), err)
+		return false, fmt.Errorf("--against: %s: %w", joinPath(src, "meta/info.json"), err)
 	}
-	if info.StorageFormat == lerobot.StorageLance {
-		return fmt.Errorf("--against: %s: comparing with a LeRobot source stored as Lance in object storage is not supported; copy it to a local directory", src)
-	}
-	return nil
+	return info.StorageFormat == lerobot.StorageLance, nil
 }
 
 // openCameraFile opens the source camera file that a conversion packed
@@ -153,11 +149,42 @@ func (v *verifier) openCameraFile(src, key string, blobs map[string]lerobot.Sour
 	if !ok {
 		return nil, nil, os.ErrNotExist
 	}
-	f, err := os.Open(b.Path)
+	f, err := v.fs.open(b.Path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return f, io.NewSectionReader(f, b.Offset, b.Size), nil
+	if f.obj == nil {
+		return f, io.NewSectionReader(f, b.Offset, b.Size), nil
+	}
+	if b.Offset+b.Size > f.obj.Size() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: the blob [%d, %d) lies beyond the end of the object (%d bytes)", b.Path, b.Offset, b.Offset+b.Size, f.obj.Size())
+	}
+	r := objstore.NewSeqReader(v.ctx, &sectionObject{Object: f.obj, off: b.Offset, size: b.Size}, objstore.SeqOptions{Chunk: 4 << 20})
+	return closers{r, f}, r, nil
+}
+
+// sectionObject is the range [off, off+size) of an object, as an object:
+// a blob streamed with read-ahead.
+type sectionObject struct {
+	objstore.Object
+	off, size int64
+}
+
+func (s *sectionObject) Size() int64 { return s.size }
+
+func (s *sectionObject) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.size {
+		return 0, io.EOF
+	}
+	if rest := s.size - off; int64(len(p)) > rest {
+		n, err := s.Object.ReadAt(p[:rest], s.off+off)
+		if err == nil {
+			err = io.EOF
+		}
+		return n, err
+	}
+	return s.Object.ReadAt(p, s.off+off)
 }
 
 // closers closes each in turn.

@@ -506,9 +506,8 @@ func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err 
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(lances) > 0 {
-		names := sortedSet(lances)
-		return nil, nil, fmt.Errorf("%s: Lance table %s: reading Lance datasets from object storage is not supported yet (verify a local copy)", v.root, names[0])
+	for _, name := range sortedSet(lances) {
+		tables = append(tables, tableFile{name, "lance"})
 	}
 	packDirs = sortedSet(dirs)
 	sort.Slice(tables, func(i, j int) bool { return tables[i].rel < tables[j].rel })

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -71,7 +71,7 @@ func (v *verifier) table(t tableFile) error {
 	case "arrow":
 		tr.Rows, err = v.arrowTable(p, t.rel, check)
 	case "lance":
-		tr.Rows, err = v.lanceTable(p, check)
+		tr.Rows, err = v.lanceTable(p, t.rel, check)
 	case "json":
 		tr.Rows, err = v.jsonTable(p, check)
 	case "jsonl":
@@ -175,19 +175,19 @@ func (v *verifier) arrowTable(p, rel string, fn cellFunc) (int64, error) {
 	return base, c.Err()
 }
 
-// lanceTable scans the string columns of a Lance dataset (deleted rows
-// excluded; rows numbered in scan order).
-func (v *verifier) lanceTable(p string, fn cellFunc) (int64, error) {
-	ds, err := lancefmt.Open(v.ctx, p, lancefmt.OpenOptions{})
+// lanceTable scans the string columns of the Lance dataset at p (rel below
+// the root; in object storage, read with ranged requests), deleted rows
+// excluded, rows numbered in scan order.
+func (v *verifier) lanceTable(p, rel string, fn cellFunc) (int64, error) {
+	ds, err := lancestore.Open(v.ctx, p, lancefmt.OpenOptions{}, v.opts.Stats)
 	if err != nil {
 		return 0, err
 	}
 	sc := ds.Schema()
-	rel, _ := filepath.Rel(v.root, p)
 	if rec, ok := decodeLanceRecord(sc.Metadata[metaKey]); ok {
-		v.lc[filepath.ToSlash(rel)] = rec
+		v.lc[rel] = rec
 	} else {
-		v.plainLance = append(v.plainLance, filepath.ToSlash(rel))
+		v.plainLance = append(v.plainLance, rel)
 	}
 	var cols []string
 	for _, f := range sc.Fields {

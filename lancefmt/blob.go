@@ -9,8 +9,6 @@ import (
 	"math"
 	"math/bits"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -51,7 +49,7 @@ func (k BlobKind) String() string {
 // BlobLocation is the physical identity of a blob's bytes: rows whose
 // locations are equal share one stored blob.
 type BlobLocation struct {
-	Path   string // local path of the file holding the bytes
+	Path   string // location of the file holding the bytes (a path, or a URL in object storage)
 	Offset int64  // first byte in Path
 	Size   int64  // number of bytes
 }
@@ -99,21 +97,24 @@ type emptyReaderAt struct{}
 
 func (emptyReaderAt) ReadAt(p []byte, off int64) (int, error) { return 0, io.EOF }
 
-// blobFiles caches the files blobs are read from.
+// blobFiles caches the files blobs are read from, opened through the
+// storage of ds with the context ctx.
 type blobFiles struct {
-	open_ map[string]*os.File
+	ctx   context.Context
+	ds    *Dataset
+	open_ map[string]File
 }
 
-func (bf *blobFiles) open(p string) (*os.File, error) {
+func (bf *blobFiles) open(p string) (File, error) {
 	if f, ok := bf.open_[p]; ok {
 		return f, nil
 	}
-	f, err := openSource(p)
+	f, err := bf.ds.openFile(bf.ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	if bf.open_ == nil {
-		bf.open_ = map[string]*os.File{}
+		bf.open_ = map[string]File{}
 	}
 	bf.open_[p] = f
 	return f, nil
@@ -175,7 +176,7 @@ func (d *Dataset) Blobs(ctx context.Context, column string) (*BlobScanner, error
 	if !f.IsBlob() {
 		return nil, fmt.Errorf("lance: %s: column %q is not a blob column", d.dir, column)
 	}
-	return &BlobScanner{ctx: ctx, ds: d, field: f}, nil
+	return &BlobScanner{ctx: ctx, ds: d, field: f, files: blobFiles{ctx: ctx, ds: d}}, nil
 }
 
 // Next advances to the next row's blob.
@@ -225,7 +226,7 @@ func (s *BlobScanner) open(frag *Fragment) error {
 	if err != nil {
 		return fmt.Errorf("lance: %s: fragment %d: %w", s.ds.dir, frag.ID, err)
 	}
-	fr := &fragmentReader{ds: s.ds, frag: frag, files: make([]*dataFile, len(frag.Files))}
+	fr := &fragmentReader{ctx: s.ctx, ds: s.ds, frag: frag, files: make([]*dataFile, len(frag.Files))}
 	file, df, ci, err := fr.column(s.field.ID)
 	if err != nil {
 		fr.close()
@@ -407,7 +408,7 @@ func (s *BlobScanner) Close() error {
 // the rows in deleted (nil: every physical row).
 func (d *Dataset) fragmentBlobRows(frag *Fragment, f *Field, files *blobFiles, deleted *roaring.Bitmap) ([]Blob, error) {
 	loc := d.where(frag.ID, f.Name)
-	fr := &fragmentReader{ds: d, frag: frag, files: make([]*dataFile, len(frag.Files))}
+	fr := &fragmentReader{ctx: files.ctx, ds: d, frag: frag, files: make([]*dataFile, len(frag.Files))}
 	defer fr.close()
 	file, df, ci, err := fr.column(f.ID)
 	if err != nil {
@@ -700,8 +701,8 @@ func blobSidecarName(id uint32) string {
 // resolveBlobV2 turns a descriptor into a located blob.
 func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, inline func(pos, size uint64) (Blob, error)) (Blob, error) {
 	sidecar := func() string {
-		key := strings.TrimSuffix(filepath.Base(file.path), ".lance")
-		return filepath.Join(filepath.Dir(file.path), key, blobSidecarName(ds.blobID))
+		key := strings.TrimSuffix(basePath(file.path), ".lance")
+		return joinPath(dirPath(file.path), key, blobSidecarName(ds.blobID))
 	}
 	var b Blob
 	switch BlobKind(ds.kind) {
@@ -726,11 +727,11 @@ func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, in
 		size := int64(ds.size)
 		if size == 0 {
 			// Size 0 means the whole object from position on.
-			st, err := os.Stat(p)
+			st, err := d.fileSize(p)
 			if err != nil {
 				return Blob{}, err
 			}
-			size = st.Size() - int64(ds.position)
+			size = st - int64(ds.position)
 		}
 		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Ranged: ds.size != 0 || ds.position != 0, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
 	case BlobManaged:
@@ -772,17 +773,17 @@ func (d *Dataset) managedBlob(ds *blobV2Desc) (Blob, error) {
 	case !bound:
 		return Blob{}, fmt.Errorf("%w: managed blob %q names base path %d, which the manifest does not bind", errCorrupt, ds.uri, ds.blobID)
 	}
-	p := filepath.Join(localBase(base), filepath.FromSlash(ds.uri))
+	p := joinPath(localBase(base), ds.uri)
 	b := Blob{Kind: BlobManaged, Size: int64(ds.size), URI: ds.uri, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: int64(ds.size)}}
 	if ds.size == 0 {
 		return b, nil
 	}
-	st, err := os.Stat(p)
+	st, err := d.fileSize(p)
 	if err != nil {
 		return Blob{}, fmt.Errorf("managed blob %s: %w", p, err)
 	}
-	if end := ds.position + ds.size; uint64(st.Size()) < end {
-		return Blob{}, fmt.Errorf("%w: managed blob %s: range [%d, %d) past the object's %d bytes", errCorrupt, p, ds.position, end, st.Size())
+	if end := ds.position + ds.size; uint64(st) < end {
+		return Blob{}, fmt.Errorf("%w: managed blob %s: range [%d, %d) past the object's %d bytes", errCorrupt, p, ds.position, end, st)
 	}
 	return b, nil
 }
@@ -824,7 +825,7 @@ func (d *Dataset) externalBlobPath(blobID uint32, uri string) (string, error) {
 	if blobID != 0 {
 		for _, bp := range d.manifest.BasePaths {
 			if bp.ID == blobID {
-				return filepath.Join(bp.Path, filepath.FromSlash(uri)), nil
+				return joinPath(bp.Path, uri), nil
 			}
 		}
 		return "", fmt.Errorf("%w: external blob names unknown base path %d", errCorrupt, blobID)
@@ -835,6 +836,11 @@ func (d *Dataset) externalBlobPath(blobID uint32, uri string) (string, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return "", fmt.Errorf("external blob uri %q: %w", uri, err)
+	}
+	if isURL(d.dir) && strings.HasPrefix(d.dir, u.Scheme+"://") {
+		// A dataset in object storage: an object of the same store,
+		// which its storage reads (or refuses) like the dataset's own.
+		return uri, nil
 	}
 	if u.Scheme != "file" {
 		return "", fmt.Errorf("external blob uri %q: only local files are supported", uri)

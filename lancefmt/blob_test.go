@@ -208,7 +208,7 @@ func TestBlobV2Descriptors(t *testing.T) {
 		{kind: 3, position: 2, size: 0, uri: "file://" + ext},
 		{kind: 0, position: 0, size: 0},
 	}
-	ds := &Dataset{dir: dir, manifest: &Manifest{}}
+	ds := &Dataset{dir: dir, st: LocalStorage{}, ctx: t.Context(), manifest: &Manifest{}}
 	file := &dataFile{path: filepath.Join(dir, "data", "abc.lance"), meta: &fileMeta{size: 1000}}
 	inline := func(pos, size uint64) (Blob, error) {
 		return Blob{Size: int64(size), Location: BlobLocation{Path: file.path, Offset: int64(pos), Size: int64(size)}}, nil
@@ -272,7 +272,7 @@ func TestBlobV2Descriptors(t *testing.T) {
 
 func TestExternalBlobPath(t *testing.T) {
 	t.Parallel()
-	ds := &Dataset{manifest: &Manifest{BasePaths: []BasePath{{ID: 3, Path: "/mnt/blobs"}}}}
+	ds := &Dataset{st: LocalStorage{}, ctx: t.Context(), manifest: &Manifest{BasePaths: []BasePath{{ID: 3, Path: "/mnt/blobs"}}}}
 	for _, tc := range []struct {
 		id   uint32
 		uri  string

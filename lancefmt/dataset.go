@@ -5,8 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,11 +28,17 @@ type OpenOptions struct {
 	// with nulls (decoded page buffers are Go memory); nil means
 	// memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Storage reads the dataset's files; nil means LocalStorage (dir is a
+	// path on this machine). See lancefmt/lancestore for datasets in
+	// object storage.
+	Storage Storage
 }
 
 // Dataset is one version of a Lance dataset opened for reading.
 type Dataset struct {
 	dir      string
+	st       Storage         // reads the dataset's files
+	ctx      context.Context // Open's, for the reads of methods that take none
 	versions []uint64
 	manifest *Manifest
 	schema   *Schema
@@ -40,12 +46,20 @@ type Dataset struct {
 }
 
 // Open opens the Lance dataset in directory dir at the version chosen by
-// opts.
+// opts: it lists _versions and reads the chosen manifest, nothing else.
+// dir is a location of opts.Storage (a path on this machine by default).
 func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	versions, names, err := listVersions(dir)
+	st := opts.Storage
+	if st == nil {
+		st = LocalStorage{}
+	}
+	if isURL(dir) {
+		dir = strings.TrimRight(dir, "/")
+	}
+	versions, names, err := listVersions(ctx, st, dir)
 	if err != nil {
 		return nil, fmt.Errorf("lance: %s: %w", dir, err)
 	}
@@ -60,7 +74,7 @@ func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
 	if !ok {
 		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, ErrVersionNotFound)
 	}
-	b, err := readSource(filepath.Join(dir, "_versions", name))
+	b, err := readStorage(ctx, st, joinPath(dir, "_versions", name))
 	if err != nil {
 		return nil, fmt.Errorf("lance: %s: %w", dir, err)
 	}
@@ -72,7 +86,7 @@ func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
 		return nil, fmt.Errorf("lance: %s: version %d: %w", dir, v, err)
 	}
 	if bad := m.unsupportedFlags(); bad != 0 {
-		return nil, &UnsupportedFeaturesError{Dir: dir, Version: v, Flags: bad, Features: describeFeatures(bad), Readable: newestReadable(dir, versions, names, v)}
+		return nil, &UnsupportedFeaturesError{Dir: dir, Version: v, Flags: bad, Features: describeFeatures(bad), Readable: newestReadable(ctx, st, dir, versions, names, v)}
 	}
 	sc, err := newSchema(m.Fields, m.SchemaMetadata)
 	if err != nil {
@@ -82,20 +96,20 @@ func Open(ctx context.Context, dir string, opts OpenOptions) (*Dataset, error) {
 	if alloc == nil {
 		alloc = memory.DefaultAllocator
 	}
-	return &Dataset{dir: dir, versions: versions, manifest: m, schema: sc, alloc: alloc}, nil
+	return &Dataset{dir: dir, st: st, ctx: ctx, versions: versions, manifest: m, schema: sc, alloc: alloc}, nil
 }
 
 // newestReadable returns the newest version before v whose manifest sets
 // no reader feature flag this package refuses, 0 when there is none. It
 // reads at most 1000 manifests.
-func newestReadable(dir string, versions []uint64, names map[uint64]string, v uint64) uint64 {
+func newestReadable(ctx context.Context, st Storage, dir string, versions []uint64, names map[uint64]string, v uint64) uint64 {
 	tried := 0
 	for i := len(versions) - 1; i >= 0 && tried < 1000; i-- {
 		if versions[i] >= v {
 			continue
 		}
 		tried++
-		b, err := readSource(filepath.Join(dir, "_versions", names[versions[i]]))
+		b, err := readStorage(ctx, st, joinPath(dir, "_versions", names[versions[i]]))
 		if err != nil {
 			continue
 		}
@@ -109,32 +123,39 @@ func newestReadable(dir string, versions []uint64, names map[uint64]string, v ui
 
 // listVersions lists the committed versions under dir/_versions and the
 // manifest file name of each.
-func listVersions(dir string) ([]uint64, map[uint64]string, error) {
-	ents, err := os.ReadDir(filepath.Join(dir, "_versions"))
-	if err != nil {
-		return nil, nil, err
-	}
+func listVersions(ctx context.Context, st Storage, dir string) ([]uint64, map[uint64]string, error) {
 	names := map[uint64]string{}
 	var vs []uint64
-	for _, e := range ents {
-		if e.IsDir() {
-			continue
+	err := st.List(ctx, joinPath(dir, "_versions"), func(e FileInfo) error {
+		if strings.Contains(e.Name, "/") {
+			return nil // not a manifest: manifests lie directly in _versions
 		}
-		v, ok := manifestVersionFromName(e.Name())
+		v, ok := manifestVersionFromName(e.Name)
 		if !ok {
-			continue
+			return nil
 		}
 		if _, dup := names[v]; dup {
-			return nil, nil, fmt.Errorf("_versions: version %d has two manifests (%s, %s)", v, names[v], e.Name())
+			return fmt.Errorf("_versions: version %d has two manifests (%s, %s)", v, names[v], e.Name)
 		}
-		names[v] = e.Name()
+		names[v] = e.Name
 		vs = append(vs, v)
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) && len(vs) == 0 {
+		return nil, nil, &fs.PathError{Op: "open", Path: joinPath(dir, "_versions"), Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	return sortVersions(vs), names, nil
 }
 
-// Dir returns the dataset directory.
+// Dir returns the dataset directory: its location as Open was given it
+// (a path, or a URL such as s3://BUCKET/PREFIX).
 func (d *Dataset) Dir() string { return d.dir }
+
+// Storage returns the storage the dataset's files are read from.
+func (d *Dataset) Storage() Storage { return d.st }
 
 // Version returns the opened version.
 func (d *Dataset) Version() uint64 { return d.manifest.Version }
@@ -169,12 +190,12 @@ func (d *Dataset) NumRows() uint64 {
 // "_deletions".
 func (d *Dataset) basePath(id *uint32, sub string) (string, error) {
 	if id == nil {
-		return filepath.Join(d.dir, sub), nil
+		return joinPath(d.dir, sub), nil
 	}
 	for _, bp := range d.manifest.BasePaths {
 		if bp.ID == *id {
 			if bp.IsDatasetRoot {
-				return filepath.Join(bp.Path, sub), nil
+				return joinPath(bp.Path, sub), nil
 			}
 			return bp.Path, nil
 		}
@@ -182,13 +203,13 @@ func (d *Dataset) basePath(id *uint32, sub string) (string, error) {
 	return "", fmt.Errorf("%w: unknown base path id %d", errCorrupt, *id)
 }
 
-// dataFilePath returns the local path of a data file.
+// dataFilePath returns the location of a data file.
 func (d *Dataset) dataFilePath(df *DataFile) (string, error) {
 	base, err := d.basePath(df.BaseID, "data")
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(base, filepath.FromSlash(df.Path)), nil
+	return joinPath(base, df.Path), nil
 }
 
 // Deleted returns the deleted row offsets of fragment fr, or nil when no row
@@ -206,8 +227,8 @@ func (d *Dataset) Deleted(fr *Fragment) (*roaring.Bitmap, error) {
 	if df.Bitmap {
 		ext = "bin"
 	}
-	p := filepath.Join(base, fmt.Sprintf("%d-%d-%d.%s", fr.ID, df.ReadVersion, df.ID, ext))
-	b, err := readSource(p)
+	p := joinPath(base, fmt.Sprintf("%d-%d-%d.%s", fr.ID, df.ReadVersion, df.ID, ext))
+	b, err := d.readFile(d.ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("deletion file: %w", err)
 	}
@@ -218,10 +239,10 @@ func (d *Dataset) Deleted(fr *Fragment) (*roaring.Bitmap, error) {
 		bm, err = parseDeletionArrow(b, d.alloc)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("deletion file %s: %w", filepath.Base(p), err)
+		return nil, fmt.Errorf("deletion file %s: %w", basePath(p), err)
 	}
 	if bm.GetCardinality() != df.NumDeleted {
-		return nil, fmt.Errorf("%w: deletion file %s lists %d rows, manifest says %d", errCorrupt, filepath.Base(p), bm.GetCardinality(), df.NumDeleted)
+		return nil, fmt.Errorf("%w: deletion file %s lists %d rows, manifest says %d", errCorrupt, basePath(p), bm.GetCardinality(), df.NumDeleted)
 	}
 	return bm, nil
 }

@@ -274,7 +274,7 @@ func TestUnsupportedType(t *testing.T) {
 	if len(s.Fields) != 2 || s.Arrow.NumFields() != 1 || s.Unsupported["odd"] == nil {
 		t.Fatalf("fields %d, arrow fields %d, unsupported %v", len(s.Fields), s.Arrow.NumFields(), s.Unsupported)
 	}
-	ds := &Dataset{dir: "d", schema: s, manifest: &Manifest{}}
+	ds := &Dataset{dir: "d", st: LocalStorage{}, ctx: t.Context(), schema: s, manifest: &Manifest{}}
 	if _, err := ds.Scan(context.Background(), ScanOptions{}); err == nil || !strings.Contains(err.Error(), `column "odd"`) {
 		t.Errorf("Scan of every column: error %v, want one naming column \"odd\"", err)
 	}

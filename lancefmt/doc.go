@@ -56,10 +56,18 @@
 // definition levels. This package reads the files, walks the schema and
 // holds the cursors, the blob handles and the rewriter.
 //
+// Every read goes through a Storage (OpenOptions.Storage): files on this
+// machine by default, or objects in a bucket through lancefmt/lancestore,
+// which keeps the S3 client out of this package. Reads are ranged: the
+// manifest, each data file's footer and metadata, then the pages and blobs
+// a scan or a page copy needs, a page's buffers at a time (a full-zip page
+// of values through a window of positioned reads, never held whole).
+//
 // It is not a general Lance writer (it does not append, update or compact,
 // nor encode arbitrary Arrow data), a query engine or an index reader: it
 // does not evaluate filters, read secondary indices, stable row ids,
-// overlays, remote object stores, or the unstable file version 2.3. An
+// overlays, or the unstable file version 2.3. Rewrite writes to a local
+// directory only. An
 // encoding it does not know is reported as an error naming the dataset,
 // fragment, column, page and encoding; it never guesses values.
 package lancefmt

@@ -97,18 +97,14 @@ func (d *Dataset) fileEncodings(fr *Fragment, df *DataFile, wanted []int, paths 
 	if err != nil {
 		return nil, err
 	}
-	f, err := openSource(p)
+	f, err := d.openFile(d.ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	var out []ColumnEncoding
 	if df.Major == 0 && df.Minor < 3 {
-		lm, err := readLegacyMeta(f, st.Size())
+		lm, err := readLegacyMeta(f, f.Size())
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +127,7 @@ func (d *Dataset) fileEncodings(fr *Fragment, df *DataFile, wanted []int, paths 
 		}
 		return out, nil
 	}
-	fm, err := readFileMeta(f, st.Size())
+	fm, err := readFileMeta(f, f.Size())
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -112,8 +110,8 @@ func BlobJSON(dir string, b *Blob) any {
 	}
 	var loc any // nil: no bytes stored (an empty blob)
 	if file := b.Location.Path; file != "" {
-		if rel, err := filepath.Rel(dir, file); err == nil && !strings.HasPrefix(rel, "..") {
-			file = filepath.ToSlash(rel)
+		if rel, ok := relPath(dir, file); ok {
+			file = rel
 		}
 		loc = JSONObject{Keys: []string{"file", "offset", "size"}, Values: []any{file, b.Location.Offset, b.Location.Size}}
 	}

@@ -45,7 +45,7 @@ func WriteSharedBlobDataset(ctx context.Context, src *Dataset, column, dstDir st
 	}
 	rows := map[uint64][]blobDescriptor{}
 	sidecars := map[uint64]string{}
-	var files blobFiles
+	files := blobFiles{ctx: ctx, ds: src}
 	defer files.close()
 	for i := range src.manifest.Fragments {
 		fr := &src.manifest.Fragments[i]

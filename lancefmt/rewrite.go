@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,7 +143,7 @@ type rawIndex struct {
 // readRawManifest re-reads the opened manifest file for the fields a
 // rewrite copies verbatim and for its index section.
 func (d *Dataset) readRawManifest() (*rawManifest, error) {
-	_, names, err := listVersions(d.dir)
+	_, names, err := listVersions(d.ctx, d.st, d.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +151,7 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 	if !ok {
 		return nil, fmt.Errorf("version %d: %w", d.manifest.Version, ErrVersionNotFound)
 	}
-	b, err := readSource(filepath.Join(d.dir, "_versions", name))
+	b, err := d.readFile(d.ctx, joinPath(d.dir, "_versions", name))
 	if err != nil {
 		return nil, err
 	}
@@ -357,14 +358,16 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 			dir, err := d.dataFilePath(&df)
 			if err == nil {
 				side := strings.TrimSuffix(dir, ".lance")
-				if ents, err := os.ReadDir(side); err == nil {
-					for _, e := range ents {
-						if strings.HasSuffix(e.Name(), ".blob") {
-							rel, _ := filepath.Rel(d.dir, filepath.Join(side, e.Name()))
-							plan.DroppedBlobFiles = append(plan.DroppedBlobFiles, filepath.ToSlash(rel))
+				d.listFiles(d.ctx, side, func(e FileInfo) error { //nolint:errcheck // no sidecar directory: nothing dropped
+					if !strings.Contains(e.Name, "/") && strings.HasSuffix(e.Name, ".blob") {
+						rel, ok := relPath(d.dir, joinPath(side, e.Name))
+						if !ok {
+							rel = joinPath(side, e.Name)
 						}
+						plan.DroppedBlobFiles = append(plan.DroppedBlobFiles, rel)
 					}
-				}
+					return nil
+				})
 			}
 		}
 		if fp.FileVersion == "" {
@@ -423,7 +426,7 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 			}
 		}
 		if ip.Carried {
-			if st, err := os.Stat(filepath.Join(d.dir, "_indices", ix.uuid)); err != nil || !st.IsDir() {
+			if !d.hasFiles(joinPath(d.dir, "_indices", ix.uuid)) {
 				ip.Carried = false
 				ip.Reason = "its directory _indices/" + ix.uuid + " is missing"
 				ip.Hint = fmt.Sprintf("rebuild it with createIndex on %s", strings.Join(ip.Columns, ", "))
@@ -563,8 +566,8 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		src := filepath.Join(d.dir, "_indices", ip.UUID)
-		if err := copyTree(src, filepath.Join(dstDir, "_indices", ip.UUID)); err != nil {
+		src := joinPath(d.dir, "_indices", ip.UUID)
+		if err := copyTree(ctx, d.st, src, filepath.Join(dstDir, "_indices", ip.UUID)); err != nil {
 			return nil, fmt.Errorf("lance: %s: index %q: %w", d.dir, ip.Name, err)
 		}
 		indices = append(indices, rewriteIndexMeta(rm.indices[k].raw))
@@ -735,7 +738,7 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string
 		if err != nil {
 			return nil, nil, where(df.Path, err)
 		}
-		s, err := openSrcFile(p, df.Path)
+		s, err := openSrcFile(rw.ctx, d, p, df.Path)
 		if err != nil {
 			return nil, nil, where(df.Path, err)
 		}
@@ -823,7 +826,7 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string
 		if err != nil {
 			return nil, nil, where(dn, err)
 		}
-		if err := copyFile(filepath.Join(base, dn), filepath.Join(rw.dst, "_deletions", dn)); err != nil {
+		if err := copyFile(rw.ctx, d.st, joinPath(base, dn), filepath.Join(rw.dst, "_deletions", dn)); err != nil {
 			return nil, nil, where(dn, err)
 		}
 		dm := pbuf(nil)
@@ -933,7 +936,7 @@ func (rw *rewriter) fragmentFile(fr *Fragment, fp *FragmentPlan, srcs []*srcFile
 				err = w.writeBlobDescriptors(rows)
 			}
 			if err == nil && side != "" {
-				err = copyTree(side, filepath.Join(rw.dst, "data", stem))
+				err = copyTree(rw.ctx, LocalStorage{}, side, filepath.Join(rw.dst, "data", stem))
 			}
 			if err != nil {
 				return nil, "", where(name, err)
@@ -1123,35 +1126,36 @@ func writeFileSync(path string, data []byte) error {
 	return atomicfile.WriteNew(path, bytes.NewReader(data))
 }
 
-// copyFile copies src to the new file dst and syncs it.
-func copyFile(src, dst string) error {
-	in, err := openSource(src)
+// copyFile copies the file at the location src of st to the new file dst
+// and syncs it, reading it front to back.
+func copyFile(ctx context.Context, st Storage, src, dst string) error {
+	in, err := st.Open(ctx, src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	return atomicfile.WriteNew(dst, in)
+	return atomicfile.WriteNew(dst, io.NewSectionReader(in, 0, in.Size()))
 }
 
-// copyTree copies the directory tree src to dst.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, e os.DirEntry, err error) error {
-		if err != nil {
+// copyTree copies every file below the directory src of st to dst (which
+// is created, as are its subdirectories).
+func copyTree(ctx context.Context, st Storage, src, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	return st.List(ctx, src, func(e FileInfo) error {
+		target := filepath.Join(dst, filepath.FromSlash(e.Name))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if e.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !e.Type().IsRegular() {
-			return fmt.Errorf("%s is not a regular file", p)
-		}
-		return copyFile(p, target)
+		return copyFile(ctx, st, joinPath(src, e.Name), target)
 	})
+}
+
+// hasFiles reports whether a file lies below the directory loc.
+func (d *Dataset) hasFiles(loc string) bool {
+	found := errors.New("found")
+	return errors.Is(d.listFiles(d.ctx, loc, func(FileInfo) error { return found }), found)
 }
 
 // syncDir syncs a directory so that the entries created in it persist.

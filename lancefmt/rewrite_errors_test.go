@@ -13,7 +13,7 @@ import (
 func copyFixture(t *testing.T, name string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), name+".lance")
-	if err := copyTree(filepath.Join(fixtures(t), name+".lance"), dst); err != nil {
+	if err := copyTree(t.Context(), LocalStorage{}, filepath.Join(fixtures(t), name+".lance"), dst); err != nil {
 		t.Fatal(err)
 	}
 	return dst

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -130,7 +129,7 @@ func (s *Scanner) Next() bool {
 				s.fragIdx++
 				continue
 			}
-			fr, err := s.ds.openFragment(&s.ds.manifest.Fragments[s.fragIdx], s.fields, &s.mem)
+			fr, err := s.ds.openFragment(s.ctx, &s.ds.manifest.Fragments[s.fragIdx], s.fields, &s.mem)
 			if err != nil {
 				s.err = err
 				return false
@@ -204,13 +203,14 @@ type cursor interface {
 // dataFile is an open data file of a fragment.
 type dataFile struct {
 	path   string
-	f      *os.File
+	f      File
 	meta   *fileMeta   // v2 files
 	legacy *legacyMeta // legacy (0.x) files
 }
 
 // fragmentReader reads the projected fields of one fragment.
 type fragmentReader struct {
+	ctx     context.Context // of the reads
 	ds      *Dataset
 	frag    *Fragment
 	files   []*dataFile
@@ -256,8 +256,8 @@ func (d *Dataset) where(frag uint64, column string) string {
 
 // openFragment opens the data files of fr and a cursor per field; mem, when
 // not nil, lends the cursors page buffers (see pageMem).
-func (d *Dataset) openFragment(frag *Fragment, fields []*Field, mem *pageMem) (*fragmentReader, error) {
-	fr := &fragmentReader{ds: d, frag: frag, mem: mem}
+func (d *Dataset) openFragment(ctx context.Context, frag *Fragment, fields []*Field, mem *pageMem) (*fragmentReader, error) {
+	fr := &fragmentReader{ctx: ctx, ds: d, frag: frag, mem: mem}
 	var err error
 	if fr.deleted, err = d.Deleted(frag); err != nil {
 		return nil, fmt.Errorf("lance: %s: fragment %d: %w", d.dir, frag.ID, err)
@@ -288,17 +288,12 @@ func (fr *fragmentReader) file(i int) (*dataFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := openSource(p)
+	f, err := fr.ds.openFile(fr.ctx, p)
 	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	if legacy {
-		lm, err := readLegacyMeta(f, st.Size())
+		lm, err := readLegacyMeta(f, f.Size())
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("data file %s: %w", df.Path, err)
@@ -306,7 +301,7 @@ func (fr *fragmentReader) file(i int) (*dataFile, error) {
 		fr.files[i] = &dataFile{path: p, f: f, legacy: lm}
 		return fr.files[i], nil
 	}
-	meta, err := readFileMeta(f, st.Size())
+	meta, err := readFileMeta(f, f.Size())
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("data file %s: %w", df.Path, err)

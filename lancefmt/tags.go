@@ -2,7 +2,9 @@ package lancefmt
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,21 +23,27 @@ type Tag struct {
 
 // Tags returns the dataset's tags, by name; none when it has no _refs/tags.
 func (d *Dataset) Tags() ([]Tag, error) {
-	dir := filepath.Join(d.dir, "_refs", "tags")
-	ents, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
+	dir := joinPath(d.dir, "_refs", "tags")
+	var files []string
+	err := d.listFiles(d.ctx, dir, func(e FileInfo) error {
+		if !strings.Contains(e.Name, "/") {
+			files = append(files, e.Name)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lance: %s: tags: %w", d.dir, err)
 	}
 	var out []Tag
-	for _, e := range ents {
-		name, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() {
+	for _, file := range files {
+		name, ok := strings.CutSuffix(file, ".json")
+		if !ok {
 			continue
 		}
-		b, err := readSource(filepath.Join(dir, e.Name()))
+		b, err := d.readFile(d.ctx, joinPath(dir, file))
 		if err != nil {
 			return nil, fmt.Errorf("lance: %s: tag %q: %w", d.dir, name, err)
 		}

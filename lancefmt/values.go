@@ -215,7 +215,7 @@ func (s *ValueScanner) openNext() bool {
 		if s.only != nil && !s.only[frag.ID] {
 			continue
 		}
-		fr, err := s.ds.openFragment(frag, []*Field{s.field}, &s.mem)
+		fr, err := s.ds.openFragment(s.ctx, frag, []*Field{s.field}, &s.mem)
 		if err != nil {
 			s.err = err
 			return false

@@ -19,7 +19,7 @@ const bufferAlign = 64
 // the raw and decoded metadata of every column.
 type srcFile struct {
 	name         string // relative path, for errors
-	f            *os.File
+	f            File
 	size         int64
 	major, minor uint16
 	numGlobal    uint32
@@ -27,18 +27,14 @@ type srcFile struct {
 	cols         []columnInfo
 }
 
-// openSrcFile opens the v2 data file at path and reads its column metadata.
-func openSrcFile(path, name string) (*srcFile, error) {
-	f, err := openSource(path)
+// openSrcFile opens the v2 data file at path of d's storage and reads its
+// column metadata.
+func openSrcFile(ctx context.Context, d *Dataset, path, name string) (*srcFile, error) {
+	f, err := d.openFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	s := &srcFile{name: name, f: f, size: st.Size()}
+	s := &srcFile{name: name, f: f, size: f.Size()}
 	if err := s.readMeta(); err != nil {
 		f.Close()
 		return nil, err

@@ -330,7 +330,7 @@ func (d *Dataset) readFragmentPhysical(ctx context.Context, frag *Fragment, fiel
 		afs = append(afs, af)
 	}
 	schema := arrow.NewSchema(afs, nil)
-	fr, err := d.openFragment(frag, fields, nil)
+	fr, err := d.openFragment(ctx, frag, fields, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -15,12 +15,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
 // lance-inspect describes one version of a Lance dataset: its versions,
 // schema, fragments, how every stored column is encoded, and optionally its
-// first rows. It only reads.
+// first rows. It only reads: of a dataset in object storage, the listing,
+// the manifest, each data file's footer and metadata, and the pages of the
+// rows asked for.
 //
 // Rows print as JSON objects, values rendered by lancefmt.Head: binary
 // values as {"size", "sha256"}, blob columns as handles {"size", "kind",
@@ -43,6 +47,9 @@ type lanceInspection struct {
 	ExitCode int    `json:"exit_code"`
 	Dataset  string `json:"dataset"`
 	*lancefmt.Description
+	// fetched is what reading a dataset in object storage fetched (nil
+	// for a local one).
+	*fetched
 }
 
 func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
@@ -59,6 +66,8 @@ func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
 		if err == flag.ErrHelp {
 			flagHelp(e, fset, argNames)
 			fmt.Fprintln(e.stdout, "\nBinary values print as {size, sha256}; blob columns as handles {size, kind, ref_id, location}.")
+			fmt.Fprintln(e.stdout, "DATASET is a directory or s3://BUCKET/PREFIX; of object storage only the metadata is fetched")
+			fmt.Fprintln(e.stdout, "(with --rows, the pages of those rows too), and the output says how much (bytes_fetched, fetch_requests).")
 			fmt.Fprintln(e.stdout, "Exit 3 when DATASET is not a readable Lance dataset; exit 2 for an unknown --version or column.")
 		}
 		return nil, err
@@ -75,9 +84,21 @@ func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
 			o.columns = append(o.columns, c)
 		}
 	}
-	ins, err := inspectLance(ctx, pos[0], o)
+	var stats *objstore.Stats
+	dir := pos[0]
+	if objstore.IsRemote(dir) {
+		if _, _, err := objstore.ParseS3(dir); err != nil {
+			return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		}
+		dir, stats = strings.TrimSuffix(dir, "/"), &objstore.Stats{}
+	}
+	ins, err := inspectLance(ctx, dir, o, stats)
 	if err != nil {
 		return nil, err
+	}
+	if stats != nil {
+		ins.fetched = &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+		e.infof("read %s in %s from %s", plan.HumanBytes(stats.BytesRead()), plan.CountText(stats.Requests(), "requests"), dir)
 	}
 	for _, f := range ins.Fields {
 		if o.rows > 0 && f.Unsupported != "" && !contains(ins.RowColumns, f.Name) {
@@ -96,13 +117,14 @@ func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
 	return jsonDoc(b), nil
 }
 
-// inspectLance opens the dataset and describes it, turning the reader's
-// errors into the command's usage and input errors.
-func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanceInspection, error) {
-	ds, err := lancefmt.Open(ctx, dir, lancefmt.OpenOptions{Version: o.version})
+// inspectLance opens the dataset (a directory, or s3://BUCKET/PREFIX whose
+// reads stats counts) and describes it, turning the reader's errors into
+// the command's usage and input errors.
+func inspectLance(ctx context.Context, dir string, o lanceInspectOptions, stats *objstore.Stats) (*lanceInspection, error) {
+	ds, err := lancestore.Open(ctx, dir, lancefmt.OpenOptions{Version: o.version}, stats)
 	if errors.Is(err, lancefmt.ErrVersionNotFound) {
 		hint := ""
-		if latest, lerr := lancefmt.Open(ctx, dir, lancefmt.OpenOptions{}); lerr == nil {
+		if latest, lerr := lancestore.Open(ctx, dir, lancefmt.OpenOptions{}, stats); lerr == nil {
 			hint = "the dataset has versions " + versionRanges(latest.Versions())
 		}
 		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: --version %d: no such version", dir, o.version), hint: hint}
@@ -115,8 +137,14 @@ func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanc
 		}
 		return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err), hint: hint}
 	}
+	if err != nil && (errors.Is(err, objstore.ErrUnavailable) || errors.Is(err, objstore.ErrDenied) || errors.Is(err, objstore.ErrNoBucket)) {
+		return nil, storeError("lance-inspect", err)
+	}
 	if err != nil {
 		hint := "DATASET must be a Lance dataset directory (holding _versions/ and data/), for LanceDB tables DB/NAME.lance"
+		if errors.Is(err, lancestore.ErrEmpty) {
+			return nil, &inputError{err: fmt.Errorf("lance-inspect: %s holds no objects: no Lance dataset there", dir), hint: hint}
+		}
 		if st, serr := os.Stat(dir); serr == nil && st.IsDir() && errors.Is(err, fs.ErrNotExist) {
 			if _, verr := os.Stat(filepath.Join(dir, "_versions")); verr != nil {
 				return nil, &inputError{err: fmt.Errorf("lance-inspect: %s is not a Lance dataset: it has no _versions directory", dir), hint: hint}
@@ -131,6 +159,8 @@ func inspectLance(ctx context.Context, dir string, o lanceInspectOptions) (*lanc
 		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: no column %q", dir, unknown.Column), hint: "columns: " + strings.Join(unknown.Columns, ", ")}
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case err != nil && lancestore.Err(ds) != nil:
+		return nil, storeError("lance-inspect", lancestore.Err(ds))
 	case err != nil:
 		return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err)}
 	}

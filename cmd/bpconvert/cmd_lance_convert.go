@@ -1,10 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
+	"fmt"
+	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lance"
+	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
@@ -18,17 +26,34 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 	external := fset.String("external", string(lance.ExternalCopy), "external blobs: copy (into the packs) or keep (the URI stays the cell's value)")
 	pos, err := e.parse(fset, args, 2, "SRC.lance DST")
 	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(e.stdout, "\nSRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read")
+			fmt.Fprintln(e.stdout, "through ranged requests (manifest, file metadata, then the pages and blobs the run needs);")
+			fmt.Fprintln(e.stdout, "the summary says what was fetched (bytes_fetched, fetch_requests).")
+		}
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]
-	if err := localSource("convert-lance", src); err != nil {
-		return nil, err
+	check := src
+	var stats *objstore.Stats
+	if objstore.IsRemote(src) {
+		if _, _, err := objstore.ParseS3(src); err != nil {
+			return nil, &usageError{msg: fmt.Sprintf("convert-lance: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		}
+		src = strings.TrimSuffix(src, "/")
+		stats = &objstore.Stats{}
+		if !objstore.IsRemote(dst) {
+			check = "" // a local destination cannot overlap a bucket
+		}
 	}
-	absDst, err := cf.destination(ctx, src, dst)
+	absDst, err := cf.destination(ctx, check, dst)
 	if err != nil {
 		return nil, err
 	}
 	if err := cf.identify(ctx, fset, []string{src}); err != nil {
+		if stats != nil {
+			return nil, lanceStoreError(src, err)
+		}
 		return nil, err
 	}
 	job, err := lance.NewJob(ctx, src, absDst, lance.Options{
@@ -36,9 +61,57 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		Version:  *version,
 		Columns:  columns,
 		External: lance.External(*external),
+		Stats:    stats,
 	})
 	if err != nil {
+		if stats != nil {
+			return nil, lanceStoreError(src, err)
+		}
 		return nil, err
 	}
-	return e.runJob(ctx, &cf, job)
+	res, err := e.runJob(ctx, &cf, job)
+	if stats == nil || err != nil {
+		return res, err
+	}
+	return lanceFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
+}
+
+// lanceStoreError words a failure to open a Lance dataset in object
+// storage: the store's failures as storeError words them, a missing
+// dataset as bad input naming it.
+func lanceStoreError(src string, err error) error {
+	var ie *convert.InputError
+	var ue *convert.UsageError
+	switch {
+	case errors.As(err, &ie), errors.As(err, &ue):
+		return err
+	case errors.Is(err, objstore.ErrNotExist) && !errors.Is(err, objstore.ErrNoBucket):
+		return &inputError{err: fmt.Errorf("convert-lance: %s: no Lance dataset there (no such object or prefix)", src),
+			hint: "SRC names the dataset's directory (holding _versions/ and data/), e.g. s3://BUCKET/PREFIX/NAME.lance"}
+	}
+	return storeError("convert-lance", err)
+}
+
+// lanceFetched adds what reading a source in object storage fetched to the
+// result of convert-lance or lance-inspect: to a summary (a finished or
+// already done run), to the JSON document (--dry-run --json,
+// lance-inspect --json), and in a line on stderr.
+func lanceFetched(e *env, res any, src string, f *fetched) any {
+	e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), src)
+	switch r := res.(type) {
+	case plan.Summary:
+		return lanceSummary{Summary: r, fetched: f}
+	case jsonDoc:
+		if b := bytes.TrimSpace(r); len(b) > 1 && b[len(b)-1] == '}' {
+			extra, _ := json.Marshal(f)
+			return jsonDoc(append(append(bytes.Clone(b[:len(b)-1]), ','), extra[1:]...))
+		}
+	}
+	return res
+}
+
+// lanceSummary is convert-lance's summary with what it fetched.
+type lanceSummary struct {
+	plan.Summary
+	*fetched
 }

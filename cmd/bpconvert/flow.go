@@ -192,16 +192,6 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (string
 	return abs, stage.CheckDest(abs)
 }
 
-// localSource refuses a source in object storage for the converters that
-// read theirs from a local directory only.
-func localSource(command, src string) error {
-	if !objstore.IsRemote(src) {
-		return nil
-	}
-	return &usageError{msg: fmt.Sprintf("%s: %s: reading this source from object storage is not supported yet", command, src),
-		hint: "copy the dataset to a local directory first (the destination may be s3://); convert-wds, convert-lerobot and pack read from s3://"}
-}
-
 // alreadyDone reports whether the destination holds a finished run's
 // output: nil when it holds none; a summary with status already_done (and
 // the totals of what the destination holds for this run) when that run had

@@ -455,8 +455,8 @@ func filterShards(tree map[string][]byte) []string {
 }
 
 // TestS3OtherConverters: convert-parquet and convert-lance write into a
-// bucket exactly what they write locally; a Lance source must be local
-// (parquet sources in a bucket: TestS3Parquet).
+// bucket exactly what they write locally (sources in a bucket: TestS3Parquet,
+// TestS3Lance).
 func TestS3OtherConverters(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, "bkt")
@@ -480,13 +480,6 @@ func TestS3OtherConverters(t *testing.T) {
 				t.Fatalf("run into the bucket: %+v", r)
 			}
 			sameOutput(t, storeTree(t, srv, "bkt", c.name), localTree(t, local))
-			if c.name == "parquet" {
-				return
-			}
-			r := bpS3(t, env, append(c.args, "s3://bkt/"+c.name, filepath.Join(t.TempDir(), "x"))...)
-			if r.code != 2 || !strings.Contains(r.stderr, "not supported yet") {
-				t.Fatalf("a source in a bucket: exit %d, %s", r.code, r.stderr)
-			}
 		})
 	}
 }

@@ -207,9 +207,8 @@ func readFile(t *testing.T, p string) []byte {
 
 // TestS3LerobotErrors: a missing bucket, refused credentials and a bad
 // bucket name exit 2; an empty prefix, a missing table or camera file exit
-// 3 naming the object; tables with image features and a dataset stored as
-// Lance in a bucket are refused (exit 2) with a hint; no message carries a
-// credential.
+// 3 naming the object; tables with image features in a bucket are refused
+// (exit 2) with a hint; no message carries a credential.
 func TestS3LerobotErrors(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, "src")
@@ -225,9 +224,6 @@ func TestS3LerobotErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	twin := filepath.Join(t.TempDir(), "twin")
-	testtool.LeRobotLance(t, filepath.Join(root, "v3.0"), twin)
-	upload(t, srv, twin, "src", "lance")
 
 	wrong := append(srv.Env(), "AWS_SECRET_ACCESS_KEY=wrongSECRETwrongSECRETwrong")
 	for _, c := range []struct {
@@ -248,7 +244,6 @@ func TestS3LerobotErrors(t *testing.T) {
 		{"missing table", srv.Env(), "s3://src/notable", nil, exitInvalid,
 			[]string{"episode 2: table s3://src/notable/data/chunk-000/episode_000002.parquet is missing (no such object)"}, ""},
 		{"image features", srv.Env(), "s3://src/v2.1-images", nil, exitUsage, []string{"observation.image", "extracted from the tables of a local dataset only"}, "--images skip"},
-		{"stored as Lance", srv.Env(), "s3://src/lance", nil, exitUsage, []string{"stored as Lance", "read from a local directory only"}, "copy the dataset to a local directory first"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "out")

@@ -14,6 +14,8 @@
 // members; external blobs are copied into the packs or, with
 // ExternalKeep, left as their URI.
 //
-// It is a converter on the convert contract (Job); it does not read remote
-// datasets, and it reads and writes Lance through package lance only.
+// It is a converter on the convert contract (Job). It reads a source in a
+// local directory or in object storage (s3://BUCKET/PREFIX, through
+// lancefmt/lancestore: ranged reads of the manifest, file metadata, pages
+// and blobs), and it reads and writes Lance through package lancefmt only.
 package lance

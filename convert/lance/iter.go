@@ -2,11 +2,15 @@ package lance
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/sniff"
 )
 
@@ -83,6 +87,26 @@ func (j *Job) invalid(c *candidate, err error) *convert.InputError {
 	ie := j.located(err)
 	ie.Column = c.field.Name
 	return ie
+}
+
+// storeFailed reports whether err is a failure of object storage (not
+// reachable, credentials refused, no bucket) rather than of the data.
+func storeFailed(err error) bool {
+	return errors.Is(err, objstore.ErrUnavailable) || errors.Is(err, objstore.ErrDenied) || errors.Is(err, objstore.ErrNoBucket)
+}
+
+// storeFirst returns the failure of the store that a read of a source in
+// object storage met, when there was one, instead of err: a page that does
+// not decode because the bucket stopped answering is not bad input (exit 3)
+// but a failure (exit 1, or 2 for refused credentials).
+func (j *Job) storeFirst(err error) error {
+	if err == nil || j.ds == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	if serr := lancestore.Err(j.ds); serr != nil {
+		return fmt.Errorf("lance: %s: %w", j.src, serr)
+	}
+	return err
 }
 
 // located wraps err as an input error, naming the dataset unless the

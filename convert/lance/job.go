@@ -8,6 +8,8 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -45,6 +47,9 @@ type Options struct {
 	Columns []string
 	// External is what happens to external blobs (default ExternalCopy).
 	External External
+	// Stats, when set, counts what reading a source in object storage
+	// (s3://BUCKET/PREFIX) sends and fetches, for the summary.
+	Stats *objstore.Stats
 }
 
 // candidate is a column that may hold payloads.
@@ -70,8 +75,9 @@ var (
 	_ convert.Chooser = (*Job)(nil)
 )
 
-// NewJob opens the dataset at src (the version opts name) and checks the
-// named columns. Nothing is read beyond the manifest.
+// NewJob opens the dataset at src, a local directory or s3://BUCKET/PREFIX
+// (the version opts name), and checks the named columns. Nothing is read
+// beyond the listing of _versions and the manifest.
 func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
 	if opts.External == "" {
 		opts.External = ExternalCopy
@@ -79,8 +85,11 @@ func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
 	if opts.External != ExternalCopy && opts.External != ExternalKeep {
 		return nil, &convert.UsageError{Err: fmt.Errorf("lance: --external %q: want copy or keep", opts.External)}
 	}
-	ds, err := lancefmt.Open(ctx, src, lancefmt.OpenOptions{Version: opts.Version})
+	ds, err := lancestore.Open(ctx, src, lancefmt.OpenOptions{Version: opts.Version}, opts.Stats)
 	if err != nil {
+		if storeFailed(err) {
+			return nil, err
+		}
 		ie := (&Job{src: src}).located(err)
 		var fe *lancefmt.UnsupportedFeaturesError
 		switch {
@@ -209,6 +218,11 @@ func (j *Job) selected(c *candidate) bool {
 
 // Plan computes the plan for the selection (see convert.Job).
 func (j *Job) Plan(ctx context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
+	p, err := j.planFor(ctx, selected)
+	return p, j.storeFirst(err)
+}
+
+func (j *Job) planFor(ctx context.Context, selected []string) (plan.Plan, error) {
 	if err := j.choose(selected); err != nil {
 		return plan.Plan{}, err
 	}

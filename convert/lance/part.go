@@ -12,6 +12,8 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // PartFile is what one part of a split conversion (convert.Part) writes in
@@ -23,7 +25,7 @@ const PartFile = "lance-part.json"
 
 // partDoc is the content of PartFile.
 type partDoc struct {
-	Source      string   `json:"source"` // absolute dataset directory
+	Source      string   `json:"source"` // absolute dataset directory, or its s3:// location
 	Version     uint64   `json:"version"`
 	External    External `json:"external"`
 	ToolVersion string   `json:"tool_version"`
@@ -80,9 +82,12 @@ func (j *Job) partFragments(p convert.Part) (map[uint64]bool, []uint64, uint64, 
 // writePart writes PartFile into dir with the references of the part's
 // fragments.
 func (j *Job) writePart(dir string, names []string, cols []*refs) error {
-	abs, err := filepath.Abs(j.src)
-	if err != nil {
-		return err
+	abs := j.src
+	if !objstore.IsRemote(abs) {
+		var err error
+		if abs, err = filepath.Abs(j.src); err != nil {
+			return err
+		}
 	}
 	doc := partDoc{Source: abs, Version: j.ds.Version(), External: j.opts.External, ToolVersion: j.opts.ToolVersion, Columns: names}
 	for _, r := range cols {
@@ -179,7 +184,7 @@ func JoinParts(ctx context.Context, out string, parts []string, rename func(part
 	if first == nil {
 		return fmt.Errorf("no part")
 	}
-	ds, err := lancefmt.Open(ctx, first.Source, lancefmt.OpenOptions{Version: first.Version})
+	ds, err := lancestore.Open(ctx, first.Source, lancefmt.OpenOptions{Version: first.Version}, nil)
 	if err != nil {
 		return err
 	}

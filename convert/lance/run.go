@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -41,8 +39,16 @@ func (j *Job) physicalRows(frag uint64) uint64 {
 }
 
 // Run packs the selected columns' values and writes the rewritten dataset
-// (see convert.Job).
+// (see convert.Job). Of a source in object storage it reads the same
+// bytes as of a local one, through ranged reads: the payloads of the
+// selected columns streamed from their pages or blobs, and the pages of
+// the kept columns copied in sequential runs of reads.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
+	sum, err := j.run(ctx, prog)
+	return sum, j.storeFirst(err)
+}
+
+func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
 	prog = progress.OrNop(prog)
 	if len(j.sel) == 0 {
 		return plan.Summary{}, j.NeedChoice()
@@ -243,7 +249,7 @@ func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols [
 	o := lancefmt.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed, WriterVersion: j.opts.ToolVersion}
 	if seed != nil {
 		// A reproducible table: its version's time is the source's.
-		if o.Time, err = versionsTime(j.ds.Dir()); err != nil {
+		if o.Time, err = versionsTime(ctx, j.ds); err != nil {
 			return nil, j.located(err)
 		}
 	}
@@ -256,22 +262,15 @@ func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols [
 
 // versionsTime returns the newest modification time of the files in a
 // dataset's _versions directory: when the source last changed.
-func versionsTime(dir string) (time.Time, error) {
-	ents, err := os.ReadDir(filepath.Join(dir, "_versions"))
-	if err != nil {
-		return time.Time{}, err
-	}
+func versionsTime(ctx context.Context, ds *lancefmt.Dataset) (time.Time, error) {
 	var t time.Time
-	for _, e := range ents {
-		info, err := e.Info()
-		if err != nil {
-			return time.Time{}, err
+	err := ds.ListFiles(ctx, "_versions", func(fi lancefmt.FileInfo) error {
+		if fi.ModTime.After(t) {
+			t = fi.ModTime
 		}
-		if info.ModTime().After(t) {
-			t = info.ModTime()
-		}
-	}
-	return t, nil
+		return nil
+	})
+	return t, err
 }
 
 // pack writes one value as member <column>/<row:012d><ext>.

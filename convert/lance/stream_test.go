@@ -12,9 +12,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
@@ -66,6 +69,11 @@ const childEnv = "BPCONVERT_TEST_CONVERT_LANCE"
 // childJob is the conversion a child process runs.
 type childJob struct {
 	Src, Dst, Column string
+	// Quick skips the plan's evidence pass (QuickPlan).
+	Quick bool
+	// Copy, when set, is where the child then rewrites the source with only
+	// its "id" column replaced, so that Column's pages are page-copied.
+	Copy string
 }
 
 // convertChild runs, in a process of its own, the conversion that the
@@ -79,17 +87,39 @@ func convertChild() {
 	}
 	var cj childJob
 	err := json.Unmarshal([]byte(spec), &cj)
+	var fetched []string // what reading the source fetched, per step
 	if err == nil {
 		err = func() error {
 			ctx := context.Background()
-			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: []string{cj.Column}})
+			stats := &objstore.Stats{}
+			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
 			if err != nil {
 				return err
 			}
 			if _, err := j.Plan(ctx, nil, progress.Nop{}); err != nil {
 				return err
 			}
-			_, err = j.Run(ctx, nil)
+			if _, err = j.Run(ctx, nil); err != nil {
+				return err
+			}
+			fetched = append(fetched, fmt.Sprintf("%s %d", fetchedLine, stats.BytesRead()))
+			if cj.Copy == "" {
+				return nil
+			}
+			stats = &objstore.Stats{}
+			ds, err := lancestore.Open(ctx, cj.Src, lancefmt.OpenOptions{}, stats)
+			if err != nil {
+				return err
+			}
+			_, err = ds.Rewrite(ctx, cj.Copy, lancefmt.RewriteOptions{Replace: []lancefmt.Replacement{{Column: "id",
+				Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
+					vals, valid := make([]string, n), make([]bool, n)
+					for i := range vals {
+						vals[i], valid[i] = fmt.Sprintf("%d/%d", frag, i), true
+					}
+					return vals, valid, nil
+				}}}})
+			fetched = append(fetched, fmt.Sprintf("%s %d", fetchedLine, stats.BytesRead()))
 			return err
 		}()
 	}
@@ -110,12 +140,21 @@ func convertChild() {
 			fmt.Printf("%s %s\n", peakLine, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")))
 		}
 	}
+	for _, line := range fetched {
+		if objstore.IsRemote(cj.Src) {
+			fmt.Println(line)
+		}
+	}
 	os.Exit(0)
 }
 
 // peakLine starts the line on which a child process reports its peak RSS
-// in KiB.
-const peakLine = "peak RSS KiB:"
+// in KiB; fetchedLine the lines, after it, on which one that read its
+// source from a bucket reports the object bytes each step fetched.
+const (
+	peakLine    = "peak RSS KiB:"
+	fetchedLine = "fetched bytes:"
+)
 
 // maxRSS128 is the bound on a conversion's peak RSS, whatever its pages
 // (issue 27).

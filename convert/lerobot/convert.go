@@ -130,10 +130,13 @@ func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.C
 			return nil, err
 		}
 		var ref string
-		if b.object != "" {
-			ref, err = addObject(ctx, out, d.tree, b.member, b.object, b.size, fmt.Sprintf("episode-%d", b.episode))
-		} else {
-			ref, err = addFile(ctx, out, b.member, b.path, b.offset, b.size, fmt.Sprintf("episode-%d", b.episode))
+		switch group := fmt.Sprintf("episode-%d", b.episode); {
+		case b.object != "":
+			ref, err = addObject(ctx, out, d.tree, b.member, b.object, b.size, group)
+		case b.offset >= 0:
+			ref, err = addBlob(ctx, out, d, b.member, b.path, b.offset, b.size, group)
+		default:
+			ref, err = addFile(ctx, out, b.member, b.path, b.size, group)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("lerobot: %s: %w", b.member, err)
@@ -322,18 +325,28 @@ func (ins *Inspection) partFiles(p convert.Part) func(*VideoFile) bool {
 	return func(f *VideoFile) bool { return keep[f] }
 }
 
-// addFile packs file p, of size bytes, or with offset >= 0 the size bytes
-// of p from offset (a blob).
-func addFile(ctx context.Context, w convert.Packer, key, p string, offset, size int64, group string) (string, error) {
+// addFile packs the local file p, of size bytes.
+func addFile(ctx context.Context, w convert.Packer, key, p string, size int64, group string) (string, error) {
 	f, err := srcfile.Open(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
 	defer f.Close()
-	if offset < 0 {
-		return w.Add(key, f, size, group)
+	return w.Add(key, f, size, group)
+}
+
+// addBlob packs the size bytes from offset of the Lance data or sidecar
+// file at loc (a blob of videos.lance; in a bucket, streamed with
+// read-ahead that stays inside the blob).
+func addBlob(ctx context.Context, w convert.Packer, d *Dataset, key, loc string, offset, size int64, group string) (string, error) {
+	f, err := d.blobSection(ctx, loc, offset, size)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", loc, err)
 	}
-	return w.Add(key, io.NewSectionReader(f, offset, size), size, group)
+	defer f.Close()
+	r := srctree.Stream(ctx, f)
+	defer r.Close()
+	return w.Add(key, r, size, group)
 }
 
 // addObject packs the object rel of a dataset in a bucket, of size bytes,

@@ -210,9 +210,9 @@ func openTree(ctx context.Context, src string, o objstore.Options) (*srctree.Tre
 
 // OpenTree is Open for a dataset opened as a source tree: a local
 // directory, or a prefix in a bucket, whose files are read with ranged
-// requests (meta/ files whole, episode tables by footer and column). A
-// dataset stored as Lance is read from a local directory only: in a bucket
-// it is refused with a *convert.UsageError.
+// requests (meta/ files whole, episode tables by footer and column; the
+// Lance tables of a dataset stored as Lance by manifest, file metadata and
+// pages, through lancefmt/lancestore).
 func OpenTree(ctx context.Context, t *srctree.Tree) (*Dataset, error) {
 	d, err := openTreeDataset(ctx, t)
 	return d, storeFirst(t, err)
@@ -261,11 +261,6 @@ func openTreeDataset(ctx context.Context, t *srctree.Tree) (*Dataset, error) {
 		case StorageLance:
 			if !d.V3() {
 				return nil, invalid("meta/info.json", fmt.Errorf("storage_format %q with codebase_version %q: LeRobot stores only v3.0 datasets as Lance", *sf, d.Version))
-			}
-			if t.Remote() {
-				return nil, &convert.UsageError{
-					Err:  fmt.Errorf("lerobot: %s: a dataset stored as Lance (meta/info.json: storage_format %q) is read from a local directory only, not from object storage", root, *sf),
-					Hint: "copy the dataset to a local directory first (aws s3 sync, rclone copy); the destination may stay s3://"}
 			}
 			d.StorageFormat = StorageLance
 		default:

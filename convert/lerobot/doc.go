@@ -14,8 +14,10 @@
 // The dataset is a local directory or a prefix in a bucket (s3://), read
 // through internal/srctree by relative names, each file once where a local
 // conversion reads it once (a camera file's plan reads its MP4 boxes only).
-// Image features inside the tables and the Lance storage format are read
-// from a local directory only.
+// Image features inside the tables are read from a local directory only; a
+// dataset stored as Lance is read from a bucket too (its tables through
+// lancefmt/lancestore, each blob of videos.lance as a section of the object
+// that holds it).
 //
 // Inspect reads meta/info.json and the episode metadata, locates every camera
 // file from the video_path template, refuses inconsistent metadata, scans the

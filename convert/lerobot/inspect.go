@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -619,8 +618,8 @@ func videoFail(f *VideoFile, err error, hint string) error {
 	return ie
 }
 
-// checkVideoFile checks that a camera file still has the size it was listed
-// with and that its MP4 boxes tile it (see checkBoxes).
+// checkVideoFile checks that a local camera file still has the size it
+// was listed with and that its MP4 boxes tile it (see checkBoxes).
 func checkVideoFile(f *VideoFile) error {
 	r, err := srcfile.Open(f.Path)
 	if err != nil {
@@ -631,14 +630,10 @@ func checkVideoFile(f *VideoFile) error {
 	if err != nil {
 		return videoFail(f, err, "")
 	}
-	if f.Row >= 0 {
-		if f.Offset+f.Size > fi.Size() {
-			return videoFail(f, fmt.Errorf("its blob [%d, %d) lies beyond the end of %s (%d bytes)", f.Offset, f.Offset+f.Size, f.Path, fi.Size()), "")
-		}
-	} else if fi.Size() != f.Size {
+	if fi.Size() != f.Size {
 		return videoFail(f, fmt.Errorf("the file changed size while it was read (%d bytes, then %d)", f.Size, fi.Size()), "")
 	}
-	return checkBoxes(f, io.NewSectionReader(r, f.Offset, f.Size))
+	return checkBoxes(f, io.NewSectionReader(r, 0, f.Size))
 }
 
 // checkBoxes checks that the MP4 boxes of f, read from r, tile it (see
@@ -667,20 +662,13 @@ func (ins *Inspection) scan(ctx context.Context, f *VideoFile) (*video.Scan, err
 		}
 		return e.ScanKeyframes(ctx, f.Path)
 	}
-	if f.Row >= 0 {
-		if err := checkVideoFile(f); err != nil {
-			return nil, &checkError{err}
-		}
-	}
 	r, in, err := ins.input(ctx, f)
 	if err != nil {
 		return nil, &checkError{err}
 	}
 	defer r.Close()
-	if f.Row < 0 {
-		if err := checkBoxes(f, in.R); err != nil {
-			return nil, &checkError{err}
-		}
+	if err := checkBoxes(f, in.R); err != nil {
+		return nil, &checkError{err}
 	}
 	s, err := e.ScanInput(ctx, in)
 	if err == nil {
@@ -690,15 +678,16 @@ func (ins *Inspection) scan(ctx context.Context, f *VideoFile) (*video.Scan, err
 }
 
 // input opens what holds f's bytes (the Lance data or sidecar file of its
-// blob, or its object in a bucket) and returns it, to close, and the
-// video.Input reading exactly f's bytes.
+// blob, locally or in a bucket, or its object in a bucket) and returns it,
+// to close, and the video.Input reading exactly f's bytes. A blob must lie
+// inside its file.
 func (ins *Inspection) input(ctx context.Context, f *VideoFile) (io.Closer, video.Input, error) {
 	if f.Row >= 0 {
-		r, in, err := f.input()
+		r, err := ins.Dataset.blobSection(ctx, f.Path, f.Offset, f.Size)
 		if err != nil {
-			return nil, video.Input{}, videoFail(f, err, "")
+			return nil, video.Input{}, videoFail(f, pathCause(err), "")
 		}
-		return r, in, nil
+		return r, video.Input{Name: fmt.Sprintf("%s row %d", videosTable, f.Row), R: r, Size: f.Size}, nil
 	}
 	t := ins.Dataset.tree
 	r, err := t.Open(ctx, f.Rel)
@@ -710,14 +699,4 @@ func (ins *Inspection) input(ctx context.Context, f *VideoFile) (io.Closer, vide
 		return nil, video.Input{}, videoFail(f, fmt.Errorf("the object changed size while it was read (%d bytes, then %d)", f.Size, r.Size()), "")
 	}
 	return r, video.Input{Name: t.Path(f.Rel), R: r, Size: f.Size}, nil
-}
-
-// input opens the file holding f's blob (a dataset stored as Lance) and
-// returns it, to close, and the video.Input reading the blob.
-func (f *VideoFile) input() (*os.File, video.Input, error) {
-	r, err := srcfile.Open(f.Path)
-	if err != nil {
-		return nil, video.Input{}, pathCause(err)
-	}
-	return r, video.Input{Name: fmt.Sprintf("%s row %d", videosTable, f.Row), R: io.NewSectionReader(r, f.Offset, f.Size), Size: f.Size}, nil
 }

@@ -29,6 +29,11 @@ package lerobot
 // range of a Lance data or sidecar file), the tables written from
 // frames.lance where data_path puts them, meta/ copied. meta.lance is not
 // copied: it repeats meta/ (a difference is reported as a warning).
+//
+// A dataset in a bucket is read the same way, through the source tree
+// listed once: the Lance tables by manifest, file metadata and pages
+// (lancefmt/lancestore), each blob as a section of the object that holds
+// it, whose ranged reads and read-ahead stay inside the blob.
 
 import (
 	"context"
@@ -47,7 +52,10 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // Storage formats of a LeRobot dataset (meta/info.json's storage_format).
@@ -69,6 +77,7 @@ var videoColumnsLance = []string{"video_key", "chunk_index", "file_index", "file
 
 // lanceStore is what the Lance tables of a dataset say, read by Open.
 type lanceStore struct {
+	d         *Dataset
 	frames    *lancefmt.Dataset
 	frameRows int64
 	// videos are the rows of videos.lance in order, byID the same by
@@ -125,16 +134,17 @@ func (d *Dataset) tableDir(rel string) (string, error) {
 // video features), reads every row of videos.lance but the bytes of its
 // blobs, and compares meta.lance, when present, with meta/.
 func openLanceStore(ctx context.Context, d *Dataset) (*lanceStore, error) {
-	ls := &lanceStore{byID: map[videoID]*lanceVideo{}, tables: map[string]fileCount{}}
+	ls := &lanceStore{d: d, byID: map[videoID]*lanceVideo{}, tables: map[string]fileCount{}}
 	open := func(rel string, required bool) (*lancefmt.Dataset, error) {
+		if d.tree.Remote() {
+			return ls.openRemote(ctx, rel, required)
+		}
 		dir, err := d.tableDir(rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			if !required {
 				return nil, nil
 			}
-			return nil, &convert.InputError{Source: "lerobot", File: rel, Offset: -1, Row: -1,
-				Err:  fmt.Errorf("is missing from %s, which meta/info.json says is stored as Lance", d.Root),
-				Hint: "a LeRobot dataset stored as Lance holds frames.lance, videos.lance and meta.lance beside meta/; copy the whole dataset"}
+			return nil, missingTable(d, rel)
 		}
 		if err != nil {
 			return nil, invalid(rel, err)
@@ -178,6 +188,80 @@ func openLanceStore(ctx context.Context, d *Dataset) (*lanceStore, error) {
 	}
 	return ls, nil
 }
+
+// missingTable says that the table directory rel of a dataset stored as
+// Lance is missing.
+func missingTable(d *Dataset, rel string) error {
+	return &convert.InputError{Source: "lerobot", File: rel, Offset: -1, Row: -1,
+		Err:  fmt.Errorf("is missing from %s, which meta/info.json says is stored as Lance", d.Root),
+		Hint: "a LeRobot dataset stored as Lance holds frames.lance, videos.lance and meta.lance beside meta/; copy the whole dataset"}
+}
+
+// openRemote opens the table directory rel of a dataset in a bucket (nil
+// when it is not required and missing): through the source tree, listed
+// already, so a table costs its manifest and what is read of it.
+func (ls *lanceStore) openRemote(ctx context.Context, rel string, required bool) (*lancefmt.Dataset, error) {
+	d := ls.d
+	if ok, err := d.tree.IsDir(rel); err != nil {
+		return nil, invalid(rel, err)
+	} else if !ok {
+		if !required {
+			return nil, nil
+		}
+		return nil, missingTable(d, rel)
+	}
+	c, err := d.countFiles(ctx, rel)
+	if err != nil {
+		return nil, invalid(rel, err)
+	}
+	ls.tables[rel] = c
+	ds, err := lancestore.OpenIn(ctx, d.tree, rel, lancefmt.OpenOptions{})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, invalid(rel, err)
+	}
+	return ds, nil
+}
+
+// blobSection opens the blob of videos.lance that is the size bytes from
+// off of the Lance data or sidecar file at loc, as a file of its own: a
+// path of a local dataset (a regular file), or the s3:// location of an
+// object under the prefix of a dataset in a bucket, whose ranged reads
+// then stay inside the blob (a sidecar file holds many). A blob that
+// passes the end of its file is refused.
+func (d *Dataset) blobSection(ctx context.Context, loc string, off, size int64) (srctree.File, error) {
+	if d.tree.Remote() {
+		rel, ok := strings.CutPrefix(loc, d.tree.Location()+"/")
+		if !ok {
+			return nil, fmt.Errorf("%s lies outside %s", loc, d.Root)
+		}
+		return d.tree.OpenSection(ctx, rel, off, size)
+	}
+	f, err := srcfile.Open(loc)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if off < 0 || size < 0 || off > fi.Size() || size > fi.Size()-off {
+		f.Close()
+		return nil, fmt.Errorf("the section [%d, %d) passes the end of %s (%d bytes)", off, off+size, loc, fi.Size())
+	}
+	return &osSection{SectionReader: io.NewSectionReader(f, off, size), f: f}, nil
+}
+
+// osSection is a section of a local file.
+type osSection struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (s *osSection) Close() error { return s.f.Close() }
 
 // readVideos reads the rows of videos.lance: their identity and
 // file_size, and where each blob's bytes are. A row without bytes, whose
@@ -267,7 +351,7 @@ func (ls *lanceStore) readVideos(ctx context.Context, ds *lancefmt.Dataset) erro
 		ls.byID[m.id] = v
 		ls.videos = append(ls.videos, v)
 		if m.moov {
-			if ok, err := v.moovAt(m.moovOff, m.moovN); err != nil {
+			if ok, err := v.moovAt(ctx, ls.d, m.moovOff, m.moovN); err != nil {
 				return lanceInvalid(videosTable, n, videoBytesColumn, err)
 			} else if !ok {
 				ls.warnings = append(ls.warnings, fmt.Sprintf("%s: row %d: moov_offset %d and moov_size %d do not name the file's moov box (LeRobot's Lance reader prefetches by them; the conversion does not use them)", videosTable, n, m.moovOff, m.moovN))
@@ -286,27 +370,26 @@ func (ls *lanceStore) readVideos(ctx context.Context, ds *lancefmt.Dataset) erro
 	return nil
 }
 
-// open opens the file holding the blob and returns a reader of exactly its
-// bytes; the caller closes the file.
-func (v *lanceVideo) open() (*os.File, *io.SectionReader, error) {
-	f, err := srcfile.Open(v.loc.Path)
+// open opens the blob as a file of its own; the caller closes it.
+func (v *lanceVideo) open(ctx context.Context, d *Dataset) (srctree.File, error) {
+	f, err := d.blobSection(ctx, v.loc.Path, v.loc.Offset, v.loc.Size)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", v.loc.Path, pathCause(err))
+		return nil, fmt.Errorf("%s: %w", v.loc.Path, pathCause(err))
 	}
-	return f, io.NewSectionReader(f, v.loc.Offset, v.loc.Size), nil
+	return f, nil
 }
 
 // moovAt reports whether the box at off in the blob is a moov box of size
 // n.
-func (v *lanceVideo) moovAt(off, n int64) (bool, error) {
+func (v *lanceVideo) moovAt(ctx context.Context, d *Dataset, off, n int64) (bool, error) {
 	if off < 0 || off+8 > v.loc.Size {
 		return false, nil
 	}
-	f, r, err := v.open()
+	r, err := v.open(ctx, d)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
+	defer r.Close()
 	var hdr [16]byte
 	if _, err := r.ReadAt(hdr[:8], off); err != nil {
 		return false, fmt.Errorf("%s: %w", v.loc.Path, err)
@@ -354,7 +437,7 @@ func (ls *lanceStore) compareMeta(ctx context.Context, d *Dataset, ds *lancefmt.
 			data, ok := bytesAt(rec.Column(1), i)
 			seen[p] = true
 			rel := "meta/" + p
-			real, err := d.file(rel)
+			_, err := d.file(rel)
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				diffs = append(diffs, fmt.Sprintf("%s is not under meta/", p))
@@ -363,7 +446,7 @@ func (ls *lanceStore) compareMeta(ctx context.Context, d *Dataset, ds *lancefmt.
 			case !ok:
 				diffs = append(diffs, fmt.Sprintf("%s is null in %s", p, metaTable))
 			default:
-				b, err := srcfile.ReadFile(real, maxMetaBytes)
+				b, err := d.tree.ReadFile(ctx, rel, maxMetaBytes)
 				if err != nil {
 					return invalid(rel, pathCause(err))
 				}
@@ -379,12 +462,11 @@ func (ls *lanceStore) compareMeta(ctx context.Context, d *Dataset, ds *lancefmt.
 		}
 		return invalid(metaTable, err)
 	}
-	err = filepath.WalkDir(filepath.Join(d.Root, "meta"), func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
+	err = d.tree.Walk(ctx, "meta", func(e srctree.Entry) error {
+		if e.Mode.IsDir() {
+			return nil
 		}
-		rel, _ := filepath.Rel(filepath.Join(d.Root, "meta"), p)
-		if rel = filepath.ToSlash(rel); !seen[rel] {
+		if rel := strings.TrimPrefix(e.Name, "meta/"); !seen[rel] {
 			diffs = append(diffs, fmt.Sprintf("meta/%s has no row", rel))
 		}
 		return nil
@@ -468,13 +550,19 @@ type SourceFile struct {
 }
 
 // LanceCameraFiles returns, for the LeRobot dataset stored as Lance at
-// src, every camera file of videos.lance by the path video_path gives it
-// (the member name a conversion packs it under when it keeps it whole),
-// for tools that compare a conversion with its source. For a dataset in
-// the parquet layout, whose camera files are files under src, it returns
-// nil. Problems with the dataset are *convert.InputError values.
-func LanceCameraFiles(ctx context.Context, src string) (map[string]SourceFile, error) {
-	d, err := Open(ctx, src)
+// src (a directory, or s3://BUCKET/PREFIX read with o), every camera file
+// of videos.lance by the path video_path gives it (the member name a
+// conversion packs it under when it keeps it whole), for tools that
+// compare a conversion with its source; a Path is then an s3:// location
+// for a dataset in a bucket. For a dataset in the parquet layout, whose
+// camera files are files under src, it returns nil. Problems with the
+// dataset are *convert.InputError values.
+func LanceCameraFiles(ctx context.Context, src string, o objstore.Options) (map[string]SourceFile, error) {
+	t, err := openTree(ctx, src, o)
+	if err != nil {
+		return nil, err
+	}
+	d, err := OpenTree(ctx, t)
 	if err != nil || d.lance == nil {
 		return nil, err
 	}

@@ -389,6 +389,59 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 	return newRemoteFile(&recorder{Object: obj, t: t}), nil
 }
 
+// OpenSection opens the n bytes of the regular file rel from off as a file
+// of their own (errors as for Open; a section past the file's end is
+// refused). In a bucket its reads, and their read-ahead, stay inside the
+// section: a blob of a file that holds many is fetched without the bytes
+// of its neighbours.
+func (t *Tree) OpenSection(ctx context.Context, rel string, off, n int64) (File, error) {
+	f, err := t.Open(ctx, rel)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 || off > f.Size() || n > f.Size()-off {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: t.Path(rel), Err: fmt.Errorf("the section [%d, %d) passes the end of the file (%d bytes)", off, off+n, f.Size())}
+	}
+	if rf, ok := f.(*remoteFile); ok {
+		return newRemoteFile(&section{Object: rf.obj, off: off, size: n}), nil
+	}
+	return &localSection{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
+}
+
+// section is the range [off, off+size) of an object, as an object.
+type section struct {
+	objstore.Object
+	off, size int64
+}
+
+func (s *section) Size() int64 { return s.size }
+
+func (s *section) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	if rest := s.size - off; int64(len(p)) > rest {
+		n, err := s.Object.ReadAt(p[:rest], s.off+off)
+		if err == nil {
+			err = io.EOF
+		}
+		return n, err
+	}
+	return s.Object.ReadAt(p, s.off+off)
+}
+
+// localSection is a section of a local file.
+type localSection struct {
+	*io.SectionReader
+	f File
+}
+
+func (s *localSection) Close() error { return s.f.Close() }
+
 // OpenEntry opens the file that Stat described as e, without resolving its
 // name again: a local file at e.Path, an object of e.Size bytes.
 func (t *Tree) OpenEntry(ctx context.Context, e Entry) (File, error) {
