@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +10,6 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lance"
 	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/plan"
 )
 
 func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
@@ -73,7 +70,7 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 	if stats == nil || err != nil {
 		return res, err
 	}
-	return lanceFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
+	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
 }
 
 // lanceStoreError words a failure to open a Lance dataset in object
@@ -90,28 +87,4 @@ func lanceStoreError(src string, err error) error {
 			hint: "SRC names the dataset's directory (holding _versions/ and data/), e.g. s3://BUCKET/PREFIX/NAME.lance"}
 	}
 	return storeError("convert-lance", err)
-}
-
-// lanceFetched adds what reading a source in object storage fetched to the
-// result of convert-lance or lance-inspect: to a summary (a finished or
-// already done run), to the JSON document (--dry-run --json,
-// lance-inspect --json), and in a line on stderr.
-func lanceFetched(e *env, res any, src string, f *fetched) any {
-	e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), src)
-	switch r := res.(type) {
-	case plan.Summary:
-		return lanceSummary{Summary: r, fetched: f}
-	case jsonDoc:
-		if b := bytes.TrimSpace(r); len(b) > 1 && b[len(b)-1] == '}' {
-			extra, _ := json.Marshal(f)
-			return jsonDoc(append(append(bytes.Clone(b[:len(b)-1]), ','), extra[1:]...))
-		}
-	}
-	return res
-}
-
-// lanceSummary is convert-lance's summary with what it fetched.
-type lanceSummary struct {
-	plan.Summary
-	*fetched
 }

@@ -230,89 +230,14 @@ func openTreeDataset(ctx context.Context, t *srctree.Tree) (*Dataset, error) {
 	} else if t.Empty() {
 		return nil, invalid("", fmt.Errorf("%s holds no objects; a LeRobot dataset holds meta/info.json", root))
 	}
-	b, err := t.ReadFile(ctx, "meta/info.json", maxInfoBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		ie := convert.Invalid("lerobot", "", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", root))
-		if t.Remote() {
-			ie.Err = fmt.Errorf("%s does not look like a LeRobot dataset (%s is missing)", root, t.Path("meta/info.json"))
-		}
-		if isDir, _ := t.IsDir(framesTable); isDir {
-			ie.Hint = "a LeRobot dataset stored as Lance keeps meta/ beside frames.lance; copy it too (converting from meta.lance, its copy for object storage, is not supported)"
-		}
-		return nil, ie
-	}
+	ri, err := readInfo(ctx, t)
 	if err != nil {
-		return nil, invalid("meta/info.json", pathCause(err))
+		return nil, err
 	}
-	var ri rawInfo
-	if err := json.Unmarshal(b, &ri); err != nil {
-		return nil, invalid("meta/info.json", err)
-	}
-	if ri.CodebaseVersion == nil {
-		return nil, invalid("meta/info.json", errors.New("no codebase_version"))
-	}
-	d.Version = *ri.CodebaseVersion
-	if !slices.Contains(Versions, d.Version) {
-		return nil, invalid("meta/info.json", fmt.Errorf("unsupported codebase_version %q; expected one of %s", d.Version, strings.Join(Versions, ", ")))
-	}
-	if sf := ri.StorageFormat; sf != nil && *sf != "" {
-		switch *sf {
-		case StorageParquet:
-		case StorageLance:
-			if !d.V3() {
-				return nil, invalid("meta/info.json", fmt.Errorf("storage_format %q with codebase_version %q: LeRobot stores only v3.0 datasets as Lance", *sf, d.Version))
-			}
-			d.StorageFormat = StorageLance
-		default:
-			return nil, invalid("meta/info.json", fmt.Errorf("unsupported storage_format %q; expected %q (tables under data/, mp4 files under videos/) or %q (frames.lance, videos.lance and meta.lance)", *sf, StorageParquet, StorageLance))
+	for _, step := range []func(*rawInfo) error{d.infoVersion, d.infoPaths, d.infoFeatures} {
+		if err := step(&ri); err != nil {
+			return nil, err
 		}
-	}
-	if ri.FPS == nil || !(*ri.FPS > 0) || math.IsInf(*ri.FPS, 0) {
-		return nil, invalid("meta/info.json", errors.New("fps is missing or not a positive number"))
-	}
-	d.FPS = *ri.FPS
-	if ri.ChunksSize != nil {
-		if *ri.ChunksSize < 1 || *ri.ChunksSize != math.Trunc(*ri.ChunksSize) {
-			return nil, invalid("meta/info.json", fmt.Errorf("chunks_size %v is not a positive integer", *ri.ChunksSize))
-		}
-		d.ChunksSize = int64(*ri.ChunksSize)
-	}
-	if ri.DataPath == nil || *ri.DataPath == "" {
-		return nil, invalid("meta/info.json", errors.New("no data_path template"))
-	}
-	d.DataPath = *ri.DataPath
-	if ri.VideoPath != nil {
-		d.VideoPath = *ri.VideoPath
-	}
-	if ri.TotalEpisodes != nil {
-		d.TotalEpisodes = int64(*ri.TotalEpisodes)
-	}
-	if ri.TotalFrames != nil {
-		d.TotalFrames = int64(*ri.TotalFrames)
-	}
-	for name, raw := range ri.Features {
-		var f struct {
-			DType string `json:"dtype"`
-		}
-		if err := json.Unmarshal(raw, &f); err != nil {
-			return nil, invalid("meta/info.json", fmt.Errorf("feature %q: %w", name, err))
-		}
-		d.Features = append(d.Features, name)
-		switch f.DType {
-		case "video":
-			d.VideoKeys = append(d.VideoKeys, name)
-		case "image":
-			d.ImageKeys = append(d.ImageKeys, name)
-		}
-	}
-	slices.Sort(d.VideoKeys)
-	slices.Sort(d.ImageKeys)
-	slices.Sort(d.Features)
-	if len(d.VideoKeys) == 0 && len(d.ImageKeys) == 0 {
-		return nil, invalid("meta/info.json", errors.New("no video or image features; nothing to convert"))
-	}
-	if len(d.VideoKeys) > 0 && d.VideoPath == "" {
-		return nil, invalid("meta/info.json", errors.New("video features but no video_path template"))
 	}
 	if d.V3() {
 		err = d.readEpisodesV3(ctx)
@@ -337,6 +262,113 @@ func openTreeDataset(ctx context.Context, t *srctree.Tree) (*Dataset, error) {
 		}
 	}
 	return d, nil
+}
+
+// readInfo reads and parses meta/info.json.
+func readInfo(ctx context.Context, t *srctree.Tree) (rawInfo, error) {
+	root := t.Location()
+	b, err := t.ReadFile(ctx, "meta/info.json", maxInfoBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		ie := convert.Invalid("lerobot", "", fmt.Errorf("%s does not look like a LeRobot dataset (meta/info.json is missing)", root))
+		if t.Remote() {
+			ie.Err = fmt.Errorf("%s does not look like a LeRobot dataset (%s is missing)", root, t.Path("meta/info.json"))
+		}
+		if isDir, _ := t.IsDir(framesTable); isDir {
+			ie.Hint = "a LeRobot dataset stored as Lance keeps meta/ beside frames.lance; copy it too (converting from meta.lance, its copy for object storage, is not supported)"
+		}
+		return rawInfo{}, ie
+	}
+	if err != nil {
+		return rawInfo{}, invalid("meta/info.json", pathCause(err))
+	}
+	var ri rawInfo
+	if err := json.Unmarshal(b, &ri); err != nil {
+		return rawInfo{}, invalid("meta/info.json", err)
+	}
+	if ri.CodebaseVersion == nil {
+		return rawInfo{}, invalid("meta/info.json", errors.New("no codebase_version"))
+	}
+	return ri, nil
+}
+
+// infoVersion takes the codebase version and storage format from info.json.
+func (d *Dataset) infoVersion(ri *rawInfo) error {
+	d.Version = *ri.CodebaseVersion
+	if !slices.Contains(Versions, d.Version) {
+		return invalid("meta/info.json", fmt.Errorf("unsupported codebase_version %q; expected one of %s", d.Version, strings.Join(Versions, ", ")))
+	}
+	if sf := ri.StorageFormat; sf != nil && *sf != "" {
+		switch *sf {
+		case StorageParquet:
+		case StorageLance:
+			if !d.V3() {
+				return invalid("meta/info.json", fmt.Errorf("storage_format %q with codebase_version %q: LeRobot stores only v3.0 datasets as Lance", *sf, d.Version))
+			}
+			d.StorageFormat = StorageLance
+		default:
+			return invalid("meta/info.json", fmt.Errorf("unsupported storage_format %q; expected %q (tables under data/, mp4 files under videos/) or %q (frames.lance, videos.lance and meta.lance)", *sf, StorageParquet, StorageLance))
+		}
+	}
+	return nil
+}
+
+// infoPaths takes the frame rate, chunk size, path templates and totals
+// from info.json.
+func (d *Dataset) infoPaths(ri *rawInfo) error {
+	if ri.FPS == nil || !(*ri.FPS > 0) || math.IsInf(*ri.FPS, 0) {
+		return invalid("meta/info.json", errors.New("fps is missing or not a positive number"))
+	}
+	d.FPS = *ri.FPS
+	if ri.ChunksSize != nil {
+		if *ri.ChunksSize < 1 || *ri.ChunksSize != math.Trunc(*ri.ChunksSize) {
+			return invalid("meta/info.json", fmt.Errorf("chunks_size %v is not a positive integer", *ri.ChunksSize))
+		}
+		d.ChunksSize = int64(*ri.ChunksSize)
+	}
+	if ri.DataPath == nil || *ri.DataPath == "" {
+		return invalid("meta/info.json", errors.New("no data_path template"))
+	}
+	d.DataPath = *ri.DataPath
+	if ri.VideoPath != nil {
+		d.VideoPath = *ri.VideoPath
+	}
+	if ri.TotalEpisodes != nil {
+		d.TotalEpisodes = int64(*ri.TotalEpisodes)
+	}
+	if ri.TotalFrames != nil {
+		d.TotalFrames = int64(*ri.TotalFrames)
+	}
+	return nil
+}
+
+// infoFeatures takes the features from info.json: video and image ones
+// sorted by name, at least one of them.
+func (d *Dataset) infoFeatures(ri *rawInfo) error {
+	for name, raw := range ri.Features {
+		var f struct {
+			DType string `json:"dtype"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return invalid("meta/info.json", fmt.Errorf("feature %q: %w", name, err))
+		}
+		d.Features = append(d.Features, name)
+		switch f.DType {
+		case "video":
+			d.VideoKeys = append(d.VideoKeys, name)
+		case "image":
+			d.ImageKeys = append(d.ImageKeys, name)
+		}
+	}
+	slices.Sort(d.VideoKeys)
+	slices.Sort(d.ImageKeys)
+	slices.Sort(d.Features)
+	if len(d.VideoKeys) == 0 && len(d.ImageKeys) == 0 {
+		return invalid("meta/info.json", errors.New("no video or image features; nothing to convert"))
+	}
+	if len(d.VideoKeys) > 0 && d.VideoPath == "" {
+		return invalid("meta/info.json", errors.New("video features but no video_path template"))
+	}
+	return nil
 }
 
 func cmpInt(a, b int64) int {
