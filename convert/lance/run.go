@@ -71,135 +71,183 @@ func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		}
 	}
 	prog.SetTotal(int64(j.ds.NumRows()), total)
-	var keep map[uint64]bool
-	var partIDs []uint64
+	x := &extraction{j: j, out: out, prog: prog}
 	var firstRow uint64
 	if part := j.opts.Part; !part.Whole() {
-		if keep, partIDs, firstRow, err = j.partFragments(part); err != nil {
+		if x.keep, x.partIDs, firstRow, err = j.partFragments(part); err != nil {
 			return plan.Summary{}, err
 		}
 	}
-	cols := make([]*refs, len(j.sel))
-	its := make([]rowIter, len(j.sel))
-	seen := make([]map[shareID]*shareEntry, len(j.sel))
-	// The scans end before the table is written: their page buffers
-	// (a page per column, 65 MB for 500,000 rows of 512 B) are not needed
-	// while it is.
-	closeScans := func() {
-		for i, it := range its {
-			if it != nil {
-				it.Close()
-				its[i] = nil
-			}
+	defer x.closeScans()
+	if err := x.open(ctx); err != nil {
+		return plan.Summary{}, err
+	}
+	if err := x.rows(ctx, firstRow); err != nil {
+		return plan.Summary{}, err
+	}
+	if _, err := out.ClosePack(); err != nil {
+		return plan.Summary{}, err
+	}
+	x.closeScans()
+	return x.finish(ctx)
+}
+
+// extraction is one run's state: a scan per selected column, the
+// references each column's rows get, and what sharing saved.
+type extraction struct {
+	j    *Job
+	out  *convert.Output
+	prog progress.Counter
+	// keep and partIDs are a part's fragments (keep nil for a whole run).
+	keep    map[uint64]bool
+	partIDs []uint64
+	cols    []*refs
+	its     []rowIter
+	seen    []map[shareID]*shareEntry
+	st      shareStats
+	kept    int64 // external URIs kept as the cell's value
+}
+
+// open starts a scan of every selected column.
+func (x *extraction) open(ctx context.Context) error {
+	n := len(x.j.sel)
+	x.cols, x.its, x.seen = make([]*refs, n), make([]rowIter, n), make([]map[shareID]*shareEntry, n)
+	for i, c := range x.j.sel {
+		var err error
+		if x.its[i], err = x.j.iterate(ctx, c, x.keep, x.partIDs); err != nil {
+			return err
+		}
+		x.cols[i] = newRefs(x.j.physicalRows)
+		x.seen[i] = map[shareID]*shareEntry{}
+	}
+	return nil
+}
+
+// closeScans ends the scans, before the table is written: their page
+// buffers (a page per column, 65 MB for 500,000 rows of 512 B) are not
+// needed while it is.
+func (x *extraction) closeScans() {
+	for i, it := range x.its {
+		if it != nil {
+			it.Close()
+			x.its[i] = nil
 		}
 	}
-	defer closeScans()
-	for i, c := range j.sel {
-		if its[i], err = j.iterate(ctx, c, keep, partIDs); err != nil {
-			return plan.Summary{}, err
-		}
-		cols[i] = newRefs(j.physicalRows)
-		seen[i] = map[shareID]*shareEntry{}
-	}
-	var st shareStats
-	var kept int64
-	// Rows advance in step across the columns, so one row's members sit
-	// together (one placement group per row).
+}
+
+// rows packs the payloads row by row from firstRow on. Rows advance in
+// step across the columns, so one row's members sit together (one
+// placement group per row).
+func (x *extraction) rows(ctx context.Context, firstRow uint64) error {
+	j := x.j
 	for row := firstRow; ; row++ {
 		if row%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return plan.Summary{}, err
+				return err
 			}
 		}
 		more := 0
 		var rowBytes int64
 		for i, c := range j.sel {
-			it := its[i]
+			it := x.its[i]
 			if !it.Next() {
 				if err := it.Err(); err != nil {
-					return plan.Summary{}, j.invalid(c, err)
+					return j.invalid(c, err)
 				}
 				continue
 			}
 			more++
-			cl := it.Cell()
-			if cl.null {
-				continue
-			}
-			if cl.blob != nil && cl.blob.Kind == lancefmt.BlobExternal && j.opts.External == ExternalKeep {
-				if cl.blob.Ranged {
-					return plan.Summary{}, j.keepRangedErr(c, cl, row)
-				}
-				if _, err := cols[i].set(cl.frag, cl.phys, cl.blob.URI); err != nil {
-					return plan.Summary{}, j.rowErr(c, cl, row, err)
-				}
-				kept++
-				continue
-			}
-			id, shares := identity(cl)
-			if shares {
-				if first := seen[i][id]; first != nil {
-					if first.size != cl.size {
-						return plan.Summary{}, j.rowErr(c, cl, row, fmt.Errorf("ref_id %d: size %d, but row %d with the same ref_id has size %d", id.ref, cl.size, first.row, first.size))
-					}
-					if first.count == 1 {
-						st.Blobs++
-					}
-					first.count++
-					st.Rows++
-					st.Bytes += cl.size
-					if err := cols[i].setCell(cl.frag, cl.phys, first.cell); err != nil {
-						return plan.Summary{}, j.rowErr(c, cl, row, err)
-					}
-					continue
-				}
-			}
-			ref, err := j.pack(out, c, cl, row)
+			n, err := x.cell(i, c, it.Cell(), row)
 			if err != nil {
-				return plan.Summary{}, err
+				return err
 			}
-			cell, err := cols[i].set(cl.frag, cl.phys, ref)
-			if err != nil {
-				return plan.Summary{}, j.rowErr(c, cl, row, err)
-			}
-			if shares {
-				seen[i][id] = &shareEntry{row: row, size: cl.size, cell: cell, count: 1}
-			}
-			rowBytes += cl.size
+			rowBytes += n
 		}
 		if more == 0 {
-			break
+			return nil
 		}
 		if more != len(j.sel) {
-			return plan.Summary{}, convert.Invalid("lance", j.src, fmt.Errorf("row %d: the selected columns have different row counts", row))
+			return convert.Invalid("lance", j.src, fmt.Errorf("row %d: the selected columns have different row counts", row))
 		}
-		prog.Add(1, rowBytes)
+		x.prog.Add(1, rowBytes)
 	}
-	if _, err := out.ClosePack(); err != nil {
-		return plan.Summary{}, err
-	}
-	closeScans()
+}
 
+// cell gives one cell of column i its reference: an external URI kept as
+// it is, the reference of the row that shares its blob, or a new member.
+// It returns the payload bytes written.
+func (x *extraction) cell(i int, c *candidate, cl *cell, row uint64) (int64, error) {
+	j := x.j
+	if cl.null {
+		return 0, nil
+	}
+	if cl.blob != nil && cl.blob.Kind == lancefmt.BlobExternal && j.opts.External == ExternalKeep {
+		if cl.blob.Ranged {
+			return 0, j.keepRangedErr(c, cl, row)
+		}
+		if _, err := x.cols[i].set(cl.frag, cl.phys, cl.blob.URI); err != nil {
+			return 0, j.rowErr(c, cl, row, err)
+		}
+		x.kept++
+		return 0, nil
+	}
+	id, shares := identity(cl)
+	if shares {
+		if first := x.seen[i][id]; first != nil {
+			if first.size != cl.size {
+				return 0, j.rowErr(c, cl, row, fmt.Errorf("ref_id %d: size %d, but row %d with the same ref_id has size %d", id.ref, cl.size, first.row, first.size))
+			}
+			if first.count == 1 {
+				x.st.Blobs++
+			}
+			first.count++
+			x.st.Rows++
+			x.st.Bytes += cl.size
+			if err := x.cols[i].setCell(cl.frag, cl.phys, first.cell); err != nil {
+				return 0, j.rowErr(c, cl, row, err)
+			}
+			return 0, nil
+		}
+	}
+	ref, err := j.pack(x.out, c, cl, row)
+	if err != nil {
+		return 0, err
+	}
+	ci, err := x.cols[i].set(cl.frag, cl.phys, ref)
+	if err != nil {
+		return 0, j.rowErr(c, cl, row, err)
+	}
+	if shares {
+		x.seen[i][id] = &shareEntry{row: row, size: cl.size, cell: ci, count: 1}
+	}
+	return cl.size, nil
+}
+
+// finish writes the table (a part's references, for finalize to write
+// it), commits the output and returns the summary.
+func (x *extraction) finish(ctx context.Context) (plan.Summary, error) {
+	j, out := x.j, x.out
 	var names []string
 	for _, c := range j.sel {
 		names = append(names, c.field.Name)
 	}
 	var res *lancefmt.RewriteResult
-	if keep != nil {
+	if x.keep != nil {
 		// A part: the table is written once, by finalize, from every
 		// part's references.
-		if err := j.writePart(out.Dir, names, cols); err != nil {
+		if err := j.writePart(out.Dir, names, x.cols); err != nil {
 			return plan.Summary{}, err
 		}
 	} else {
-		prog.Milestone("writing " + TableDir)
+		x.prog.Milestone("writing " + TableDir)
 		// The run's record names the data files, so a rerun (a resumed
 		// one too) writes the same table byte for byte.
 		var seed []byte
 		if j.opts.Record != nil {
 			seed = j.opts.Record.Encode()
 		}
-		if res, err = j.writeTable(ctx, out.Path(TableDir), names, cols, seed); err != nil {
+		var err error
+		if res, err = j.writeTable(ctx, out.Path(TableDir), names, x.cols, seed); err != nil {
 			return plan.Summary{}, err
 		}
 	}
@@ -212,10 +260,10 @@ func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 		Counts: plan.Counts{
 			{Name: "rows", N: int64(j.ds.NumRows())},
 			{Name: "extracted columns", N: int64(len(j.sel))},
-			{Name: "shared rows", N: st.Rows},
-			{Name: "shared blobs", N: st.Blobs},
-			{Name: "bytes not written twice", N: st.Bytes},
-			{Name: "kept external uris", N: kept},
+			{Name: "shared rows", N: x.st.Rows},
+			{Name: "shared blobs", N: x.st.Blobs},
+			{Name: "bytes not written twice", N: x.st.Bytes},
+			{Name: "kept external uris", N: x.kept},
 		},
 	})
 	if res != nil {
@@ -226,7 +274,7 @@ func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			}
 		}
 	} else {
-		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(partIDs))})
+		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(x.partIDs))})
 	}
 	return sum, nil
 }
