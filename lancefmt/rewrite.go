@@ -299,119 +299,169 @@ func (d *Dataset) PlanRewrite(replace []string) (*RewritePlan, error) {
 // planRewrite is PlanRewrite; the blob columns named in hooked are
 // rewritten by a test hook instead of being refused.
 func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptorHook) (*RewritePlan, error) {
-	fail := func(format string, a ...any) error {
-		return fmt.Errorf("lance: %s: version %d: %s", d.dir, d.manifest.Version, fmt.Sprintf(format, a...))
-	}
 	m := d.manifest
 	plan := &RewritePlan{Dataset: d.dir, SourceVersion: m.Version, Replace: append([]string(nil), replace...)}
-	replaced := map[string]*Field{}
-	for _, name := range replace {
-		f := d.schema.Field(name)
-		if f == nil {
-			return nil, fail("no top-level column %q to replace", name)
-		}
-		if replaced[name] != nil {
-			return nil, fail("column %q is replaced twice", name)
-		}
-		replaced[name] = f
-	}
-	for _, f := range d.schema.Fields {
-		if f.IsBlob() && replaced[f.Name] == nil && hooked[f.Name] == nil {
-			return nil, fail("blob column %q must be replaced: its payloads live at absolute offsets of the data files or in sidecar files, which a page copy does not carry", f.Name)
-		}
+	replaced, err := d.replacedFields(replace, hooked)
+	if err != nil {
+		return nil, err
 	}
 	for _, fr := range m.Fragments {
-		fp := FragmentPlan{ID: fr.ID, PhysicalRows: fr.PhysicalRows}
-		for _, df := range fr.Files {
-			fp.Files = append(fp.Files, df.Path)
-			if df.BaseID != nil {
-				// Base paths are resolved when reading; the output holds
-				// everything under its own root.
-				if _, err := d.basePath(df.BaseID, "data"); err != nil {
-					return nil, fmt.Errorf("lance: %s: fragment %d: %s: %w", d.dir, fr.ID, df.Path, err)
-				}
-			}
-			v, err := fileVersionName(df.Major, df.Minor)
-			if err != nil {
-				return nil, fmt.Errorf("lance: %s: fragment %d: %s: %w", d.dir, fr.ID, df.Path, err)
-			}
-			if v == "0.1" {
-				// Legacy pages cannot be copied: the fragment is decoded
-				// and written as a 2.0 file.
-				if fp.FileVersion != "" && !fp.Transcode {
-					return nil, fmt.Errorf("lance: %s: fragment %d: %s: legacy (0.1) file mixed with %s in one fragment", d.dir, fr.ID, df.Path, fp.FileVersion)
-				}
-				fp.Transcode, fp.FileVersion = true, "2.0"
-				continue
-			}
-			if fp.Transcode {
-				return nil, fmt.Errorf("lance: %s: fragment %d: %s: file version %s mixed with legacy (0.1) files in one fragment", d.dir, fr.ID, df.Path, v)
-			}
-			// Files of different versions (Lance's mixed data file
-			// versions) are each copied at their own version.
-			if fp.FileVersion == "" {
-				fp.FileVersion = v
-			} else if !slices.Contains(strings.Split(fp.FileVersion, ", "), v) {
-				fp.FileVersion += ", " + v
-			}
-			// Sidecar blob files of blob v2 columns.
-			dir, err := d.dataFilePath(&df)
-			if err == nil {
-				side := strings.TrimSuffix(dir, ".lance")
-				d.listFiles(d.ctx, side, func(e FileInfo) error { //nolint:errcheck // no sidecar directory: nothing dropped
-					if !strings.Contains(e.Name, "/") && strings.HasSuffix(e.Name, ".blob") {
-						rel, ok := relPath(d.dir, joinPath(side, e.Name))
-						if !ok {
-							rel = joinPath(side, e.Name)
-						}
-						plan.DroppedBlobFiles = append(plan.DroppedBlobFiles, rel)
-					}
-					return nil
-				})
-			}
-		}
-		if fp.FileVersion == "" {
-			fp.FileVersion = m.DataVersion
-			if fp.FileVersion == "0.1" {
-				fp.FileVersion = "2.0"
-			}
-		}
-		if fr.Deletion != nil {
-			fp.DeletionFile = deletionFileName(&fr)
+		fp, err := d.planFragment(plan, fr)
+		if err != nil {
+			return nil, err
 		}
 		if plan.DataVersion == "" {
 			plan.DataVersion = strings.Split(fp.FileVersion, ", ")[0]
 		}
 		plan.Fragments = append(plan.Fragments, fp)
 	}
-	if v := m.DataVersion; v == "2.0" || v == "2.1" || v == "2.2" {
+	if err := d.planDataVersion(plan, replaced); err != nil {
+		return nil, err
+	}
+	if err := d.planIndices(plan, replaced); err != nil {
+		return nil, err
+	}
+	tags, err := d.Tags()
+	if err != nil {
+		return nil, err
+	}
+	plan.Tags = planTags(tags, d.manifest.Version)
+	return plan, nil
+}
+
+// planFail is a rewrite planning error about the dataset as a whole.
+func (d *Dataset) planFail(format string, a ...any) error {
+	return fmt.Errorf("lance: %s: version %d: %s", d.dir, d.manifest.Version, fmt.Sprintf(format, a...))
+}
+
+// replacedFields checks the columns named for replacement: top-level,
+// each once, and every blob column among them (or hooked).
+func (d *Dataset) replacedFields(replace []string, hooked map[string]blobDescriptorHook) (map[string]*Field, error) {
+	replaced := map[string]*Field{}
+	for _, name := range replace {
+		f := d.schema.Field(name)
+		if f == nil {
+			return nil, d.planFail("no top-level column %q to replace", name)
+		}
+		if replaced[name] != nil {
+			return nil, d.planFail("column %q is replaced twice", name)
+		}
+		replaced[name] = f
+	}
+	for _, f := range d.schema.Fields {
+		if f.IsBlob() && replaced[f.Name] == nil && hooked[f.Name] == nil {
+			return nil, d.planFail("blob column %q must be replaced: its payloads live at absolute offsets of the data files or in sidecar files, which a page copy does not carry", f.Name)
+		}
+	}
+	return replaced, nil
+}
+
+// planFragment plans one fragment: its files, the version each is copied
+// at (legacy ones transcoded), its deletion file; sidecar blob files it
+// drops are added to plan.
+func (d *Dataset) planFragment(plan *RewritePlan, fr Fragment) (FragmentPlan, error) {
+	fp := FragmentPlan{ID: fr.ID, PhysicalRows: fr.PhysicalRows}
+	for _, df := range fr.Files {
+		fp.Files = append(fp.Files, df.Path)
+		if err := d.planDataFile(plan, &fp, df); err != nil {
+			return fp, fmt.Errorf("lance: %s: fragment %d: %s: %w", d.dir, fr.ID, df.Path, err)
+		}
+	}
+	if fp.FileVersion == "" {
+		fp.FileVersion = d.manifest.DataVersion
+		if fp.FileVersion == "0.1" {
+			fp.FileVersion = "2.0"
+		}
+	}
+	if fr.Deletion != nil {
+		fp.DeletionFile = deletionFileName(&fr)
+	}
+	return fp, nil
+}
+
+// planDataFile adds one data file of a fragment to its plan.
+func (d *Dataset) planDataFile(plan *RewritePlan, fp *FragmentPlan, df DataFile) error {
+	if df.BaseID != nil {
+		// Base paths are resolved when reading; the output holds
+		// everything under its own root.
+		if _, err := d.basePath(df.BaseID, "data"); err != nil {
+			return err
+		}
+	}
+	v, err := fileVersionName(df.Major, df.Minor)
+	if err != nil {
+		return err
+	}
+	if v == "0.1" {
+		// Legacy pages cannot be copied: the fragment is decoded and
+		// written as a 2.0 file.
+		if fp.FileVersion != "" && !fp.Transcode {
+			return fmt.Errorf("legacy (0.1) file mixed with %s in one fragment", fp.FileVersion)
+		}
+		fp.Transcode, fp.FileVersion = true, "2.0"
+		return nil
+	}
+	if fp.Transcode {
+		return fmt.Errorf("file version %s mixed with legacy (0.1) files in one fragment", v)
+	}
+	// Files of different versions (Lance's mixed data file versions) are
+	// each copied at their own version.
+	if fp.FileVersion == "" {
+		fp.FileVersion = v
+	} else if !slices.Contains(strings.Split(fp.FileVersion, ", "), v) {
+		fp.FileVersion += ", " + v
+	}
+	// Sidecar blob files of blob v2 columns.
+	dir, err := d.dataFilePath(&df)
+	if err == nil {
+		side := strings.TrimSuffix(dir, ".lance")
+		d.listFiles(d.ctx, side, func(e FileInfo) error { //nolint:errcheck // no sidecar directory: nothing dropped
+			if !strings.Contains(e.Name, "/") && strings.HasSuffix(e.Name, ".blob") {
+				rel, ok := relPath(d.dir, joinPath(side, e.Name))
+				if !ok {
+					rel = joinPath(side, e.Name)
+				}
+				plan.DroppedBlobFiles = append(plan.DroppedBlobFiles, rel)
+			}
+			return nil
+		})
+	}
+	return nil
+}
+
+// planDataVersion settles the version new files are written at and
+// checks that the kept columns of transcoded legacy fragments fit it.
+func (d *Dataset) planDataVersion(plan *RewritePlan, replaced map[string]*Field) error {
+	if v := d.manifest.DataVersion; v == "2.0" || v == "2.1" || v == "2.2" {
 		plan.DataVersion = v // the version Lance writes new files at, kept
 	} else if plan.DataVersion == "" {
-		plan.DataVersion = m.DataVersion
-	}
-	transcode := false
-	for _, fp := range plan.Fragments {
-		transcode = transcode || fp.Transcode
+		plan.DataVersion = d.manifest.DataVersion
 	}
 	if plan.DataVersion == "0.1" || plan.DataVersion == "" {
-		return nil, fail("legacy (0.1) datasets without data files cannot be rewritten")
+		return d.planFail("legacy (0.1) datasets without data files cannot be rewritten")
 	}
-	if transcode {
+	if slices.ContainsFunc(plan.Fragments, func(fp FragmentPlan) bool { return fp.Transcode }) {
 		for _, f := range d.schema.Fields {
 			if replaced[f.Name] != nil {
 				continue
 			}
 			if err := check20(f); err != nil {
-				return nil, fail("column %q: %v (legacy fragments are transcoded; replace the column or convert the dataset with Lance first)", f.Name, err)
+				return d.planFail("column %q: %v (legacy fragments are transcoded; replace the column or convert the dataset with Lance first)", f.Name, err)
 			}
 		}
 	}
 	if plan.DataVersion != "2.0" && plan.DataVersion != "2.1" && plan.DataVersion != "2.2" {
-		return nil, fail("data storage version %q is not supported", plan.DataVersion)
+		return d.planFail("data storage version %q is not supported", plan.DataVersion)
 	}
+	return nil
+}
+
+// planIndices says of each index whether the rewrite carries it: not when
+// it indexes a replaced column or its directory is missing.
+func (d *Dataset) planIndices(plan *RewritePlan, replaced map[string]*Field) error {
 	rm, err := d.readRawManifest()
 	if err != nil {
-		return nil, fmt.Errorf("lance: %s: %w", d.dir, err)
+		return fmt.Errorf("lance: %s: %w", d.dir, err)
 	}
 	for _, ix := range rm.indices {
 		ip := IndexPlan{Name: ix.name, UUID: ix.uuid, Carried: true}
@@ -425,21 +475,14 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 				}
 			}
 		}
-		if ip.Carried {
-			if !d.hasFiles(joinPath(d.dir, "_indices", ix.uuid)) {
-				ip.Carried = false
-				ip.Reason = "its directory _indices/" + ix.uuid + " is missing"
-				ip.Hint = fmt.Sprintf("rebuild it with createIndex on %s", strings.Join(ip.Columns, ", "))
-			}
+		if ip.Carried && !d.hasFiles(joinPath(d.dir, "_indices", ix.uuid)) {
+			ip.Carried = false
+			ip.Reason = "its directory _indices/" + ix.uuid + " is missing"
+			ip.Hint = fmt.Sprintf("rebuild it with createIndex on %s", strings.Join(ip.Columns, ", "))
 		}
 		plan.Indices = append(plan.Indices, ip)
 	}
-	tags, err := d.Tags()
-	if err != nil {
-		return nil, err
-	}
-	plan.Tags = planTags(tags, d.manifest.Version)
-	return plan, nil
+	return nil
 }
 
 // deletionFileName names the deletion file of a fragment.
