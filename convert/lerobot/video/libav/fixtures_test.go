@@ -39,7 +39,7 @@ var fixLengths = []int64{23, 30, 17}
 var (
 	fixMu    sync.Mutex
 	fixRoot  string
-	fixCache = map[string]any{}
+	fixCache = map[string]*cacheEntry{}
 )
 
 func TestMain(m *testing.M) {
@@ -65,20 +65,29 @@ func fixtureDir(t testing.TB) string {
 	return fixRoot
 }
 
-// cached runs make once per name and test binary.
+// cacheEntry is one cached fixture.
+type cacheEntry struct {
+	once sync.Once
+	v    any
+}
+
+// cached runs make once per name and test binary; tests running in
+// parallel that ask for the same fixture wait for the one making it.
 func cached[T any](t testing.TB, name string, make func() T) T {
 	t.Helper()
 	fixMu.Lock()
-	v, ok := fixCache[name]
-	fixMu.Unlock()
-	if ok {
-		return v.(T)
+	e, ok := fixCache[name]
+	if !ok {
+		e = &cacheEntry{}
+		fixCache[name] = e
 	}
-	r := make()
-	fixMu.Lock()
-	fixCache[name] = r
 	fixMu.Unlock()
-	return r
+	e.once.Do(func() { e.v = make() })
+	v, ok := e.v.(T)
+	if !ok {
+		t.Fatalf("fixture %s was not made (the test that made it first failed)", name)
+	}
+	return v
 }
 
 func ffmpeg(t testing.TB, args ...string) {
