@@ -170,6 +170,7 @@ func tail(b []byte) string {
 // retried, with bpconvert's error in the task log at error level. Each
 // successful run ends with verify --against the source passing.
 func TestAirflowDAG(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs Apache Airflow three times; skipped with -short")
 	}

@@ -559,6 +559,7 @@ func lerobotCases(t *testing.T, dir string) []badCase {
 // `sleep 30 | bpconvert convert-wds - out --yes`), promptly, with exit 143
 // and nothing left behind.
 func TestSignalEndsBlockedStdinRead(t *testing.T) {
+	t.Parallel()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -172,6 +172,7 @@ func awsBatchEngine(t *testing.T, src, dst string) engine {
 // of one undivided run, and the three outputs (packs, table, record) are
 // byte for byte the same.
 func TestEngineExamples(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	in := filepath.Join(root, "in")
 	os.MkdirAll(in, 0o755)

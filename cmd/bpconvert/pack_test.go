@@ -241,6 +241,7 @@ func sparseFile(t *testing.T, path string, size int64, marks []int64) string {
 // process and reads the shard back with unzip, Python's zipfile, Go's
 // archive/zip and bpconvert verify.
 func TestZip64AndMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes a 5 GiB shard; skipped with -short")
 	}
@@ -300,6 +301,7 @@ func TestZip64AndMemory(t *testing.T) {
 // and directory moved outside the Go heap they added 42 MiB, since the
 // collector lets the heap grow to twice what is live.
 func TestManySmallFilesMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes 200,000 files; skipped with -short")
 	}

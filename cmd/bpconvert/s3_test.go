@@ -349,6 +349,7 @@ func TestS3Faults(t *testing.T) {
 // byte-identical to a run never interrupted. The same for SIGKILL, and
 // SIGTERM exits 143 leaving no upload in progress.
 func TestS3StoppedAndResumed(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bkt")
 	proxy := s3test.NewProxy(t, srv)
 	root := t.TempDir()

@@ -15,6 +15,7 @@ import (
 // and that neither the destination nor any staging or temporary file is
 // left behind.
 func TestSignalRemovesOutput(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		sig  syscall.Signal
 		code int

@@ -17,6 +17,7 @@ import (
 // summary), and the rerun resumes from them and writes what an
 // uninterrupted run writes. SIGINT exits 130 and removes the staged work.
 func TestSigtermKeepsShards(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("converts 240 MB several times; skipped with -short")
 	}

@@ -89,6 +89,7 @@ func TestWDSCLI(t *testing.T) {
 // left), then kills it with SIGKILL mid-conversion, re-runs
 // it into the same destination, and compares the result with a clean run.
 func TestWDSKillAndRerun(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes a 1 GiB shard; skipped with -short")
 	}
