@@ -51,9 +51,6 @@ func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
 	return j, nil
 }
 
-// Inspection is the inspected source.
-func (j *Job) Inspection() *Inspection { return j.ins }
-
 // NeedChoice returns a usage error when the user named no column and the
 // source declares no media features.
 func (j *Job) NeedChoice() error {
