@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
@@ -470,16 +471,12 @@ func Totals(dir string) (members, bytes int64, shards int, err error) {
 
 // shardKeys returns a shard's member names and payload bytes.
 func shardKeys(path string) ([]string, int64, error) {
-	f, err := os.Open(path)
+	f, err := srcfile.OpenFile(path)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, srcfile.Named("open", path, err)
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	d, err := packcore.ReadDirectory(f, info.Size())
+	d, err := packcore.ReadDirectory(f, f.Size())
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
@@ -497,25 +494,19 @@ func shardKeys(path string) ([]string, int64, error) {
 func joinFiles(ctx context.Context, dir string, parts []string, joiners func(rel string) TableJoiner, rename func(int, string) (string, error)) error {
 	holders := map[string][]int{}
 	for pi, part := range parts {
-		err := filepath.WalkDir(part, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(part, p)
-			rel = filepath.ToSlash(rel)
-			if rel == MediaDir || rel == RecordName {
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if !d.IsDir() {
-				holders[rel] = append(holders[rel], pi)
-			}
-			return nil
-		})
+		files, err := srcfile.List(ctx, part, func(name string) bool { return name != MediaDir })
 		if err != nil {
 			return fmt.Errorf("finalize: %w", err)
+		}
+		for _, e := range files {
+			if e.Name == MediaDir || e.Name == RecordName {
+				continue
+			}
+			// A part's files are joined or linked, never waited on.
+			if err := srcfile.CheckMode(e.Mode); err != nil {
+				return fmt.Errorf("finalize: %s: %w", filepath.Join(part, filepath.FromSlash(e.Name)), err)
+			}
+			holders[e.Name] = append(holders[e.Name], pi)
 		}
 	}
 	for _, rel := range slices.Sorted(maps.Keys(holders)) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 
 	"github.com/bpconvert/bpconvert/stage"
@@ -184,12 +185,15 @@ func (r *Record) Encode() []byte {
 	return append(b, '\n')
 }
 
+// maxRecord bounds a run record read whole.
+const maxRecord = 1 << 24
+
 // ReadRecord reads the record of a committed destination; it returns
 // fs.ErrNotExist (wrapped) when dst holds none.
 func ReadRecord(dst string) (*Record, error) {
-	b, err := os.ReadFile(filepath.Join(dst, RecordName))
+	b, err := srcfile.ReadFile(filepath.Join(dst, RecordName), maxRecord)
 	if err != nil {
-		return nil, err
+		return nil, srcfile.Named("read", filepath.Join(dst, RecordName), err)
 	}
 	return decodeRecord(b, filepath.Join(dst, RecordName))
 }

@@ -101,7 +101,7 @@ func ReadRecordAt(ctx context.Context, dst string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := objstore.ReadAll(ctx, st, RecordName, 1<<24)
+	b, err := objstore.ReadAll(ctx, st, RecordName, maxRecord)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +272,7 @@ func DiscardAt(ctx context.Context, loc string) error {
 	if err != nil {
 		return err
 	}
-	rec, err := objstore.ReadAll(ctx, st, RecordName, 1<<24)
+	rec, err := objstore.ReadAll(ctx, st, RecordName, maxRecord)
 	if err != nil {
 		return err
 	}

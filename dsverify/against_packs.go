@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -153,8 +154,8 @@ func (v *verifier) holdsTarsOnly(src string, set *packcore.Set) bool {
 
 var errStopWalk = errors.New("stop")
 
-// walkSource calls fn for every file of the directory src in name order
-// (local: regular files, symlinked files followed and symlinked
+// walkSource calls fn for every file of the directory src in byte order of
+// the keys (local: regular files, symlinked files followed and symlinked
 // directories not descended, as pack reads a tree; s3://: every object
 // under the prefix), with its key and a way to read it.
 func (v *verifier) walkSource(src string, fn func(key string, open func() (io.ReadCloser, error)) error) error {
@@ -180,26 +181,19 @@ func (v *verifier) walkSource(src string, fn func(key string, open func() (io.Re
 			})
 		})
 	} else {
-		err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+		var files []srcfile.Entry
+		if files, err = srcfile.List(v.ctx, src, nil); err != nil {
+			return err
+		}
+		for _, e := range files {
+			if !e.Mode.IsRegular() {
+				continue
 			}
-			if err := v.ctx.Err(); err != nil {
-				return err
+			p := filepath.Join(src, filepath.FromSlash(e.Name))
+			if err = fn(e.Name, func() (io.ReadCloser, error) { return v.fs.open(p) }); err != nil {
+				break
 			}
-			if d.IsDir() {
-				return nil
-			}
-			info, err := os.Stat(p)
-			if err != nil || !info.Mode().IsRegular() {
-				return err
-			}
-			rel, err := filepath.Rel(src, p)
-			if err != nil {
-				return err
-			}
-			return fn(filepath.ToSlash(rel), func() (io.ReadCloser, error) { return os.Open(p) })
-		})
+		}
 	}
 	if errors.Is(err, errStopWalk) {
 		return nil

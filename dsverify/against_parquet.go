@@ -433,8 +433,10 @@ func binaryValue(a arrow.Array, i int) []byte {
 	return nil
 }
 
-// fileExists reports whether p names a regular file.
+// fileExists reports whether p names a file: a regular one, or another
+// kind but a directory (a FIFO, which the open that follows refuses by
+// name, without blocking).
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
+	return err == nil && !st.IsDir()
 }

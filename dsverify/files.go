@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 )
 
@@ -61,20 +61,11 @@ func (fs *files) store(loc string) (objstore.Store, string, error) {
 // open opens the file at p.
 func (fs *files) open(p string) (*openFile, error) {
 	if !objstore.IsRemote(p) {
-		f, err := os.Open(p)
+		f, err := srcfile.OpenFile(p)
 		if err != nil {
-			return nil, err
+			return nil, srcfile.Named("open", p, err)
 		}
-		st, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		if !st.Mode().IsRegular() {
-			f.Close()
-			return nil, fmt.Errorf("%s: not a regular file", p)
-		}
-		return &openFile{SectionReader: io.NewSectionReader(f, 0, st.Size()), closer: f}, nil
+		return &openFile{SectionReader: io.NewSectionReader(f, 0, f.Size()), closer: f}, nil
 	}
 	st, key, err := fs.store(p)
 	if err != nil {
@@ -87,10 +78,15 @@ func (fs *files) open(p string) (*openFile, error) {
 	return &openFile{SectionReader: io.NewSectionReader(obj, 0, obj.Size()), obj: obj, closer: obj}, nil
 }
 
-// readAll reads a whole file of at most max bytes: one request when remote.
+// readAll reads a whole regular file of at most max bytes: one request when
+// remote.
 func (fs *files) readAll(p string, max int64) ([]byte, error) {
 	if !objstore.IsRemote(p) {
-		return os.ReadFile(p)
+		b, err := srcfile.ReadFile(p, max)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, srcfile.Cause(err))
+		}
+		return b, nil
 	}
 	st, key, err := fs.store(p)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/objstore"
@@ -267,12 +267,9 @@ func visitValue(a arrow.Array, i int, name string, row int64, fn cellFunc) {
 	}
 }
 
-// openParquet opens a parquet file, local or in object storage (its footer
-// and column chunks then fetched with ranged reads).
+// openParquet opens a parquet file, local (a regular file) or in object
+// storage (its footer and column chunks then fetched with ranged reads).
 func (v *verifier) openParquet(p string) (*file.Reader, error) {
-	if !objstore.IsRemote(p) {
-		return file.OpenParquetFile(p, false)
-	}
 	f, err := v.fs.open(p)
 	if err != nil {
 		return nil, err
@@ -292,7 +289,11 @@ const maxJSONTable = 1 << 30
 // the object read whole with one request.
 func (v *verifier) openText(p string) (io.ReadCloser, error) {
 	if !objstore.IsRemote(p) {
-		return os.Open(p)
+		f, err := srcfile.Open(p)
+		if err != nil {
+			return nil, srcfile.Named("open", p, err)
+		}
+		return f, nil
 	}
 	b, err := v.fs.readAll(p, maxJSONTable)
 	if err != nil {

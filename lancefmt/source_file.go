@@ -2,13 +2,9 @@ package lancefmt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -64,67 +60,28 @@ type LocalStorage struct{}
 
 var _ Storage = LocalStorage{}
 
-type localFile struct {
-	*os.File
-	size int64
-}
-
-func (f *localFile) Size() int64 { return f.size }
-
 // Open implements Storage.
 func (LocalStorage) Open(ctx context.Context, name string) (File, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := srcfile.Open(name)
-	if errors.Is(err, srcfile.ErrNotRegular) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
+	f, err := srcfile.OpenFile(name)
 	if err != nil {
-		return nil, err
+		return nil, srcfile.Named("open", name, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &localFile{File: f, size: st.Size()}, nil
+	return f, nil
 }
 
 // List implements Storage. Files of every kind are listed (a FIFO is
-// refused when opened, naming it); symbolic links are not followed.
+// refused when opened, naming it); symbolic links are described by what
+// they lead to and not descended into.
 func (LocalStorage) List(ctx context.Context, dir string, fn func(FileInfo) error) error {
-	var out []FileInfo
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if e.IsDir() {
-			return nil
-		}
-		if p == dir {
-			return &fs.PathError{Op: "readdir", Path: dir, Err: errors.New("not a directory")}
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		fi := FileInfo{Name: filepath.ToSlash(rel)}
-		if info, err := e.Info(); err == nil {
-			fi.Size, fi.ModTime = info.Size(), info.ModTime()
-		}
-		out = append(out, fi)
-		return nil
-	})
+	files, err := srcfile.List(ctx, dir, nil)
 	if err != nil {
 		return err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	for _, fi := range out {
-		if err := fn(fi); err != nil {
+	for _, e := range files {
+		if err := fn(FileInfo{Name: e.Name, Size: e.Size, ModTime: e.ModTime}); err != nil {
 			return err
 		}
 	}

@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // Local is a store in a directory on this machine. Objects are regular
@@ -50,14 +50,8 @@ func (l *Local) path(name string) (string, error) {
 	return filepath.Join(l.root, filepath.FromSlash(name)), nil
 }
 
-type localObject struct {
-	*os.File
-	size int64
-}
-
-func (o *localObject) Size() int64 { return o.size }
-
-// Open implements Store. Only regular files are objects.
+// Open implements Store. Only regular files are objects: a FIFO, socket
+// or device is refused without blocking (see internal/srcfile).
 func (l *Local) Open(ctx context.Context, name string) (Object, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -66,20 +60,11 @@ func (l *Local) Open(ctx context.Context, name string) (Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	f, err := srcfile.OpenFile(p)
 	if err != nil {
-		return nil, err
+		return nil, srcfile.Named("open", p, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	return &localObject{File: f, size: st.Size()}, nil
+	return f, nil
 }
 
 // Stat implements Store.
@@ -100,42 +85,22 @@ func (l *Local) Stat(ctx context.Context, name string) (Info, error) {
 
 // List implements Store: regular files below the root (symbolic links to
 // regular files included), in byte order of their slash-separated names.
+// A root that does not exist holds none.
 func (l *Local) List(ctx context.Context, prefix string, fn func(Info) error) error {
-	var infos []Info
-	err := filepath.WalkDir(l.root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == l.root && errors.Is(err, fs.ErrNotExist) {
-				return fs.SkipAll
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(l.root, p)
-		name := filepath.ToSlash(rel)
-		if d.IsDir() {
-			if name != "." && !strings.HasPrefix(name+"/", prefix) && !strings.HasPrefix(prefix, name+"/") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasPrefix(name, prefix) {
-			return nil
-		}
-		st, err := os.Stat(p)
-		if err != nil || !st.Mode().IsRegular() {
-			return nil
-		}
-		infos = append(infos, Info{Name: name, Size: st.Size(), ModTime: st.ModTime()})
+	if _, err := os.Lstat(l.root); errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	files, err := srcfile.List(ctx, l.root, func(dir string) bool {
+		return strings.HasPrefix(dir+"/", prefix) || strings.HasPrefix(prefix, dir+"/")
 	})
 	if err != nil {
 		return err
 	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
-	for _, in := range infos {
-		if err := fn(in); err != nil {
+	for _, e := range files {
+		if !e.Mode.IsRegular() || !strings.HasPrefix(e.Name, prefix) {
+			continue
+		}
+		if err := fn(Info{Name: e.Name, Size: e.Size, ModTime: e.ModTime}); err != nil {
 			return err
 		}
 	}

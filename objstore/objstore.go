@@ -14,9 +14,10 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // Store is a dataset location.
@@ -170,17 +171,13 @@ func ReadAll(ctx context.Context, s Store, name string, max int64) ([]byte, erro
 	return b, nil
 }
 
-// PutFile puts the local file at path into s under name, as its size is
-// when opened.
+// PutFile puts the local regular file at path into s under name, as its
+// size is when opened (a FIFO is refused, not waited on).
 func PutFile(ctx context.Context, s Store, name, path string) error {
-	f, err := os.Open(path)
+	f, err := srcfile.OpenFile(path)
 	if err != nil {
-		return err
+		return srcfile.Named("open", path, err)
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return s.Put(ctx, name, f, info.Size(), PutOptions{})
+	return s.Put(ctx, name, f, f.Size(), PutOptions{})
 }

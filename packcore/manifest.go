@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // ManifestName is the file name of a pack's manifest.
@@ -59,15 +60,15 @@ func WriteManifest(dir string, shards []ShardInfo) error {
 	return nil
 }
 
-// ReadManifest reads dir/pack.manifest.json. A missing manifest returns
-// (nil, nil).
+// ReadManifest reads dir/pack.manifest.json (a regular file of at most
+// 256 MiB). A missing manifest returns (nil, nil).
 func ReadManifest(dir string) (*Manifest, error) {
-	b, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	b, err := srcfile.ReadFile(filepath.Join(dir, ManifestName), maxManifest)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, srcfile.Named("read", filepath.Join(dir, ManifestName), err)
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -88,9 +89,9 @@ func HashShards(ctx context.Context, dir string) ([]ShardInfo, error) {
 	}
 	out := make([]ShardInfo, 0, len(names))
 	for _, n := range names {
-		f, err := os.Open(filepath.Join(dir, n))
+		f, err := srcfile.Open(filepath.Join(dir, n))
 		if err != nil {
-			return nil, err
+			return nil, srcfile.Named("open", filepath.Join(dir, n), err)
 		}
 		h := sha256.New()
 		size, err := io.Copy(h, ctxReader{ctx, f})

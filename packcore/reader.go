@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 )
 
@@ -126,17 +127,15 @@ func (s *Set) indexMembers() error {
 	return nil
 }
 
+// openShard opens the shard file p (a regular file: a FIFO is refused, not
+// waited on, with an error that does not repeat p, which the caller
+// names).
 func openShard(p string) (*shardFile, error) {
-	f, err := os.Open(p)
+	f, err := srcfile.OpenFile(p)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	sf, err := newShardFile(filepath.Base(p), f, st.Size(), false)
+	sf, err := newShardFile(filepath.Base(p), f, f.Size(), false)
 	if err != nil {
 		f.Close()
 		return nil, err

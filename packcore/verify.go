@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/internal/keyindex"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // VerifyReport lists what Verify checked and every problem it found.
@@ -86,16 +87,11 @@ type openedShard struct {
 type shardOpener func(ctx context.Context, name string) (*openedShard, error)
 
 func openLocalShard(p string) (*openedShard, error) {
-	f, err := os.Open(p)
+	f, err := srcfile.OpenFile(p)
 	if err != nil {
-		return nil, err
+		return nil, srcfile.Named("open", p, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &openedShard{r: f, size: st.Size(), close: f.Close,
+	return &openedShard{r: f, size: f.Size(), close: f.Close,
 		seq: func(ctx context.Context) io.ReadCloser { return io.NopCloser(ctxReader{ctx, f}) }}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
@@ -111,7 +112,7 @@ func exitCode(ctx context.Context, err error) int {
 			return exitUsage
 		}
 	}
-	for _, target := range []error{packcore.ErrInvalidKey, packcore.ErrDuplicateKey, packcore.ErrFormat, packcore.ErrNotRef} {
+	for _, target := range []error{packcore.ErrInvalidKey, packcore.ErrDuplicateKey, packcore.ErrFormat, packcore.ErrNotRef, srcfile.ErrNotRegular} {
 		if errors.Is(err, target) {
 			return exitInvalid
 		}

@@ -423,7 +423,7 @@ const copiesInFlight = 4
 func (d *Dataset) copyObject(ctx context.Context, rel, out string) error {
 	f, err := d.tree.Open(ctx, rel)
 	if err != nil {
-		return invalid(rel, pathCause(err))
+		return invalid(rel, srcfile.Cause(err))
 	}
 	defer f.Close()
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 )
@@ -84,7 +85,7 @@ const maxInfoBytes = 64 << 20
 func (d *Dataset) file(rel string) (string, error) {
 	e, err := d.tree.Stat(rel)
 	if err != nil {
-		return "", pathCause(err)
+		return "", srcfile.Cause(err)
 	}
 	return e.Path, nil
 }
@@ -108,16 +109,6 @@ func storeFirst(t *srctree.Tree, err error) error {
 	}
 	if serr := t.Err(); serr != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("lerobot: %w", serr)
-	}
-	return err
-}
-
-// pathCause strips the operation and path from an *fs.PathError, whose
-// path the caller names already.
-func pathCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
 	}
 	return err
 }
@@ -205,7 +196,7 @@ func openTree(ctx context.Context, src string, o objstore.Options) (*srctree.Tre
 	case errors.Is(err, srctree.ErrNotDir):
 		return nil, invalid("", fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", src))
 	}
-	return nil, invalid(src, pathCause(err))
+	return nil, invalid(src, srcfile.Cause(err))
 }
 
 // OpenTree is Open for a dataset opened as a source tree: a local
@@ -279,7 +270,7 @@ func readInfo(ctx context.Context, t *srctree.Tree) (rawInfo, error) {
 		return rawInfo{}, ie
 	}
 	if err != nil {
-		return rawInfo{}, invalid("meta/info.json", pathCause(err))
+		return rawInfo{}, invalid("meta/info.json", srcfile.Cause(err))
 	}
 	var ri rawInfo
 	if err := json.Unmarshal(b, &ri); err != nil {
@@ -389,7 +380,7 @@ func (d *Dataset) readEpisodesV2(ctx context.Context) error {
 		return invalid("", fmt.Errorf("%s is missing", rel))
 	}
 	if err != nil {
-		return invalid(rel, pathCause(err))
+		return invalid(rel, srcfile.Cause(err))
 	}
 	defer f.Close()
 	r := srctree.Stream(ctx, f)
@@ -445,7 +436,7 @@ func (d *Dataset) readEpisodesV3(ctx context.Context) error {
 		d.EpisodeFiles = append(d.EpisodeFiles, rel)
 		f, err := d.tree.Open(ctx, rel)
 		if err != nil {
-			return invalid(rel, pathCause(err))
+			return invalid(rel, srcfile.Cause(err))
 		}
 		eps, err := readEpisodeTable(ctx, f, d.VideoKeys)
 		f.Close()

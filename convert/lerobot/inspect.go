@@ -412,7 +412,7 @@ func (ins *Inspection) locateVideos() error {
 				if errors.Is(err, fs.ErrNotExist) {
 					return invalid("", fmt.Errorf("%s: %s", key, d.missing(rel)))
 				} else if err != nil {
-					return invalid(rel, fmt.Errorf("%s: %w", key, pathCause(err)))
+					return invalid(rel, fmt.Errorf("%s: %w", key, srcfile.Cause(err)))
 				}
 				f = &VideoFile{Key: key, Rel: rel, Path: en.Path, Size: en.Size, Row: -1}
 				if d.tree.Remote() {
@@ -623,7 +623,7 @@ func videoFail(f *VideoFile, err error, hint string) error {
 func checkVideoFile(f *VideoFile) error {
 	r, err := srcfile.Open(f.Path)
 	if err != nil {
-		return videoFail(f, pathCause(err), "")
+		return videoFail(f, srcfile.Cause(err), "")
 	}
 	defer r.Close()
 	fi, err := r.Stat()
@@ -685,14 +685,14 @@ func (ins *Inspection) input(ctx context.Context, f *VideoFile) (io.Closer, vide
 	if f.Row >= 0 {
 		r, err := ins.Dataset.blobSection(ctx, f.Path, f.Offset, f.Size)
 		if err != nil {
-			return nil, video.Input{}, videoFail(f, pathCause(err), "")
+			return nil, video.Input{}, videoFail(f, srcfile.Cause(err), "")
 		}
 		return r, video.Input{Name: fmt.Sprintf("%s row %d", videosTable, f.Row), R: r, Size: f.Size}, nil
 	}
 	t := ins.Dataset.tree
 	r, err := t.Open(ctx, f.Rel)
 	if err != nil {
-		return nil, video.Input{}, videoFail(f, pathCause(err), "")
+		return nil, video.Input{}, videoFail(f, srcfile.Cause(err), "")
 	}
 	if r.Size() != f.Size {
 		r.Close()

@@ -118,11 +118,11 @@ func lanceInvalid(table string, row int64, column string, err error) error {
 func (d *Dataset) tableDir(rel string) (string, error) {
 	real, err := srcfile.Resolve(d.rootReal, filepath.Join(d.Root, rel))
 	if err != nil {
-		return "", pathCause(err)
+		return "", srcfile.Cause(err)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", pathCause(err)
+		return "", srcfile.Cause(err)
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("is %s, not a Lance dataset directory", srcfile.Kind(fi.Mode()))
@@ -374,7 +374,7 @@ func (ls *lanceStore) readVideos(ctx context.Context, ds *lancefmt.Dataset) erro
 func (v *lanceVideo) open(ctx context.Context, d *Dataset) (srctree.File, error) {
 	f, err := d.blobSection(ctx, v.loc.Path, v.loc.Offset, v.loc.Size)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", v.loc.Path, pathCause(err))
+		return nil, fmt.Errorf("%s: %w", v.loc.Path, srcfile.Cause(err))
 	}
 	return f, nil
 }
@@ -448,7 +448,7 @@ func (ls *lanceStore) compareMeta(ctx context.Context, d *Dataset, ds *lancefmt.
 			default:
 				b, err := d.tree.ReadFile(ctx, rel, maxMetaBytes)
 				if err != nil {
-					return invalid(rel, pathCause(err))
+					return invalid(rel, srcfile.Cause(err))
 				}
 				if string(b) != string(data) {
 					diffs = append(diffs, fmt.Sprintf("%s differs from meta/%s", p, p))

@@ -26,6 +26,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -874,7 +875,7 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		size := e.Size
 		src, err := tc.ins.in.tree.OpenEntry(tc.ctx, e)
 		if err != nil {
-			return "", inputErr(tc.t.Rel, id.row, col, "path %q: %w", srcName, pathCause(err))
+			return "", inputErr(tc.t.Rel, id.row, col, "path %q: %w", srcName, srcfile.Cause(err))
 		}
 		defer src.Close()
 		f := srctree.Stream(tc.ctx, src)

@@ -20,6 +20,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/parquet/hfdisk"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/capalloc"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/sniff"
 )
@@ -66,7 +67,7 @@ func (in *inputs) detectDisk(ctx context.Context) error {
 	l, err := hfdisk.Detect(names, func(rel string) ([]byte, error) { return in.readMeta(ctx, rel) })
 	var fe *hfdisk.FileError
 	if errors.As(err, &fe) {
-		return diskErr(fe.File, pathCause(fe.Err))
+		return diskErr(fe.File, srcfile.Cause(fe.Err))
 	}
 	if err != nil || l == nil {
 		return err
@@ -188,7 +189,7 @@ var arrowMagic = []byte("ARROW1")
 func (in *inputs) openArrow(ctx context.Context, rel string, schemaOnly bool, mem memory.Allocator) (*arrowReader, error) {
 	f, err := in.tree.Open(ctx, rel)
 	if err != nil {
-		return nil, inputErr(rel, -1, "", "%w", pathCause(err))
+		return nil, inputErr(rel, -1, "", "%w", srcfile.Cause(err))
 	}
 	if schemaOnly {
 		f = srctree.Exact(f)

@@ -73,7 +73,7 @@ func listInputs(ctx context.Context, tree *srctree.Tree, file string) (*inputs, 
 		e, err := tree.Stat(file)
 		if err != nil {
 			// a FIFO would block the read that no signal interrupts
-			return nil, &InputError{Source: "parquet", File: tree.Path(file), Row: -1, Offset: -1, Err: pathCause(err)}
+			return nil, &InputError{Source: "parquet", File: tree.Path(file), Row: -1, Offset: -1, Err: srcfile.Cause(err)}
 		}
 		in.tables = []inputFile{{rel: file, path: e.Path, size: e.Size}}
 		return in, nil
@@ -100,7 +100,7 @@ func listInputs(ctx context.Context, tree *srctree.Tree, file string) (*inputs, 
 		if !e.Mode.IsRegular() {
 			dir, err := tree.IsDir(rel)
 			if err != nil {
-				return &InputError{Source: "parquet", File: rel, Row: -1, Offset: -1, Err: pathCause(err)}
+				return &InputError{Source: "parquet", File: rel, Row: -1, Offset: -1, Err: srcfile.Cause(err)}
 			}
 			if dir {
 				in.warnings = append(in.warnings, fmt.Sprintf("skipped %s (a symlinked directory is not followed)", rel))
@@ -113,7 +113,7 @@ func listInputs(ctx context.Context, tree *srctree.Tree, file string) (*inputs, 
 			return nil
 		}
 		if err != nil {
-			return &InputError{Source: "parquet", File: rel, Row: -1, Offset: -1, Err: pathCause(err)}
+			return &InputError{Source: "parquet", File: rel, Row: -1, Offset: -1, Err: srcfile.Cause(err)}
 		}
 		f := inputFile{rel: rel, path: st.Path, size: st.Size}
 		if strings.HasSuffix(rel, ".parquet") {
@@ -152,16 +152,6 @@ func gitDir(rel string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// pathCause strips the operation and path from an *fs.PathError whose path
-// the caller names already.
-func pathCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // where names the input file f for a Table: the file to read on this
@@ -263,11 +253,11 @@ func (in *inputs) resolvePath(name string) (srctree.Entry, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return srctree.Entry{}, fmt.Errorf("path %q names no file under %s", name, in.root)
 	case errors.Is(err, srcfile.ErrOutside):
-		return srctree.Entry{}, fmt.Errorf("path %q %w", name, pathCause(err))
+		return srctree.Entry{}, fmt.Errorf("path %q %w", name, srcfile.Cause(err))
 	case errors.Is(err, srcfile.ErrNotRegular):
 		return srctree.Entry{}, fmt.Errorf("path %q is not a regular file", name)
 	case err != nil:
-		return srctree.Entry{}, fmt.Errorf("path %q: %w", name, pathCause(err))
+		return srctree.Entry{}, fmt.Errorf("path %q: %w", name, srcfile.Cause(err))
 	}
 	return e, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -272,7 +273,7 @@ type Inspection struct {
 func (in *inputs) openTable(ctx context.Context, rel string, size int64, md *metadata.FileMetaData, ahead bool, mem memory.Allocator) (*file.Reader, error) {
 	f, err := in.tree.Open(ctx, rel)
 	if err != nil {
-		return nil, pathCause(err)
+		return nil, srcfile.Cause(err)
 	}
 	if !ahead {
 		f = srctree.Exact(f)

@@ -367,16 +367,7 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := srcfile.Open(real)
-		if err != nil {
-			return nil, err
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return &localFile{File: f, size: fi.Size()}, nil
+		return openLocal(real)
 	}
 	e, err := t.Stat(rel)
 	if err != nil {
@@ -448,16 +439,7 @@ func (t *Tree) OpenEntry(ctx context.Context, e Entry) (File, error) {
 	if t.store != nil || e.Path == "" {
 		return t.Open(ctx, e.Name)
 	}
-	f, err := srcfile.Open(e.Path)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &localFile{File: f, size: fi.Size()}, nil
+	return openLocal(e.Path)
 }
 
 // ReadFile reads the regular file rel whole, refusing one larger than max
@@ -556,12 +538,14 @@ func Stream(ctx context.Context, f File) io.ReadCloser {
 	return io.NopCloser(io.NewSectionReader(f, 0, f.Size()))
 }
 
-type localFile struct {
-	*os.File
-	size int64
+// openLocal opens the local file at real (errors as srcfile.Open's).
+func openLocal(real string) (File, error) {
+	f, err := srcfile.OpenFile(real)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
-
-func (f *localFile) Size() int64 { return f.size }
 
 // recorder notes the store's failures in the tree.
 type recorder struct {
