@@ -142,6 +142,11 @@ func (v *verifier) againstWDS(src string) error {
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
 	}
+	return v.againstShards(src, files)
+}
+
+// againstShards is againstWDS for the shards of src already listed.
+func (v *verifier) againstShards(src string, files []string) error {
 	base := v.wds.packBase
 	if base == "" {
 		base = "media"

@@ -72,12 +72,16 @@ func (v *verifier) againstPacks(src string) error {
 			return fmt.Errorf("--against %s: %w", src, err)
 		}
 	} else {
-		prefix, err := v.detectShardPrefix(src, e.set)
+		files, err := v.sourceShards(src)
+		if err != nil {
+			return fmt.Errorf("--against %s: %w", src, err)
+		}
+		prefix, err := v.detectShardPrefix(files[0], e.set)
 		if err != nil {
 			return fmt.Errorf("--against %s: %w", src, err)
 		}
 		v.wds = &wdsTable{shardPrefix: prefix, packBase: dir, inline: map[string]bool{}, keys: seen}
-		if err := v.againstWDS(src); err != nil {
+		if err := v.againstShards(src, files); err != nil {
 			return err
 		}
 		a = v.rep.Against
@@ -212,15 +216,11 @@ func (r readCloser) Close() error {
 	return r.f.Close()
 }
 
-// detectShardPrefix tells whether the packs name the members of src's
-// shards by their name (false) or by SHARD/NAME (true), from the first
-// file member of the first shard.
-func (v *verifier) detectShardPrefix(src string, set *packcore.Set) (bool, error) {
-	files, err := v.sourceShards(src)
-	if err != nil {
-		return false, err
-	}
-	f, err := v.fs.open(files[0])
+// detectShardPrefix tells whether the packs name the members of the shard
+// first (the first of the source) by their name (false) or by SHARD/NAME
+// (true), from its first file member.
+func (v *verifier) detectShardPrefix(first string, set *packcore.Set) (bool, error) {
+	f, err := v.fs.open(first)
 	if err != nil {
 		return false, err
 	}
@@ -229,7 +229,7 @@ func (v *verifier) detectShardPrefix(src string, set *packcore.Set) (bool, error
 	defer seq.Close()
 	r, err := decompress(bufio.NewReaderSize(seq, 1<<16))
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", files[0], err)
+		return false, fmt.Errorf("%s: %w", first, err)
 	}
 	tr := tar.NewReader(r)
 	for {
@@ -238,12 +238,12 @@ func (v *verifier) detectShardPrefix(src string, set *packcore.Set) (bool, error
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("%s: %w", files[0], err)
+			return false, fmt.Errorf("%s: %w", first, err)
 		}
 		if h.Typeflag != tar.TypeReg && h.Typeflag != '\x00' {
 			continue
 		}
 		rel := wds.StripDot(h.Name)
-		return !set.Has(rel) && set.Has(wds.ShardStem(files[0])+"/"+rel), nil
+		return !set.Has(rel) && set.Has(wds.ShardStem(first)+"/"+rel), nil
 	}
 }

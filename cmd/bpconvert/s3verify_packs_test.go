@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -62,6 +64,25 @@ func TestS3VerifyPacksAlone(t *testing.T) {
 			}
 		})
 	}
+	t.Run("tars in the bucket listed once", func(t *testing.T) {
+		// The tree check lists the prefix once (it stops at the first
+		// object that is no shard), the shards are listed once more.
+		px := s3test.NewProxy(t, srv)
+		var lists atomic.Int64
+		px.SetFaults(func(_ int, r *http.Request) s3test.Fault {
+			if q := r.URL.Query(); r.Method == http.MethodGet && q.Has("list-type") && q.Get("prefix") == "wds/" {
+				lists.Add(1)
+			}
+			return s3test.Pass
+		})
+		r := bpS3(t, px.Env(srv), "verify", "s3://bkt/out-wds", "--against", "s3://bkt/wds")
+		if r.code != exitOK {
+			t.Fatalf("exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if n := lists.Load(); n != 2 {
+			t.Errorf("the source prefix was listed %d times, want 2", n)
+		}
+	})
 	t.Run("a source object removed", func(t *testing.T) {
 		if _, err := srv.Client().DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String("bkt"), Key: aws.String("tree/sub/b.bin")}); err != nil {
 			t.Fatal(err)
