@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,17 +105,30 @@ func HashShards(ctx context.Context, dir string) ([]ShardInfo, error) {
 	return out, nil
 }
 
-// ListShards returns the *.zip files directly inside dir in shard order.
+// ListShards returns the *.zip files directly inside dir in shard order. A
+// directory named *.zip beside them is refused, naming it: a pack read
+// without one of its shards would be read in part, silently.
 func ListShards(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var names []string
+	var sub string
 	for _, e := range ents {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".zip") && !strings.HasPrefix(e.Name(), ".") {
-			names = append(names, e.Name())
+		if !strings.HasSuffix(e.Name(), ".zip") || strings.HasPrefix(e.Name(), ".") {
+			continue
 		}
+		if e.IsDir() {
+			if sub == "" {
+				sub = e.Name()
+			}
+			continue
+		}
+		names = append(names, e.Name())
+	}
+	if sub != "" && len(names) > 0 {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Join(dir, sub), Err: srcfile.CheckMode(fs.ModeDir)}
 	}
 	sortShardNames(names)
 	return names, nil
