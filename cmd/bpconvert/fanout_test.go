@@ -24,6 +24,13 @@ import (
 // fails unless each exits 0.
 func runParts(t *testing.T, n int, args func(part string) []string) {
 	t.Helper()
+	runPartsEnv(t, nil, n, args)
+}
+
+// runPartsEnv is runParts with env added to this process's environment
+// (less its AWS settings).
+func runPartsEnv(t *testing.T, env []string, n int, args func(part string) []string) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]string, n)
 	for i := 1; i <= n; i++ {
@@ -31,6 +38,7 @@ func runParts(t *testing.T, n int, args func(part string) []string) {
 		go func() {
 			defer wg.Done()
 			cmd := exec.Command(binPath, args(fmt.Sprintf("%d/%d", i, n))...)
+			cmd.Env = append(cleanAWSEnv(), env...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				errs[i-1] = fmt.Sprintf("part %d/%d: %v\n%s", i, n, err, out)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/stage"
 )
 
 // bpS3 runs the built binary with this environment, less its AWS settings,
@@ -482,5 +485,65 @@ func TestS3OtherConverters(t *testing.T) {
 			}
 			sameOutput(t, storeTree(t, srv, "bkt", c.name), localTree(t, local))
 		})
+	}
+}
+
+// s3DryRun runs a converter's dry run (run is called with --dry-run --json
+// SRC planDst) on the local source and on its copy in the bucket, read
+// through proxy; it fails unless the two plans are the same but for the
+// source, which names the bucket's copy, and neither wrote planDst. It
+// returns the bucket run's summary and the bytes the proxy sent for it.
+func s3DryRun(t *testing.T, srv *s3test.Server, proxy *s3test.Proxy, run func(env []string, args ...string) result, local, remote, planDst string) (map[string]any, int64) {
+	t.Helper()
+	lp := run(nil, "--dry-run", "--json", local, planDst)
+	before := proxy.BytesSent()
+	rp := run(proxy.Env(srv), "--dry-run", "--json", remote, planDst)
+	sent := proxy.BytesSent() - before
+	if lp.code != 0 || rp.code != 0 {
+		t.Fatalf("dry runs: exit %d %s; exit %d %s", lp.code, lp.stderr, rp.code, rp.stderr)
+	}
+	lplan, err := plan.ParseJSON(strings.NewReader(lp.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rplan, err := plan.ParseJSON(strings.NewReader(rp.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rplan.Source.Path != remote {
+		t.Errorf("plan source %q, want %q", rplan.Source.Path, remote)
+	}
+	rplan.Source.Path = lplan.Source.Path
+	if a, b := planText(t, lplan), planText(t, rplan); a != b {
+		t.Errorf("the bucket's plan differs from the local one:\n%s\nlocal:\n%s", b, a)
+	}
+	if exists(planDst) || exists(stage.Path(planDst)) {
+		t.Fatal("--dry-run wrote the destination")
+	}
+	return lastJSON(t, rp), sent
+}
+
+// converter returns a run function for s3DryRun: bpconvert cmd with flags
+// after the arguments it is given.
+func converter(t *testing.T, cmd string, flags ...string) func(env []string, args ...string) result {
+	return func(env []string, args ...string) result {
+		t.Helper()
+		return bpS3(t, env, append(append([]string{cmd}, args...), flags...)...)
+	}
+}
+
+// verifyAgainstAll runs verify --json DATASET --against SRC for each pair
+// and fails unless each compares payloads and finds every one the same.
+func verifyAgainstAll(t *testing.T, env []string, pairs ...[2]string) {
+	t.Helper()
+	for _, v := range pairs {
+		vr := bpS3(t, env, "verify", "--json", v[0], "--against", v[1])
+		var d verifyDoc
+		if err := json.Unmarshal([]byte(strings.TrimSpace(vr.stdout)), &d); err != nil {
+			t.Fatalf("verify JSON: %v\n%s\n%s", err, vr.stdout, vr.stderr)
+		}
+		if vr.code != 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
+			t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", v[0], v[1], vr.code, d.Against, d.Problems, vr.stderr)
+		}
 	}
 }

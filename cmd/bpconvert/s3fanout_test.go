@@ -1,42 +1,16 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
 )
-
-// runPartsEnv is runParts with env added to this process's environment.
-func runPartsEnv(t *testing.T, env []string, n int, args func(part string) []string) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make([]string, n)
-	for i := 1; i <= n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cmd := exec.Command(binPath, args(fmt.Sprintf("%d/%d", i, n))...)
-			cmd.Env = append(cleanAWSEnv(), env...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs[i-1] = fmt.Sprintf("part %d/%d: %v\n%s", i, n, err, out)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, e := range errs {
-		if e != "" {
-			t.Fatal(e)
-		}
-	}
-}
 
 // TestS3FanOut: parts converted into a bucket (each from its own process,
 // with nothing shared on local disk) are joined there by finalize without

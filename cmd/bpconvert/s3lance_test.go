@@ -13,7 +13,6 @@ import (
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -192,32 +191,7 @@ func TestS3Lance(t *testing.T) {
 
 			// The plan: the local one, from metadata, descriptors and samples.
 			planDst := filepath.Join(out, "planned")
-			lp := bp(t, append(append([]string{"convert-lance", "--dry-run", "--json"}, c.args...), c.dir, planDst)...)
-			before := proxy.BytesSent()
-			rp := bpS3(t, proxy.Env(srv), append(append([]string{"convert-lance", "--dry-run", "--json"}, c.args...), src, planDst)...)
-			sent := proxy.BytesSent() - before
-			if lp.code != 0 || rp.code != 0 {
-				t.Fatalf("dry runs: exit %d %s; exit %d %s", lp.code, lp.stderr, rp.code, rp.stderr)
-			}
-			lplan, err := plan.ParseJSON(strings.NewReader(lp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rplan, err := plan.ParseJSON(strings.NewReader(rp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rplan.Source.Path != src {
-				t.Errorf("plan source %q, want %q", rplan.Source.Path, src)
-			}
-			rplan.Source.Path = lplan.Source.Path
-			if a, b := planText(t, lplan), planText(t, rplan); a != b {
-				t.Errorf("the bucket's plan differs from the local one:\n%s\nlocal:\n%s", b, a)
-			}
-			if exists(planDst) || exists(stage.Path(planDst)) {
-				t.Fatal("--dry-run wrote the destination")
-			}
-			doc := lastJSON(t, rp)
+			doc, sent := s3DryRun(t, srv, proxy, converter(t, "convert-lance", c.args...), c.dir, src, planDst)
 			fetched := int64(doc["bytes_fetched"].(float64))
 			t.Logf("the plan fetched %d bytes in %v requests (%d sent) of %d", fetched, doc["fetch_requests"], sent, size)
 			if fetched <= 0 || fetched > sent || c.metaOnly && fetched > size/10 || fetched > size+size/20 {
@@ -230,7 +204,7 @@ func TestS3Lance(t *testing.T) {
 				t.Fatalf("local run: %+v", r)
 			}
 			fromStore := filepath.Join(out, "fromstore")
-			before = proxy.BytesSent()
+			before := proxy.BytesSent()
 			r := bpS3(t, proxy.Env(srv), append(append([]string{"convert-lance", "--yes", "--quiet", "--json"}, c.args...), src, fromStore)...)
 			sent = proxy.BytesSent() - before
 			if r.code != 0 {
@@ -264,16 +238,7 @@ func TestS3Lance(t *testing.T) {
 			if c.metaOnly {
 				pairs = append(pairs, [2]string{local, src}, [2]string{dst, c.dir})
 			}
-			for _, v := range pairs {
-				vr := bpS3(t, env, "verify", "--json", v[0], "--against", v[1])
-				var d verifyDoc
-				if err := json.Unmarshal([]byte(strings.TrimSpace(vr.stdout)), &d); err != nil {
-					t.Fatalf("verify JSON: %v\n%s\n%s", err, vr.stdout, vr.stderr)
-				}
-				if vr.code != 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
-					t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", v[0], v[1], vr.code, d.Against, d.Problems, vr.stderr)
-				}
-			}
+			verifyAgainstAll(t, env, pairs...)
 		})
 	}
 }
@@ -410,33 +375,15 @@ func TestS3LerobotLance(t *testing.T) {
 			want := localTree(t, local)
 
 			planDst := filepath.Join(out, "planned")
-			lp := bp(t, "convert-lerobot", "--dry-run", "--json", twin, planDst)
-			before := proxy.BytesSent()
-			rp := bpS3(t, proxy.Env(srv), "convert-lerobot", "--dry-run", "--json", src, planDst)
-			sent := proxy.BytesSent() - before
-			if lp.code != 0 || rp.code != 0 {
-				t.Fatalf("dry runs: exit %d %s; exit %d %s", lp.code, lp.stderr, rp.code, rp.stderr)
-			}
-			lplan, err := plan.ParseJSON(strings.NewReader(lp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rplan, err := plan.ParseJSON(strings.NewReader(rp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rplan.Source.Path = lplan.Source.Path
-			if a, b := planText(t, lplan), planText(t, rplan); a != b {
-				t.Errorf("the bucket's plan differs from the local one:\n%s\nlocal:\n%s", b, a)
-			}
-			fetched := int64(lastJSON(t, rp)["bytes_fetched"].(float64))
+			doc, sent := s3DryRun(t, srv, proxy, converter(t, "convert-lerobot"), twin, src, planDst)
+			fetched := int64(doc["bytes_fetched"].(float64))
 			t.Logf("%s: the plan fetched %d bytes (%d sent) of a %d-byte twin in %d files", c.name, fetched, sent, fig.bytes, fig.videos+fig.others)
 			if fetched <= 0 || fetched > sent || fetched > fig.bytes/10 {
 				t.Errorf("the plan fetched %d bytes (%d sent) of a %d-byte twin", fetched, sent, fig.bytes)
 			}
 
 			fromStore := filepath.Join(out, "fromstore")
-			before = proxy.BytesSent()
+			before := proxy.BytesSent()
 			r := bpS3(t, proxy.Env(srv), "convert-lerobot", "--yes", "--json", src, fromStore)
 			sent = proxy.BytesSent() - before
 			if r.code != 0 {
@@ -456,16 +403,7 @@ func TestS3LerobotLance(t *testing.T) {
 			}
 			sameOutput(t, storeTree(t, srv, "dst", c.name), want)
 
-			for _, v := range [][2]string{{local, src}, {dst, src}} {
-				vr := bpS3(t, env, "verify", "--json", v[0], "--against", v[1])
-				var d verifyDoc
-				if err := json.Unmarshal([]byte(strings.TrimSpace(vr.stdout)), &d); err != nil {
-					t.Fatalf("verify JSON: %v\n%s\n%s", err, vr.stdout, vr.stderr)
-				}
-				if vr.code != 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
-					t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", v[0], v[1], vr.code, d.Against, d.Problems, vr.stderr)
-				}
-			}
+			verifyAgainstAll(t, env, [2]string{local, src}, [2]string{dst, src})
 		})
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,33 +90,8 @@ func TestS3Lerobot(t *testing.T) {
 
 			// The plan: the local one, from the metadata and the MP4 boxes.
 			planDst := filepath.Join(out, "planned")
-			lp := bp(t, "convert-lerobot", "--dry-run", "--json", dir, planDst)
-			before := proxy.BytesSent()
-			rp := bpS3(t, proxy.Env(srv), "convert-lerobot", "--dry-run", "--json", src, planDst)
-			dryBytes := proxy.BytesSent() - before
-			if lp.code != 0 || rp.code != 0 {
-				t.Fatalf("dry runs: exit %d %s; exit %d %s", lp.code, lp.stderr, rp.code, rp.stderr)
-			}
-			doc := lastJSON(t, rp)
+			doc, dryBytes := s3DryRun(t, srv, proxy, converter(t, "convert-lerobot"), dir, src, planDst)
 			fetched, requests := doc["bytes_fetched"].(float64), doc["fetch_requests"].(float64)
-			lplan, err := plan.ParseJSON(strings.NewReader(lp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rplan, err := plan.ParseJSON(strings.NewReader(rp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rplan.Source.Path != src {
-				t.Errorf("plan source %q, want %q", rplan.Source.Path, src)
-			}
-			rplan.Source.Path = lplan.Source.Path
-			if a, b := planText(t, lplan), planText(t, rplan); a != b {
-				t.Errorf("the bucket's plan differs from the local one:\n%s\nlocal:\n%s", b, a)
-			}
-			if exists(planDst) || exists(stage.Path(planDst)) {
-				t.Fatal("--dry-run wrote the destination")
-			}
 			dryBound := fig.metaBytes + fig.videos*perVideo + listings
 			t.Logf("%s: dry run fetched %d bytes (%v by the summary, %v requests) of a %d-byte source (%d under meta/, %d camera files); bound %d",
 				name, dryBytes, fetched, requests, fig.bytes, fig.metaBytes, fig.videos, dryBound)
@@ -127,7 +101,7 @@ func TestS3Lerobot(t *testing.T) {
 
 			// s3 -> local, through the proxy that counts the bytes.
 			fromStore := filepath.Join(out, "fromstore")
-			before = proxy.BytesSent()
+			before := proxy.BytesSent()
 			r := bpS3(t, proxy.Env(srv), "convert-lerobot", "--yes", "--json", src, fromStore)
 			runBytes := proxy.BytesSent() - before
 			if r.code != 0 {
@@ -163,16 +137,7 @@ func TestS3Lerobot(t *testing.T) {
 			}
 
 			// verify --against the bucket's copy, from either side.
-			for _, c := range [][2]string{{local, src}, {dst, src}, {dst, dir}} {
-				vr := bpS3(t, env, "verify", "--json", c[0], "--against", c[1])
-				var d verifyDoc
-				if err := json.Unmarshal([]byte(strings.TrimSpace(vr.stdout)), &d); err != nil {
-					t.Fatalf("verify JSON: %v\n%s\n%s", err, vr.stdout, vr.stderr)
-				}
-				if vr.code != 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
-					t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", c[0], c[1], vr.code, d.Against, d.Problems, vr.stderr)
-				}
-			}
+			verifyAgainstAll(t, env, [2]string{local, src}, [2]string{dst, src}, [2]string{dst, dir})
 
 			// A changed object: the rerun is refused, naming the change.
 			if _, err := srv.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("src"),

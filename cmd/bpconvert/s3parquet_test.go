@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -177,33 +175,8 @@ func TestS3Parquet(t *testing.T) {
 
 			// The plan: the local one, from what the local plan reads.
 			planDst := filepath.Join(out, "planned")
-			lp := run(nil, "--dry-run", "--json", dir, planDst)
-			before := proxy.BytesSent()
-			rp := run(proxy.Env(srv), "--dry-run", "--json", src, planDst)
-			dryBytes := proxy.BytesSent() - before
-			if lp.code != 0 || rp.code != 0 {
-				t.Fatalf("dry runs: exit %d %s; exit %d %s", lp.code, lp.stderr, rp.code, rp.stderr)
-			}
-			doc := lastJSON(t, rp)
+			doc, dryBytes := s3DryRun(t, srv, proxy, run, dir, src, planDst)
 			fetched, requests := doc["bytes_fetched"].(float64), doc["fetch_requests"].(float64)
-			lplan, err := plan.ParseJSON(strings.NewReader(lp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rplan, err := plan.ParseJSON(strings.NewReader(rp.stdout))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rplan.Source.Path != src {
-				t.Errorf("plan source %q, want %q", rplan.Source.Path, src)
-			}
-			rplan.Source.Path = lplan.Source.Path
-			if a, b := planText(t, lplan), planText(t, rplan); a != b {
-				t.Errorf("the bucket's plan differs from the local one:\n%s\nlocal:\n%s", b, a)
-			}
-			if exists(planDst) || exists(stage.Path(planDst)) {
-				t.Fatal("--dry-run wrote the destination")
-			}
 			t.Logf("%s: the dry run fetched %d bytes (%v by the summary, %v requests) of a %d-byte source", c.rel, dryBytes, fetched, requests, size)
 			if fetched <= 0 || int64(fetched) > dryBytes {
 				t.Errorf("the dry run's summary says %v bytes, the proxy sent %d", fetched, dryBytes)
@@ -218,7 +191,7 @@ func TestS3Parquet(t *testing.T) {
 
 			// s3 -> local, through the proxy that counts the bytes.
 			fromStore := filepath.Join(out, "fromstore")
-			before = proxy.BytesSent()
+			before := proxy.BytesSent()
 			r := run(proxy.Env(srv), "--yes", "--json", src, fromStore)
 			runBytes := proxy.BytesSent() - before
 			if r.code != 0 {
@@ -254,16 +227,7 @@ func TestS3Parquet(t *testing.T) {
 			sameOutput(t, storeTree(t, srv, "dst", key), want)
 
 			// verify --against the bucket's copy, from either side.
-			for _, v := range [][2]string{{local, src}, {dst, src}} {
-				vr := bpS3(t, env, "verify", "--json", v[0], "--against", v[1])
-				var d verifyDoc
-				if err := json.Unmarshal([]byte(strings.TrimSpace(vr.stdout)), &d); err != nil {
-					t.Fatalf("verify JSON: %v\n%s\n%s", err, vr.stdout, vr.stderr)
-				}
-				if vr.code != 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
-					t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", v[0], v[1], vr.code, d.Against, d.Problems, vr.stderr)
-				}
-			}
+			verifyAgainstAll(t, env, [2]string{local, src}, [2]string{dst, src})
 		})
 	}
 }
