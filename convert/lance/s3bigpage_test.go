@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -95,26 +94,17 @@ func TestS3PeakRSSLargePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), srv.Env()...), childEnv+"="+string(spec))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("conversion: %v\n%s", err, stderr.String())
-	}
-	var rss uint64
+	peak, lines := testtool.RunChild(t, childEnv, string(spec), srv.Env()...)
+	rss := uint64(peak)
 	var fetched []uint64
-	for _, line := range strings.Split(strings.TrimSpace(string(stdout)), "\n") {
+	for _, line := range lines {
 		var n uint64
-		if _, err := fmt.Sscanf(line, peakLine+" %d", &n); err == nil {
-			rss = n << 10
-		} else if _, err := fmt.Sscanf(line, fetchedLine+" %d", &n); err == nil {
+		if _, err := fmt.Sscanf(line, fetchedLine+" %d", &n); err == nil {
 			fetched = append(fetched, n)
 		}
 	}
-	if rss == 0 || len(fetched) != 2 {
-		t.Fatalf("the child printed %q, not its peak RSS and two fetched counts", stdout)
+	if len(fetched) != 2 {
+		t.Fatalf("the child printed %q, not two fetched counts", lines)
 	}
 	t.Logf("page %.1f MiB; peak RSS %.1f MiB (bound %.0f MiB); fetched %d bytes converting, %d copying", mib(largest), mib(rss), mib(maxRSS128), fetched[0], fetched[1])
 	if rss > maxRSS128 {

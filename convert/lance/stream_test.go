@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,84 +78,58 @@ type childJob struct {
 }
 
 // convertChild runs, in a process of its own, the conversion that the
-// environment names (the plan with its evidence pass, then the run),
-// prints its peak RSS (VmHWM) and exits; without the variable
-// it returns.
+// environment names (the plan with its evidence pass, then the run; see
+// testtool.ChildMain, which prints its peak RSS), with a line of the
+// object bytes each step fetched when the source is in a bucket; without
+// the variable it returns.
 func convertChild() {
-	spec := os.Getenv(childEnv)
-	if spec == "" {
-		return
-	}
-	var cj childJob
-	err := json.Unmarshal([]byte(spec), &cj)
-	var fetched []string // what reading the source fetched, per step
-	if err == nil {
-		err = func() error {
-			ctx := context.Background()
-			stats := &objstore.Stats{}
-			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
-			if err != nil {
-				return err
-			}
-			if _, err := j.Plan(ctx, nil, progress.Nop{}); err != nil {
-				return err
-			}
-			if _, err = j.Run(ctx, nil); err != nil {
-				return err
-			}
-			fetched = append(fetched, fmt.Sprintf("%s %d", fetchedLine, stats.BytesRead()))
-			if cj.Copy == "" {
-				return nil
-			}
-			stats = &objstore.Stats{}
-			ds, err := lancestore.Open(ctx, cj.Src, lancefmt.OpenOptions{}, stats)
-			if err != nil {
-				return err
-			}
-			_, err = ds.Rewrite(ctx, cj.Copy, lancefmt.RewriteOptions{Replace: []lancefmt.Replacement{{Column: "id",
-				Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
-					vals, valid := make([]string, n), make([]bool, n)
-					for i := range vals {
-						vals[i], valid[i] = fmt.Sprintf("%d/%d", frag, i), true
-					}
-					return vals, valid, nil
-				}}}})
-			fetched = append(fetched, fmt.Sprintf("%s %d", fetchedLine, stats.BytesRead()))
+	testtool.ChildMain(childEnv, func(spec string, out io.Writer) error {
+		var cj childJob
+		if err := json.Unmarshal([]byte(spec), &cj); err != nil {
 			return err
-		}()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// The process's own high-water mark (its rusage maxrss would count
-	// the parent's RSS at the fork: the child shares the parent's memory
-	// until it execs).
-	st, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for _, line := range strings.Split(string(st), "\n") {
-		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			fmt.Printf("%s %s\n", peakLine, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")))
 		}
-	}
-	for _, line := range fetched {
-		if objstore.IsRemote(cj.Src) {
-			fmt.Println(line)
+		ctx := context.Background()
+		fetched := func(stats *objstore.Stats) {
+			if objstore.IsRemote(cj.Src) {
+				fmt.Fprintf(out, "%s %d\n", fetchedLine, stats.BytesRead())
+			}
 		}
-	}
-	os.Exit(0)
+		stats := &objstore.Stats{}
+		j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
+		if err != nil {
+			return err
+		}
+		if _, err := j.Plan(ctx, nil, progress.Nop{}); err != nil {
+			return err
+		}
+		if _, err = j.Run(ctx, nil); err != nil {
+			return err
+		}
+		fetched(stats)
+		if cj.Copy == "" {
+			return nil
+		}
+		stats = &objstore.Stats{}
+		ds, err := lancestore.Open(ctx, cj.Src, lancefmt.OpenOptions{}, stats)
+		if err != nil {
+			return err
+		}
+		_, err = ds.Rewrite(ctx, cj.Copy, lancefmt.RewriteOptions{Replace: []lancefmt.Replacement{{Column: "id",
+			Values: func(_ context.Context, frag, n uint64) ([]string, []bool, error) {
+				vals, valid := make([]string, n), make([]bool, n)
+				for i := range vals {
+					vals[i], valid[i] = fmt.Sprintf("%d/%d", frag, i), true
+				}
+				return vals, valid, nil
+			}}}})
+		fetched(stats)
+		return err
+	})
 }
 
-// peakLine starts the line on which a child process reports its peak RSS
-// in KiB; fetchedLine the lines, after it, on which one that read its
-// source from a bucket reports the object bytes each step fetched.
-const (
-	peakLine    = "peak RSS KiB:"
-	fetchedLine = "fetched bytes:"
-)
+// fetchedLine starts the lines on which a child that read its source from
+// a bucket reports the object bytes each step fetched.
+const fetchedLine = "fetched bytes:"
 
 // maxRSS128 is the bound on a conversion's peak RSS, whatever its pages
 // (issue 27).
@@ -199,19 +174,8 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("conversion: %v\n%s", err, stderr.String())
-			}
-			var rss uint64
-			if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), peakLine+" %d", &rss); err != nil || rss == 0 {
-				t.Fatalf("the conversion printed %q, not its peak RSS", out)
-			}
-			rss <<= 10
+			peak, _ := testtool.RunChild(t, childEnv, string(spec))
+			rss := uint64(peak)
 			t.Logf("%d pages, largest %.1f MiB; peak RSS of the conversion %.1f MiB (bound %.0f MiB)", pages, mib(largest), mib(rss), mib(maxRSS128))
 			if rss > maxRSS128 {
 				t.Errorf("peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS128))

@@ -1,15 +1,15 @@
 package parquet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // childEnv names the variable that makes the test binary a conversion
@@ -24,54 +24,30 @@ type childJob struct {
 	General bool
 }
 
-// peakLine starts the line on which a child process reports its peak RSS
-// in KiB.
-const peakLine = "peak RSS KiB:"
-
 // convertChild runs, in a process of its own, the conversion that the
-// environment names (inspection with its evidence pass, plan, run), prints
-// its peak RSS (VmHWM) and exits; without the variable it returns.
+// environment names (inspection with its evidence pass, plan, run) and
+// reports the members it packed (testtool.ChildMain adds its peak RSS);
+// without the variable it returns.
 func convertChild() {
-	spec := os.Getenv(childEnv)
-	if spec == "" {
-		return
-	}
-	var cj childJob
-	err := json.Unmarshal([]byte(spec), &cj)
-	if err == nil {
-		err = func() error {
-			ctx := context.Background()
-			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: cj.Columns, general: cj.General})
-			if err != nil {
-				return err
-			}
-			if _, err := j.Plan(ctx, nil, nil); err != nil {
-				return err
-			}
-			sum, err := j.Run(ctx, nil)
-			if err == nil {
-				fmt.Printf("members: %d\n", sum.Blobs)
-			}
+	testtool.ChildMain(childEnv, func(spec string, out io.Writer) error {
+		var cj childJob
+		if err := json.Unmarshal([]byte(spec), &cj); err != nil {
 			return err
-		}()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// The process's own high-water mark (its rusage maxrss would count
-	// the parent's RSS at the fork).
-	st, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for _, line := range strings.Split(string(st), "\n") {
-		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			fmt.Printf("%s %s\n", peakLine, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")))
 		}
-	}
-	os.Exit(0)
+		ctx := context.Background()
+		j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: cj.Columns, general: cj.General})
+		if err != nil {
+			return err
+		}
+		if _, err := j.Plan(ctx, nil, nil); err != nil {
+			return err
+		}
+		sum, err := j.Run(ctx, nil)
+		if err == nil {
+			fmt.Fprintf(out, "members: %d\n", sum.Blobs)
+		}
+		return err
+	})
 }
 
 // TestConvertPeakRSS converts tables that pyarrow wrote
@@ -120,19 +96,15 @@ func peakRSS(t *testing.T, job childJob) (int64, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("conversion: %v\n%s", err, stderr.String())
+	rss, lines := testtool.RunChild(t, childEnv, string(spec))
+	var members int64
+	if len(lines) != 1 {
+		t.Fatalf("the conversion printed %q, not its members", lines)
 	}
-	var kib, members int64
-	if _, err := fmt.Sscanf(string(out), "members: %d\n"+peakLine+" %d", &members, &kib); err != nil || kib == 0 {
-		t.Fatalf("the conversion printed %q, not its members and peak RSS", out)
+	if _, err := fmt.Sscanf(lines[0], "members: %d", &members); err != nil {
+		t.Fatalf("the conversion printed %q, not its members", lines)
 	}
-	return kib << 10, members
+	return rss, members
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
