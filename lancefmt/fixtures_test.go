@@ -1,15 +1,13 @@
 package lancefmt
 
 import (
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // The fixtures are Lance datasets written at test time by
@@ -19,13 +17,8 @@ import (
 // that use them are skipped, unless BPCONVERT_REQUIRE_TOOLS=1 (as in CI),
 // which turns the skip into a failure.
 
-var (
-	fixtureOnce sync.Once
-	fixtureDir  string
-	fixtureErr  error
-	fixtureSkip string
-	fixtureTook time.Duration
-)
+// generated are the datasets gen.mjs writes, once per test process.
+var generated = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 
 // repoRoot finds the module root above the working directory.
 func repoRoot() (string, error) {
@@ -45,62 +38,8 @@ func repoRoot() (string, error) {
 	}
 }
 
-// fixtures returns the directory holding the generated datasets, running the
-// generator once per test process.
-func fixtures(t testing.TB) string {
-	t.Helper()
-	fixtureOnce.Do(func() {
-		root, err := repoRoot()
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		gen := filepath.Join(root, "fixtures", "lance")
-		node, err := exec.LookPath("node")
-		if err != nil {
-			fixtureSkip = "node is not installed"
-			return
-		}
-		if _, err := os.Stat(filepath.Join(gen, "node_modules", "@lancedb", "lancedb")); err != nil {
-			fixtureSkip = "fixture dependencies are not installed (run: npm ci --prefix fixtures/lance)"
-			return
-		}
-		// Open the generator's inputs from Go so that go test's result cache
-		// notices when they change.
-		for _, name := range []string{"gen.mjs", "package.json", "package-lock.json"} {
-			if _, err := os.ReadFile(filepath.Join(gen, name)); err != nil {
-				fixtureErr = err
-				return
-			}
-		}
-		dir, err := os.MkdirTemp("", "lance-fixtures-")
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		start := time.Now()
-		cmd := exec.Command(node, filepath.Join(gen, "gen.mjs"), dir)
-		cmd.Dir = gen
-		out, err := cmd.CombinedOutput()
-		fixtureTook = time.Since(start)
-		if err != nil {
-			os.RemoveAll(dir)
-			fixtureErr = fmt.Errorf("gen.mjs: %v\n%s", err, out)
-			return
-		}
-		fixtureDir = dir
-	})
-	if fixtureSkip != "" {
-		if os.Getenv("BPCONVERT_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("lance fixtures required (BPCONVERT_REQUIRE_TOOLS=1): %s", fixtureSkip)
-		}
-		t.Skip(fixtureSkip)
-	}
-	if fixtureErr != nil {
-		t.Fatalf("lance fixtures: %v", fixtureErr)
-	}
-	return fixtureDir
-}
+// fixtures returns the directory holding the generated datasets.
+func fixtures(t testing.TB) string { return generated.Dir(t) }
 
 // committedFixtures returns testdata/lance: small datasets written by
 // `node fixtures/lance/gen.mjs --small` and committed with Lance's scan of
@@ -122,60 +61,19 @@ var fixtureSets = []struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fixtureDir != "" {
-		os.RemoveAll(fixtureDir)
-	}
+	generated.Cleanup()
 	os.Exit(code)
 }
 
-// expectedScan is Lance's scan of one dataset version.
-type expectedScan struct {
-	Version uint64                       `json:"version"`
-	NumRows int                          `json:"numRows"`
-	Types   map[string]string            `json:"types"`
-	Values  map[string][]json.RawMessage `json:"values"`
-}
-
-// expectedBlob is the size and SHA-256 of one blob payload.
-type expectedBlob struct {
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
-
-// expectedDataset is what gen.mjs wrote for one dataset.
-type expectedDataset struct {
-	StorageVersion string `json:"storageVersion"`
-	Versions       []struct {
-		Version uint64 `json:"version"`
-		Rows    uint64 `json:"rows"`
-	} `json:"versions"`
-	Scans []expectedScan                      `json:"scans"`
-	Blobs map[string]map[string]*expectedBlob `json:"blobs"`
-	// ScansFrom names the dataset whose scans hold this one's values too
-	// (the small datasets write equal scans once).
-	ScansFrom string `json:"scansFrom"`
-}
+// What gen.mjs recorded about each dataset (see testtool.LanceExpected).
+type (
+	expectedScan    = testtool.LanceScan
+	expectedDataset = testtool.LanceExpected
+)
 
 // loadExpected reads the expectations of dataset name.
 func loadExpected(t testing.TB, dir, name string) *expectedDataset {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, name+".json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e expectedDataset
-	if err := json.NewDecoder(zr).Decode(&e); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if e.ScansFrom != "" && e.ScansFrom != name {
-		e.Scans = loadExpected(t, dir, e.ScansFrom).Scans
-	}
-	return &e
+	return testtool.LoadLanceExpected(t, dir, name)
 }
 
 // datasetNames lists the generated datasets.

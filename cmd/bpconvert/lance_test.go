@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
@@ -22,80 +19,12 @@ import (
 // need node and `npm ci --prefix fixtures/lance`; without them these tests
 // are skipped, or fail when BPCONVERT_REQUIRE_TOOLS=1.
 
-var (
-	lanceFixOnce sync.Once
-	lanceFixDir  string
-	lanceFixErr  error
-)
+// lanceFixtureSet are the datasets fixtures/lance/gen.mjs writes with the
+// real Lance library, once per test process (TestMain removes them).
+var lanceFixtureSet = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 
-// lanceFixtures runs the generator once per test process and returns its
-// output directory, which TestMain removes with the test binary.
-func lanceFixtures(t *testing.T) string {
-	t.Helper()
-	testtool.Require(t, "node")
-	gen := filepath.Join(testtool.RepoRoot(t), "fixtures", "lance")
-	if _, err := os.Stat(filepath.Join(gen, "node_modules", "@lancedb", "lancedb")); err != nil {
-		testtool.Missing(t, "fixture dependencies are not installed (run: npm ci --prefix fixtures/lance)")
-	}
-	lanceFixOnce.Do(func() {
-		// Read the generator's inputs so that go test's cache notices changes.
-		for _, name := range []string{"gen.mjs", "package.json", "package-lock.json"} {
-			if _, err := os.ReadFile(filepath.Join(gen, name)); err != nil {
-				lanceFixErr = err
-				return
-			}
-		}
-		// Beside the test binary, so that TestMain removes it.
-		dir := filepath.Join(filepath.Dir(binPath), "lance-fixtures")
-		cmd := exec.Command("node", filepath.Join(gen, "gen.mjs"), dir)
-		cmd.Dir = gen
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(dir)
-			lanceFixErr = fmt.Errorf("gen.mjs: %v\n%s", err, out)
-			return
-		}
-		lanceFixDir = dir
-	})
-	if lanceFixErr != nil {
-		t.Fatalf("lance fixtures: %v", lanceFixErr)
-	}
-	return lanceFixDir
-}
-
-// lanceExpected is what gen.mjs wrote about one dataset: its versions with
-// row counts, Lance's scans (values in canonical JSON) and blob digests.
-type lanceExpected struct {
-	Versions []struct {
-		Version uint64 `json:"version"`
-		Rows    uint64 `json:"rows"`
-	} `json:"versions"`
-	Scans []struct {
-		Version uint64                       `json:"version"`
-		Values  map[string][]json.RawMessage `json:"values"`
-	} `json:"scans"`
-	Blobs map[string]map[string]*struct {
-		Size   int64  `json:"size"`
-		SHA256 string `json:"sha256"`
-	} `json:"blobs"`
-}
-
-func loadLanceExpected(t *testing.T, dir, name string) *lanceExpected {
-	t.Helper()
-	f, err := os.Open(filepath.Join(dir, name+".json.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var e lanceExpected
-	if err := json.NewDecoder(zr).Decode(&e); err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	return &e
-}
+// lanceFixtures returns the directory of the generated datasets.
+func lanceFixtures(t *testing.T) string { return lanceFixtureSet.Dir(t) }
 
 // inspectDoc is the part of the lance-inspect JSON document the tests read.
 type inspectDoc struct {
@@ -222,7 +151,7 @@ func TestLanceInspectRowsMatchLance(t *testing.T) {
 	const rows = 300
 	for _, tc := range tests {
 		t.Run(tc.dataset, func(t *testing.T) {
-			exp := loadLanceExpected(t, dir, tc.dataset)
+			exp := testtool.LoadLanceExpected(t, dir, tc.dataset)
 			var want map[string][]json.RawMessage
 			for _, s := range exp.Scans {
 				if s.Version == tc.version {
@@ -269,7 +198,7 @@ func TestLanceInspectVersions(t *testing.T) {
 	t.Parallel()
 	dir := lanceFixtures(t)
 	ds := filepath.Join(dir, "types_2_1.lance")
-	exp := loadLanceExpected(t, dir, "types_2_1")
+	exp := testtool.LoadLanceExpected(t, dir, "types_2_1")
 	latest := inspectJSON(t, ds)
 	last := exp.Versions[len(exp.Versions)-1]
 	if latest.Version != last.Version || latest.LatestVersion != last.Version || len(latest.Versions) != len(exp.Versions) {
@@ -340,7 +269,7 @@ func TestLanceInspectText(t *testing.T) {
 func TestLanceInspectBlobHandles(t *testing.T) {
 	t.Parallel()
 	dir := lanceFixtures(t)
-	exp := loadLanceExpected(t, dir, "blob2_2_2")
+	exp := testtool.LoadLanceExpected(t, dir, "blob2_2_2")
 	d := inspectJSON(t, "--rows", "100", filepath.Join(dir, "blob2_2_2.lance"))
 	if len(d.Rows) != len(exp.Blobs["blob"]) {
 		t.Fatalf("%d rows, generator wrote %d blobs", len(d.Rows), len(exp.Blobs["blob"]))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,12 +135,7 @@ func testLerobotYes(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	defer set.Close()
-	f, err := os.Open(filepath.Join(dst, videoindex.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := videoindex.Read(f)
-	f.Close()
+	ix, err := videoindex.ReadFile(filepath.Join(dst, videoindex.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,12 +182,7 @@ func testLerobotNoManifest(t *testing.T, root string) {
 		t.Fatal(err)
 	}
 	defer set.Close()
-	f, err := os.Open(filepath.Join(dst, videoindex.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := videoindex.Read(f)
-	f.Close()
+	ix, err := videoindex.ReadFile(filepath.Join(dst, videoindex.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

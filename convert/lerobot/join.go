@@ -3,7 +3,6 @@ package lerobot
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -38,12 +37,7 @@ func JoinIndex(ctx context.Context, out string, parts []string, rename func(part
 		if p == "" {
 			continue
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		ix, err := videoindex.Read(f)
-		f.Close()
+		ix, err := videoindex.ReadFile(p)
 		if err != nil {
 			return fmt.Errorf("part %d: %w", i+1, err)
 		}

@@ -227,12 +227,7 @@ func episodeSpans(t *testing.T, src string) map[string][2]float64 {
 
 // checkVideos checks video_index.json and every packed video.
 func checkVideos(t *testing.T, version, src, dst string, set *packcore.Set) {
-	f, err := os.Open(filepath.Join(dst, videoindex.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := videoindex.Read(f)
-	f.Close()
+	ix, err := videoindex.ReadFile(filepath.Join(dst, videoindex.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,12 +470,7 @@ func TestNoSplitEpisodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer set.Close()
-	f, err := os.Open(filepath.Join(dst, videoindex.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := videoindex.Read(f)
-	f.Close()
+	ix, err := videoindex.ReadFile(filepath.Join(dst, videoindex.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

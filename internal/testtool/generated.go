@@ -2,7 +2,9 @@ package testtool
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +43,14 @@ func (g *Generated) Dir(t testing.TB) string {
 		Missing(t, fmt.Sprintf("fixtures/%s/node_modules is missing: run npm ci --prefix fixtures/%s", g.Project, g.Project))
 	}
 	g.once.Do(func() {
+		// Read the generator's inputs from Go, so that go test's result
+		// cache notices when they change.
+		for _, name := range []string{g.Script, "package.json", "package-lock.json"} {
+			if _, err := os.ReadFile(filepath.Join(proj, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				g.err = err
+				return
+			}
+		}
 		dir, err := os.MkdirTemp("", "bpconvert-fixtures-"+g.Project+"-")
 		if err != nil {
 			g.err = err

@@ -25,6 +25,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 )
 
 // Format is the format id written in every index.
@@ -190,6 +191,21 @@ func Read(r io.Reader) (*Index, error) {
 		return nil, err
 	}
 	return &ix, nil
+}
+
+// ReadFile reads and validates the index at path, a regular file (a FIFO
+// is refused, not waited on); errors name path.
+func ReadFile(path string) (*Index, error) {
+	f, err := srcfile.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("videoindex: %w", srcfile.Named("open", path, err))
+	}
+	defer f.Close()
+	ix, err := Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ix, nil
 }
 
 // WriteFile writes ix to path under a temporary name in the same

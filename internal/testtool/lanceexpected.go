@@ -1,0 +1,63 @@
+package testtool
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// LanceScan is Lance's scan of one version of a dataset gen.mjs wrote.
+type LanceScan struct {
+	Version uint64                       `json:"version"`
+	NumRows int                          `json:"numRows"`
+	Types   map[string]string            `json:"types"`
+	Values  map[string][]json.RawMessage `json:"values"`
+}
+
+// LanceBlob is the size and SHA-256 of one blob payload.
+type LanceBlob struct {
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// LanceExpected is what gen.mjs recorded about one dataset: its storage
+// version, its versions with their row counts, Lance's scans (values in
+// canonical JSON) and blob digests (by column, then row).
+type LanceExpected struct {
+	StorageVersion string `json:"storageVersion"`
+	Versions       []struct {
+		Version uint64 `json:"version"`
+		Rows    uint64 `json:"rows"`
+	} `json:"versions"`
+	Scans []LanceScan                      `json:"scans"`
+	Blobs map[string]map[string]*LanceBlob `json:"blobs"`
+	// ScansFrom names the dataset whose scans hold this one's values too
+	// (the small datasets write equal scans once); LoadLanceExpected
+	// reads them from there.
+	ScansFrom string `json:"scansFrom"`
+}
+
+// LoadLanceExpected reads dir/NAME.json.gz, what gen.mjs recorded about
+// dataset name.
+func LoadLanceExpected(t testing.TB, dir, name string) *LanceExpected {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, name+".json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e LanceExpected
+	if err := json.NewDecoder(zr).Decode(&e); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if e.ScansFrom != "" && e.ScansFrom != name {
+		e.Scans = LoadLanceExpected(t, dir, e.ScansFrom).Scans
+	}
+	return &e
+}
