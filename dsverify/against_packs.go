@@ -227,10 +227,11 @@ func (v *verifier) detectShardPrefix(first string, set *packcore.Set) (bool, err
 	defer f.Close()
 	seq := f.stream(v.ctx)
 	defer seq.Close()
-	r, err := decompress(bufio.NewReaderSize(seq, 1<<16))
+	r, comp, release, err := wds.Decompress(bufio.NewReaderSize(seq, 1<<16))
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", first, err)
+		return false, fmt.Errorf("%s: corrupt %s stream: %w", first, comp, err)
 	}
+	defer release()
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()

@@ -17,8 +17,9 @@ import (
 // that use them are skipped, unless BPCONVERT_REQUIRE_TOOLS=1 (as in CI),
 // which turns the skip into a failure.
 
-// generated are the datasets gen.mjs writes, once per test process.
-var generated = testtool.Generated{Project: "lance", Script: "gen.mjs"}
+// lanceGen writes the fixtures, once per run of the tests (see
+// testtool.Generated).
+var lanceGen = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 
 // repoRoot finds the module root above the working directory.
 func repoRoot() (string, error) {
@@ -39,7 +40,10 @@ func repoRoot() (string, error) {
 }
 
 // fixtures returns the directory holding the generated datasets.
-func fixtures(t testing.TB) string { return generated.Dir(t) }
+func fixtures(t testing.TB) string {
+	t.Helper()
+	return lanceGen.Dir(t)
+}
 
 // committedFixtures returns testdata/lance: small datasets written by
 // `node fixtures/lance/gen.mjs --small` and committed with Lance's scan of
@@ -61,7 +65,7 @@ var fixtureSets = []struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	generated.Cleanup()
+	lanceGen.Cleanup()
 	os.Exit(code)
 }
 

@@ -19,12 +19,15 @@ import (
 // need node and `npm ci --prefix fixtures/lance`; without them these tests
 // are skipped, or fail when BPCONVERT_REQUIRE_TOOLS=1.
 
-// lanceFixtureSet are the datasets fixtures/lance/gen.mjs writes with the
-// real Lance library, once per test process (TestMain removes them).
-var lanceFixtureSet = testtool.Generated{Project: "lance", Script: "gen.mjs"}
+// lanceGen writes them, once per run of the tests (see
+// testtool.Generated).
+var lanceGen = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 
 // lanceFixtures returns the directory of the generated datasets.
-func lanceFixtures(t *testing.T) string { return lanceFixtureSet.Dir(t) }
+func lanceFixtures(t *testing.T) string {
+	t.Helper()
+	return lanceGen.Dir(t)
+}
 
 // inspectDoc is the part of the lance-inspect JSON document the tests read.
 type inspectDoc struct {

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 	lerobotFixtures.Cleanup()
 	lerobotBig.Cleanup()
 	hfDiskFixtures.Cleanup()
-	lanceFixtureSet.Cleanup()
+	lanceGen.Cleanup()
 	os.Exit(code)
 }
 

@@ -2,7 +2,6 @@ package lance
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
-	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -90,12 +88,7 @@ func TestS3PeakRSSLargePage(t *testing.T) {
 	placeInBucket(t, srv, local, "big", "one_page_2_2.lance")
 	out := t.TempDir()
 	dst, copied := filepath.Join(out, "out"), filepath.Join(out, "copy.lance")
-	spec, err := json.Marshal(childJob{Src: "s3://big/one_page_2_2.lance", Dst: dst, Column: "data", Quick: true, Copy: copied})
-	if err != nil {
-		t.Fatal(err)
-	}
-	peak, lines := testtool.RunChild(t, childEnv, string(spec), srv.Env()...)
-	rss := uint64(peak)
+	rss, lines := childPeak(t, childJob{Src: "s3://big/one_page_2_2.lance", Dst: dst, Column: "data", Quick: true, Copy: copied}, srv.Env()...)
 	var fetched []uint64
 	for _, line := range lines {
 		var n uint64

@@ -75,13 +75,17 @@ type childJob struct {
 	// Copy, when set, is where the child then rewrites the source with only
 	// its "id" column replaced, so that Column's pages are page-copied.
 	Copy string
+	// Verify makes the child verify Dst against Src instead (what
+	// `verify DST --against SRC` runs) and print the payloads compared.
+	Verify bool
 }
 
 // convertChild runs, in a process of its own, the conversion that the
 // environment names (the plan with its evidence pass, then the run; see
 // testtool.ChildMain, which prints its peak RSS), with a line of the
-// object bytes each step fetched when the source is in a bucket; without
-// the variable it returns.
+// object bytes each step fetched when the source is in a bucket, or the
+// verification it names, with a line of the payloads compared; without the
+// variable it returns.
 func convertChild() {
 	testtool.ChildMain(childEnv, func(spec string, out io.Writer) error {
 		var cj childJob
@@ -89,6 +93,17 @@ func convertChild() {
 			return err
 		}
 		ctx := context.Background()
+		if cj.Verify {
+			rep, err := dsverify.Verify(ctx, cj.Dst, dsverify.Options{Against: cj.Src})
+			if err != nil {
+				return err
+			}
+			if !rep.OK() || rep.Against == nil {
+				return fmt.Errorf("verify --against: %+v", rep)
+			}
+			fmt.Fprintf(out, "%s %d\n", comparedLine, rep.Against.Payloads)
+			return nil
+		}
 		fetched := func(stats *objstore.Stats) {
 			if objstore.IsRemote(cj.Src) {
 				fmt.Fprintf(out, "%s %d\n", fetchedLine, stats.BytesRead())
@@ -128,8 +143,12 @@ func convertChild() {
 }
 
 // fetchedLine starts the lines on which a child that read its source from
-// a bucket reports the object bytes each step fetched.
-const fetchedLine = "fetched bytes:"
+// a bucket reports the object bytes each step fetched; comparedLine the
+// line on which a verifying child reports the payloads it compared.
+const (
+	fetchedLine  = "fetched bytes:"
+	comparedLine = "compared payloads:"
+)
 
 // maxRSS128 is the bound on a conversion's peak RSS, whatever its pages
 // (issue 27).
@@ -144,8 +163,9 @@ const maxRSS128 = 128 << 20
 // its evidence pass, then the run) runs in a process of its own whose peak
 // RSS must stay at most 128 MiB; pylance 14.0.2 then reads the output and
 // the source (fixtures/lance14/check.py: every reference resolves through
-// its zip shard to the source's bytes, every kept column equal), and,
-// except for the 1 GB page, verify --against compares every payload again.
+// its zip shard to the source's bytes, every kept column equal), and
+// verify --against, in a process of its own under the same bound, compares
+// every payload again.
 func TestRunPeakRSSPylance14(t *testing.T) {
 	t.Parallel()
 	py, root := bigPylance14(t)
@@ -156,12 +176,11 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 		minPages int    // pages of the column, at least
 		compared int
 		members  int
-		verify   bool
 	}{
 		{name: "one_page_2_2", column: "data", minPage: 1 << 30 * 95 / 100, minPages: 1, compared: 10000, members: 10000},
-		{name: "one_page_2_1", column: "data", minPage: 190 << 20, minPages: 1, compared: 2999, members: 2999, verify: true},
-		{name: "pages_2_2", column: "data", minPages: 100, compared: 1999, members: 1999, verify: true},
-		{name: "blob2_2_2", column: "blob", minPages: 1, compared: 2499, members: 2499, verify: true},
+		{name: "one_page_2_1", column: "data", minPage: 190 << 20, minPages: 1, compared: 2999, members: 2999},
+		{name: "pages_2_2", column: "data", minPages: 100, compared: 1999, members: 1999},
+		{name: "blob2_2_2", column: "blob", minPages: 1, compared: 2499, members: 2499},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := filepath.Join(root, tc.name+".lance")
@@ -170,12 +189,7 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 				t.Fatalf("the column has %d pages of at most %d bytes; the test needs %d or more, of at least %d bytes", pages, largest, tc.minPages, tc.minPage)
 			}
 			dst := filepath.Join(t.TempDir(), "out")
-			spec, err := json.Marshal(childJob{Src: src, Dst: dst, Column: tc.column})
-			if err != nil {
-				t.Fatal(err)
-			}
-			peak, _ := testtool.RunChild(t, childEnv, string(spec))
-			rss := uint64(peak)
+			rss, _ := childPeak(t, childJob{Src: src, Dst: dst, Column: tc.column})
 			t.Logf("%d pages, largest %.1f MiB; peak RSS of the conversion %.1f MiB (bound %.0f MiB)", pages, mib(largest), mib(rss), mib(maxRSS128))
 			if rss > maxRSS128 {
 				t.Errorf("peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS128))
@@ -187,17 +201,28 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 			if got.Compared != tc.compared || got.Members != tc.members {
 				t.Errorf("%d values compared through %d members, want %d through %d", got.Compared, got.Members, tc.compared, tc.members)
 			}
-			if tc.verify {
-				rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !rep.OK() || rep.Against == nil {
-					t.Errorf("verify --against: %+v", rep)
-				}
+			rss, lines := childPeak(t, childJob{Src: src, Dst: dst, Verify: true})
+			t.Logf("peak RSS of verify --against %.1f MiB (bound %.0f MiB)", mib(rss), mib(maxRSS128))
+			if rss > maxRSS128 {
+				t.Errorf("verify --against: peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS128))
+			}
+			if want := fmt.Sprintf("%s %d", comparedLine, tc.compared); len(lines) != 1 || lines[0] != want {
+				t.Errorf("verify --against printed %q, want %q", lines, want)
 			}
 		})
 	}
+}
+
+// childPeak runs job in a child process (convertChild) and returns its
+// peak RSS in bytes and the lines it printed after it.
+func childPeak(t *testing.T, job childJob, env ...string) (uint64, []string) {
+	t.Helper()
+	spec, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rss, lines := testtool.RunChild(t, childEnv, string(spec), env...)
+	return uint64(rss), lines
 }
 
 // pageSizes returns the largest page of a column in bytes and its number
