@@ -10,6 +10,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/jsonobj"
 )
 
 // Where the videos went, as meta/info.json of a converted dataset says it.
@@ -51,37 +52,22 @@ type infoRecord struct {
 // members keep their order and values. LeRobot writes info.json with a
 // four-space indent, and so does this.
 func rewriteVideoPath(info []byte, packDir, storage string) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(info))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
+	all, err := jsonobj.Parse(info)
+	if err != nil {
+		return nil, err
 	}
-	type member struct {
-		key string
-		val json.RawMessage
-	}
-	var ms []member
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
+	ms := all[:0]
+	for _, m := range all {
+		if m.Key != "storage_format" || storage == StorageParquet {
+			ms = append(ms, m)
 		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%q: %w", key, err)
-		}
-		if key == "storage_format" && storage != StorageParquet {
-			continue
-		}
-		ms = append(ms, member{key, v})
 	}
 	var src string
 	found := false
 	for i, m := range ms {
-		switch m.key {
+		switch m.Key {
 		case "video_path":
-			if err := json.Unmarshal(m.val, &src); err != nil || src == "" {
+			if err := json.Unmarshal(m.Value, &src); err != nil || src == "" {
 				return nil, errors.New("video_path is not a template string")
 			}
 			first, rest, _ := strings.Cut(src, "/")
@@ -92,7 +78,7 @@ func rewriteVideoPath(info []byte, packDir, storage string) ([]byte, error) {
 				rest = first
 			}
 			v, _ := json.Marshal(packedVideoDir + "/" + rest)
-			ms[i].val, found = v, true
+			ms[i].Value, found = v, true
 		case "bpconvert":
 			return nil, errors.New("already has a bpconvert member")
 		}
@@ -111,21 +97,9 @@ func rewriteVideoPath(info []byte, packDir, storage string) ([]byte, error) {
 		r.SourceStorage = storage
 	}
 	rec, _ := json.Marshal(r)
-	ms = append(ms, member{"bpconvert", rec})
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range ms {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(m.key)
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(m.val)
-	}
-	b.WriteByte('}')
+	ms = append(ms, jsonobj.Member{Key: "bpconvert", Value: rec})
 	var out bytes.Buffer
-	if err := json.Indent(&out, b.Bytes(), "", "    "); err != nil {
+	if err := json.Indent(&out, jsonobj.Encode(ms), "", "    "); err != nil {
 		return nil, err
 	}
 	out.WriteByte('\n')

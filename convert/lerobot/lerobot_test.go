@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/internal/testtool/packtest"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
@@ -465,15 +466,7 @@ func TestNoSplitEpisodes(t *testing.T) {
 	if res.Cut != 0 || res.Videos != 3 || res.IndexEntries != 12 {
 		t.Errorf("result %+v, want 3 whole files, 12 index entries, nothing cut", res)
 	}
-	set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	ix, err := videoindex.ReadFile(filepath.Join(dst, videoindex.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
+	set, ix := packtest.LeRobotOutput(t, dst)
 	spans := episodeSpans(t, src)
 	for _, e := range ix.Episodes {
 		member, _, _ := packcore.ParseRef(e.Ref)

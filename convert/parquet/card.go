@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/jsonobj"
 )
 
 // Metadata files beside the tables that declare the features: the dataset
@@ -471,7 +472,7 @@ func rewriteInfo(info []byte, e featureEdit) (out []byte, changed bool, err erro
 		return info, false, nil
 	}
 	top[fi].Value = feats
-	body := []byte(encodeObject(top))
+	body := []byte(jsonobj.Encode(top))
 	if indent, ok := jsonIndent(info); ok {
 		// An indented file (datasets writes dataset_info.json with
 		// indent=2) is indented again the same way, which leaves the

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bpconvert/bpconvert/internal/jsonobj"
 )
 
 // HFKey is the parquet key-value metadata key under which Hugging Face
@@ -32,59 +34,13 @@ func isListType(t string) bool {
 var stringValue = json.RawMessage(`{"dtype": "string", "_type": "Value"}`)
 
 // member is one key of a JSON object, its value kept as written.
-type member struct {
-	Key   string
-	Value json.RawMessage
-}
+type member = jsonobj.Member
 
 // parseObject splits a JSON object into its members in order. ok is false
 // when raw is not exactly one JSON object.
 func parseObject(raw []byte) (ms []member, ok bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, false
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		key, isKey := tok.(string)
-		if !isKey {
-			return nil, false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, false
-		}
-		ms = append(ms, member{key, v})
-	}
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return nil, false
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, false // trailing data
-	}
-	return ms, true
-}
-
-// encodeObject writes members back as a JSON object.
-func encodeObject(ms []member) json.RawMessage {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range ms {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		k, _ := json.Marshal(m.Key)
-		b.Write(k)
-		b.WriteString(": ")
-		b.Write(m.Value)
-	}
-	b.WriteByte('}')
-	return b.Bytes()
+	ms, err := jsonobj.Parse(raw)
+	return ms, err == nil
 }
 
 func find(ms []member, key string) int {
@@ -133,7 +89,7 @@ func listElem(raw json.RawMessage) (elem json.RawMessage, spelling string, rebui
 	return ms[fi].Value, t, func(e json.RawMessage) json.RawMessage {
 		out := append([]member(nil), ms...)
 		out[fi].Value = e
-		return encodeObject(out)
+		return jsonobj.Encode(out)
 	}, true
 }
 
@@ -237,7 +193,7 @@ func rewriteFeatureAt(feature json.RawMessage, path []string) (json.RawMessage, 
 	}
 	out := append([]member(nil), ms...)
 	out[i].Value = v
-	return encodeObject(out), true
+	return jsonobj.Encode(out), true
 }
 
 // addSiblingAt adds, beside the media feature at path, the --keep-path
@@ -267,14 +223,14 @@ func addSiblingAt(features json.RawMessage, path []string) (json.RawMessage, boo
 			return features, false
 		}
 		out[i].Value = v
-		return encodeObject(out), true
+		return jsonobj.Encode(out), true
 	}
 	name := path[0] + PathSuffix
 	if find(ms, name) >= 0 {
 		return features, false
 	}
 	sib, _ := rewriteFeatureAt(ms[i].Value, nil)
-	return encodeObject(slices.Insert(out, i+1, member{name, sib})), true
+	return jsonobj.Encode(slices.Insert(out, i+1, member{Key: name, Value: sib})), true
 }
 
 // editFeatures applies e to a features object: the string paths declared
@@ -321,8 +277,8 @@ func rewriteHF(meta string, e featureEdit) (string, error) {
 		return meta, nil // nothing to change: keep the bytes
 	}
 	info[fi].Value = features
-	top[ii].Value = encodeObject(info)
-	return string(encodeObject(top)), nil
+	top[ii].Value = jsonobj.Encode(info)
+	return string(jsonobj.Encode(top)), nil
 }
 
 // dotted joins a column path for member keys.
