@@ -160,31 +160,8 @@ func (v *verifier) openCameraFile(src, key string, blobs map[string]lerobot.Sour
 		f.Close()
 		return nil, nil, fmt.Errorf("%s: the blob [%d, %d) lies beyond the end of the object (%d bytes)", b.Path, b.Offset, b.Offset+b.Size, f.obj.Size())
 	}
-	r := objstore.NewSeqReader(v.ctx, &sectionObject{Object: f.obj, off: b.Offset, size: b.Size}, objstore.SeqOptions{Chunk: 4 << 20})
+	r := objstore.NewSeqReader(v.ctx, objstore.Section(f.obj, b.Offset, b.Size), objstore.SeqOptions{Chunk: 4 << 20})
 	return closers{r, f}, r, nil
-}
-
-// sectionObject is the range [off, off+size) of an object, as an object:
-// a blob streamed with read-ahead.
-type sectionObject struct {
-	objstore.Object
-	off, size int64
-}
-
-func (s *sectionObject) Size() int64 { return s.size }
-
-func (s *sectionObject) ReadAt(p []byte, off int64) (int, error) {
-	if off >= s.size {
-		return 0, io.EOF
-	}
-	if rest := s.size - off; int64(len(p)) > rest {
-		n, err := s.Object.ReadAt(p[:rest], s.off+off)
-		if err == nil {
-			err = io.EOF
-		}
-		return n, err
-	}
-	return s.Object.ReadAt(p, s.off+off)
 }
 
 // closers closes each in turn.

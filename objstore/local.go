@@ -73,12 +73,9 @@ func (l *Local) Stat(ctx context.Context, name string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	st, err := os.Stat(p)
+	st, err := srcfile.Stat(p)
 	if err != nil {
-		return Info{}, err
-	}
-	if !st.Mode().IsRegular() {
-		return Info{}, fmt.Errorf("%s: not a regular file", p)
+		return Info{}, srcfile.Named("stat", p, err)
 	}
 	return Info{Name: name, Size: st.Size(), ModTime: st.ModTime()}, nil
 }
