@@ -87,11 +87,7 @@ type childJob struct {
 // verification it names, with a line of the payloads compared; without the
 // variable it returns.
 func convertChild() {
-	testtool.ChildMain(childEnv, func(spec string, out io.Writer) error {
-		var cj childJob
-		if err := json.Unmarshal([]byte(spec), &cj); err != nil {
-			return err
-		}
+	testtool.ChildMain(childEnv, func(cj childJob, out io.Writer) error {
 		ctx := context.Background()
 		if cj.Verify {
 			rep, err := dsverify.Verify(ctx, cj.Dst, dsverify.Options{Against: cj.Src})
@@ -217,11 +213,7 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 // peak RSS in bytes and the lines it printed after it.
 func childPeak(t *testing.T, job childJob, env ...string) (uint64, []string) {
 	t.Helper()
-	spec, err := json.Marshal(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rss, lines := testtool.RunChild(t, childEnv, string(spec), env...)
+	rss, lines := testtool.RunChild(t, childEnv, job, env...)
 	return uint64(rss), lines
 }
 

@@ -2,7 +2,6 @@ package parquet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -29,11 +28,7 @@ type childJob struct {
 // reports the members it packed (testtool.ChildMain adds its peak RSS);
 // without the variable it returns.
 func convertChild() {
-	testtool.ChildMain(childEnv, func(spec string, out io.Writer) error {
-		var cj childJob
-		if err := json.Unmarshal([]byte(spec), &cj); err != nil {
-			return err
-		}
+	testtool.ChildMain(childEnv, func(cj childJob, out io.Writer) error {
 		ctx := context.Background()
 		j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: cj.Columns, general: cj.General})
 		if err != nil {
@@ -92,11 +87,7 @@ func TestConvertPeakRSS(t *testing.T) {
 // and the members it packed.
 func peakRSS(t *testing.T, job childJob) (int64, int64) {
 	t.Helper()
-	spec, err := json.Marshal(job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rss, lines := testtool.RunChild(t, childEnv, string(spec))
+	rss, lines := testtool.RunChild(t, childEnv, job)
 	var members int64
 	if len(lines) != 1 {
 		t.Fatalf("the conversion printed %q, not its members", lines)

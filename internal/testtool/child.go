@@ -2,6 +2,7 @@ package testtool
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,19 +22,25 @@ const peakLine = "peak RSS KiB:"
 
 // ChildMain is called first in a TestMain. When the environment variable
 // name is set, this process is a child that RunChild started: run is
-// called with the variable's value and may write lines to out; the child
+// called with the job the variable holds (JSON) and may write lines to
+// out; the child
 // prints its peak RSS (the process's own high-water mark, VmHWM: its
 // rusage maxrss would count the parent's RSS at the fork, as the child
 // shares the parent's memory until it execs), then what run wrote, and
 // exits, with 1 and the error on stderr when run fails. Without the
 // variable ChildMain returns.
-func ChildMain(name string, run func(spec string, out io.Writer) error) {
+func ChildMain[Job any](name string, run func(job Job, out io.Writer) error) {
 	spec, ok := os.LookupEnv(name)
 	if !ok {
 		return
 	}
+	var job Job
+	err := json.Unmarshal([]byte(spec), &job)
 	var out bytes.Buffer
-	if err := run(spec, &out); err != nil {
+	if err == nil {
+		err = run(job, &out)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -62,13 +69,18 @@ func selfPeakKiB() (int64, error) {
 }
 
 // RunChild runs this test binary as a child (see ChildMain) with the
-// variable name set to spec and env added to this process's environment.
+// variable name set to job (as JSON) and env added to this process's
+// environment.
 // It returns the child's peak RSS in bytes and the lines its work wrote;
 // a child that fails, or reports no peak, fails the test.
-func RunChild(t testing.TB, name, spec string, env ...string) (int64, []string) {
+func RunChild(t testing.TB, name string, job any, env ...string) (int64, []string) {
 	t.Helper()
+	spec, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), env...), name+"="+spec)
+	cmd.Env = append(append(os.Environ(), env...), name+"="+string(spec))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
