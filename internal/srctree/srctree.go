@@ -60,6 +60,8 @@ type Tree struct {
 	mu     sync.Mutex
 	failed error
 	looked map[string]Entry
+
+	cache cache // what the open files of a remote tree share
 }
 
 // Entry describes a file (or, in a local Walk, a directory).
@@ -382,11 +384,7 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size})
-	if err != nil {
-		return nil, err
-	}
-	return newRemoteFile(&recorder{Object: obj, t: t}), nil
+	return t.openRemote(ctx, e)
 }
 
 // OpenSection opens the n bytes of the regular file rel from off as a file
@@ -403,8 +401,8 @@ func (t *Tree) OpenSection(ctx context.Context, rel string, off, n int64) (File,
 		f.Close()
 		return nil, &fs.PathError{Op: "open", Path: t.Path(rel), Err: fmt.Errorf("the section [%d, %d) passes the end of the file (%d bytes)", off, off+n, f.Size())}
 	}
-	if rf, ok := f.(*remoteFile); ok {
-		return newRemoteFile(&section{Object: rf.obj, off: off, size: n}), nil
+	if h, ok := f.(*handle); ok {
+		return h.section(off, n), nil
 	}
 	return &localSection{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
 }
@@ -550,8 +548,8 @@ func (t *Tree) Walk(ctx context.Context, dir string, fn func(Entry) error) error
 // objstore's sequential read-ahead (8 MiB reads, two ahead). Close it
 // before f.
 func Stream(ctx context.Context, f File) io.ReadCloser {
-	if rf, ok := f.(*remoteFile); ok {
-		return objstore.NewSeqReader(ctx, rf.obj, objstore.SeqOptions{})
+	if h, ok := f.(*handle); ok {
+		return objstore.NewSeqReader(ctx, h.obj, objstore.SeqOptions{})
 	}
 	return io.NopCloser(io.NewSectionReader(f, 0, f.Size()))
 }
