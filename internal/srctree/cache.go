@@ -64,7 +64,8 @@ func (s *span) has(pos int64) bool { return pos >= s.off && pos < s.end() }
 
 // run is one sequential run of reads of a file.
 type run struct {
-	next  int64  // where its last read ended
+	last  int64  // where its last read started
+	next  int64  // where its reads ended
 	ahead int64  // the size of its last span
 	on    bool   // it went on past its first read
 	used  uint64 // the tick of its last read
@@ -175,18 +176,21 @@ func (f *remoteFile) readAt(p []byte, off int64, runs *[]*run) (int, error) {
 	return int(n), nil
 }
 
-// runAt returns the run a read of want bytes at off continues (seq), or
-// starts one in place of another: of the runs that never went on past
-// their first read the newest, else the one read least recently. So reads
-// here and there do not end the runs that go on, and of more streams than
+// runAt returns the run a read of want bytes at off continues (seq): one
+// whose last read started at or before off and whose reads ended at or
+// after it (a reader that reads a header, then the record from its start,
+// goes on as one that reads on from the header). Otherwise it starts a
+// run, in place of another: of the runs that never went on past their
+// first read the newest, else the one read least recently. So reads here
+// and there do not end the runs that go on, and of more streams than
 // MaxRuns read in turn, all but two keep their runs. Called with f.mu
 // held.
 func (f *remoteFile) runAt(runs *[]*run, off, want int64) (r *run, seq bool) {
 	f.tick++
 	f.ranSeq = true
 	for _, x := range *runs {
-		if x.next == off {
-			x.next, x.used, x.on = off+want, f.tick, true
+		if off >= x.last && off <= x.next {
+			x.last, x.next, x.used, x.on = off, max(x.next, off+want), f.tick, true
 			return x, true
 		}
 	}
@@ -202,7 +206,7 @@ func (f *remoteFile) runAt(runs *[]*run, off, want int64) (r *run, seq bool) {
 		}
 		*r = run{}
 	}
-	r.next, r.used = off+want, f.tick
+	r.last, r.next, r.used = off, off+want, f.tick
 	return r, false
 }
 
@@ -216,6 +220,9 @@ func (f *remoteFile) spanAt(pos, need int64, r *run, seq bool) (s *span, own boo
 	f.tick++
 	size := f.obj.Size()
 	if s, own = f.holding(pos); s != nil {
+		if r != nil && r.ahead == 0 {
+			r.ahead = int64(len(s.b)) // a run that starts in s doubles it
+		}
 		if own {
 			s.refs++
 			s.used = f.tick
