@@ -25,11 +25,11 @@ const (
 	// that never went on past its first read, else the run read least
 	// recently.
 	MaxRuns = 4
-	// An open file keeps, of what it fetched, twice the last request of
-	// each run that has gone on past its first read (the span being read
-	// and the one fetched ahead), at least runBytes, and scatterBytes
-	// more: 16.1 MiB for one run at full speed or none, 64.1 MiB for
-	// MaxRuns at full speed.
+	// An open object keeps, of what it fetched, twice the last request of
+	// each run of its Files that has gone on past its first read (the span
+	// being read and the one fetched ahead), at least runBytes, and
+	// scatterBytes more: 16.1 MiB for one run at full speed or none, 64.1
+	// MiB for MaxRuns at full speed (of one File or of several).
 	runBytes     = 2 * MaxAhead
 	scatterBytes = 8 * BlockSize
 	// SampleBytes bounds what a tree keeps, for the files it opens later,
@@ -74,10 +74,10 @@ type run struct {
 // remoteFile is an object of a tree in object storage, open for reading,
 // shared by every File the tree opened for it that is not closed (see
 // handle): readers of one object opened at once (the column readers of
-// one table) fetch its bytes once between them. Reads are served from the spans
-// fetched before where they cover them; otherwise a read fetches one span
-// (at most MaxAhead): aligned BlockSize blocks around it, or, when it
-// starts where a run of reads ended (one of MaxRuns), a span twice the
+// one table) fetch its bytes once between them. Reads are served from the
+// spans fetched before where they cover them; otherwise a read fetches one
+// span (at most MaxAhead): aligned BlockSize blocks around it, or, when it
+// continues one of the runs of its File (see runAt), a span twice the
 // run's last one (up to MaxAhead); once a run is long, the span after the
 // one being read is always in flight. Every byte a caller reads is fetched
 // once while it stays among the kept spans: spans are let go of when more
@@ -494,10 +494,10 @@ func (o heldObject) Close() error { return o.h.Close() }
 // that reads a few ranges it names exactly, such as a plan's sample of a
 // table's row groups, and would otherwise have a run of two reads fetch
 // far past what it wants. What exact reads fetch is kept by the tree (up
-// to SampleBytes for all its files) for the files of the same object it
-// opens later, until one of them that read it ahead is closed: the
-// conversion that follows a plan reads the plan's sample without fetching
-// it again. A local file is returned as it is.
+// to SampleBytes for all its files) for the Files of the same object it
+// opens later, until the last of those, when one read ahead, is closed:
+// the conversion that follows a plan reads the plan's sample without
+// fetching it again. A local file is returned as it is.
 func Exact(f File) File {
 	if h, ok := f.(*handle); ok {
 		return exactFile{h}

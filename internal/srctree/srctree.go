@@ -6,10 +6,13 @@
 //
 // A remote file's small reads (a parquet footer, an MP4 box header) are
 // rounded up to aligned blocks that are kept for the reads that follow,
-// and a run of sequential reads (libav demuxing a camera file) is fetched
-// ahead in growing requests; Stream reads a file front to back with
-// objstore's read-ahead. So a converter that reads a dataset by name reads
-// it the same way from a bucket as from a disk, once.
+// and runs of sequential reads (libav demuxing a camera file, the column
+// chunks of a row group read in turn) are fetched ahead in growing
+// requests; the Files of one object open at once share what they fetched,
+// and a plan's exact reads are kept for the conversion that follows it;
+// Stream reads a file front to back with objstore's read-ahead. So a
+// converter that reads a dataset by name reads it the same way from a
+// bucket as from a disk, once.
 //
 // It is for sources only: it never writes. Converters that read a
 // dataset's files by name (LeRobot, Parquet) use it instead of paths.
