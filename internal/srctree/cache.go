@@ -64,6 +64,7 @@ func (s *span) has(pos int64) bool { return pos >= s.off && pos < s.end() }
 
 // run is one sequential run of reads of a file.
 type run struct {
+	start int64  // where its first read started
 	last  int64  // where its last read started
 	next  int64  // where its reads ended
 	ahead int64  // the size of its last span
@@ -206,7 +207,7 @@ func (f *remoteFile) runAt(runs *[]*run, off, want int64) (r *run, seq bool) {
 		}
 		*r = run{}
 	}
-	r.last, r.next, r.used = off, off+want, f.tick
+	r.start, r.last, r.next, r.used = off, off, off+want, f.tick
 	return r, false
 }
 
@@ -233,7 +234,7 @@ func (f *remoteFile) spanAt(pos, need int64, r *run, seq bool) (s *span, own boo
 		if end := s.end(); seq && r.ahead >= MaxAhead/4 && end < size && f.free(end) {
 			// the run has entered its last span: the next goes out now
 			r.ahead = min(2*r.ahead, MaxAhead)
-			f.fetch(end, f.limit(end, min(end+r.ahead, size)), false)
+			f.fetchAhead(r, end, size)
 		}
 		return s, own
 	}
@@ -265,9 +266,28 @@ func (f *remoteFile) spanAt(pos, need int64, r *run, seq bool) (s *span, own boo
 	}
 	if seq && r.ahead >= MaxAhead/4 && hi < size && f.free(hi) {
 		// a long run: the next span is fetched while this one is read
-		f.fetch(hi, f.limit(hi, min(hi+r.ahead, size)), false)
+		f.fetchAhead(r, hi, size)
 	}
 	return s, true
+}
+
+// fetchAhead starts the request of the span from lo that the run r reads
+// next, as long as r.ahead and ending before the kept spans and where
+// another run began (it read on from there and may have let go of what it
+// read): no run fetches ahead what another read already. Called with f.mu
+// held.
+func (f *remoteFile) fetchAhead(r *run, lo, size int64) {
+	hi := f.limit(lo, min(lo+r.ahead, size))
+	for runs := range f.runs {
+		for _, x := range *runs {
+			if x != r && x.start >= lo && x.start < hi {
+				hi = x.start
+			}
+		}
+	}
+	if hi > lo {
+		f.fetch(lo, hi, false)
+	}
 }
 
 // holding returns the newest span holding pos, the file's own (own) or
@@ -293,12 +313,21 @@ func (f *remoteFile) free(pos int64) bool {
 }
 
 // limit ends a span that must hold pos before the next kept span that
-// starts after pos, so no byte is fetched twice. Called with f.mu held.
+// starts after pos, so no byte is fetched twice, and before where a run of
+// the file's Files began after pos (see fetchAhead). Called with f.mu
+// held.
 func (f *remoteFile) limit(pos, hi int64) int64 {
 	for _, l := range [][]*span{f.spans, f.pinned} {
 		for _, s := range l {
 			if s.off > pos && s.off < hi {
 				hi = s.off
+			}
+		}
+	}
+	for runs := range f.runs {
+		for _, r := range *runs {
+			if r.start > pos && r.start < hi {
+				hi = r.start
 			}
 		}
 	}

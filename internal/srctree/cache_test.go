@@ -165,6 +165,43 @@ func TestInterleavedRuns(t *testing.T) {
 	}
 }
 
+// TestKeptBound reads an object of 40 MiB front to back in 64 KiB reads,
+// as one stream and as two read in turn: what the file keeps stays within
+// twice MaxAhead for each run, and 8 blocks, after every read, and every
+// byte is fetched once (the spans let go of are those already read).
+func TestKeptBound(t *testing.T) {
+	const size = 40 << 20
+	body, log, open := remoteObject(t, size)
+	for _, streams := range []int{1, 2} {
+		tr := open(t)
+		f, err := tr.Open(context.Background(), "obj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.take()
+		bound := int64(streams)*2*srctree.MaxAhead + 8*srctree.BlockSize
+		per := int64(size / streams)
+		var most int64
+		for pos := int64(0); pos < per; pos += 64 << 10 {
+			for i := range streams {
+				readAt(t, f, body, int64(i)*per+pos, 64<<10)
+				most = max(most, srctree.Kept(f))
+			}
+		}
+		f.Close()
+		gets := log.take()
+		noOverlap(t, gets)
+		var fetched int64
+		for _, g := range gets {
+			fetched += g.hi - g.lo
+		}
+		t.Logf("%d streams: at most %d bytes kept, %d fetched in %d requests", streams, most, fetched, len(gets))
+		if most > bound || fetched != size {
+			t.Errorf("%d streams: %d bytes kept (bound %d), %d fetched of %d", streams, most, bound, fetched, size)
+		}
+	}
+}
+
 // TestLargeRead: one read of 30 MiB is fetched in requests of at most
 // MaxAhead that follow one another (the next in flight while one is
 // copied), every byte once; a read that an exact reader makes of the same

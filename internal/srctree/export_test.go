@@ -14,3 +14,15 @@ func SampleKept(t *Tree) int64 {
 	defer t.cache.mu.Unlock()
 	return t.cache.keptN
 }
+
+// Kept returns how many bytes of its own spans the remote file f keeps.
+func Kept(f File) int64 {
+	h := f.(*handle)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var n int64
+	for _, s := range h.spans {
+		n += int64(len(s.b))
+	}
+	return n
+}
