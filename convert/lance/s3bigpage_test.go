@@ -76,7 +76,7 @@ func firstValues(t *testing.T, dir, column string, n int) [][]byte {
 // extracts the column (its values read item by item through a window of
 // ranged reads, never the page whole), then a rewrite that keeps the
 // column, copying its page from the bucket in sequential ranged reads. The
-// process's peak RSS stays at most 100 MiB (89-91 MiB measured; 105 MiB
+// process's peak RSS stays at most 100 MiB (86-91 MiB measured; 105 MiB
 // before the source's reads let go of the spans they had read first and
 // fetched into their buffers again), each step fetches the page
 // once (1% and 4 MiB allowed for metadata and read-ahead), the packs hold
