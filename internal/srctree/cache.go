@@ -506,7 +506,7 @@ func (h *handle) Close() error {
 // section opens the n bytes of h from off as a file of its own, reading
 // them alone; its Close closes h.
 func (h *handle) section(off, n int64) File {
-	return newHandle(newRemoteFile(&section{Object: heldObject{Object: h.obj, h: h}, off: off, size: n}, h.c, ""))
+	return newHandle(newRemoteFile(objstore.Section(heldObject{Object: h.obj, h: h}, off, n), h.c, ""))
 }
 
 // heldObject is the object of a handle, whose Close is the handle's.

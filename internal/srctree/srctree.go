@@ -401,31 +401,6 @@ func (t *Tree) OpenSection(ctx context.Context, rel string, off, n int64) (File,
 	return &localSection{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
 }
 
-// section is the range [off, off+size) of an object, as an object.
-type section struct {
-	objstore.Object
-	off, size int64
-}
-
-func (s *section) Size() int64 { return s.size }
-
-func (s *section) ReadAt(p []byte, off int64) (int, error) {
-	if off >= s.size {
-		if len(p) == 0 {
-			return 0, nil
-		}
-		return 0, io.EOF
-	}
-	if rest := s.size - off; int64(len(p)) > rest {
-		n, err := s.Object.ReadAt(p[:rest], s.off+off)
-		if err == nil {
-			err = io.EOF
-		}
-		return n, err
-	}
-	return s.Object.ReadAt(p, s.off+off)
-}
-
 // localSection is a section of a local file.
 type localSection struct {
 	*io.SectionReader
