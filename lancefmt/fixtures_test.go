@@ -2,7 +2,6 @@ package lancefmt
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,24 +19,6 @@ import (
 // lanceGen writes the fixtures, once per run of the tests (see
 // testtool.Generated).
 var lanceGen = testtool.Generated{Project: "lance", Script: "gen.mjs"}
-
-// repoRoot finds the module root above the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // fixtures returns the directory holding the generated datasets.
 func fixtures(t testing.TB) string {

@@ -1,18 +1,18 @@
 package lancefmt
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // verifyOut is what fixtures/lance/verify.mjs prints: Lance's own view of a
@@ -43,43 +43,9 @@ type verifyOut struct {
 // verifyWithLance reads dataset dir with the official library.
 func verifyWithLance(t *testing.T, dir string, opts map[string]any) *verifyOut {
 	t.Helper()
-	v, err := tryVerifyWithLance(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// tryVerifyWithLance reads dataset dir with the official library and
-// returns its failure as an error.
-func tryVerifyWithLance(dir string, opts map[string]any) (*verifyOut, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return nil, err
-	}
-	o, _ := json.Marshal(opts)
-	cmd := exec.Command("node", filepath.Join(root, "fixtures", "lance", "verify.mjs"), dir, string(o))
-	cmd.Dir = filepath.Join(root, "fixtures", "lance")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("verify.mjs %s: %v\n%s", dir, err, lastLines(stderr.String(), 20))
-	}
 	var v verifyOut
-	if err := json.Unmarshal(out, &v); err != nil {
-		return nil, fmt.Errorf("verify.mjs %s: %v", dir, err)
-	}
-	return &v, nil
-}
-
-// lastLines keeps the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	testtool.ReadWithLance(t, dir, opts, &v)
+	return &v
 }
 
 // refValues builds the replacement values of the tests: a reference string

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -51,18 +50,8 @@ type lanceRead struct {
 // officialRead reads a dataset with the official Lance library.
 func officialRead(t *testing.T, dir string, columns []string) lanceRead {
 	t.Helper()
-	opt, _ := json.Marshal(map[string]any{"columns": columns})
-	cmd := exec.Command("node", filepath.Join(testtool.RepoRoot(t), "fixtures", "lance", "verify.mjs"), dir, string(opt))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("lancedb cannot read %s: %v\n%s", dir, err, stderr.String())
-	}
 	var r lanceRead
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("verify.mjs output: %v", err)
-	}
+	testtool.ReadWithLance(t, dir, map[string]any{"columns": columns}, &r)
 	return r
 }
 

@@ -1,10 +1,13 @@
 package testtool
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -60,4 +63,35 @@ func LoadLanceExpected(t testing.TB, dir, name string) *LanceExpected {
 		e.Scans = LoadLanceExpected(t, dir, e.ScansFrom).Scans
 	}
 	return &e
+}
+
+// ReadWithLance reads the Lance dataset dir with the official library:
+// fixtures/lance/verify.mjs (node; the document it prints holds the
+// schema, the row count, a scan of the columns opts names and the
+// indices), run with opts as JSON, its output decoded into v. A read that
+// fails fails the test, with the end of what the script printed on
+// stderr.
+func ReadWithLance(t testing.TB, dir string, opts, v any) {
+	t.Helper()
+	Require(t, "node")
+	o, err := json.Marshal(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := filepath.Join(RepoRoot(t), "fixtures", "lance")
+	cmd := exec.Command("node", filepath.Join(gen, "verify.mjs"), dir, string(o))
+	cmd.Dir = gen
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if len(lines) > 20 {
+			lines = lines[len(lines)-20:]
+		}
+		t.Fatalf("lance cannot read %s: verify.mjs: %v\n%s", dir, err, strings.Join(lines, "\n"))
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("verify.mjs %s: %v", dir, err)
+	}
 }
