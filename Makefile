@@ -57,7 +57,9 @@ TEST_ENV = BPCONVERT_PYTHON=$$(bash scripts/pyenv.sh scripts/requirements/test.t
 test: deps fixtures-deps pyenv $(VERSITYGW)
 	$(GO) vet ./...
 	$(GO) vet -tags lerobot ./cmd/bpconvert
-	$(TEST_ENV) $(GO) test -count=1 -parallel 4 -timeout 40m ./...
+	@# Fixtures the test packages share are written once for the run, here.
+	cache=$$(mktemp -d); $(TEST_ENV) BPCONVERT_FIXTURE_CACHE=$$cache $(GO) test -count=1 -parallel 4 -timeout 40m ./...; \
+	  rc=$$?; rm -rf "$$cache"; exit $$rc
 
 # Static checks: formatting, vet, staticcheck (pinned, installed into bin/),
 # a go.mod/go.sum that `go mod tidy` would not change, and the pure-Go CLI

@@ -1,201 +1,250 @@
 #!/usr/bin/env bash
-# Measures `bpconvert convert-lance` against `cp -r` of the source dataset,
-# both in the same run with a warm page cache, median of RUNS runs (the
-# commands take turns: one run of each per round).
+# Measures `bpconvert convert-lance` against what this machine needs to make
+# a durable, hashed copy of the same bytes, all in the same run with a warm
+# page cache, in turns (one run of each command per round, medians):
 #
-# Input: LANCE_ROWS (default 10000) rows of LANCE_SIZE (default 102400)
-# pseudo-random bytes (about 1 GB), written by the real Lance library in two
-# datasets:
-#   binary 2.1: an int64 "id" and a binary "data" column, storage version 2.1
-#               (fixtures/lance/bench.mjs); converted with --column data;
-#               written twice: in appends of 64 MiB (a fragment and a page
-#               each) and in one go (ONE_FRAGMENT=1: one fragment of pages
-#               of about 32 MiB);
-#   blob v2:    an int64 "id" and a blob v2 column "blob" (extension
-#               lance.blob.v2), storage version 2.2 (written by the Node
-#               snippet below, in appends of at most 64 MiB); converted with
-#               --yes alone (blob columns are payloads);
-#   managed:    the same shape written by pylance 14.0.2 with
-#               lance.blob.managed=true (the values in _blobs/<uuid>.blob
-#               objects; fixtures/lance14/bench.py), converted with --yes;
-#               its official route is fixtures/lance14/official.py
-#               (pylance's scan with blob_handling="all_binary", zipfile,
-#               a new table).
-# The conversion packs every payload (CRC-32, SHA-256 for the manifest,
-# fsync) and writes the table back as Lance with the other pages copied.
-# bpconvert fsyncs what it writes and cp does not, so cp -r is also timed
-# followed by a sync of the copy.
-# The route a user would take without bpconvert is timed too, for the binary
-# column: fixtures/lance/official.mjs scans the table with lancedb (npm
-# @lancedb/lancedb 0.31.0), writes each payload into STORED zip shards and
-# writes a new table with a utf8 reference column in its place (no fsync).
-# Blob v2 columns have no such route: lancedb 0.31.0's scan returns their
-# descriptors, not their bytes.
+#   limit = max(cp -r SRC X && sync -f X, openssl dgst -sha256 of SRC's data files)
 #
-# Targets (issue 11): throughput >= 0.5 x cp -r of the dataset; peak RSS <=
-# 2 x largest page + 64 MiB.
+# (a copy made durable, and the SHA-256 of the bytes at the fastest
+# implementation here; both can run at once on two cores; the data files
+# are the .lance files and the blob files beside them or under _blobs.)
+# For each case it prints the ratio limit / convert-lance (target >= 0.7),
+# the cost of the manifest as default / --no-manifest (target <= 1.15),
+# seconds per GB and peak RSS (target <= 128 MiB), each with the one-minute
+# load averages at the start of its runs (the machine may be shared: a
+# figure measured under load is noisy; say so). Peak RSS is the largest
+# resident set of the command and what it waits for (ru_maxrss), over its
+# runs. In the same rounds it times blobpack 0.2.0's convert-lance (pinned
+# in the test virtual environment; the script says so where it is not
+# installed, or where it fails on a case) and, where there is one, the
+# route a user would take with Lance's own library (below).
 #
-# Knobs: RUNS (3), LANCE_ROWS, LANCE_SIZE, BENCH_DIR (a fresh temp dir,
-# removed at the end), BPCONVERT (bin/bpconvert, built by `make build`),
-# LANCE_CASES (default "binary one blob2 managed": which datasets to
-# measure), BPCONVERT_PYTHON (the interpreter with pylance; default: the
-# environment scripts/pyenv.sh makes from scripts/requirements/test.txt).
-# Needs node with fixtures/lance/node_modules (npm ci --prefix fixtures/lance),
-# bc, python3.
+# Cases: LANCE_ROWS (default 10000) rows of LANCE_SIZE (default 102400)
+# pseudo-random bytes, about 1 GB, written by the real Lance libraries:
+#   binary    an int64 "id" and a binary "data" column at storage version
+#             2.1, in appends of 64 MiB (a fragment and a page each;
+#             fixtures/lance/bench.mjs, lancedb 0.31.0); --column data.
+#             Official route: fixtures/lance/official.mjs (lancedb's scan,
+#             the payloads into STORED zip shards, a new table with a utf8
+#             reference column; no fsync)
+#   one       the same rows in one create call (one fragment of pages of
+#             about 32 MiB; bench.mjs with ONE_FRAGMENT=1); --column data
+#   blob2     a blob v2 column "blob" at 2.2 in appends of 64 MiB (Lance
+#             puts the values in sidecar blob files;
+#             fixtures/lance/bench_blob2.mjs); --yes alone. lancedb 0.31.0's
+#             scan returns blob v2 descriptors, not bytes: no official route
+#   managed   a blob v2 column with lance.blob.managed=true written by
+#             pylance 14.0.2 (the values in _blobs/<uuid>.blob objects;
+#             fixtures/lance14/bench.py); --yes alone. Official route:
+#             fixtures/lance14/official.py (pylance's scan with
+#             blob_handling="all_binary", zipfile, a new table; no fsync)
+#   onepage   a large_binary "data" column written by pylance 14.0.2 at 2.2
+#             in one write_dataset call: one full-zip page of about 1 GB
+#             (bench.py onepage); --column data
+#   batches64 the same from record batches of 64 rows: a full-zip page per
+#             batch (bench.py batches64); --column data
+# Each dataset is written just before its case and removed after it.
+#
+# The figures also replace the bench/lance_convert.sh section of
+# docs/performance.md (BENCH_DOC=path writes another file, BENCH_DOC=none
+# none).
+#
+# BPCONVERT_BASE=path times another build of bpconvert in the same rounds
+# (before / after a change); its figures are printed, not written to the doc.
+#
+# Knobs: RUNS (rounds, default 3), LANCE_ROWS, LANCE_SIZE, LANCE_CASES
+# (default "binary one blob2 managed onepage batches64"), BENCH_DIR (default
+# a new directory under ${TMPDIR:-/var/tmp}, removed at the end; it needs
+# about 6 x RUNS + 2 GB), BPCONVERT (default bin/bpconvert, built by `make
+# build`), BPCONVERT_PYTHON (default the interpreter of the environment
+# scripts/pyenv.sh makes from scripts/requirements/test.txt: pylance 14.0.2,
+# blobpack 0.2.0). Needs python3, bc, openssl, and node with
+# fixtures/lance/node_modules (npm ci --prefix fixtures/lance) for the
+# binary, one and blob2 cases.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 bin=${BPCONVERT:-$root/bin/bpconvert}
+base=${BPCONVERT_BASE:-}
 runs=${RUNS:-3}
 rows=${LANCE_ROWS:-10000}
 size=${LANCE_SIZE:-102400}
+read -r -a cases <<<"${LANCE_CASES:-binary one blob2 managed onepage batches64}"
 work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
-for t in node bc python3; do
+for t in bc openssl python3; do
   command -v "$t" >/dev/null || { echo "bench/lance_convert.sh: $t is not on PATH" >&2; exit 1; }
 done
-[ -x "$bin" ] || { echo "bench/lance_convert.sh: $bin is missing: run make build" >&2; exit 1; }
-[ -d "$root/fixtures/lance/node_modules/@lancedb/lancedb" ] || { echo "bench/lance_convert.sh: run npm ci --prefix fixtures/lance" >&2; exit 1; }
-
-cases=" ${LANCE_CASES:-binary one blob2 managed} "
-has() { case "$cases" in *" $1 "*) return 0;; esac; return 1; }
-py=${BPCONVERT_PYTHON:-}
-if has managed && [ -z "$py" ]; then
-  py=$(bash "$root/scripts/pyenv.sh" "$root/scripts/requirements/test.txt")/bin/python
+if ! "$bin" convert-lance --help >/dev/null 2>&1; then
+  echo "bench/lance_convert.sh: $bin has no convert-lance command (build it: make build)" >&2
+  exit 2
 fi
+for c in "${cases[@]}"; do
+  case $c in
+    binary|one|blob2)
+      command -v node >/dev/null || { echo "bench/lance_convert.sh: case $c needs node on PATH" >&2; exit 1; }
+      [ -d "$root/fixtures/lance/node_modules/@lancedb/lancedb" ] || { echo "bench/lance_convert.sh: case $c needs npm ci --prefix fixtures/lance" >&2; exit 1; };;
+    managed|onepage|batches64) ;;
+    *) echo "bench/lance_convert.sh: unknown case $c (binary one blob2 managed onepage batches64)" >&2; exit 2;;
+  esac
+done
+py=${BPCONVERT_PYTHON:-$(bash "$root/scripts/pyenv.sh" "$root/scripts/requirements/test.txt")/bin/python}
+blobpack="$(dirname "$py")/blobpack"
+if [ -x "$blobpack" ] && "$blobpack" convert-lance --help >/dev/null 2>&1; then
+  bpver=$("$blobpack" --version 2>&1 | tail -1)
+else
+  echo "bench/lance_convert.sh: blobpack with convert-lance is not installed beside $py: its column is left empty"
+  blobpack=""
+fi
+rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
+head="bench/lance_convert.sh at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$work" | tail -1)"
+echo "# $head"
+echo "# load before: $(uptime)"
 
-echo "# bench/lance_convert.sh: $(nproc) cores, runs=$runs, $rows rows x $size B, work dir on $(df --output=source "$work" | tail -1)"
-
-# The binary dataset, storage version 2.1: one fragment per append of 64
-# MiB (one page each), and the same rows written in one go (one fragment of
-# pages of about 32 MiB, as a dataset written at once is).
-if has binary; then node "$root/fixtures/lance/bench.mjs" "$work/db" "$rows" "$size" 2.1 >/dev/null; fi
-if has one; then ONE_FRAGMENT=1 node "$root/fixtures/lance/bench.mjs" "$work/db1" "$rows" "$size" 2.1 >/dev/null; fi
-if has managed; then "$py" "$root/fixtures/lance14/bench.py" "$work/db/bench_managed.lance" "$rows" "$size" 2>/dev/null; fi
-
-# The blob v2 dataset (storage version 2.2, the first that has blob v2),
-# written with the same library; run from fixtures/lance so that its
-# node_modules resolve.
-blob2_js='
-import * as lancedb from "@lancedb/lancedb";
-import * as arrow from "apache-arrow";
-import { randomFillSync } from "node:crypto";
-const [out, rowsArg, sizeArg] = process.argv.slice(1);
-const rows = Number(rowsArg), size = Number(sizeArg);
-const db = await lancedb.connect(out);
-const blobType = new arrow.Struct([new arrow.Field("data", new arrow.LargeBinary(), true), new arrow.Field("uri", new arrow.Utf8(), true)]);
-const schema = new arrow.Schema([
-  new arrow.Field("id", new arrow.Int64(), false),
-  new arrow.Field("blob", blobType, true, new Map([["ARROW:extension:name", "lance.blob.v2"], ["ARROW:extension:metadata", ""]])),
-]);
-const perBatch = Math.max(1, Math.min(rows, Math.floor((64 << 20) / Math.max(size, 1))));
-let t = null;
-for (let start = 0; start < rows; start += perBatch) {
-  const n = Math.min(perBatch, rows - start);
-  const ids = new BigInt64Array(n);
-  const offsets = new BigInt64Array(n + 1);
-  const values = new Uint8Array(n * size);
-  randomFillSync(values);
-  for (let k = 0; k < n; k++) {
-    ids[k] = BigInt(start + k);
-    offsets[k + 1] = BigInt((k + 1) * size);
-  }
-  const id = arrow.makeData({ type: new arrow.Int64(), length: n, nullCount: 0, data: ids });
-  const data = arrow.makeData({ type: new arrow.LargeBinary(), length: n, nullCount: 0, valueOffsets: offsets, data: values });
-  const uri = arrow.makeData({ type: new arrow.Utf8(), length: n, nullCount: n, nullBitmap: new Uint8Array(Math.ceil(n / 8)), valueOffsets: new Int32Array(n + 1), data: new Uint8Array(0) });
-  const blob = arrow.makeData({ type: blobType, length: n, nullCount: 0, children: [data, uri] });
-  const st = arrow.makeData({ type: new arrow.Struct(schema.fields), length: n, nullCount: 0, children: [id, blob] });
-  const ipc = Buffer.from(arrow.tableToIPC(new arrow.Table([new arrow.RecordBatch(schema, st)]), "file"));
-  if (t === null) {
-    await db.inner.createTable("bench_blob2", ipc, "create", [], { new_table_data_storage_version: "2.2" });
-    t = await db.openTable("bench_blob2");
-  } else {
-    await t.inner.add(ipc, "append", undefined);
-  }
+# make_case CASE: writes the case's dataset under $work/src and sets ds
+# (its directory), col (the payload column), sel (convert-lance's column
+# flags), official (the official route's command, or "") and label.
+make_case() {
+  local c=$1 src="$work/src"
+  rm -rf "$src"
+  mkdir -p "$src"
+  official="" sel="--column data" col=data
+  case $c in
+    binary)
+      node "$root/fixtures/lance/bench.mjs" "$src" "$rows" "$size" 2.1 >/dev/null
+      ds="$src/bench_2_1.lance" label="binary at 2.1, appends of 64 MiB (lancedb)"
+      official="node '$root/fixtures/lance/official.mjs' '$ds' data '$work/off-out' >/dev/null";;
+    one)
+      ONE_FRAGMENT=1 node "$root/fixtures/lance/bench.mjs" "$src" "$rows" "$size" 2.1 >/dev/null
+      ds="$src/bench_2_1.lance" label="binary at 2.1, one fragment (lancedb)";;
+    blob2)
+      node "$root/fixtures/lance/bench_blob2.mjs" "$src" "$rows" "$size"
+      ds="$src/bench_blob2.lance" label="blob v2 at 2.2, appends of 64 MiB (lancedb)" sel="" col=blob;;
+    managed)
+      ds="$src/managed.lance" label="managed blob v2 at 2.2 (pylance 14.0.2)" sel="" col=blob
+      "$py" "$root/fixtures/lance14/bench.py" "$ds" "$rows" "$size" managed 2>/dev/null
+      official="'$py' '$root/fixtures/lance14/official.py' '$ds' blob '$work/off-out' >/dev/null 2>&1";;
+    onepage)
+      ds="$src/onepage.lance" label="large_binary at 2.2, one write_dataset: one full-zip page (pylance 14.0.2)"
+      "$py" "$root/fixtures/lance14/bench.py" "$ds" "$rows" "$size" onepage 2>/dev/null;;
+    batches64)
+      ds="$src/batches64.lance" label="large_binary at 2.2, one write_dataset of 64-row batches (pylance 14.0.2)"
+      "$py" "$root/fixtures/lance14/bench.py" "$ds" "$rows" "$size" batches64 2>/dev/null;;
+  esac
 }
-'
-if has blob2; then (cd "$root/fixtures/lance" && node --input-type=module -e "$blob2_js" "$work/db" "$rows" "$size"); fi
 
-# mean_page DATASET COLUMN prints the mean page size of COLUMN in bytes
-# (lance-inspect reports pages and bytes per column, not each page); a blob
-# column's pages hold descriptors, its payloads live in sidecar files.
-mean_page() {
+# column_pages DATASET COLUMN prints the pages of COLUMN and their mean size
+# in MiB (a blob column's pages hold descriptors; its payloads live in blob
+# files).
+column_pages() {
   "$bin" lance-inspect --json "$1" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 c = [c for c in d["columns"] if c["path"] == sys.argv[1]][0]
-print(c["bytes"] // max(c["pages"], 1))' "$2"
+print(c["pages"], "%.2f" % (c["bytes"] / max(c["pages"], 1) / 1048576))' "$2"
 }
 
-cp_sync() { cp -r "$1" "$2" && sync "$2"; }
+rows_out=()
 
-# official DATASET COLUMN OUTDIR runs the official route of DATASET: the
-# pylance script for the managed dataset, the lancedb one otherwise.
-official() {
-  case "$1" in
-    *bench_managed.lance) "$py" "$root/fixtures/lance14/official.py" "$1" "$2" "$3" 2>/dev/null;;
-    *) node "$root/fixtures/lance/official.mjs" "$1" "$2" "$3";;
-  esac
-}
-
-bench_one() { # LABEL DATASET COLUMN OFFICIAL(yes|no) CONVERT-FLAGS...
-  local label=$1 ds=$2 col=$3 official=$4; shift 4
-  local bytes; bytes=$(du -sb "$ds" | cut -f1)
+# case_run CASE: one dataset, the commands in turns.
+case_run() {
+  make_case "$1"
   warm "$ds"
-  BENCH_CLEAN="set_aside '$work/cp' '$work/out' '$work/official'"
-  # One checked run first: time_runs does not stop on a failing command.
-  "$bin" convert-lance --quiet "$@" "$ds" "$work/out" >/dev/null
+  local bytes members pages mib
+  bytes=$(du -sb "$ds" | cut -f1)
+  read -r pages mib <<<"$(column_pages "$ds" "$col")"
+  # One checked run of each converter first (measure_turns stops on a
+  # failing command, but says less).
+  # shellcheck disable=SC2086 # sel is empty or two words
+  "$bin" convert-lance --quiet --yes $sel "$ds" "$work/out"
   "$bin" verify "$work/out/media" >/dev/null
-  local members; members=$("$bin" ls --json "$work/out/media" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
-  eval "$BENCH_CLEAN"
-  if [ "$official" = yes ]; then
-    official "$ds" "$col" "$work/official" >/dev/null
-    "$bin" verify "$work/official/media" >/dev/null
-    eval "$BENCH_CLEAN"
-  fi
-  # The commands take turns, one run each per round, so that all of them
-  # meet the same state of the page cache (the set-aside outputs of earlier
-  # runs fill it, and the kernel reclaims pages while the next run writes).
-  local tcp=() tcps=() tconv=() toff=() rss page rssoff=""
-  for _ in $(seq "$runs"); do
-    tcp+=("$(time_runs 1 cp -r "$ds" "$work/cp")")
-    tcps+=("$(time_runs 1 cp_sync "$ds" "$work/cp")")
-    tconv+=("$(time_runs 1 "$bin" convert-lance --quiet "$@" "$ds" "$work/out")")
-    if [ "$official" = yes ]; then
-      toff+=("$(time_runs 1 official "$ds" "$col" "$work/official")")
+  members=$("$bin" ls --json "$work/out/media" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
+  rm -rf "$work/out"
+  local bpsel="--column $col" bpok=""
+  if [ -n "$blobpack" ]; then
+    if "$blobpack" convert-lance --yes $bpsel "$ds" "$work/bp-out" >/dev/null 2>"$work/bp-err"; then
+      bpok=1
+    else
+      echo "  blobpack convert-lance fails on this case (left out): $(tail -1 "$work/bp-err")"
     fi
-  done
-  tcp=$(median "${tcp[@]}"); tcps=$(median "${tcps[@]}"); tconv=$(median "${tconv[@]}")
-  if [ "$official" = yes ]; then toff=$(median "${toff[@]}"); else toff=""; fi
-  eval "$BENCH_CLEAN"
-  rss=$(peak_rss_mib "$bin" convert-lance --quiet "$@" "$ds" "$work/out")
-  eval "$BENCH_CLEAN"
-  if [ "$official" = yes ]; then
-    case "$ds" in
-      *bench_managed.lance) rssoff=$(peak_rss_mib "$py" "$root/fixtures/lance14/official.py" "$ds" "$col" "$work/official");;
-      *) rssoff=$(peak_rss_mib node "$root/fixtures/lance/official.mjs" "$ds" "$col" "$work/official");;
-    esac
-    eval "$BENCH_CLEAN"
+    rm -rf "$work/bp-out"
   fi
-  page=$(mean_page "$ds" "$col")
-  mbs() { echo "scale=0; $bytes / $1 / 1000000" | bc -l; }
-  echo "$label: $(echo "scale=3; $bytes/1000000000" | bc -l) GB on disk, $members members packed, mean page of column $col $(echo "scale=2; $page/1048576" | bc -l) MiB"
-  echo "  cp -r:                   $tcp s  ($(mbs "$tcp") MB/s)"
-  echo "  cp -r + sync of the copy: $tcps s  ($(mbs "$tcps") MB/s)"
-  echo "  bpconvert convert-lance: $tconv s  ($(mbs "$tconv") MB/s), peak RSS $rss MiB"
-  if [ -n "$toff" ]; then
-    echo "  official route (Lance's own scan, zip, new table): $toff s  ($(mbs "$toff") MB/s), peak RSS $rssoff MiB"
+  if [ -n "$official" ]; then
+    eval "$official"
+    "$bin" verify "$work/off-out/media" >/dev/null
+    rm -rf "$work/off-out"
   fi
-  echo "  throughput ratio convert/cp: $(ratio "$tcp" "$tconv")x (target >= 0.5); convert/(cp + sync): $(ratio "$tcps" "$tconv")x"
-  if [ -n "$toff" ]; then
-    echo "  throughput ratio convert/official route: $(ratio "$toff" "$tconv")x"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/nm-out' '$work/bp-out' '$work/off-out' '$work/base-out'"
+  local files="find '$ds' -type f \\( -name '*.lance' -o -name '*.blob' \\) -exec openssl dgst -sha256 {} +"
+  local -a cmds=(
+    "cp -r '$ds' '$work/cp-out' && sync -f '$work/cp-out'"
+    "$files"
+    "'$bin' convert-lance --quiet --yes $sel '$ds' '$work/out'"
+    "'$bin' convert-lance --quiet --yes --no-manifest $sel '$ds' '$work/nm-out'")
+  local bpi="" offi="" basei=""
+  if [ -n "$bpok" ]; then
+    bpi=${#cmds[@]}
+    cmds+=("'$blobpack' convert-lance --yes $bpsel '$ds' '$work/bp-out' >/dev/null")
   fi
+  if [ -n "$official" ]; then
+    offi=${#cmds[@]}
+    cmds+=("$official")
+  fi
+  if [ -n "$base" ]; then
+    basei=${#cmds[@]}
+    cmds+=("'$base' convert-lance --quiet --yes $sel '$ds' '$work/base-out'")
+  fi
+  local -a m
+  mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
+  rm -rf "$work/cp-out" "$work/out" "$work/nm-out" "$work/bp-out" "$work/off-out" "$work/base-out" "$work/.trash" "$work/src"
+  local tsync tsha tconv rss tnm rssnm l1 l2 lsync lsha lconv lnm
+  read -r tsync _ l1 l2 <<<"${m[0]}"; lsync="$l1-$l2"
+  read -r tsha _ l1 l2 <<<"${m[1]}"; lsha="$l1-$l2"
+  read -r tconv rss l1 l2 <<<"${m[2]}"; lconv="$l1-$l2"
+  read -r tnm rssnm l1 l2 <<<"${m[3]}"; lnm="$l1-$l2"
+  local limit gb ok
+  limit=$(printf '%s\n%s\n' "$tsync" "$tsha" | sort -g | tail -1)
+  gb=$(printf '%.3f' "$(echo "scale=4; $bytes/1000000000" | bc -l)")
+  ok=met; [ "$(echo "$rss > 128" | bc -l)" = 1 ] && ok="NOT met"
+  echo "$1: $label: $rows x $size B, column $col in $pages page(s) of $mib MiB on average, $gb GB on disk, $members members packed, $runs round(s)"
+  echo "  cp -r, then sync -f:      $tsync s  (load $lsync)"
+  echo "  openssl dgst -sha256:     $tsha s  (load $lsha)"
+  echo "  convert-lance:            $tconv s  ($(per_gb "$tconv" "$bytes") s/GB), peak RSS $rss MiB (target <= 128 MiB: $ok)  (load $lconv)"
+  echo "  convert-lance --no-manifest: $tnm s  ($(per_gb "$tnm" "$bytes") s/GB), peak RSS $rssnm MiB  (load $lnm)"
+  local offcell="" bpcell=""
+  if [ -n "$offi" ]; then
+    local toff rssoff
+    read -r toff rssoff l1 l2 <<<"${m[$offi]}"
+    echo "  official route:           $toff s  ($(per_gb "$toff" "$bytes") s/GB), peak RSS $rssoff MiB  (load $l1-$l2); bpconvert is $(ratio "$toff" "$tconv")x it"
+    offcell="$toff s, $rssoff MiB ($l1-$l2); $(ratio "$toff" "$tconv")x"
+  fi
+  if [ -n "$bpi" ]; then
+    local tbp rssbp
+    read -r tbp rssbp l1 l2 <<<"${m[$bpi]}"
+    echo "  blobpack convert-lance:   $tbp s  ($(per_gb "$tbp" "$bytes") s/GB), peak RSS $rssbp MiB  (load $l1-$l2); bpconvert is $(ratio "$tbp" "$tconv")x blobpack"
+    bpcell="$tbp s, $rssbp MiB ($l1-$l2); $(ratio "$tbp" "$tconv")x"
+  fi
+  if [ -n "$basei" ]; then
+    local tbase rssbase
+    read -r tbase rssbase l1 l2 <<<"${m[$basei]}"
+    echo "  $base: $tbase s  ($(per_gb "$tbase" "$bytes") s/GB), peak RSS $rssbase MiB  (load $l1-$l2); limit/it: $(ratio "$limit" "$tbase")x; it/convert-lance: $(ratio "$tbase" "$tconv")x"
+  fi
+  echo "  limit/convert-lance: $(ratio "$limit" "$tconv")x (target >= 0.7); default/--no-manifest: $(ratio "$tconv" "$tnm")x (target <= 1.15)"
+  rows_out+=("| $1: $label; $pages page(s) of $mib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $tnm s ($lnm) | $(ratio "$limit" "$tconv")x | $(ratio "$tconv" "$tnm")x | $rss MiB ($ok) | $offcell | $bpcell |")
 }
 
-if has binary; then bench_one "binary, storage 2.1" "$work/db/bench_2_1.lance" data yes --yes --column data; fi
-if has one; then bench_one "binary, storage 2.1, one fragment" "$work/db1/bench_2_1.lance" data no --yes --column data; fi
-if has blob2; then bench_one "blob v2, storage 2.2" "$work/db/bench_blob2.lance" blob no --yes; fi
-if has managed; then bench_one "managed blob v2 (pylance 14.0.2), storage 2.2" "$work/db/bench_managed.lance" blob yes --yes; fi
+for c in "${cases[@]}"; do
+  case_run "$c"
+done
+echo "# load after: $(uptime)"
+
+{
+  echo "Measured by $head; medians of the rounds, commands in turns, warm page cache; load: one-minute load averages at the start of the runs (min-max). $rows values of $size pseudo-random bytes a dataset, written by lancedb 0.31.0 (npm) or pylance $("$py" -c 'import lance; print(lance.__version__)' 2>/dev/null || echo '?'); blobpack ${bpver:-not installed}."
+  echo
+  echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-lance\` | \`--no-manifest\` | limit / convert (target >= 0.7) | default / \`--no-manifest\` (target <= 1.15) | peak RSS (target <= 128 MiB) | official route; bpconvert / it | blobpack 0.2.0 \`convert-lance\`; bpconvert / blobpack |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${rows_out[@]}"
+} | perf_doc bench/lance_convert.sh

@@ -6,7 +6,9 @@
 #   limit = max(cp -r SRC X && sync -f X, openssl dgst -sha256 SRC/*.parquet)
 #
 # (a copy made durable, and the SHA-256 of the bytes at the fastest
-# implementation here; both can run at once on two cores.) blobpack 0.2.0
+# implementation here; both can run at once on two cores.) The same
+# conversion with --no-manifest is timed too: the manifest's cost is
+# default / --no-manifest (target <= 1.15). blobpack 0.2.0
 # (pinned in the test virtual environment) converts the same table in the
 # same rounds where it is installed; the script says so where it is not.
 #
@@ -101,12 +103,13 @@ case_run() {
   "$bin" convert-parquet --quiet --yes "${sel[@]}" "$src" "$work/out"
   "$bin" verify "$work/out/media" >/dev/null
   rm -rf "$work/out"
-  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/bp-out' '$work/base-out'"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/nm-out' '$work/bp-out' '$work/base-out'"
   local -a cmds=(
     "cp -r '$src' '$work/cp-out' && sync -f '$work/cp-out'"
     "openssl dgst -sha256 '$src'/*.parquet"
-    "'$bin' convert-parquet --quiet --yes ${sel[*]} '$src' '$work/out'")
-  local bi=3 basei=""
+    "'$bin' convert-parquet --quiet --yes ${sel[*]} '$src' '$work/out'"
+    "'$bin' convert-parquet --quiet --yes --no-manifest ${sel[*]} '$src' '$work/nm-out'")
+  local bi=4 basei=""
   if [ -n "$blobpack" ]; then
     # --field takes every argument after it: the selection goes last
     cmds+=("'$blobpack' convert-parquet --yes '$src' '$work/bp-out' ${bsel[*]} >/dev/null")
@@ -117,11 +120,13 @@ case_run() {
   fi
   local -a m
   mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
-  rm -rf "$work/cp-out" "$work/out" "$work/bp-out" "$work/base-out" "$work/.trash"
+  rm -rf "$work/cp-out" "$work/out" "$work/nm-out" "$work/bp-out" "$work/base-out" "$work/.trash"
   local tsync tsha tconv rss tbp="" rssbp="" l1 l2 lsync lsha lconv lbp=""
   read -r tsync _ l1 l2 <<<"${m[0]}"; lsync="$l1-$l2"
   read -r tsha _ l1 l2 <<<"${m[1]}"; lsha="$l1-$l2"
   read -r tconv rss l1 l2 <<<"${m[2]}"; lconv="$l1-$l2"
+  local tnm
+  read -r tnm _ _ _ <<<"${m[3]}"
   if [ -n "$blobpack" ]; then
     read -r tbp rssbp l1 l2 <<<"${m[$bi]}"; lbp="$l1-$l2"
   fi
@@ -146,8 +151,9 @@ case_run() {
     read -r tbase rssbase l1 l2 <<<"${m[$basei]}"
     echo "  $base: $tbase s  ($(per_gb "$tbase" "$bytes") s/GB), peak RSS $rssbase MiB  (load $l1-$l2); limit/it: $(ratio "$limit" "$tbase")x; it/convert-parquet: $(ratio "$tbase" "$tconv")x"
   fi
+  echo "  --no-manifest:        $tnm s; manifest cost $(ratio "$tconv" "$tnm")x (target <= 1.15)"
   echo "  limit/convert-parquet: $(ratio "$limit" "$tconv")x (target >= 0.5)"
-  rows_out+=("| $form, $codec: $n x $payload B, row groups of $rgmib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $(ratio "$limit" "$tconv")x | $rss MiB (bound $bound MiB: $ok) | $bpcell |")
+  rows_out+=("| $form, $codec: $n x $payload B, row groups of $rgmib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $(ratio "$limit" "$tconv")x | $tnm s; $(ratio "$tconv" "$tnm")x | $rss MiB (bound $bound MiB: $ok) | $bpcell |")
 }
 
 for form in "${forms[@]}"; do
@@ -160,7 +166,7 @@ echo "# load after: $(uptime)"
 {
   echo "Measured by $head; medians of the rounds, commands in turns, warm page cache; load: one-minute load averages at the start of the runs (min-max). Tables written by pyarrow ($("$py" -c 'import pyarrow; print(pyarrow.__version__)')) with fixtures/parquet/big.py; blobpack ${bpver:-not installed}."
   echo
-  echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-parquet\` | limit / convert (target >= 0.5) | peak RSS (bound 2 x row group + 64 MiB) | blobpack 0.2.0 \`convert-parquet\`; bpconvert / blobpack |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-parquet\` | limit / convert (target >= 0.5) | \`--no-manifest\`; manifest cost default / \`--no-manifest\` (target <= 1.15) | peak RSS (bound 2 x row group + 64 MiB) | blobpack 0.2.0 \`convert-parquet\`; bpconvert / blobpack |"
+  echo "|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows_out[@]}"
 } | perf_doc bench/parquet.sh

@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/bzip2"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +11,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-
-	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 
 	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/objstore"
@@ -188,10 +183,11 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 	// A tar in object storage is streamed, reads fetched ahead.
 	seq := f.stream(v.ctx)
 	defer seq.Close()
-	r, err := decompress(bufio.NewReaderSize(seq, 1<<20))
+	r, comp, release, err := wds.Decompress(bufio.NewReaderSize(seq, 1<<20))
 	if err != nil {
-		return fmt.Errorf("--against: %s: %w", name, err)
+		return fmt.Errorf("--against: %s: corrupt %s stream: %w", name, comp, err)
 	}
+	defer release()
 	prefix := ""
 	if v.wds.shardPrefix {
 		prefix = wds.ShardStem(name) + "/"
@@ -278,26 +274,6 @@ func wdsField(name string) (field, sample string, ok bool) {
 		return "", "", false
 	}
 	return field, sample, true
-}
-
-// decompress detects a shard's compression from its first bytes.
-func decompress(br *bufio.Reader) (io.Reader, error) {
-	magic, _ := br.Peek(6)
-	switch {
-	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
-		return gzip.NewReader(br)
-	case bytes.HasPrefix(magic, []byte("BZh")):
-		return bzip2.NewReader(br), nil
-	case bytes.HasPrefix(magic, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		return xz.NewReader(br)
-	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		d, err := zstd.NewReader(br)
-		if err != nil {
-			return nil, err
-		}
-		return d.IOReadCloser(), nil
-	}
-	return br, nil
 }
 
 // parquetRecord is the part of convert-parquet's table record that the

@@ -79,25 +79,39 @@ func (v *verifier) againstLance(src string) error {
 }
 
 // lanceValues yields one column's values row by row: for a blob column a
-// reader of the blob (nil for null), for other columns the value's bytes.
+// reader of the blob (nil for null); for a source's binary column a reader
+// of the value, read in pieces (a ValueScanner holds no page, so a value of
+// a 1 GB page costs a window, not the page); for the converted table's
+// reference column the value's text.
 type lanceValues struct {
 	blobs *lancefmt.BlobScanner
+	vals  *lancefmt.ValueScanner
+	open  io.Closer // the reader vals handed out last, closed by next
 	scan  *lancefmt.Scanner
 	col   arrow.Array
 	i     int
 }
 
-func openLanceValues(v *verifier, ds *lancefmt.Dataset, column string) (*lanceValues, error) {
+// openLanceValues opens column of ds: a source column (src) through Blobs
+// or Values, a converted table's column through Scan.
+func openLanceValues(v *verifier, ds *lancefmt.Dataset, column string, src bool) (*lanceValues, error) {
 	f := ds.Schema().Field(column)
 	if f == nil {
 		return nil, fmt.Errorf("%s: no column %q", ds.Dir(), column)
 	}
-	if f.IsBlob() {
+	switch {
+	case f.IsBlob():
 		b, err := ds.Blobs(v.ctx, column)
 		if err != nil {
 			return nil, err
 		}
 		return &lanceValues{blobs: b}, nil
+	case src:
+		s, err := ds.Values(v.ctx, column, lancefmt.ValueOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return &lanceValues{vals: s}, nil
 	}
 	s, err := ds.Scan(v.ctx, lancefmt.ScanOptions{Columns: []string{column}, BatchSize: 1024, PageBatches: true})
 	if err != nil {
@@ -107,9 +121,15 @@ func openLanceValues(v *verifier, ds *lancefmt.Dataset, column string) (*lanceVa
 }
 
 // next returns the next row's value: ok false at the end; r nil for null;
-// text set for a string column.
+// text set for a string column of a converted table. r is valid until the
+// next call.
 func (lv *lanceValues) next() (r io.Reader, text string, isText, ok bool, err error) {
-	if lv.blobs != nil {
+	if lv.open != nil {
+		lv.open.Close()
+		lv.open = nil
+	}
+	switch {
+	case lv.blobs != nil:
 		if !lv.blobs.Next() {
 			return nil, "", false, false, lv.blobs.Err()
 		}
@@ -119,6 +139,20 @@ func (lv *lanceValues) next() (r io.Reader, text string, isText, ok bool, err er
 		}
 		sr, err := b.ReaderAt()
 		return sr, "", false, true, err
+	case lv.vals != nil:
+		if !lv.vals.Next() {
+			return nil, "", false, false, lv.vals.Err()
+		}
+		val := lv.vals.Value()
+		if val.Null {
+			return nil, "", false, true, nil
+		}
+		rc, err := val.Open()
+		if err != nil {
+			return nil, "", false, false, err
+		}
+		lv.open = rc
+		return rc, "", false, true, nil
 	}
 	for lv.col == nil || lv.i+1 >= lv.col.Len() {
 		if !lv.scan.Next() {
@@ -140,8 +174,14 @@ func (lv *lanceValues) next() (r io.Reader, text string, isText, ok bool, err er
 }
 
 func (lv *lanceValues) close() {
+	if lv.open != nil {
+		lv.open.Close()
+	}
 	if lv.blobs != nil {
 		lv.blobs.Close()
+	}
+	if lv.vals != nil {
+		lv.vals.Close()
 	}
 	if lv.scan != nil {
 		lv.scan.Close()
@@ -149,12 +189,12 @@ func (lv *lanceValues) close() {
 }
 
 func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset, rel, column string, set *packcore.Set) error {
-	sv, err := openLanceValues(v, srcDS, column)
+	sv, err := openLanceValues(v, srcDS, column, true)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
 	}
 	defer sv.close()
-	ov, err := openLanceValues(v, outDS, column)
+	ov, err := openLanceValues(v, outDS, column, false)
 	if err != nil {
 		a.Mismatches++
 		v.problem(Problem{Table: rel, Row: -1, Column: column, Reason: err.Error()})

@@ -233,10 +233,11 @@ func (v *verifier) detectShardPrefix(src string, set *packcore.Set) (bool, error
 	defer f.Close()
 	seq := f.stream(v.ctx)
 	defer seq.Close()
-	r, err := decompress(bufio.NewReaderSize(seq, 1<<16))
+	r, comp, release, err := wds.Decompress(bufio.NewReaderSize(seq, 1<<16))
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", files[0], err)
+		return false, fmt.Errorf("%s: corrupt %s stream: %w", files[0], comp, err)
 	}
+	defer release()
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
-	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // The fixtures are Lance datasets written at test time by
@@ -19,13 +18,9 @@ import (
 // that use them are skipped, unless BPCONVERT_REQUIRE_TOOLS=1 (as in CI),
 // which turns the skip into a failure.
 
-var (
-	fixtureOnce sync.Once
-	fixtureDir  string
-	fixtureErr  error
-	fixtureSkip string
-	fixtureTook time.Duration
-)
+// lanceGen writes the fixtures, once per run of the tests (see
+// testtool.Generated).
+var lanceGen = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 
 // repoRoot finds the module root above the working directory.
 func repoRoot() (string, error) {
@@ -45,61 +40,10 @@ func repoRoot() (string, error) {
 	}
 }
 
-// fixtures returns the directory holding the generated datasets, running the
-// generator once per test process.
+// fixtures returns the directory holding the generated datasets.
 func fixtures(t testing.TB) string {
 	t.Helper()
-	fixtureOnce.Do(func() {
-		root, err := repoRoot()
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		gen := filepath.Join(root, "fixtures", "lance")
-		node, err := exec.LookPath("node")
-		if err != nil {
-			fixtureSkip = "node is not installed"
-			return
-		}
-		if _, err := os.Stat(filepath.Join(gen, "node_modules", "@lancedb", "lancedb")); err != nil {
-			fixtureSkip = "fixture dependencies are not installed (run: npm ci --prefix fixtures/lance)"
-			return
-		}
-		// Open the generator's inputs from Go so that go test's result cache
-		// notices when they change.
-		for _, name := range []string{"gen.mjs", "package.json", "package-lock.json"} {
-			if _, err := os.ReadFile(filepath.Join(gen, name)); err != nil {
-				fixtureErr = err
-				return
-			}
-		}
-		dir, err := os.MkdirTemp("", "lance-fixtures-")
-		if err != nil {
-			fixtureErr = err
-			return
-		}
-		start := time.Now()
-		cmd := exec.Command(node, filepath.Join(gen, "gen.mjs"), dir)
-		cmd.Dir = gen
-		out, err := cmd.CombinedOutput()
-		fixtureTook = time.Since(start)
-		if err != nil {
-			os.RemoveAll(dir)
-			fixtureErr = fmt.Errorf("gen.mjs: %v\n%s", err, out)
-			return
-		}
-		fixtureDir = dir
-	})
-	if fixtureSkip != "" {
-		if os.Getenv("BPCONVERT_REQUIRE_TOOLS") == "1" {
-			t.Fatalf("lance fixtures required (BPCONVERT_REQUIRE_TOOLS=1): %s", fixtureSkip)
-		}
-		t.Skip(fixtureSkip)
-	}
-	if fixtureErr != nil {
-		t.Fatalf("lance fixtures: %v", fixtureErr)
-	}
-	return fixtureDir
+	return lanceGen.Dir(t)
 }
 
 // committedFixtures returns testdata/lance: small datasets written by
@@ -122,9 +66,7 @@ var fixtureSets = []struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if fixtureDir != "" {
-		os.RemoveAll(fixtureDir)
-	}
+	lanceGen.Cleanup()
 	os.Exit(code)
 }
 

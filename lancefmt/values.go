@@ -429,11 +429,14 @@ func (v *Value) Bytes() (b []byte, held bool, err error) {
 			return nil, false, v.rowErr(err)
 		}
 	}
-	out, err := v.zip.Decode(s.buf, stored)
-	if err != nil {
-		return nil, false, v.rowErr(err)
-	}
-	if !v.zip.Plain() {
+	// A value stored as it is (plain, or a zstd frame of one raw block,
+	// as Lance stores incompressible payloads) is handed out from the
+	// window; others are decoded into the scan's buffer.
+	out, ok := v.zip.Verbatim(stored)
+	if !ok {
+		if out, err = v.zip.Decode(s.buf, stored); err != nil {
+			return nil, false, v.rowErr(err)
+		}
 		s.buf = out
 	}
 	if v.Size >= 0 && int64(len(out)) != v.Size {

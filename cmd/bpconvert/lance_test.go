@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
@@ -22,44 +20,14 @@ import (
 // need node and `npm ci --prefix fixtures/lance`; without them these tests
 // are skipped, or fail when BPCONVERT_REQUIRE_TOOLS=1.
 
-var (
-	lanceFixOnce sync.Once
-	lanceFixDir  string
-	lanceFixErr  error
-)
+// lanceGen writes them, once per run of the tests (see
+// testtool.Generated).
+var lanceGen = testtool.Generated{Project: "lance", Script: "gen.mjs"}
 
-// lanceFixtures runs the generator once per test process and returns its
-// output directory, which TestMain removes with the test binary.
+// lanceFixtures returns the directory of the generated datasets.
 func lanceFixtures(t *testing.T) string {
 	t.Helper()
-	testtool.Require(t, "node")
-	gen := filepath.Join(testtool.RepoRoot(t), "fixtures", "lance")
-	if _, err := os.Stat(filepath.Join(gen, "node_modules", "@lancedb", "lancedb")); err != nil {
-		testtool.Missing(t, "fixture dependencies are not installed (run: npm ci --prefix fixtures/lance)")
-	}
-	lanceFixOnce.Do(func() {
-		// Read the generator's inputs so that go test's cache notices changes.
-		for _, name := range []string{"gen.mjs", "package.json", "package-lock.json"} {
-			if _, err := os.ReadFile(filepath.Join(gen, name)); err != nil {
-				lanceFixErr = err
-				return
-			}
-		}
-		// Beside the test binary, so that TestMain removes it.
-		dir := filepath.Join(filepath.Dir(binPath), "lance-fixtures")
-		cmd := exec.Command("node", filepath.Join(gen, "gen.mjs"), dir)
-		cmd.Dir = gen
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(dir)
-			lanceFixErr = fmt.Errorf("gen.mjs: %v\n%s", err, out)
-			return
-		}
-		lanceFixDir = dir
-	})
-	if lanceFixErr != nil {
-		t.Fatalf("lance fixtures: %v", lanceFixErr)
-	}
-	return lanceFixDir
+	return lanceGen.Dir(t)
 }
 
 // lanceExpected is what gen.mjs wrote about one dataset: its versions with

@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	lerobotFixtures.Cleanup()
 	lerobotBig.Cleanup()
 	hfDiskFixtures.Cleanup()
+	lanceGen.Cleanup()
 	os.Exit(code)
 }
 

@@ -1,13 +1,17 @@
 package lance
 
 import (
+	"bytes"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
@@ -78,3 +82,62 @@ func TestRunPeakLargePages(t *testing.T) {
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// TestRunStoredZstdValues: a binary column written by Lance 8.0.0
+// (fixtures/lance/bench.mjs, file version 2.1, one fragment) stores each
+// pseudo-random 100 KiB value as a zstd frame of one raw block, which the
+// value scan hands to the pack writer from its read window without
+// decoding it into a buffer of its own. Every packed member, in row order,
+// must hold exactly the bytes that Scan (which decodes the frames) reads
+// for its row.
+func TestRunStoredZstdValues(t *testing.T) {
+	t.Parallel()
+	const rows = 400
+	src := testtool.LanceBench(t, rows, 100<<10, true)
+	ctx := t.Context()
+	dst := filepath.Join(t.TempDir(), "out")
+	j, err := NewJob(ctx, src, dst, Options{Columns: []string{"data"}, Options: convert.Options{QuickPlan: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Plan(ctx, nil, progress.Nop{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Run(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := j.ds.Scan(ctx, lancefmt.ScanOptions{Columns: []string{"data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	var want [][]byte
+	for sc.Next() {
+		a := sc.RecordBatch().Column(0).(*array.Binary)
+		for i := range a.Len() {
+			want = append(want, append([]byte(nil), a.Value(i)...))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	set, err := packcore.OpenSet(filepath.Join(dst, convert.MediaDir), packcore.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	n := 0
+	for m := range set.Members() {
+		got, err := set.Read(m.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n >= len(want) || !bytes.Equal(got, want[n]) {
+			t.Fatalf("member %d (%s): %d bytes, not the %d bytes Scan reads for row %d", n, m.Key, len(got), len(want[min(n, len(want)-1)]), n)
+		}
+		n++
+	}
+	if n != rows || len(want) != rows {
+		t.Fatalf("%d members, %d rows scanned, want %d", n, len(want), rows)
+	}
+}

@@ -76,7 +76,9 @@ func firstValues(t *testing.T, dir, column string, n int) [][]byte {
 // extracts the column (its values read item by item through a window of
 // ranged reads, never the page whole), then a rewrite that keeps the
 // column, copying its page from the bucket in sequential ranged reads. The
-// process's peak RSS stays at most 128 MiB, each step fetches the page
+// process's peak RSS stays at most 100 MiB (86-91 MiB measured; 105 MiB
+// before the source's reads let go of the spans they had read first and
+// fetched into their buffers again), each step fetches the page
 // once (1% and 4 MiB allowed for metadata and read-ahead), the packs hold
 // the source's values and the copied column reads back as the source's.
 func TestS3PeakRSSLargePage(t *testing.T) {
@@ -116,9 +118,10 @@ func TestS3PeakRSSLargePage(t *testing.T) {
 	if rss == 0 || len(fetched) != 2 {
 		t.Fatalf("the child printed %q, not its peak RSS and two fetched counts", stdout)
 	}
-	t.Logf("page %.1f MiB; peak RSS %.1f MiB (bound %.0f MiB); fetched %d bytes converting, %d copying", mib(largest), mib(rss), mib(maxRSS128), fetched[0], fetched[1])
-	if rss > maxRSS128 {
-		t.Errorf("peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS128))
+	const maxRSS = 100 << 20
+	t.Logf("page %.1f MiB; peak RSS %.1f MiB (bound %.0f MiB); fetched %d bytes converting, %d copying", mib(largest), mib(rss), mib(maxRSS), fetched[0], fetched[1])
+	if rss > maxRSS {
+		t.Errorf("peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS))
 	}
 	for i, f := range fetched {
 		if f < largest || f > largest+largest/100+4<<20 {

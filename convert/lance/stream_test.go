@@ -74,6 +74,9 @@ type childJob struct {
 	// Copy, when set, is where the child then rewrites the source with only
 	// its "id" column replaced, so that Column's pages are page-copied.
 	Copy string
+	// Verify makes the child verify Dst against Src instead (what
+	// `verify DST --against SRC` runs) and print the payloads compared.
+	Verify bool
 }
 
 // convertChild runs, in a process of its own, the conversion that the
@@ -91,6 +94,17 @@ func convertChild() {
 	if err == nil {
 		err = func() error {
 			ctx := context.Background()
+			if cj.Verify {
+				rep, err := dsverify.Verify(ctx, cj.Dst, dsverify.Options{Against: cj.Src})
+				if err != nil {
+					return err
+				}
+				if !rep.OK() || rep.Against == nil {
+					return fmt.Errorf("verify --against: %+v", rep)
+				}
+				fetched = append(fetched, fmt.Sprintf("%s %d", comparedLine, rep.Against.Payloads))
+				return nil
+			}
 			stats := &objstore.Stats{}
 			j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
 			if err != nil {
@@ -141,7 +155,7 @@ func convertChild() {
 		}
 	}
 	for _, line := range fetched {
-		if objstore.IsRemote(cj.Src) {
+		if objstore.IsRemote(cj.Src) || cj.Verify {
 			fmt.Println(line)
 		}
 	}
@@ -150,10 +164,13 @@ func convertChild() {
 
 // peakLine starts the line on which a child process reports its peak RSS
 // in KiB; fetchedLine the lines, after it, on which one that read its
-// source from a bucket reports the object bytes each step fetched.
+// source from a bucket reports the object bytes each step fetched;
+// comparedLine the line on which a verifying child reports the payloads
+// it compared.
 const (
-	peakLine    = "peak RSS KiB:"
-	fetchedLine = "fetched bytes:"
+	peakLine     = "peak RSS KiB:"
+	fetchedLine  = "fetched bytes:"
+	comparedLine = "compared payloads:"
 )
 
 // maxRSS128 is the bound on a conversion's peak RSS, whatever its pages
@@ -169,8 +186,9 @@ const maxRSS128 = 128 << 20
 // its evidence pass, then the run) runs in a process of its own whose peak
 // RSS must stay at most 128 MiB; pylance 14.0.2 then reads the output and
 // the source (fixtures/lance14/check.py: every reference resolves through
-// its zip shard to the source's bytes, every kept column equal), and,
-// except for the 1 GB page, verify --against compares every payload again.
+// its zip shard to the source's bytes, every kept column equal), and
+// verify --against, in a process of its own under the same bound, compares
+// every payload again.
 func TestRunPeakRSSPylance14(t *testing.T) {
 	t.Parallel()
 	py, root := bigPylance14(t)
@@ -181,12 +199,11 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 		minPages int    // pages of the column, at least
 		compared int
 		members  int
-		verify   bool
 	}{
 		{name: "one_page_2_2", column: "data", minPage: 1 << 30 * 95 / 100, minPages: 1, compared: 10000, members: 10000},
-		{name: "one_page_2_1", column: "data", minPage: 190 << 20, minPages: 1, compared: 2999, members: 2999, verify: true},
-		{name: "pages_2_2", column: "data", minPages: 100, compared: 1999, members: 1999, verify: true},
-		{name: "blob2_2_2", column: "blob", minPages: 1, compared: 2499, members: 2499, verify: true},
+		{name: "one_page_2_1", column: "data", minPage: 190 << 20, minPages: 1, compared: 2999, members: 2999},
+		{name: "pages_2_2", column: "data", minPages: 100, compared: 1999, members: 1999},
+		{name: "blob2_2_2", column: "blob", minPages: 1, compared: 2499, members: 2499},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := filepath.Join(root, tc.name+".lance")
@@ -195,23 +212,7 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 				t.Fatalf("the column has %d pages of at most %d bytes; the test needs %d or more, of at least %d bytes", pages, largest, tc.minPages, tc.minPage)
 			}
 			dst := filepath.Join(t.TempDir(), "out")
-			spec, err := json.Marshal(childJob{Src: src, Dst: dst, Column: tc.column})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("conversion: %v\n%s", err, stderr.String())
-			}
-			var rss uint64
-			if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), peakLine+" %d", &rss); err != nil || rss == 0 {
-				t.Fatalf("the conversion printed %q, not its peak RSS", out)
-			}
-			rss <<= 10
+			rss, _ := childPeak(t, childJob{Src: src, Dst: dst, Column: tc.column})
 			t.Logf("%d pages, largest %.1f MiB; peak RSS of the conversion %.1f MiB (bound %.0f MiB)", pages, mib(largest), mib(rss), mib(maxRSS128))
 			if rss > maxRSS128 {
 				t.Errorf("peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS128))
@@ -223,17 +224,40 @@ func TestRunPeakRSSPylance14(t *testing.T) {
 			if got.Compared != tc.compared || got.Members != tc.members {
 				t.Errorf("%d values compared through %d members, want %d through %d", got.Compared, got.Members, tc.compared, tc.members)
 			}
-			if tc.verify {
-				rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !rep.OK() || rep.Against == nil {
-					t.Errorf("verify --against: %+v", rep)
-				}
+			rss, lines := childPeak(t, childJob{Src: src, Dst: dst, Verify: true})
+			t.Logf("peak RSS of verify --against %.1f MiB (bound %.0f MiB)", mib(rss), mib(maxRSS128))
+			if rss > maxRSS128 {
+				t.Errorf("verify --against: peak RSS %.1f MiB, want at most %.0f MiB", mib(rss), mib(maxRSS128))
+			}
+			if want := fmt.Sprintf("%s %d", comparedLine, tc.compared); len(lines) != 1 || lines[0] != want {
+				t.Errorf("verify --against printed %q, want %q", lines, want)
 			}
 		})
 	}
+}
+
+// childPeak runs job in a child process (convertChild) and returns its
+// peak RSS in bytes and the lines it printed after it.
+func childPeak(t *testing.T, job childJob, env ...string) (uint64, []string) {
+	t.Helper()
+	spec, err := json.Marshal(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), env...), childEnv+"="+string(spec))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child %+v: %v\n%s", job, err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var rss uint64
+	if _, err := fmt.Sscanf(lines[0], peakLine+" %d", &rss); err != nil || rss == 0 {
+		t.Fatalf("the child printed %q, not its peak RSS", out)
+	}
+	return rss << 10, lines[1:]
 }
 
 // pageSizes returns the largest page of a column in bytes and its number

@@ -39,7 +39,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -226,42 +225,29 @@ func (ls *lanceStore) openRemote(ctx context.Context, rel string, required bool)
 }
 
 // blobSection opens the blob of videos.lance that is the size bytes from
-// off of the Lance data or sidecar file at loc, as a file of its own: a
-// path of a local dataset (a regular file), or the s3:// location of an
-// object under the prefix of a dataset in a bucket, whose ranged reads
-// then stay inside the blob (a sidecar file holds many). A blob that
-// passes the end of its file is refused.
+// off of the Lance data or sidecar file at loc, as a file of its own,
+// through the dataset's tree: loc is a path under the real root of a local
+// dataset (a regular file, its links inside the dataset), or the s3://
+// location of an object under the prefix of a dataset in a bucket, whose
+// ranged reads then stay inside the blob (a sidecar file holds many). A
+// blob that passes the end of its file is refused.
 func (d *Dataset) blobSection(ctx context.Context, loc string, off, size int64) (srctree.File, error) {
+	var rel string
 	if d.tree.Remote() {
-		rel, ok := strings.CutPrefix(loc, d.tree.Location()+"/")
+		r, ok := strings.CutPrefix(loc, d.tree.Location()+"/")
 		if !ok {
 			return nil, fmt.Errorf("%s lies outside %s", loc, d.Root)
 		}
-		return d.tree.OpenSection(ctx, rel, off, size)
+		rel = r
+	} else {
+		r, err := filepath.Rel(d.rootReal, loc)
+		if err != nil || !filepath.IsLocal(r) {
+			return nil, fmt.Errorf("%s lies outside %s", loc, d.Root)
+		}
+		rel = filepath.ToSlash(r)
 	}
-	f, err := srcfile.Open(loc)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if off < 0 || size < 0 || off > fi.Size() || size > fi.Size()-off {
-		f.Close()
-		return nil, fmt.Errorf("the section [%d, %d) passes the end of %s (%d bytes)", off, off+size, loc, fi.Size())
-	}
-	return &osSection{SectionReader: io.NewSectionReader(f, off, size), f: f}, nil
+	return d.tree.OpenSection(ctx, rel, off, size)
 }
-
-// osSection is a section of a local file.
-type osSection struct {
-	*io.SectionReader
-	f *os.File
-}
-
-func (s *osSection) Close() error { return s.f.Close() }
 
 // readVideos reads the rows of videos.lance: their identity and
 // file_size, and where each blob's bytes are. A row without bytes, whose

@@ -268,7 +268,10 @@ type Inspection struct {
 // then each column chunk in 1 MiB reads, which srctree rounds out to 16 KiB
 // blocks and, with ahead set (a conversion, which reads every chunk),
 // coalesces into growing requests fetched ahead while they follow one
-// another; without it (a plan's sample) a read fetches what it asks for.
+// another (those of each column chunk of a row group, and the readers of
+// one table open at once share what they fetched); without it (a plan's
+// sample) a read fetches what it asks for, which the tree keeps for the
+// conversion that follows.
 func (in *inputs) openTable(ctx context.Context, rel string, size int64, md *metadata.FileMetaData, ahead bool, mem memory.Allocator) (*file.Reader, error) {
 	f, err := in.tree.Open(ctx, rel)
 	if err != nil {

@@ -53,6 +53,41 @@ func detectCompression(magic []byte) string {
 	return CompressionNone
 }
 
+// Decompress returns the uncompressed stream of br, whose compression it
+// detects from the first bytes (gzip, multi-member included; bzip2; xz;
+// zstd, a leading skippable frame included; otherwise none, br itself),
+// the compression's name and a function that releases the decompressor.
+// convert-wds and verify --against read shards through it, so both accept
+// the same files.
+func Decompress(br *bufio.Reader) (r io.Reader, comp string, release func(), err error) {
+	magic, _ := br.Peek(6)
+	comp, release = detectCompression(magic), func() {}
+	switch comp {
+	case CompressionNone:
+		return br, comp, release, nil
+	case CompressionGzip:
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, comp, release, err
+		}
+		return zr, comp, func() { zr.Close() }, nil
+	case CompressionBzip2:
+		return bzip2.NewReader(br), comp, release, nil
+	case CompressionXz:
+		xr, err := xz.NewReader(br)
+		if err != nil {
+			return nil, comp, release, err
+		}
+		return xr, comp, release, nil
+	default: // CompressionZstd
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, comp, release, err
+		}
+		return zr, comp, zr.Close, nil
+	}
+}
+
 // countReader counts the bytes read through it: n is the position (moved
 // by seeks too, see seekCountReader), read the bytes actually read.
 type countReader struct {
@@ -173,29 +208,8 @@ func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool)
 	}
 	s.raw = &countReader{r: in}
 	br := bufio.NewReaderSize(s.raw, readBuffer)
-	magic, _ := br.Peek(6)
-	s.comp = detectCompression(magic)
 	var err error
-	switch s.comp {
-	case CompressionNone:
-		s.dec = br
-	case CompressionGzip:
-		var zr *gzip.Reader
-		zr, err = gzip.NewReader(br)
-		if err == nil {
-			s.dec, s.close = zr, func() { zr.Close() }
-		}
-	case CompressionBzip2:
-		s.dec = bzip2.NewReader(br)
-	case CompressionXz:
-		s.dec, err = xz.NewReader(br)
-	case CompressionZstd:
-		var zr *zstd.Decoder
-		zr, err = zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
-		if err == nil {
-			s.dec, s.close = zr, zr.Close
-		}
-	}
+	s.dec, s.comp, s.close, err = Decompress(br)
 	if err != nil {
 		s.closeFile()
 		return nil, &InputError{Source: "wds", Row: -1, File: src.Name, Offset: -1, Err: fmt.Errorf("corrupt %s stream: %w", s.comp, err), Hint: HintTruncated}

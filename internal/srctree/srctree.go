@@ -6,10 +6,13 @@
 //
 // A remote file's small reads (a parquet footer, an MP4 box header) are
 // rounded up to aligned blocks that are kept for the reads that follow,
-// and a run of sequential reads (libav demuxing a camera file) is fetched
-// ahead in growing requests; Stream reads a file front to back with
-// objstore's read-ahead. So a converter that reads a dataset by name reads
-// it the same way from a bucket as from a disk, once.
+// and runs of sequential reads (libav demuxing a camera file, the column
+// chunks of a row group read in turn) are fetched ahead in growing
+// requests; the Files of one object open at once share what they fetched,
+// and a plan's exact reads are kept for the conversion that follows it;
+// Stream reads a file front to back with objstore's read-ahead. So a
+// converter that reads a dataset by name reads it the same way from a
+// bucket as from a disk, once.
 //
 // It is for sources only: it never writes. Converters that read a
 // dataset's files by name (LeRobot, Parquet) use it instead of paths.
@@ -60,6 +63,8 @@ type Tree struct {
 	mu     sync.Mutex
 	failed error
 	looked map[string]Entry
+
+	cache cache // what the open files of a remote tree share
 }
 
 // Entry describes a file (or, in a local Walk, a directory).
@@ -382,11 +387,7 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size})
-	if err != nil {
-		return nil, err
-	}
-	return newRemoteFile(&recorder{Object: obj, t: t}), nil
+	return t.openRemote(ctx, e)
 }
 
 // OpenSection opens the n bytes of the regular file rel from off as a file
@@ -403,8 +404,8 @@ func (t *Tree) OpenSection(ctx context.Context, rel string, off, n int64) (File,
 		f.Close()
 		return nil, &fs.PathError{Op: "open", Path: t.Path(rel), Err: fmt.Errorf("the section [%d, %d) passes the end of the file (%d bytes)", off, off+n, f.Size())}
 	}
-	if rf, ok := f.(*remoteFile); ok {
-		return newRemoteFile(&section{Object: rf.obj, off: off, size: n}), nil
+	if h, ok := f.(*handle); ok {
+		return h.section(off, n), nil
 	}
 	return &localSection{SectionReader: io.NewSectionReader(f, off, n), f: f}, nil
 }
@@ -550,8 +551,8 @@ func (t *Tree) Walk(ctx context.Context, dir string, fn func(Entry) error) error
 // objstore's sequential read-ahead (8 MiB reads, two ahead). Close it
 // before f.
 func Stream(ctx context.Context, f File) io.ReadCloser {
-	if rf, ok := f.(*remoteFile); ok {
-		return objstore.NewSeqReader(ctx, rf.obj, objstore.SeqOptions{})
+	if h, ok := f.(*handle); ok {
+		return objstore.NewSeqReader(ctx, h.obj, objstore.SeqOptions{})
 	}
 	return io.NopCloser(io.NewSectionReader(f, 0, f.Size()))
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // Generated is a fixture directory that a Node script of one of the pinned
-// projects under fixtures/ writes once per test process, the first time a
-// test asks for it. Declare one as a package variable and call Cleanup from
-// TestMain.
+// projects under fixtures/ writes the first time a test asks for it: once
+// per run of the tests when FixtureCacheEnv names the run's cache (every
+// test process of the run then reads the same directory, which tests
+// must not change), once per test process otherwise. Declare one as a
+// package variable and call Cleanup from TestMain.
 type Generated struct {
 	// Project is the fixture project's directory under fixtures/ ("parquet").
 	Project string
@@ -25,9 +27,10 @@ type Generated struct {
 	// Need lists further programs the generator runs (ffmpeg, ...).
 	Need []string
 
-	once sync.Once
-	dir  string
-	err  error
+	once   sync.Once
+	dir    string
+	shared bool // dir belongs to the run's cache, not to this process
+	err    error
 }
 
 // Dir returns the generated directory. Without node, the project's
@@ -41,17 +44,25 @@ func (g *Generated) Dir(t testing.TB) string {
 		Missing(t, fmt.Sprintf("fixtures/%s/node_modules is missing: run npm ci --prefix fixtures/%s", g.Project, g.Project))
 	}
 	g.once.Do(func() {
-		dir, err := os.MkdirTemp("", "bpconvert-fixtures-"+g.Project+"-")
+		write := func(dir string) error {
+			cmd := exec.Command("node", append([]string{filepath.Join(proj, g.Script), dir}, g.Args...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("node %s: %v: %s", g.Script, err, stderr.String())
+			}
+			return nil
+		}
+		key, err := fixtureKey(proj, g.Script, g.Args)
 		if err != nil {
 			g.err = err
 			return
 		}
-		g.dir = dir
-		cmd := exec.Command("node", append([]string{filepath.Join(proj, g.Script), dir}, g.Args...)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			g.err = fmt.Errorf("node %s: %v: %s", g.Script, err, stderr.String())
+		if g.dir, g.shared, g.err = sharedDir(key, write); g.shared {
+			return
+		}
+		if g.dir, g.err = os.MkdirTemp("", "bpconvert-fixtures-"+g.Project+"-"); g.err == nil {
+			g.err = write(g.dir)
 		}
 	})
 	if g.err != nil {
@@ -60,9 +71,10 @@ func (g *Generated) Dir(t testing.TB) string {
 	return g.dir
 }
 
-// Cleanup removes the generated directory, if any.
+// Cleanup removes the generated directory, if any, unless it belongs to
+// the run's cache.
 func (g *Generated) Cleanup() {
-	if g.dir != "" {
+	if g.dir != "" && !g.shared {
 		os.RemoveAll(g.dir)
 	}
 }

@@ -3,11 +3,11 @@
 // object storage (s3://BUCKET/PREFIX), read through internal/srctree: the
 // prefix is listed once when the dataset is opened, and every file is read
 // with ranged requests (small reads such as a data file's footer rounded to
-// 16 KiB blocks that are kept for the reads that follow, a sequential run
-// such as a page copy or a value scan fetched ahead in requests that grow
-// to 8 MiB, the next one in flight). A read larger than 8 MiB is split into
-// such a run, so no more than a few requests' worth of a file is held
-// besides what the reader asked for.
+// 16 KiB blocks that are kept for the reads that follow, sequential runs
+// such as a page copy or a value scan, several at once, fetched ahead in
+// requests that grow to 8 MiB, the next one in flight). A read larger than
+// 8 MiB is fetched as such a run, so no more than a few requests' worth of
+// a file is held besides what the reader asked for.
 //
 // It is the one place that joins the Lance reader to an object store
 // client: package lancefmt builds without one. It does not write.
@@ -117,7 +117,7 @@ func (s *treeStorage) Open(ctx context.Context, name string) (lancefmt.File, err
 	if err != nil {
 		return nil, err
 	}
-	return chunked{f}, nil
+	return f, nil
 }
 
 // List implements lancefmt.Storage.
@@ -136,23 +136,4 @@ func (s *treeStorage) List(ctx context.Context, dir string, fn func(lancefmt.Fil
 		}
 		return fn(lancefmt.FileInfo{Name: strings.TrimPrefix(e.Name, prefix), Size: e.Size, ModTime: e.ModTime})
 	})
-}
-
-// chunked splits a read larger than srctree.MaxAhead into a sequential run
-// of reads of at most that size, which the tree fetches one ahead: a page
-// read whole is then held once, by its reader, not a second time in one
-// span of the tree's.
-type chunked struct{ srctree.File }
-
-func (c chunked) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		k := min(len(p)-n, srctree.MaxAhead)
-		m, err := c.File.ReadAt(p[n:n+k], off+int64(n))
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }

@@ -526,6 +526,32 @@ func appendInPlace(scheme int, dst, b []byte) ([]byte, bool) {
 	return dst, false
 }
 
+// verbatimZstd returns the content of b, a zstd frame (bare or behind
+// Lance's 8-byte size prefix) that appendStoredZstd would take and that
+// holds one raw block only, as the part of b it is: the block's bytes are
+// the value. ok is false for any other frame.
+func verbatimZstd(b []byte) ([]byte, bool) {
+	n, ok := decompressedSize(schemeZstd, b)
+	if !ok {
+		return nil, false
+	}
+	frame := b
+	if !isZstdFrame(b) {
+		frame = b[8:]
+	}
+	pos, ok := storedFrameHeader(frame, n)
+	if !ok || pos+3 > len(frame) {
+		return nil, false
+	}
+	h := uint32(frame[pos]) | uint32(frame[pos+1])<<8 | uint32(frame[pos+2])<<16
+	pos += 3
+	last, kind, size := h&1 != 0, (h>>1)&3, int(h>>3)
+	if !last || kind != 0 || size != n || size > zstdMaxBlock || pos+size != len(frame) {
+		return nil, false
+	}
+	return frame[pos : pos+size : pos+size], true
+}
+
 // storedFrameHeader checks the header of a zstd frame that
 // appendStoredZstd may take (single segment, no checksum, no dictionary, a
 // content size of want) and returns where its first block starts.

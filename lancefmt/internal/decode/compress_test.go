@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -101,6 +102,59 @@ func TestAppendStoredZstd(t *testing.T) {
 	}
 }
 
+// TestVerbatimZstd: a frame of one raw block, as a real zstd encoder
+// (klauspost/compress) stores an incompressible value of up to 128 KiB,
+// bare or behind Lance's 8-byte size prefix, is handed out as the part of
+// the frame that holds the value, without a copy; every other frame
+// (several blocks, compressed or RLE blocks, a checksum, bytes cut or
+// added, a prefix that disagrees) is declined (TestDecompressAppendZstd
+// decodes such frames).
+func TestVerbatimZstd(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 8))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	plain, _ := zstd.NewWriter(nil, zstd.WithEncoderCRC(false), zstd.WithEncoderConcurrency(1))
+	crc, _ := zstd.NewWriter(nil, zstd.WithEncoderCRC(true), zstd.WithEncoderConcurrency(1))
+	prefix := func(n int, f []byte) []byte { return append(binary.LittleEndian.AppendUint64(nil, uint64(n)), f...) }
+	v100 := random(100 << 10)
+	f100 := plain.EncodeAll(v100, nil)
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		value []byte // nil: declined
+	}{
+		{"random 100 KiB", f100, v100},
+		{"random 100 KiB, size prefix", prefix(len(v100), f100), v100},
+		{"random 128 KiB", nil, random(128 << 10)},
+		{"random 300 KiB: three blocks", plain.EncodeAll(random(300<<10), nil), nil},
+		{"checksum", crc.EncodeAll(v100, nil), nil},
+		{"compressed", plain.EncodeAll(bytes.Repeat([]byte("abc"), 20000), nil), nil},
+		{"zeros: RLE", plain.EncodeAll(make([]byte, 50<<10), nil), nil},
+		{"trailing byte", append(append([]byte(nil), f100...), 0), nil},
+		{"cut short", f100[:len(f100)-1], nil},
+		{"prefix disagrees", prefix(len(v100)-1, f100), nil},
+		{"not a frame", v100[:100], nil},
+	} {
+		frame := tc.frame
+		if frame == nil {
+			frame = plain.EncodeAll(tc.value, nil)
+		}
+		got, ok := verbatimZstd(frame)
+		if ok != (tc.value != nil) || !bytes.Equal(got, tc.value) {
+			t.Fatalf("%s: ok %v, %d bytes; want ok %v", tc.name, ok, len(got), tc.value != nil)
+		}
+		if ok && (unsafe.SliceData(got) != &frame[len(frame)-len(got)] || cap(got) != len(got)) {
+			t.Fatalf("%s: not the frame's own bytes (or room to append into them)", tc.name)
+		}
+	}
+}
+
 // FuzzStoredZstd: for any bytes, appendStoredZstd either declines, leaving
 // dst as it was, or appends exactly what the zstd decoder decodes.
 func FuzzStoredZstd(f *testing.F) {
@@ -121,6 +175,13 @@ func FuzzStoredZstd(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, frame []byte, want int) {
+		if b, ok := verbatimZstd(frame); ok {
+			// Handed out in place: the decoder must give the same bytes.
+			ref, err := dec.DecodeAll(frame, nil)
+			if err != nil || !bytes.Equal(b, ref) {
+				t.Fatalf("verbatim: %d bytes, the decoder gives %d (%v)", len(b), len(ref), err)
+			}
+		}
 		if want < 0 || want > 1<<20 {
 			return
 		}

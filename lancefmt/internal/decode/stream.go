@@ -138,6 +138,21 @@ func (z *ZipValues) Streamable() bool {
 	return z.Plain() || (z.pv.fsst == nil && z.pv.c.comp == schemeZstd)
 }
 
+// Verbatim returns the value stored as v when v holds its bytes as they
+// are, as a part of v (no copy): a plain value is v itself, and a zstd
+// frame of one raw block (how zstd stores a value it cannot compress, up
+// to 128 KiB) holds the value behind its header. ok is false for any other
+// form, to decode with Decode.
+func (z *ZipValues) Verbatim(v []byte) (b []byte, ok bool) {
+	switch {
+	case z.Plain():
+		return v, true
+	case z.pv.fsst == nil && z.pv.c.comp == schemeZstd:
+		return verbatimZstd(v)
+	}
+	return nil, false
+}
+
 // Decode appends the value stored as v to dst (whose room it reuses) and
 // returns the result; a plain value is returned as v itself.
 func (z *ZipValues) Decode(dst, v []byte) ([]byte, error) {
