@@ -7,6 +7,7 @@ import (
 	"hash"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/bpconvert/bpconvert/internal/offheap"
 )
@@ -32,6 +33,19 @@ const batchBytes = 256 << 10
 // readBack is the chunk in which the hasher reads ranges back.
 const readBack = 256 << 10
 
+// Bounds on the bytes queued to be read back (see hasher): maxTakeBack
+// for buffers taken back from the queue, maxLag for all of them, ranges
+// queued as such included.
+const (
+	maxTakeBack = 2 << 20
+	maxLag      = 32 << 20
+)
+
+// takeBackAfter is how long the writer waits for a buffer before it takes
+// one back: longer than the hasher needs for a buffer (a quarter of a
+// millisecond for a batch), shorter than a scheduler's time slice.
+const takeBackAfter = 2 * time.Millisecond
+
 // hasher lends the writer its buffers and computes the SHA-256 digests of
 // its shards on one goroutine, so that hashing overlaps reading and
 // writing. Work arrives in shard order: buffers already written to their
@@ -41,13 +55,23 @@ const readBack = 256 << 10
 // payload, a large member added from the caller's memory, the central
 // directory: read back from the page cache).
 //
-// The writer never waits for the digest: when it needs a buffer and every
-// one is waiting in the queue, it takes back the newest, whose bytes are in
-// the shard file already, and the hasher reads that range back instead. So
-// a hasher that falls behind (its core taken by another process for a few
-// milliseconds) costs it a copy from the page cache, not the writer a
-// stall; and the memory stays at poolBuffers buffers whatever the number
-// of shards being hashed.
+// When the writer needs a buffer and every one is waiting in the queue, it
+// waits for one; after takeBackAfter without one, it takes back the
+// newest, whose bytes are in the shard file already, and the hasher reads
+// that range back instead, as long as less than maxTakeBack bytes taken
+// back are still queued: so a hasher that stops for a moment (its core
+// taken by another process for a few milliseconds) costs it a copy from
+// the page cache, not the writer a stall. A hasher that is merely slower
+// than the writer (SHA-256 is slower than copying) costs the writer short
+// waits: taking buffers back at once, as the writer did, had the hasher
+// read back nearly everything (14 of 15 GB converting 16 GB of
+// WebDataset), a copy more on the slower side and from further and
+// further behind the writer, where the page cache no longer held the
+// bytes (the reads went to the disk the writer was busy with: 16 GB took
+// 1.8 times as long as without the manifest). The writer also waits while more than maxLag
+// bytes are queued to be read back in all, so every range is read back
+// soon after it was written. The memory stays at poolBuffers buffers
+// whatever the number of shards being hashed.
 //
 // The goroutine runs while there is work and ends when the queue is empty,
 // so a writer never leaves it behind. The buffers live outside the Go heap
@@ -61,24 +85,73 @@ type hasher struct {
 	queue   []hashJob
 	head    int
 	running bool
-	// waiting is set while the writer waits for a buffer; room wakes it.
+	// lag is the bytes of the ranges queued or being read back, and
+	// takenBack the part of them that buffers taken back hold.
+	lag, takenBack int64
+	// takeBackAfter is how long the writer waits for a buffer before it
+	// takes one back (the constant, but for tests).
+	takeBackAfter time.Duration
+	// waiting is set while the writer waits for a buffer or for the lag
+	// to shrink; room wakes it.
 	waiting bool
 	room    chan struct{}
 	rbuf    []byte // the goroutine's read-back buffer
 }
 
 func newHasher() *hasher {
-	hs := &hasher{room: make(chan struct{}, 1)}
+	hs := &hasher{room: make(chan struct{}, 1), takeBackAfter: takeBackAfter}
 	hs.set = offheap.NewSet(hs)
 	return hs
 }
 
+// wait waits, with hs.mu held, until the hasher gives a buffer back or
+// finishes a range; it returns with hs.mu held. It may return early (a
+// wake meant for an earlier wait): callers check again.
+func (hs *hasher) wait() {
+	hs.waiting = true
+	hs.mu.Unlock()
+	<-hs.room
+	hs.mu.Lock()
+}
+
+// waitFor is wait for at most d; it reports whether d passed.
+func (hs *hasher) waitFor(d time.Duration) bool {
+	hs.waiting = true
+	hs.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	late := false
+	select {
+	case <-hs.room:
+	case <-t.C:
+		late = true
+	}
+	hs.mu.Lock()
+	if late {
+		hs.waiting = false
+	}
+	return late
+}
+
+// wake wakes a waiting writer; hs.mu is held.
+func (hs *hasher) wake() {
+	if hs.waiting {
+		hs.waiting = false
+		select {
+		case hs.room <- struct{}{}:
+		default: // a wake is pending already
+		}
+	}
+}
+
 // get returns an empty buffer of capacity chunkSize. It takes a free one,
 // allocates one while fewer than poolBuffers exist, or takes back the
-// newest buffer waiting to be hashed (its job reads the range back). It
-// waits only when every buffer is in the writer's or the goroutine's hands.
+// newest buffer waiting to be hashed (its job reads the range back) while
+// the bytes taken back and still queued stay within maxTakeBack and all
+// those to be read back within maxLag. Otherwise it waits.
 func (hs *hasher) get() []byte {
 	hs.mu.Lock()
+	late := false // waited takeBackAfter without a buffer coming back
 	for {
 		if n := len(hs.free); n > 0 {
 			b := hs.free[n-1]
@@ -91,39 +164,65 @@ func (hs *hasher) get() []byte {
 			hs.mu.Unlock()
 			return hs.set.Alloc(chunkSize).Bytes()[:0:chunkSize]
 		}
-		for i := len(hs.queue) - 1; i >= hs.head; i-- {
-			if j := &hs.queue[i]; j.kind == jobBuf && !j.pinned {
-				b := j.b
-				j.kind, j.b, j.n = jobRange, nil, int64(len(b))
-				hs.mu.Unlock()
-				return b[:0]
-			}
+		if !late {
+			late = hs.waitFor(hs.takeBackAfter)
+			continue
 		}
-		hs.waiting = true
-		hs.mu.Unlock()
-		<-hs.room
-		hs.mu.Lock()
+		if b, ok := hs.takeBack(); ok {
+			hs.mu.Unlock()
+			return b
+		}
+		hs.wait()
 	}
+}
+
+// takeBack turns the newest buffer waiting to be hashed into a range read
+// back from the shard, within maxTakeBack and maxLag, and returns it
+// emptied; hs.mu is held.
+func (hs *hasher) takeBack() ([]byte, bool) {
+	for i := len(hs.queue) - 1; i >= hs.head; i-- {
+		j := &hs.queue[i]
+		if j.kind != jobBuf || j.pinned {
+			continue
+		}
+		n := int64(len(j.b))
+		if hs.takenBack+n > maxTakeBack || hs.lag+n > maxLag {
+			return nil, false
+		}
+		b := j.b
+		j.kind, j.b, j.n, j.takenBack = jobRange, nil, n, true
+		hs.lag += n
+		hs.takenBack += n
+		return b[:0], true
+	}
+	return nil, false
 }
 
 // put returns a buffer.
 func (hs *hasher) put(b []byte) {
 	hs.mu.Lock()
 	hs.free = append(hs.free, b[:0])
-	if hs.waiting {
-		hs.waiting = false
-		hs.room <- struct{}{}
-	}
+	hs.wake()
 	hs.mu.Unlock()
 }
 
-// push queues a job and starts the goroutine if it is not running.
+// push queues a job and starts the goroutine if it is not running. After
+// a range it waits while more than maxLag bytes queued before it are still
+// to be read back (a range larger than that, such as a large member
+// streamed before its CRC-32 was known, is read back while the writer
+// goes on).
 func (hs *hasher) push(j hashJob) {
 	hs.mu.Lock()
 	hs.queue = append(hs.queue, j)
 	if !hs.running {
 		hs.running = true
 		go hs.run()
+	}
+	if j.kind == jobRange {
+		hs.lag += j.n
+		for hs.lag-j.n > maxLag {
+			hs.wait()
+		}
 	}
 	hs.mu.Unlock()
 }
@@ -148,6 +247,15 @@ func (hs *hasher) run() {
 		hs.head++
 		hs.mu.Unlock()
 		j.p.do(hs, j)
+		if j.kind == jobRange {
+			hs.mu.Lock()
+			hs.lag -= j.n
+			if j.takenBack {
+				hs.takenBack -= j.n
+			}
+			hs.wake()
+			hs.mu.Unlock()
+		}
 	}
 }
 
@@ -160,6 +268,8 @@ type hashJob struct {
 	// pinned keeps a buffer from being taken back: its member may still be
 	// cut off, and the range then read back would be gone.
 	pinned bool
+	// takenBack marks a range that was a buffer taken back.
+	takenBack bool
 }
 
 type jobKind uint8

@@ -88,6 +88,14 @@ func (w *Writer) collect(keep int) error {
 		}
 		w.hashing = w.hashing[1:]
 		digest, err := s.sha.sum()
+		if w.opts.Publish == nil {
+			// Synced and hashed: nothing reads it again but the check of
+			// its directory at Close. A pack larger than the memory
+			// would otherwise have the kernel reclaim these pages while
+			// the next shards are written, at the cost of CPU time the
+			// writer and the hasher need (and of the source's pages).
+			dropCache(s.f)
+		}
 		if cerr := s.f.Close(); err == nil {
 			err = cerr
 		}

@@ -1,10 +1,13 @@
 package packcore
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/bpconvert/bpconvert/internal/keyindex"
 )
 
 // Twins is a group of distinct keys that name the same file on a file
@@ -107,4 +110,86 @@ func (t Twins) String() string {
 		"normalization":          "Unicode normalization (NFC/NFD)",
 		"case and normalization": "case and Unicode normalization",
 	}[t.Kind] + "; they collide on case-insensitive or normalizing file systems (macOS, Windows)"
+}
+
+// TwinFinder finds the twins among keys given one at a time, as FindTwins
+// does among a list, in memory that does not grow with the keys: the
+// folded forms go to a keyindex.Spilled (a temporary file in a directory
+// the caller chooses, and about 9 bytes a key in memory), with the key
+// itself only where it differs from its folded form. Only the keys of
+// twin groups are held. A TwinFinder is not safe for concurrent use.
+type TwinFinder struct {
+	// folds maps each folded form to the first key that folded to it:
+	// Loc.Shard -1 when that key is the folded form itself, else Loc.Size
+	// is its number in keys.
+	folds *keyindex.Spilled
+	keys  *keyindex.Spilled
+	// groups holds the keys of every folded form seen with more than one
+	// distinct key.
+	groups map[string][]string
+}
+
+// NewTwinFinder returns a finder whose temporary files are made in dir.
+func NewTwinFinder(dir string) *TwinFinder {
+	return &TwinFinder{
+		folds:  keyindex.NewSpilled(dir, ".twins-folds-*.tmp"),
+		keys:   keyindex.NewSpilled(dir, ".twins-keys-*.tmp"),
+		groups: map[string][]string{},
+	}
+}
+
+// Add takes one key; a key given again is ignored.
+func (t *TwinFinder) Add(key string) error {
+	f := FoldKey(key)
+	loc, seen, err := t.folds.Get(f)
+	if err != nil {
+		return err
+	}
+	if !seen {
+		loc = keyindex.Loc{Shard: -1}
+		if f != key {
+			loc = keyindex.Loc{Size: int64(t.keys.Len())}
+			if err := t.keys.Put(key, keyindex.Loc{}); err != nil {
+				return err
+			}
+		}
+		return t.folds.Put(f, loc)
+	}
+	first := f
+	if loc.Shard != -1 {
+		if first, err = t.keys.Key(int(loc.Size)); err != nil {
+			return err
+		}
+	}
+	if first == key {
+		return nil
+	}
+	g, ok := t.groups[f]
+	if !ok {
+		g = []string{first}
+	}
+	t.groups[f] = append(g, key)
+	return nil
+}
+
+// Twins returns the groups found, each in sorted order, in the order of
+// their first keys (as FindTwins returns them for sorted keys).
+func (t *TwinFinder) Twins() []Twins {
+	var out []Twins
+	for _, g := range t.groups {
+		g = slices.Clone(g)
+		sort.Strings(g)
+		g = compactStrings(g)
+		if len(g) >= 2 {
+			out = append(out, Twins{Keys: g, Kind: twinKind(g)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Keys[0] < out[j].Keys[0] })
+	return out
+}
+
+// Close releases the finder's files.
+func (t *TwinFinder) Close() {
+	t.folds.Close()
+	t.keys.Close()
 }

@@ -124,7 +124,8 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 			defer c.inl.Close()
 		}
 	}
-	c.smp = newSampler(!opts.NoTable, c.names, spool)
+	c.smp = newSampler(!opts.NoTable, c.names, spool, out.Dir)
+	defer c.smp.close()
 	c.walk = &walker{prefix: opts.ShardPrefix, table: !opts.NoTable, earlier: func(k string) bool {
 		_, _, ok := c.w.Lookup(k)
 		return ok || c.pendingKeys[k] || (c.inl != nil && c.inl.has(k))
@@ -139,6 +140,7 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 	if err := c.flushLinks(true); err != nil {
 		return nil, err
 	}
+	c.smp.close() // every sample is spooled: its memory goes before the table's
 	c.res.Pack, err = out.ClosePack()
 	if err != nil {
 		return nil, err

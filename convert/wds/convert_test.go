@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/offheap"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
@@ -225,7 +226,10 @@ func TestConvertFixtures(t *testing.T) {
 func runConversion(t *testing.T, src string, paths, names []string, opts Options) *Result {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	// The table's allocator, outside the heap, checked: every block
+	// freed, none left mapped.
+	off := offheap.NewAllocator()
+	mem := memory.NewCheckedAllocator(off)
 	opts.src, opts.dst, opts.mem = src, out, mem
 	pc := &countingProgress{}
 	res, err := convertShards(context.Background(), opts, pc)
@@ -233,6 +237,9 @@ func runConversion(t *testing.T, src string, paths, names []string, opts Options
 		t.Fatalf("Convert: %v", err)
 	}
 	mem.AssertSize(t, 0)
+	if n := off.Mapped(); n != 0 {
+		t.Errorf("%d bytes of the table's blocks still mapped", n)
+	}
 	if opts.src != "-" {
 		names = tableNames(shardList(paths))
 	}

@@ -70,12 +70,15 @@
 // sample is appended to a spool file in the staging directory (key, shard
 // index, and per field an id, a kind and a pack key or inline text). After
 // the pack writer closes, the spool is read back once, references are
-// looked up by key, and the table is written in row groups of at most 64Ki
-// rows or 32 MiB of values, through a temporary file that is synced and
-// renamed. Memory stays bounded by one row group whatever the dataset's
-// size; the writer's key index and the set of sample keys seen grow with
-// the number of members and samples, about 50 bytes a key each, outside
-// the Go heap (package keyindex).
+// looked up by key, and the table is written in row groups of at most 16Ki
+// rows or 8 MiB of values, through a temporary file that is synced and
+// renamed; a row group's columns are built outside the Go heap (package
+// offheap), and keys and references are written without a dictionary
+// (they are distinct in every row). Memory stays bounded by one row group
+// whatever the dataset's size. The writer's key index and the sets of keys
+// and sample keys seen (by the plan's pass over the headers and by the
+// conversion) keep their keys in temporary files, with about 9 bytes a key
+// in memory (package keyindex).
 //
 // # Reading the output
 //

@@ -37,6 +37,7 @@ var fx struct {
 }
 
 func TestMain(m *testing.M) {
+	rssChild()
 	code := m.Run()
 	if fx.dir != "" {
 		os.RemoveAll(fx.dir)

@@ -134,7 +134,8 @@ func scanShard(t *testing.T, src shardSource, r io.Reader, seek bool) {
 	defer s.Close()
 	w := &walker{table: true}
 	w.startShard(0, src)
-	smp := newSampler(true, []string{src.Name}, nil)
+	smp := newSampler(true, []string{src.Name}, nil, os.TempDir())
+	defer smp.close()
 	for range 10000 {
 		h, off, err := s.next()
 		if err == io.EOF {

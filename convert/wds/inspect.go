@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bpconvert/bpconvert/internal/keyindex"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -51,8 +53,14 @@ func inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan,
 			}
 		}
 	}
-	in := &inspection{opts: opts, srcs: srcs, fields: map[string]*fieldStats{}, keys: map[string]struct{}{},
-		smp: newSampler(false, nil, nil)}
+	// The indexes of keys keep their files in the system's temporary
+	// directory (removed from it at once): a plan writes nothing beside
+	// the destination.
+	tmp := os.TempDir()
+	in := &inspection{opts: opts, srcs: srcs, fields: map[string]*fieldStats{},
+		keys: keyindex.NewSpilled(tmp, ".wds-plan-keys-*.tmp"), twins: packcore.NewTwinFinder(tmp),
+		smp: newSampler(false, nil, nil, tmp)}
+	defer in.close()
 	if srcs.Bytes >= 0 {
 		pc.SetTotal(-1, srcs.Bytes)
 		if err := in.scan(ctx, pc); err != nil {
@@ -73,9 +81,15 @@ type inspection struct {
 	opts Options
 	srcs sourceList
 
-	keys    map[string]struct{} // every key, for duplicates across shards
-	skipped int                 // compressed shards not read (Options.QuickPlan)
-	remote  int                 // shards in object storage not read (Options.QuickPlan)
+	// keys holds every key, for duplicates across shards, and twins
+	// their folded forms; both in files, with about 9 bytes a key in
+	// memory, so a pass over millions of members stays small.
+	keys  *keyindex.Spilled
+	twins *packcore.TwinFinder
+	// keyErr is the first failure to read the index of keys back.
+	keyErr  error
+	skipped int // compressed shards not read (Options.QuickPlan)
+	remote  int // shards in object storage not read (Options.QuickPlan)
 	fields  map[string]*fieldStats
 	outside fieldStats // members in no sample
 	links   int64
@@ -104,21 +118,34 @@ func (in *inspection) fail(err error) {
 	}
 }
 
+// close releases the indexes.
+func (in *inspection) close() {
+	in.keys.Close()
+	in.twins.Close()
+	in.smp.close()
+}
+
 // scan reads every shard's headers.
 func (in *inspection) scan(ctx context.Context, pc progress.Counter) error {
 	names := make([]string, len(in.srcs.Shards))
 	for i, s := range in.srcs.Shards {
 		names[i] = s.Name
 	}
-	in.smp = newSampler(false, names, nil)
+	in.smp.shards = names
 	walk := &walker{prefix: in.opts.ShardPrefix, table: !in.opts.NoTable, earlier: func(k string) bool {
-		_, ok := in.keys[k]
+		_, ok, err := in.keys.Get(k)
+		if err != nil && in.keyErr == nil {
+			in.keyErr = err
+		}
 		return ok
 	}}
 	buf := make([]byte, sniff.PrefixLen)
 	for i, src := range in.srcs.Shards {
 		if err := in.shard(ctx, pc, walk, i, src, &buf); err != nil {
 			return err
+		}
+		if in.keyErr != nil {
+			return fmt.Errorf("wds: index of keys: %w", in.keyErr)
 		}
 	}
 	if !in.opts.NoTable {
@@ -188,7 +215,12 @@ func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walk
 		case itemLink:
 			in.links++
 		}
-		in.keys[it.key] = struct{}{}
+		if err := in.keys.Put(it.key, keyindex.Loc{}); err != nil {
+			return fmt.Errorf("wds: index of keys: %w", err)
+		}
+		if err := in.twins.Add(it.key); err != nil {
+			return fmt.Errorf("wds: index of keys: %w", err)
+		}
 		in.members++
 		in.bytes += it.size
 		fs := &in.outside
@@ -237,15 +269,17 @@ func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walk
 		fs.ev.Add(it.size, kind)
 		if it.inSample {
 			in.fields[it.field] = fs
-			in.smp.add(i, h.Name, off, it.sample, it.field, cellRef, "")
+			// Not strict: only a failure of the index of sample keys.
+			if err := in.smp.add(i, h.Name, off, it.sample, it.field, cellRef, ""); err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.finish(); err != nil {
 		in.fail(err)
 	}
 	pc.Add(0, s.raw.n-lastRaw)
-	in.smp.endShard()
-	return nil
+	return in.smp.endShard()
 }
 
 // plan renders what the pass found.
@@ -381,12 +415,7 @@ func (in *inspection) plan(dest string) plan.Plan {
 	}
 	// Keys that differ only in case or Unicode normalization are distinct
 	// members, but one file on macOS and Windows file systems.
-	keys := make([]string, 0, len(in.keys))
-	for k := range in.keys {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	if twins := packcore.FindTwins(keys); len(twins) > 0 {
+	if twins := in.twins.Twins(); len(twins) > 0 {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("keys that differ only in case or Unicode normalization, %s (first: %s): they stay separate members, but unpacking them on macOS or Windows makes one overwrite the other",
 			plan.CountText(int64(len(twins)), "groups"), twins[0]))
 	}

@@ -52,11 +52,13 @@ type sampler struct {
 	fieldID map[string]int
 	fields  []string // in order of first appearance
 
-	// seen maps every finished sample key to the shard it was in (a
-	// compact index outside the heap: a run may hold millions of samples).
-	seen *keyindex.Index
-	cur  row
-	open bool
+	// seen maps every finished sample key to the shard it was in, in a
+	// temporary file with about 9 bytes a key in memory (a run may hold
+	// millions of samples); curSeen says whether it holds cur's key.
+	seen    *keyindex.Spilled
+	cur     row
+	curSeen bool
+	open    bool
 
 	samples    int64
 	splits     int64 // samples split by a later reappearance of their key
@@ -65,9 +67,15 @@ type sampler struct {
 	firstDup   error
 }
 
-func newSampler(strict bool, shards []string, spool *spoolWriter) *sampler {
-	return &sampler{strict: strict, shards: shards, spool: spool, fieldID: map[string]int{}, seen: keyindex.New()}
+// newSampler returns a sampler whose index of sample keys keeps its file in
+// dir.
+func newSampler(strict bool, shards []string, spool *spoolWriter, dir string) *sampler {
+	return &sampler{strict: strict, shards: shards, spool: spool, fieldID: map[string]int{},
+		seen: keyindex.NewSpilled(dir, ".samples-keys-*.tmp")}
 }
+
+// close releases the index of sample keys; the counts stay.
+func (s *sampler) close() { s.seen.Close() }
 
 // problem records a grouping problem: an error when strict, else a count
 // and the first of its kind.
@@ -88,7 +96,11 @@ func (s *sampler) add(shard int, member string, off int64, key, field string, ki
 		if err := s.flush(); err != nil {
 			return err
 		}
-		if loc, ok := s.seen.Get(key); ok {
+		loc, seen, err := s.seen.Get(key)
+		if err != nil {
+			return fmt.Errorf("wds: sample keys: %w", err)
+		}
+		if seen {
 			prev := loc.Shard
 			e := &InputError{Source: "wds", Row: -1, File: s.shards[shard], Member: member, Offset: off, Hint: HintSortTar}
 			if int(prev) == shard {
@@ -102,7 +114,7 @@ func (s *sampler) add(shard int, member string, off int64, key, field string, ki
 			}
 		}
 		s.cur = row{key: key, shard: shard, cells: s.cur.cells[:0]}
-		s.open = true
+		s.curSeen, s.open = seen, true
 	}
 	id, ok := s.fieldID[field]
 	if !ok {
@@ -133,8 +145,10 @@ func (s *sampler) flush() error {
 		return nil
 	}
 	s.open = false
-	if _, ok := s.seen.Get(s.cur.key); !ok {
-		s.seen.Put(s.cur.key, keyindex.Loc{Shard: int32(s.cur.shard)})
+	if !s.curSeen {
+		if err := s.seen.Put(s.cur.key, keyindex.Loc{Shard: int32(s.cur.shard)}); err != nil {
+			return fmt.Errorf("wds: sample keys: %w", err)
+		}
 	}
 	s.samples++
 	if s.spool != nil {
@@ -203,7 +217,8 @@ func (s *spoolWriter) Close() {
 
 // spoolReader reads rows back in the order they were written.
 type spoolReader struct {
-	r *bufio.Reader
+	r   *bufio.Reader
+	buf []byte // a string's bytes, before they become one
 }
 
 var errSpool = errors.New("samples spool is damaged")
@@ -215,7 +230,10 @@ func (s *spoolReader) next(r *row) error {
 		if err != nil {
 			return "", err
 		}
-		b := make([]byte, n)
+		if uint64(cap(s.buf)) < n {
+			s.buf = make([]byte, n)
+		}
+		b := s.buf[:n]
 		if _, err := io.ReadFull(s.r, b); err != nil {
 			return "", errSpool
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/offheap"
 )
 
 // Column names of the samples table besides the fields.
@@ -39,10 +40,12 @@ type TableRecord struct {
 }
 
 // Batch limits for the samples table: a row group is written when either
-// is reached, which bounds the memory the table needs.
+// is reached, which bounds the memory the table needs (with references of
+// about 40 bytes, 16Ki rows are about 1 MB of values; the heap sees
+// several times that in garbage while the writer encodes them).
 const (
-	tableBatchRows  = 64 << 10
-	tableBatchBytes = 32 << 20
+	tableBatchRows  = 16 << 10
+	tableBatchBytes = 8 << 20
 )
 
 // tableSpec is what writeTable needs besides the spooled rows.
@@ -63,7 +66,10 @@ type tableSpec struct {
 func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) {
 	mem := spec.mem
 	if mem == nil {
-		mem = memory.DefaultAllocator
+		// The batch's columns and the encoders' buffers leave the heap,
+		// so they are returned as each row group is written instead of
+		// piling up until the collector runs.
+		mem = offheap.NewAllocator()
 	}
 	order := make([]int, len(spec.fields)) // column position -> field id
 	for i := range order {
@@ -99,11 +105,21 @@ func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) 
 		return 0, err
 	}
 	defer f.Abort()
-	props := parquet.NewWriterProperties(
+	popts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy), // read everywhere; zstd's encoder would need ~20 MB
-		parquet.WithMaxRowGroupLength(1<<40),            // row groups are the batches below
+		parquet.WithMaxRowGroupLength(1 << 40),          // row groups are the batches below
 		parquet.WithAllocator(mem),
-	)
+		// Keys and references are distinct in every row: a dictionary
+		// of them would hold a row group's values twice, in a hash table
+		// on the heap, only to be given up at its size limit.
+		parquet.WithDictionaryFor(ColumnKey, false),
+	}
+	for _, f := range spec.fields {
+		if !slices.Contains(spec.record.Inline, f) {
+			popts = append(popts, parquet.WithDictionaryFor(f, false))
+		}
+	}
+	props := parquet.NewWriterProperties(popts...)
 	// The struct hides f's Close: the writer would close the file before
 	// it could be synced.
 	fw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
@@ -114,7 +130,10 @@ func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) 
 	defer b.release()
 	var n int64
 	var r row
-	cols := make([]*string, len(spec.fields))
+	// vals holds a row's values by column position, has whether the
+	// row has one.
+	vals := make([]string, len(spec.fields))
+	has := make([]bool, len(spec.fields))
 	for {
 		err := rows.next(&r)
 		if err == io.EOF {
@@ -124,7 +143,7 @@ func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) 
 			fw.Close()
 			return 0, err
 		}
-		clear(cols)
+		clear(has)
 		for i := range r.cells {
 			c := &r.cells[i]
 			v := c.value
@@ -134,9 +153,9 @@ func writeTable(final string, rows *spoolReader, spec tableSpec) (int64, error) 
 					return 0, err
 				}
 			}
-			cols[colOf[c.field]] = &v
+			vals[colOf[c.field]], has[colOf[c.field]] = v, true
 		}
-		b.append(r.key, spec.shards[r.shard], cols)
+		b.append(r.key, spec.shards[r.shard], vals, has)
 		n++
 		if b.rows >= tableBatchRows || b.bytes >= tableBatchBytes {
 			if err := b.flush(fw); err != nil {
@@ -177,19 +196,19 @@ func newTableBatch(mem memory.Allocator, schema *arrow.Schema, nfields int) *tab
 	return b
 }
 
-// append adds a row; vals holds one value per column position, nil for
-// null.
-func (b *tableBatch) append(key, shard string, vals []*string) {
+// append adds a row; vals holds one value per column position, where has
+// is set (null where it is not).
+func (b *tableBatch) append(key, shard string, vals []string, has []bool) {
 	b.key.Append(key)
 	b.shard.Append(shard)
 	b.bytes += int64(len(key) + len(shard))
 	for i, v := range vals {
-		if v == nil {
+		if !has[i] {
 			b.cols[i].AppendNull()
 			continue
 		}
-		b.cols[i].Append(*v)
-		b.bytes += int64(len(*v))
+		b.cols[i].Append(v)
+		b.bytes += int64(len(v))
 	}
 	b.rows++
 }

@@ -240,6 +240,15 @@ func unexpected(err error) error {
 	return err
 }
 
+// Key returns key number i (in the order keys were put, from 0).
+func (x *Spilled) Key(i int) (string, error) {
+	if i < 0 || i >= x.n {
+		return "", fmt.Errorf("keyindex: key %d of %d", i, x.n)
+	}
+	k, _, err := x.record(i)
+	return string(k), err
+}
+
 // record returns key number i and where it went; the key's bytes are valid
 // until the next call.
 func (x *Spilled) record(i int) ([]byte, Loc, error) {

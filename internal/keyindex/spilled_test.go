@@ -11,7 +11,8 @@ import (
 // TestSpilledMatchesMap: every put and get agrees with a Go map, through
 // growth, empty and long keys, keys that share prefixes and records that
 // straddle what is written and what is still gathered; lookups in order
-// and out of order. The directory shows no file, during or after.
+// and out of order, and keys by number. The directory shows no file,
+// during or after.
 func TestSpilledMatchesMap(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -57,6 +58,14 @@ func TestSpilledMatchesMap(t *testing.T) {
 		if got, ok, err := x.Get(keys[i]); err != nil || !ok || got != want[keys[i]] {
 			t.Fatalf("get(%.20q) = %v %v %v, want %v", keys[i], got, ok, err, want[keys[i]])
 		}
+	}
+	for i := len(keys) - 1; i >= 0; i -= 997 { // by number, as put
+		if k, err := x.Key(i); err != nil || k != keys[i] {
+			t.Fatalf("key %d = %.20q %v, want %.20q", i, k, err, keys[i])
+		}
+	}
+	if _, err := x.Key(len(keys)); err == nil {
+		t.Error("a key number past the last was found")
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("%s shows in the directory", ents[0].Name())
