@@ -1,15 +1,13 @@
 package wds
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
@@ -77,79 +75,41 @@ const rssChildEnv = "BPCONVERT_TEST_CONVERT_WDS_RSS"
 // rssJob is the conversion a child process runs.
 type rssJob struct{ Src, Dst string }
 
-// rssLine starts the line on which a child process reports its peak RSS
-// in KiB.
-const rssLine = "peak RSS KiB:"
-
 // rssChild runs, in the test binary started by peakRSS (before any test),
 // the conversion that rssChildEnv names as the CLI does (the plan, with
-// its pass over every header, then the run), prints its samples and its
-// peak RSS (VmHWM) and exits; without the variable it returns.
+// its pass over every header, then the run) and prints its samples
+// (testtool.ChildMain adds its peak RSS); without the variable it returns.
 func rssChild() {
-	spec := os.Getenv(rssChildEnv)
-	if spec == "" {
-		return
-	}
-	var job rssJob
-	err := json.Unmarshal([]byte(spec), &job)
-	var samples int64
-	if err == nil {
-		err = func() error {
-			ctx := context.Background()
-			j, err := NewJob(ctx, job.Src, job.Dst, Options{})
-			if err != nil {
-				return err
-			}
-			if _, err := j.Plan(ctx, nil, nil); err != nil {
-				return err
-			}
-			res, err := convertShards(ctx, j.opts, nil)
-			if err == nil {
-				samples = res.Samples
-			}
+	testtool.ChildMain(rssChildEnv, func(job rssJob, out io.Writer) error {
+		ctx := context.Background()
+		j, err := NewJob(ctx, job.Src, job.Dst, Options{})
+		if err != nil {
 			return err
-		}()
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// The process's own high-water mark (its rusage maxrss would count
-	// the parent's RSS at the fork).
-	st, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	for _, line := range strings.Split(string(st), "\n") {
-		if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			fmt.Printf("samples: %d\n%s %s\n", samples, rssLine, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")))
 		}
-	}
-	os.Exit(0)
+		if _, err := j.Plan(ctx, nil, nil); err != nil {
+			return err
+		}
+		res, err := convertShards(ctx, j.opts, nil)
+		if err == nil {
+			fmt.Fprintf(out, "samples: %d\n", res.Samples)
+		}
+		return err
+	})
 }
 
 // peakRSS converts src into dst in a child process and returns its peak
 // RSS in bytes and the samples it wrote.
 func peakRSS(t *testing.T, src, dst string) (int64, int64) {
 	t.Helper()
-	spec, err := json.Marshal(rssJob{Src: src, Dst: dst})
-	if err != nil {
-		t.Fatal(err)
+	rss, lines := testtool.RunChild(t, rssChildEnv, rssJob{Src: src, Dst: dst})
+	var samples int64
+	if len(lines) != 1 {
+		t.Fatalf("the conversion printed %q, not its samples", lines)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), rssChildEnv+"="+string(spec))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("conversion: %v\n%s", err, stderr.String())
+	if _, err := fmt.Sscanf(lines[0], "samples: %d", &samples); err != nil {
+		t.Fatalf("the conversion printed %q, not its samples", lines)
 	}
-	var kib, samples int64
-	if _, err := fmt.Sscanf(string(out), "samples: %d\n"+rssLine+" %d", &samples, &kib); err != nil || kib == 0 {
-		t.Fatalf("the conversion printed %q, not its samples and peak RSS", out)
-	}
-	return kib << 10, samples
+	return rss, samples
 }
 
 // rssGrowthBudget is what 200,000 more members may add to the peak RSS of
