@@ -391,13 +391,18 @@ func (f *remoteFile) fill(s *span) {
 		err = io.ErrUnexpectedEOF
 	}
 	s.err = err
-	close(s.done)
+	// Offered to the tree before a reader can see it done: a reader that
+	// closes its File as soon as its read returns must not retire the
+	// span before it is kept. No one waits for done with f.mu held.
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if err == nil && s.exact && !s.gone && f.c != nil && f.name != "" && f.c.keep(f.name, s) {
 		s.shared = true
 	}
+	f.mu.Unlock()
+	close(s.done)
+	f.mu.Lock()
 	f.unref(s)
+	f.mu.Unlock()
 }
 
 // release gives up the caller's reference to the file's span s.
