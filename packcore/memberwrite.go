@@ -15,7 +15,8 @@ import (
 
 // smallMember is the largest payload the writer reads whole before writing
 // it: such members are gathered with their headers into a lent buffer,
-// written to the shard in one call when it is full, and hashed from memory.
+// written to the shard in one call when it is full, and hashed back from
+// the page cache.
 // Larger members are streamed.
 const smallMember = 1 << 20
 
@@ -76,7 +77,7 @@ func (w *Writer) writeMember(key string, r io.Reader, size int64) error {
 }
 
 // writeBatch writes the members gathered in the current shard's batch and
-// hands the buffer to the hasher.
+// queues them for the hasher, to be read back.
 func (w *Writer) writeBatch() error {
 	s := w.cur
 	b := s.batch
@@ -88,7 +89,7 @@ func (w *Writer) writeBatch() error {
 		w.hs.put(b)
 		return w.failShard(err)
 	}
-	s.sha.send(b, s.off-int64(len(b)))
+	s.sha.sendWritten(b, s.off-int64(len(b)))
 	s.startWriteback()
 	return nil
 }

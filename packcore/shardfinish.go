@@ -33,7 +33,7 @@ func (w *Writer) finishShard() error {
 		return w.failShard(fmt.Errorf("pack %s: %s: %w", w.dir, s.name, err))
 	}
 	if batch != nil {
-		s.sha.send(batch, s.off-int64(len(batch)))
+		s.sha.sendWritten(batch, s.off-int64(len(batch)))
 	}
 	// Hashed back from the file (the page cache), so the table is free for
 	// the next shard at once.
