@@ -92,15 +92,8 @@ for c in "${cases[@]}"; do
   esac
 done
 py=${BPCONVERT_PYTHON:-$(bash "$root/scripts/pyenv.sh" "$root/scripts/requirements/test.txt")/bin/python}
-blobpack="$(dirname "$py")/blobpack"
-if [ -x "$blobpack" ] && "$blobpack" convert-lance --help >/dev/null 2>&1; then
-  bpver=$("$blobpack" --version 2>&1 | tail -1)
-else
-  echo "bench/lance_convert.sh: blobpack with convert-lance is not installed beside $py: its column is left empty"
-  blobpack=""
-fi
-rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-head="bench/lance_convert.sh at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$work" | tail -1)"
+find_blobpack "$py" convert-lance bench/lance_convert.sh
+head=$(bench_head bench/lance_convert.sh "$work")
 echo "# $head"
 echo "# load before: $(uptime)"
 

@@ -170,3 +170,26 @@ PY
 
 # per_gb SECONDS BYTES prints seconds per GB (10^9 bytes), two decimals.
 per_gb() { printf '%.2f\n' "$(echo "scale=4; $1 * 1000000000 / $2" | bc -l)"; }
+
+# bench_head SCRIPT WORK: the line that says where and when SCRIPT (its
+# path under bench/) measures: the commit, the date, the cores and the
+# device of the work directory.
+bench_head() {
+  local rev
+  rev=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  echo "$1 at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$2" | tail -1)"
+}
+
+# find_blobpack PYTHON COMMAND SCRIPT: sets blobpack to the blobpack CLI
+# installed beside PYTHON and bpver to its version when it has COMMAND;
+# otherwise says so (SCRIPT names the caller) and sets both empty, so the
+# caller leaves blobpack's column empty.
+find_blobpack() {
+  blobpack="$(dirname "$1")/blobpack" bpver=""
+  if [ -x "$blobpack" ] && "$blobpack" "$2" --help >/dev/null 2>&1; then
+    bpver=$("$blobpack" --version 2>&1 | tail -1)
+  else
+    echo "$3: blobpack with $2 is not installed beside $1: its column is left empty"
+    blobpack=""
+  fi
+}

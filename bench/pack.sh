@@ -41,8 +41,7 @@ work=${BENCH_DIR:-$(mktemp -d -p "${TMPDIR:-/var/tmp}")}
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
-rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-head="bench/pack.sh at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$work" | tail -1)"
+head=$(bench_head bench/pack.sh "$work")
 echo "# $head"
 
 gen() { # gen DIR COUNT SIZE

@@ -69,15 +69,8 @@ if ! "$bin" convert-parquet --help >/dev/null 2>&1; then
   exit 2
 fi
 py=${BPCONVERT_PYTHON:-$(bash "$root/scripts/pyenv.sh" "$root/scripts/requirements/test.txt")/bin/python}
-blobpack="$(dirname "$py")/blobpack"
-if [ -x "$blobpack" ] && "$blobpack" convert-parquet --help >/dev/null 2>&1; then
-  bpver=$("$blobpack" --version 2>&1 | tail -1)
-else
-  echo "bench/parquet.sh: blobpack with convert-parquet is not installed beside $py: its column is left empty"
-  blobpack=""
-fi
-rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-head="bench/parquet.sh at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$work" | tail -1)"
+find_blobpack "$py" convert-parquet bench/parquet.sh
+head=$(bench_head bench/parquet.sh "$work")
 echo "# $head"
 echo "# load before: $(uptime)"
 

@@ -11,10 +11,11 @@
 #      s3copy down then up of the tars;
 #   3. s3 -> local: convert-wds from the bucket to a local directory,
 #      against s3copy down of the tars followed by sync (convert-wds syncs
-#      what it writes).
+#      what it writes), and against the plainest download, one GetObject
+#      per object streamed into its file (s3copy get), followed by sync.
 # Ratios are baseline time / bpconvert time (1.0: as fast as the copy).
-# Peak RSS of each convert-wds run in the last round is printed with the
-# summary's part size and parts in flight. The server runs on the same two
+# Peak RSS is the largest of each command's runs, beside the bound
+# 64 MiB + part size x parts in flight. The server runs on the same two
 # cores and hashes every byte it receives (MD5 for ETags): it is part of
 # what every command here pays.
 #
@@ -64,34 +65,38 @@ echo "## $count members of $member B in $shards shards ($bytes bytes)"
 # A fresh prefix per run (the commands run in subshells).
 next() { date +%s%N; }
 BENCH_CLEAN='rm -rf "$work/gw/dst/"* "$work/out" "$work/down" "$work/staging"; mkdir -p "$work/staging"'
+export work
 conv="$bin convert-wds --yes --quiet --staging $work/staging"
-IFS=" " read -r t_up t_conv_up t_ss_base t_conv_ss t_down t_conv_down < <(time_turns "$runs" \
+mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" \
   "\"$s3copy\" up \"$work/tars\" s3://dst/copy-\$(next)" \
   "$conv \"$work/tars\" s3://dst/conv-\$(next)" \
   "\"$s3copy\" down s3://src/wds \"$work/down\" && \"$s3copy\" up \"$work/down\" s3://dst/copy2-\$(next)" \
   "$conv s3://src/wds s3://dst/conv2-\$(next)" \
   "\"$s3copy\" down s3://src/wds \"$work/down\" && sync" \
-  "$bin convert-wds --yes --quiet s3://src/wds \"$work/out\"" | tr '\n' ' '; echo)
-[ -n "${t_conv_down:-}" ] || { echo "bench/s3.sh: a timed command failed" >&2; exit 1; }
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-r_up=$(ratio "$t_up" "$t_conv_up"); r_ss=$(ratio "$t_ss_base" "$t_conv_ss"); r_down=$(ratio "$t_down" "$t_conv_down")
-echo "local -> s3: s3copy up $t_up s, convert-wds $t_conv_up s: ratio $r_up (target >= 0.8)"
-echo "s3 -> s3:    s3copy down+up $t_ss_base s, convert-wds $t_conv_ss s: ratio $r_ss (target >= 0.7)"
-echo "s3 -> local: s3copy down+sync $t_down s, convert-wds $t_conv_down s: ratio $r_down (target >= 0.8)"
-eval "$BENCH_CLEAN"
-rss_up=$(peak_rss_mib $conv "$work/tars" s3://dst/rss-up)
-rss_ss=$(peak_rss_mib $conv s3://src/wds s3://dst/rss-ss)
-rss_down=$(peak_rss_mib "$bin" convert-wds --yes --quiet s3://src/wds "$work/out-rss")
-rss_copy=$(peak_rss_mib "$s3copy" up "$work/tars" s3://dst/rss-copy)
-echo "peak RSS: convert-wds local->s3 $rss_up MiB, s3->s3 $rss_ss MiB, s3->local $rss_down MiB; s3copy up $rss_copy MiB (bound: 64 MiB + 16 MiB x 8 parts in flight = 192 MiB)"
+  "\"$s3copy\" get s3://src/wds \"$work/down\" && sync" \
+  "$bin convert-wds --yes --quiet s3://src/wds \"$work/out\"")
+[ "${#m[@]}" = 7 ] || { echo "bench/s3.sh: a timed command failed" >&2; exit 1; }
+# field I J: field J (1: median s, 2: peak RSS MiB, 3-4: load min-max) of command I.
+field() { echo "${m[$1]}" | cut -d' ' -f"$2"; }
+loads() { echo "$(field "$1" 3)-$(field "$1" 4)"; }
+cell() { echo "$(field "$1" 1) s ($(loads "$1"))"; }
+r_up=$(ratio "$(field 0 1)" "$(field 1 1)")
+r_ss=$(ratio "$(field 2 1)" "$(field 3 1)")
+r_down=$(ratio "$(field 4 1)" "$(field 6 1)")
+r_get=$(ratio "$(field 5 1)" "$(field 6 1)")
+bound=192
+rss_ok() { if [ "$(echo "$1 <= $bound" | bc -l)" = 1 ]; then echo met; else echo MISSED; fi; }
+echo "local -> s3: s3copy up $(field 0 1) s, convert-wds $(field 1 1) s: ratio $r_up (target >= 0.8)"
+echo "s3 -> s3:    s3copy down+up $(field 2 1) s, convert-wds $(field 3 1) s: ratio $r_ss (target >= 0.7)"
+echo "s3 -> local: s3copy down+sync $(field 4 1) s, get+sync $(field 5 1) s, convert-wds $(field 6 1) s: ratios $r_down, $r_get (target >= 0.8)"
+echo "peak RSS: convert-wds local->s3 $(field 1 2) MiB, s3->s3 $(field 3 2) MiB, s3->local $(field 6 2) MiB; s3copy up $(field 0 2) MiB (bound: 64 MiB + 16 MiB x 8 parts in flight = $bound MiB)"
 {
-  echo "\`bash bench/s3.sh\` ($(date -u +%Y-%m-%d), $(nproc) cores, medians of $runs alternating runs, load $load_start at the start and $load_end at the end; versitygw on loopback with its buckets on this disk, on the same cores): convert-wds of $count members of $member B in $shards shards ($bytes bytes) against the AWS SDK's transfer manager moving the same bytes (bench/s3copy, 16 MiB parts, 8 in flight). Ratio = copy time / convert time."
+  echo "Measured by $(bench_head bench/s3.sh "$work"); medians of $runs rounds, commands in turns; load: one-minute load averages at the start of the runs (min-max). versitygw v1.8.0 on loopback, its buckets on this disk, on the same two cores (it hashes every byte it receives). convert-wds of $count members of $member B in $shards tar shards ($bytes bytes) against the same bytes moved by the AWS SDK: its transfer manager (bench/s3copy up/down: 16 MiB parts, 8 in flight, as bpconvert uploads) and a plain GetObject per object, streamed into its file (s3copy get). Ratio = copy time / convert time."
   echo
-  echo "| direction | copy baseline | s | convert-wds s | ratio | target | peak RSS |"
-  echo "|---|---|---|---|---|---|---|"
-  echo "| local -> s3 | s3copy up | $t_up | $t_conv_up | $r_up | >= 0.8 | $rss_up MiB (s3copy $rss_copy MiB) |"
-  echo "| s3 -> s3 | s3copy down + up | $t_ss_base | $t_conv_ss | $r_ss | >= 0.7 | $rss_ss MiB |"
-  echo "| s3 -> local | s3copy down + sync | $t_down | $t_conv_down | $r_down | >= 0.8 | $rss_down MiB |"
-  echo
-  echo "RSS bound: 64 MiB + 16 MiB x 8 parts in flight = 192 MiB."
+  echo "| direction | baseline | baseline time | \`convert-wds\` | ratio (target) | peak RSS (bound $bound MiB) |"
+  echo "|---|---|---|---|---|---|"
+  echo "| local -> s3 | \`s3copy up\` | $(cell 0) | $(cell 1) | ${r_up}x (>= 0.8) | $(field 1 2) MiB, $(rss_ok "$(field 1 2)") (s3copy up $(field 0 2) MiB) |"
+  echo "| s3 -> s3 | \`s3copy down\`, then \`up\` | $(cell 2) | $(cell 3) | ${r_ss}x (>= 0.7) | $(field 3 2) MiB, $(rss_ok "$(field 3 2)") |"
+  echo "| s3 -> local | \`s3copy down\` + \`sync\` | $(cell 4) | $(cell 6) | ${r_down}x (>= 0.8) | $(field 6 2) MiB, $(rss_ok "$(field 6 2)") |"
+  echo "| s3 -> local | \`s3copy get\` + \`sync\` (plain GetObject) | $(cell 5) | (same runs) | ${r_get}x (>= 0.8) | |"
 } | perf_doc bench/s3.sh

@@ -50,8 +50,7 @@ if ! "$bin" convert-wds --help >/dev/null 2>&1; then
   echo "bench/wds.sh: $bin has no convert-wds command (build it: make build)" >&2
   exit 2
 fi
-rev=$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)
-head="bench/wds.sh at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$work" | tail -1)"
+head=$(bench_head bench/wds.sh "$work")
 echo "# $head"
 
 # gen_big DIR GIB: one shard with a GIB GiB member (streamed, never in

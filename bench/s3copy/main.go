@@ -6,6 +6,11 @@
 //
 //	s3copy up DIR s3://BUCKET/PREFIX
 //	s3copy down s3://BUCKET/PREFIX DIR
+//	s3copy get s3://BUCKET/PREFIX DIR
+//
+// down uses the transfer manager's ranged, concurrent parts; get is the
+// plainest download there is: one GetObject per object, its body streamed
+// into the file, one object after another.
 //
 // Credentials and endpoint come from the environment, as for bpconvert.
 package main
@@ -38,8 +43,8 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, part int64, conc int) error {
-	if len(args) != 3 || (args[0] != "up" && args[0] != "down") {
-		return fmt.Errorf("usage: s3copy up DIR s3://BUCKET/PREFIX | down s3://BUCKET/PREFIX DIR")
+	if len(args) != 3 || (args[0] != "up" && args[0] != "down" && args[0] != "get") {
+		return fmt.Errorf("usage: s3copy up DIR s3://BUCKET/PREFIX | down|get s3://BUCKET/PREFIX DIR")
 	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -56,7 +61,7 @@ func run(ctx context.Context, args []string, part int64, conc int) error {
 		o.PartSizeBytes, o.Concurrency = part, conc
 	})
 	loc := args[2]
-	if args[0] == "down" {
+	if args[0] != "up" {
 		loc = args[1]
 	}
 	bucket, prefix, _ := strings.Cut(strings.TrimPrefix(loc, "s3://"), "/")
@@ -64,7 +69,23 @@ func run(ctx context.Context, args []string, part int64, conc int) error {
 	if args[0] == "up" {
 		return up(ctx, tm, args[1], bucket, prefix)
 	}
-	return down(ctx, client, tm, bucket, prefix, args[2])
+	fetch := func(key *string) (io.ReadCloser, error) {
+		out, err := tm.GetObject(ctx, &transfermanager.GetObjectInput{Bucket: aws.String(bucket), Key: key})
+		if err != nil {
+			return nil, err
+		}
+		return io.NopCloser(out.Body), nil
+	}
+	if args[0] == "get" {
+		fetch = func(key *string) (io.ReadCloser, error) {
+			out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: key})
+			if err != nil {
+				return nil, err
+			}
+			return out.Body, nil
+		}
+	}
+	return down(ctx, client, fetch, bucket, prefix, args[2])
 }
 
 func up(ctx context.Context, tm *transfermanager.Client, dir, bucket, prefix string) error {
@@ -96,7 +117,8 @@ func up(ctx context.Context, tm *transfermanager.Client, dir, bucket, prefix str
 	return nil
 }
 
-func down(ctx context.Context, client *s3.Client, tm *transfermanager.Client, bucket, prefix, dir string) error {
+// down writes every object under prefix into dir, each read through fetch.
+func down(ctx context.Context, client *s3.Client, fetch func(key *string) (io.ReadCloser, error), bucket, prefix, dir string) error {
 	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix + "/")})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -109,15 +131,17 @@ func down(ctx context.Context, client *s3.Client, tm *transfermanager.Client, bu
 			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 				return err
 			}
-			out, err := tm.GetObject(ctx, &transfermanager.GetObjectInput{Bucket: aws.String(bucket), Key: o.Key})
+			body, err := fetch(o.Key)
 			if err != nil {
 				return err
 			}
 			f, err := os.Create(dst)
 			if err != nil {
+				body.Close()
 				return err
 			}
-			_, err = io.Copy(f, out.Body)
+			_, err = io.Copy(f, body)
+			body.Close()
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
