@@ -138,6 +138,32 @@ type Options struct {
 // nor tables.
 var ErrNothingToVerify = errors.New("no pack shards and no tables")
 
+// ErrTableNotDataset is returned for a root that is one table of a dataset
+// (a parquet, Arrow or JSON table file, or a Lance dataset's directory):
+// its references name shards relative to the dataset that holds it, so
+// verify is given that dataset instead.
+var ErrTableNotDataset = errors.New("a table, not a dataset")
+
+// tableRoot reports whether the local root is a table rather than a
+// dataset, a pack directory or a shard: a file with a table's name, or a
+// directory named *.lance that holds a Lance dataset's _versions.
+func tableRoot(root string, st fs.FileInfo) bool {
+	if !st.IsDir() {
+		return tableFormat(st.Name()) != ""
+	}
+	if !strings.HasSuffix(st.Name(), ".lance") {
+		return false
+	}
+	vs, err := os.Stat(filepath.Join(root, "_versions"))
+	return err == nil && vs.IsDir()
+}
+
+// refuseTable returns the ErrTableNotDataset error for root, naming the
+// directory that holds it.
+func refuseTable(root, parent string) error {
+	return fmt.Errorf("%s is %w: its references name shards of the dataset that holds it; verify that dataset (bpconvert verify %s)", root, ErrTableNotDataset, parent)
+}
+
 // Verify checks the dataset at root (a converted dataset's root, any
 // directory holding packs and tables, a pack directory, or a single shard).
 // It reports every problem it finds; the error is for failures to run at
@@ -158,6 +184,11 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 			return nil, err
 		}
 		v.store, v.key = st, key
+		if tableFormat(path.Base(key)) != "" {
+			if _, err := st.Stat(ctx, key); err == nil {
+				return nil, refuseTable(root, dirOf(root))
+			}
+		}
 		if strings.HasSuffix(key, ".zip") {
 			if _, err := st.Stat(ctx, key); err == nil {
 				// A single shard: the pack check alone.
@@ -176,6 +207,10 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 		st, err := os.Stat(root)
 		if err != nil {
 			return nil, err
+		}
+		if tableRoot(root, st) {
+			abs, _ := filepath.Abs(root)
+			return nil, refuseTable(root, filepath.Dir(abs))
 		}
 		if !st.IsDir() {
 			// A single shard: the pack check alone.
@@ -481,9 +516,13 @@ func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err 
 	v.objects = map[string]bool{}
 	dirs := map[string]bool{}
 	lances := map[string]bool{}
+	lanceRoot := false // the prefix is a Lance dataset's directory
 	err = v.store.List(v.ctx, prefix, func(in objstore.Info) error {
 		rel := strings.TrimPrefix(in.Name, prefix)
 		v.objects[rel] = true
+		if strings.HasPrefix(rel, "_versions/") && strings.HasSuffix(path.Base(v.key), ".lance") {
+			lanceRoot = true
+		}
 		segs := strings.Split(rel, "/")
 		for i, seg := range segs {
 			if strings.HasPrefix(seg, ".") {
@@ -505,6 +544,9 @@ func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err 
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	if lanceRoot {
+		return nil, nil, refuseTable(v.root, dirOf(v.root))
 	}
 	for _, name := range sortedSet(lances) {
 		tables = append(tables, tableFile{name, "lance"})

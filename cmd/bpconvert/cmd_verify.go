@@ -37,6 +37,9 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 		if ctx.Err() != nil {
 			return nil, err
 		}
+		if errors.Is(err, dsverify.ErrTableNotDataset) {
+			return nil, usagef("verify: %v", err)
+		}
 		if remote && !errors.Is(err, dsverify.ErrNothingToVerify) {
 			return nil, storeError("verify", err)
 		}

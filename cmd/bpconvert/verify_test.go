@@ -121,6 +121,23 @@ func TestVerifyDataset(t *testing.T) {
 		if !strings.Contains(r.stderr, "OK: 6 blobs, 3,000 bytes, 1 shard, 1 table, 6 references, 0 problems") {
 			t.Errorf("text:\n%s", r.stderr)
 		}
+		// What verify takes as its root: the dataset, a pack directory or
+		// one shard; one table of the dataset is refused, naming the
+		// dataset to give instead (it was read as a broken shard).
+		for _, c := range []struct {
+			root string
+			code int
+			msg  string
+		}{
+			{dst, 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 1 table"},
+			{filepath.Join(dst, "media"), 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 0 problems"},
+			{filepath.Join(dst, "media", "pack-0000.zip"), 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 0 problems"},
+			{filepath.Join(dst, "samples.parquet"), exitUsage, "samples.parquet is a table, not a dataset: its references name shards of the dataset that holds it; verify that dataset (bpconvert verify " + dst + ")"},
+		} {
+			if r := bp(t, "verify", c.root); r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.msg) {
+				t.Errorf("verify %s: exit %d, want %d with %q:\n%s%s", c.root, r.code, c.code, c.msg, r.stdout, r.stderr)
+			}
+		}
 
 		// A member removed from the pack.
 		broken := filepath.Join(root, "missing")
