@@ -939,15 +939,5 @@ func listItemsCursor(f *Field, af arrow.Field, loc string, build cursorBuilder) 
 // first item, valid is nil when every list is valid.
 func listArray(dt arrow.DataType, offs []int64, valid []bool, child arrow.Array) arrow.Array {
 	vb, nulls := assemble.BitmapOf(valid)
-	var ob []byte
-	if _, ok := dt.(*arrow.ListType); ok {
-		o32 := make([]int32, len(offs))
-		for k, o := range offs {
-			o32[k] = int32(o)
-		}
-		ob = arrow.Int32Traits.CastToBytes(o32)
-	} else {
-		ob = arrow.Int64Traits.CastToBytes(offs)
-	}
-	return array.MakeFromData(array.NewData(dt, len(offs)-1, []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0))
+	return assemble.ListOf(dt, len(offs)-1, offs, vb, nulls, child)
 }

@@ -18,6 +18,23 @@ import (
 	"github.com/bpconvert/bpconvert/lancefmt/internal/wire"
 )
 
+// ListOf builds an array of dt, a list or large list type, of n rows over
+// child: offs holds the n+1 offsets into child, and vb and nulls the
+// validity bitmap and null count (as BitmapOf returns them).
+func ListOf(dt arrow.DataType, n int, offs []int64, vb *memory.Buffer, nulls int, child arrow.Array) arrow.Array {
+	var ob []byte
+	if _, ok := dt.(*arrow.ListType); ok {
+		o32 := make([]int32, len(offs))
+		for i, o := range offs {
+			o32[i] = int32(o)
+		}
+		ob = arrow.Int32Traits.CastToBytes(o32)
+	} else {
+		ob = arrow.Int64Traits.CastToBytes(offs)
+	}
+	return array.MakeFromData(array.NewData(dt, n, []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0))
+}
+
 // BitmapOf packs a validity slice; it returns nil and 0 when every entry is
 // valid.
 func BitmapOf(valid []bool) (*memory.Buffer, int) {
@@ -457,17 +474,7 @@ func MergeParts(alloc memory.Allocator, dt arrow.DataType, parts []arrow.Array) 
 			return nil, err
 		}
 		defer child.Release()
-		var ob []byte
-		if _, ok := dt.(*arrow.ListType); ok {
-			o32 := make([]int32, len(offs))
-			for i, o := range offs {
-				o32[i] = int32(o)
-			}
-			ob = arrow.Int32Traits.CastToBytes(o32)
-		} else {
-			ob = arrow.Int64Traits.CastToBytes(offs)
-		}
-		return array.MakeFromData(array.NewData(dt, n, []*memory.Buffer{vb, memory.NewBufferBytes(ob)}, []arrow.ArrayData{child.Data()}, nulls, 0)), nil
+		return ListOf(dt, n, offs, vb, nulls, child), nil
 	}
 	if len(parts) != 1 {
 		return nil, fmt.Errorf("%d leaf columns for type %s", len(parts), dt)
