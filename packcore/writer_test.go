@@ -1035,3 +1035,61 @@ func TestManyShardsAllocation(t *testing.T) {
 		t.Errorf("%d shards allocated %.1f MB", st.Shards, float64(alloc)/1e6)
 	}
 }
+
+// TestStreamedMemberCutOff: a member streamed from a file with its CRC-32
+// known beforehand (the file holds more bytes than declared, so it is cut
+// off after its payload, every chunk of which was queued for the hasher)
+// leaves the shard and its manifest as if it had never been added: they
+// equal those of a pack written without it, and verify passes.
+func TestStreamedMemberCutOff(t *testing.T) {
+	t.Parallel()
+	src := t.TempDir()
+	open := func(name string, b []byte) *os.File {
+		t.Helper()
+		p := filepath.Join(src, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	before, long, after := payload(1, 3*copyBuf+5), payload(2, 12*copyBuf), payload(3, 2*copyBuf+9)
+	var dirs []string
+	for _, withCut := range []bool{true, false} {
+		dir := t.TempDir()
+		dirs = append(dirs, dir)
+		w, err := Create(context.Background(), dir, WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Add("before", open("before", before), int64(len(before)), ""); err != nil {
+			t.Fatal(err)
+		}
+		if withCut {
+			if _, err := w.Add("long", open("long", long), int64(len(long))-1, ""); !errors.Is(err, ErrSizeMismatch) {
+				t.Fatalf("a file longer than declared: %v", err)
+			}
+		}
+		if _, err := w.Add("after", open("after", after), int64(len(after)), ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"pack-0000.zip", ManifestName} {
+		a, errA := os.ReadFile(filepath.Join(dirs[0], name))
+		b, errB := os.ReadFile(filepath.Join(dirs[1], name))
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Fatalf("%s differs from the pack written without the member cut off (%v, %v)", name, errA, errB)
+		}
+	}
+	rep, err := Verify(context.Background(), dirs[0])
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %v", err, rep.Problems)
+	}
+}
