@@ -170,7 +170,7 @@ case_run() {
     "$bin" verify "$work/off-out/media" >/dev/null
     rm -rf "$work/off-out"
   fi
-  BENCH_CLEAN="rm -rf '$work/cp-out'; set_aside '$work/out' '$work/nm-out' '$work/bp-out' '$work/off-out' '$work/base-out'"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/nm-out' '$work/bp-out' '$work/off-out' '$work/base-out'"
   local files="find '$ds' -type f \\( -name '*.lance' -o -name '*.blob' \\) -exec openssl dgst -sha256 {} +"
   local -a cmds=(
     "cp -r '$ds' '$work/cp-out' && sync -f '$work/cp-out'"

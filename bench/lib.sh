@@ -5,13 +5,14 @@
 # them, into a .trash directory beside them (removed with the work
 # directory). Deleting gigabytes between timed runs makes the file system
 # discard blocks and slows whichever command runs next (seen here: cp -r
-# of 2 GB took 8-16 s right after a delete, 1-2 s otherwise).
-#
-# The copy of the baseline (cp-out) is deleted, not set aside, in every
-# script: kept, it made the next command that wrote (the next in the round
-# after openssl, always the same one) pay 3-5 s more of kernel time for
-# 2 GB on this machine, whatever that command was (pack --no-manifest run
-# first after it: 6.2-6.6 s instead of 1.3 s); deleted, nothing did.
+# of 2 GB took 8-16 s right after a delete, 1-2 s otherwise; the root file
+# system is mounted with online discard). Set aside, the baseline's copy
+# has an effect too: the first command to write 2 GB after `cp -r` and
+# `sync` of it (always the same one in a round, after openssl) pays 3-5 s
+# more of kernel time, whatever it is. Deleting the copy instead (tried
+# 2026-12-06) moved the cost to the next `cp -r` (200,000 files: 64.9 s
+# instead of 9.5 s). An order in which every command takes every place in
+# turn is what the scripts still lack.
 set_aside() {
   local p
   for p in "$@"; do

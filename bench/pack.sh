@@ -71,7 +71,7 @@ case_run() { # case_run NAME COUNT SIZE ROUNDS CLEAN(aside|delete)
   warm "$src"
   local bytes=$((count * size))
   if [ "$clean" = aside ]; then
-    BENCH_CLEAN="rm -rf '$work/cp-out'; set_aside '$work/pack-out'"
+    BENCH_CLEAN="set_aside '$work/cp-out' '$work/pack-out'"
   else
     BENCH_CLEAN="rm -rf '$work/cp-out' '$work/pack-out' '$work/.trash'"
   fi

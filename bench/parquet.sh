@@ -96,7 +96,7 @@ case_run() {
   "$bin" convert-parquet --quiet --yes "${sel[@]}" "$src" "$work/out"
   "$bin" verify "$work/out/media" >/dev/null
   rm -rf "$work/out"
-  BENCH_CLEAN="rm -rf '$work/cp-out'; set_aside '$work/out' '$work/nm-out' '$work/bp-out' '$work/base-out'"
+  BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/nm-out' '$work/bp-out' '$work/base-out'"
   local -a cmds=(
     "cp -r '$src' '$work/cp-out' && sync -f '$work/cp-out'"
     "openssl dgst -sha256 '$src'/*.parquet"

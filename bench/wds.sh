@@ -99,7 +99,7 @@ case_shards() {
   bytes=$(du -sb "$src" | cut -f1)
   [ ${#extra[@]} -eq 0 ] || x=$(printf "'%s' " "${extra[@]}")
   if [ "$clean" = aside ]; then
-    BENCH_CLEAN="rm -rf '$work/cp-out'; set_aside '$work/wds-out'"
+    BENCH_CLEAN="set_aside '$work/cp-out' '$work/wds-out'"
   else
     BENCH_CLEAN="rm -rf '$work/cp-out' '$work/wds-out' '$work/.trash'"
   fi
