@@ -7,7 +7,6 @@ import (
 	"hash"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/bpconvert/bpconvert/internal/offheap"
 )
@@ -33,18 +32,8 @@ const batchBytes = 256 << 10
 // readBack is the chunk in which the hasher reads ranges back.
 const readBack = 256 << 10
 
-// Bounds on the bytes queued to be read back (see hasher): maxTakeBack
-// for buffers taken back from the queue, maxLag for all of them, ranges
-// queued as such included.
-const (
-	maxTakeBack = 2 << 20
-	maxLag      = 32 << 20
-)
-
-// takeBackAfter is how long the writer waits for a buffer before it takes
-// one back: longer than the hasher needs for a buffer (a quarter of a
-// millisecond for a batch), shorter than a scheduler's time slice.
-const takeBackAfter = 2 * time.Millisecond
+// maxLag bounds the bytes queued to be read back (see hasher).
+const maxLag = 32 << 20
 
 // hasher lends the writer its buffers and computes the SHA-256 digests of
 // its shards on one goroutine, so that hashing overlaps reading and
@@ -56,23 +45,17 @@ const takeBackAfter = 2 * time.Millisecond
 // directory: read back from the page cache, at most maxLag bytes behind
 // the writer).
 //
-// When the writer needs a buffer and every one is waiting in the queue, it
-// waits for one; after takeBackAfter without one, it takes back the
-// newest, whose bytes are in the shard file already, and the hasher reads
-// that range back instead, as long as less than maxTakeBack bytes taken
-// back are still queued: so a hasher that stops for a moment (its core
-// taken by another process for a few milliseconds) costs it a copy from
-// the page cache, not the writer a stall. A hasher that is merely slower
-// than the writer (SHA-256 is slower than copying) costs the writer short
-// waits: taking buffers back at once, as the writer did, had the hasher
-// read back nearly everything (14 of 15 GB converting 16 GB of
-// WebDataset), a copy more on the slower side and from further and
-// further behind the writer, where the page cache no longer held the
-// bytes (the reads went to the disk the writer was busy with: 16 GB took
-// 1.8 times as long as without the manifest). The writer also waits while more than maxLag
-// bytes are queued to be read back in all, so every range is read back
-// soon after it was written. The memory stays at poolBuffers buffers
-// whatever the number of shards being hashed.
+// The writer waits while more than maxLag bytes are queued to be read
+// back, so every range is read back soon after it was written, while the
+// page cache holds it: batches were once hashed from the lent buffers, and
+// the writer waited for one whenever the hasher fell behind (260-330 ms of
+// a 2 GB conversion); before that bound, buffers taken back at once had
+// the hasher read back from further and further behind, from the disk
+// (16 GB took 1.8 times as long as without the manifest). The chunks of a
+// streamed member stay in the lent buffers (a member cut off must leave no
+// range to read back), and the writer waits for one when all are queued.
+// The memory stays at poolBuffers buffers whatever the number of shards
+// being hashed.
 //
 // The goroutine runs while there is work and ends when the queue is empty,
 // so a writer never leaves it behind. The buffers live outside the Go heap
@@ -86,12 +69,8 @@ type hasher struct {
 	queue   []hashJob
 	head    int
 	running bool
-	// lag is the bytes of the ranges queued or being read back, and
-	// takenBack the part of them that buffers taken back hold.
-	lag, takenBack int64
-	// takeBackAfter is how long the writer waits for a buffer before it
-	// takes one back (the constant, but for tests).
-	takeBackAfter time.Duration
+	// lag is the bytes of the ranges queued or being read back.
+	lag int64
 	// waiting is set while the writer waits for a buffer or for the lag
 	// to shrink; room wakes it.
 	waiting bool
@@ -100,7 +79,7 @@ type hasher struct {
 }
 
 func newHasher() *hasher {
-	hs := &hasher{room: make(chan struct{}, 1), takeBackAfter: takeBackAfter}
+	hs := &hasher{room: make(chan struct{}, 1)}
 	hs.set = offheap.NewSet(hs)
 	return hs
 }
@@ -115,25 +94,6 @@ func (hs *hasher) wait() {
 	hs.mu.Lock()
 }
 
-// waitFor is wait for at most d; it reports whether d passed.
-func (hs *hasher) waitFor(d time.Duration) bool {
-	hs.waiting = true
-	hs.mu.Unlock()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	late := false
-	select {
-	case <-hs.room:
-	case <-t.C:
-		late = true
-	}
-	hs.mu.Lock()
-	if late {
-		hs.waiting = false
-	}
-	return late
-}
-
 // wake wakes a waiting writer; hs.mu is held.
 func (hs *hasher) wake() {
 	if hs.waiting {
@@ -145,14 +105,11 @@ func (hs *hasher) wake() {
 	}
 }
 
-// get returns an empty buffer of capacity chunkSize. It takes a free one,
-// allocates one while fewer than poolBuffers exist, or takes back the
-// newest buffer waiting to be hashed (its job reads the range back) while
-// the bytes taken back and still queued stay within maxTakeBack and all
-// those to be read back within maxLag. Otherwise it waits.
+// get returns an empty buffer of capacity chunkSize: a free one, a new one
+// while fewer than poolBuffers exist, or, after waiting, one the hasher
+// gives back.
 func (hs *hasher) get() []byte {
 	hs.mu.Lock()
-	late := false // waited takeBackAfter without a buffer coming back
 	for {
 		if n := len(hs.free); n > 0 {
 			b := hs.free[n-1]
@@ -165,38 +122,8 @@ func (hs *hasher) get() []byte {
 			hs.mu.Unlock()
 			return hs.set.Alloc(chunkSize).Bytes()[:0:chunkSize]
 		}
-		if !late {
-			late = hs.waitFor(hs.takeBackAfter)
-			continue
-		}
-		if b, ok := hs.takeBack(); ok {
-			hs.mu.Unlock()
-			return b
-		}
 		hs.wait()
 	}
-}
-
-// takeBack turns the newest buffer waiting to be hashed into a range read
-// back from the shard, within maxTakeBack and maxLag, and returns it
-// emptied; hs.mu is held.
-func (hs *hasher) takeBack() ([]byte, bool) {
-	for i := len(hs.queue) - 1; i >= hs.head; i-- {
-		j := &hs.queue[i]
-		if j.kind != jobBuf || j.pinned {
-			continue
-		}
-		n := int64(len(j.b))
-		if hs.takenBack+n > maxTakeBack || hs.lag+n > maxLag {
-			return nil, false
-		}
-		b := j.b
-		j.kind, j.b, j.n, j.takenBack = jobRange, nil, n, true
-		hs.lag += n
-		hs.takenBack += n
-		return b[:0], true
-	}
-	return nil, false
 }
 
 // put returns a buffer.
@@ -251,9 +178,6 @@ func (hs *hasher) run() {
 		if j.kind == jobRange {
 			hs.mu.Lock()
 			hs.lag -= j.n
-			if j.takenBack {
-				hs.takenBack -= j.n
-			}
 			hs.wake()
 			hs.mu.Unlock()
 		}
@@ -266,11 +190,6 @@ type hashJob struct {
 	kind   jobKind
 	b      []byte // jobBuf: bytes to hash, a lent buffer given back afterwards
 	off, n int64  // jobBuf and jobRange: where the bytes are in the shard file
-	// pinned keeps a buffer from being taken back: its member may still be
-	// cut off, and the range then read back would be gone.
-	pinned bool
-	// takenBack marks a range that was a buffer taken back.
-	takenBack bool
 }
 
 type jobKind uint8
@@ -293,9 +212,6 @@ type hashPipe struct {
 	err   error
 	saved []byte // the state jobMark remembered
 	shut  bool
-	// marked is set between mark and the member's end: buffers sent then
-	// are pinned.
-	marked bool
 	// pend is a range of the shard not yet queued: adjacent ranges join
 	// it, so the hasher reads back in large chunks.
 	pendOff, pendN int64
@@ -368,7 +284,7 @@ func (p *hashPipe) send(b []byte, off int64) {
 		return
 	}
 	p.flush()
-	p.hs.push(hashJob{p: p, kind: jobBuf, b: b, off: off, pinned: p.marked})
+	p.hs.push(hashJob{p: p, kind: jobBuf, b: b, off: off})
 }
 
 // sendWritten hands back a lent buffer whose bytes were written to the
@@ -413,13 +329,11 @@ func (p *hashPipe) flush() {
 }
 
 // mark remembers the digest's state at this point of the shard; rollback
-// returns to it, for a member cut off after some of its bytes were queued,
-// and unmark says the member is complete. Buffers sent in between stay
-// the hasher's (their bytes may be cut off the file).
+// returns to it, for a member cut off after some of its bytes were queued
+// (as lent buffers, never as ranges: their bytes may be cut off the file).
 func (p *hashPipe) mark() {
 	if p.h != nil {
 		p.flush()
-		p.marked = true
 		p.hs.push(hashJob{p: p, kind: jobMark})
 	}
 }
@@ -427,12 +341,9 @@ func (p *hashPipe) mark() {
 func (p *hashPipe) rollback() {
 	if p.h != nil {
 		p.flush()
-		p.marked = false
 		p.hs.push(hashJob{p: p, kind: jobRollback})
 	}
 }
-
-func (p *hashPipe) unmark() { p.marked = false }
 
 // finished reports, without waiting, whether everything queued before the
 // pipe was closed has been hashed.

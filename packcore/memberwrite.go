@@ -217,7 +217,6 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 		s.sha.rollback()
 		return 0, w.cutMember(hdrOff, err)
 	}
-	s.sha.unmark()
 	s.off += int64(len(hdr)) + size
 	return want, nil
 }
