@@ -516,11 +516,12 @@ func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err 
 	v.objects = map[string]bool{}
 	dirs := map[string]bool{}
 	lances := map[string]bool{}
+	namedLance := strings.HasSuffix(path.Base(v.key), ".lance")
 	lanceRoot := false // the prefix is a Lance dataset's directory
 	err = v.store.List(v.ctx, prefix, func(in objstore.Info) error {
 		rel := strings.TrimPrefix(in.Name, prefix)
 		v.objects[rel] = true
-		if strings.HasPrefix(rel, "_versions/") && strings.HasSuffix(path.Base(v.key), ".lance") {
+		if namedLance && strings.HasPrefix(rel, "_versions/") {
 			lanceRoot = true
 		}
 		segs := strings.Split(rel, "/")

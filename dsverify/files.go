@@ -112,9 +112,6 @@ func (fs *files) exists(p string) bool {
 // or an s3:// location.
 func joinPath(base, rel string) string {
 	if objstore.IsRemote(base) {
-		if path.Clean(rel) == "." {
-			return strings.TrimSuffix(base, "/")
-		}
 		return strings.TrimSuffix(base, "/") + "/" + strings.TrimPrefix(path.Clean(rel), "/")
 	}
 	return filepath.Join(base, filepath.FromSlash(rel))
