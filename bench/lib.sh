@@ -11,8 +11,8 @@
 # `sync` of it (always the same one in a round, after openssl) pays 3-5 s
 # more of kernel time, whatever it is. Deleting the copy instead (tried
 # 2026-12-06) moved the cost to the next `cp -r` (200,000 files: 64.9 s
-# instead of 9.5 s). An order in which every command takes every place in
-# turn is what the scripts still lack.
+# instead of 9.5 s). measure_turns therefore changes the order of the
+# commands from round to round.
 set_aside() {
   local p
   for p in "$@"; do
@@ -70,28 +70,6 @@ time_runs() {
   median "${times[@]}"
 }
 
-# time_turns N CMD...: each CMD is a shell command (a string, run with
-# eval, so the script's functions work); the commands take turns, one run
-# of each per round for N rounds (after BENCH_CLEAN, as time_runs), so
-# that all of them meet the same state of the page cache (set-aside
-# outputs of earlier runs fill it, and the kernel reclaims pages while the
-# next run writes: run one after another, the later commands are slowed).
-# Prints each command's median wall time, one a line, in order.
-time_turns() {
-  local n=$1; shift
-  local -a cmds=("$@") times=()
-  local r i
-  for r in $(seq "$n"); do
-    for i in "${!cmds[@]}"; do
-      times[i]+=" $(time_runs 1 eval "${cmds[i]}")"
-    done
-  done
-  for i in "${!cmds[@]}"; do
-    # shellcheck disable=SC2086 # the list of times splits on spaces
-    median ${times[i]}
-  done
-}
-
 # warm reads every file under a path so the page cache holds it.
 warm() { find "$1" -type f -exec cat {} + >/dev/null; }
 
@@ -110,9 +88,17 @@ PY
 # load1 prints the one-minute load average.
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
-# measure_turns N CMD...: like time_turns (each CMD a shell command, one
-# run of each per round for N rounds, BENCH_CLEAN and sync before each
-# run), and for each command prints one line, in order:
+# measure_turns N CMD...: each CMD is a shell command; the commands take
+# turns, one run of each per round for N rounds (BENCH_CLEAN and sync
+# before each run), so that all of them meet the same state of the page
+# cache (set-aside outputs of earlier runs fill it, and the kernel reclaims
+# pages while the next run writes: run one after another, the later
+# commands are slowed). The order changes from round to round as the rows
+# of a balanced Latin square (Williams): over K rounds for K commands
+# (2K when K is odd) every command takes every place once and follows
+# every other command once, so a cost one command leaves to the next (see
+# set_aside) falls on each in turn instead of always on the same one. For
+# each command it prints one line, in the order given:
 #   MEDIAN_SECONDS PEAK_RSS_MIB LOAD_MIN LOAD_MAX
 # where the peak RSS is the largest of its runs (ru_maxrss of the command
 # and what it waits for) and the loads are the one-minute load averages
@@ -129,8 +115,21 @@ clean = os.environ.get("BENCH_CLEAN", "")
 times = [[] for _ in cmds]
 rss = [0.0] * len(cmds)
 loads = [[] for _ in cmds]
-for _ in range(n):
-    for i, c in enumerate(cmds):
+k = len(cmds)
+first, lo, hi = [0], 1, k - 1
+while len(first) < k:
+    if len(first) % 2:
+        first.append(lo)
+        lo += 1
+    else:
+        first.append(hi)
+        hi -= 1
+rows = [[(x + r) % k for x in first] for r in range(k)]
+if k % 2:
+    rows += [row[::-1] for row in rows]
+for r in range(n):
+    for i in rows[r % len(rows)]:
+        c = cmds[i]
         if clean:
             subprocess.run(["bash", "-c", clean], check=True)
         os.sync()
