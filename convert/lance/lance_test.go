@@ -27,8 +27,8 @@ func TestMain(m *testing.M) {
 	convertChild()
 	code := m.Run()
 	fixtures.Cleanup()
-	removePylance14()
-	removeBigPylance14()
+	pylance14Gen.Cleanup()
+	bigPylance14Gen.Cleanup()
 	os.Exit(code)
 }
 

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -25,33 +24,15 @@ import (
 // The Lance 14 datasets are written at test time by fixtures/lance14/gen.py
 // with pylance 14.0.2 (pinned in scripts/requirements/test.txt), and each
 // output is read back by the same library through fixtures/lance14/check.py.
-var (
-	py14Once sync.Once
-	py14Dir  string
-	py14Err  error
-)
+// Some name their external blobs by absolute path, so they are written
+// where they stay (Local).
+var pylance14Gen = testtool.Generated{Project: "lance14", Script: "gen.py", Python: true, Local: true}
 
 // pylance14 returns the interpreter and the directory of the generated
 // datasets.
 func pylance14(t *testing.T) (string, string) {
 	t.Helper()
-	py := testtool.Python(t)
-	py14Once.Do(func() {
-		if py14Dir, py14Err = os.MkdirTemp("", "bpconvert-lance14-"); py14Err != nil {
-			return
-		}
-		cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "lance14", "gen.py"), py14Dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			py14Err = err
-			py14Dir = stderr.String()
-		}
-	})
-	if py14Err != nil {
-		t.Fatalf("gen.py: %v: %s", py14Err, py14Dir)
-	}
-	return py, py14Dir
+	return testtool.Python(t), pylance14Gen.Dir(t)
 }
 
 // py14Check is what check.py prints.
@@ -244,12 +225,5 @@ func TestPylance14ManagedPastObject(t *testing.T) {
 	want := "row 5: corrupt data: managed blob " + obj + ": range [150, 9150) past the object's 5000 bytes"
 	if !errors.Is(err, convert.ErrInvalidInput) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Plan: %v, want an invalid-input error saying %q", err, want)
-	}
-}
-
-// removePylance14 removes the generated datasets (from TestMain).
-func removePylance14() {
-	if py14Err == nil && py14Dir != "" {
-		os.RemoveAll(py14Dir)
 	}
 }

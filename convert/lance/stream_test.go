@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -22,14 +20,10 @@ import (
 	"github.com/bpconvert/bpconvert/progress"
 )
 
-// The large-page datasets are written once per test binary by
+// The large-page datasets are written once per run by
 // fixtures/lance14/big.py with pylance 14.0.2 (about 1.6 GB, 30-60 s on a
 // shared 2-core machine).
-var (
-	bigOnce sync.Once
-	bigDir  string
-	bigErr  error
-)
+var bigPylance14Gen = testtool.Generated{Project: "lance14", Script: "big.py", Python: true}
 
 // bigPylance14 returns the interpreter and the directory of big.py's
 // datasets.
@@ -38,29 +32,7 @@ func bigPylance14(t *testing.T) (string, string) {
 	if testing.Short() {
 		t.Skip("writes 1.6 GB of Lance datasets")
 	}
-	py := testtool.Python(t)
-	bigOnce.Do(func() {
-		if bigDir, bigErr = os.MkdirTemp("", "bpconvert-lance14-big-"); bigErr != nil {
-			return
-		}
-		cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "lance14", "big.py"), bigDir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			bigErr = fmt.Errorf("big.py: %v: %s", err, stderr.String())
-		}
-	})
-	if bigErr != nil {
-		t.Fatal(bigErr)
-	}
-	return py, bigDir
-}
-
-// removeBigPylance14 removes big.py's datasets (from TestMain).
-func removeBigPylance14() {
-	if bigDir != "" {
-		os.RemoveAll(bigDir)
-	}
+	return testtool.Python(t), bigPylance14Gen.Dir(t)
 }
 
 // childEnv names the variable that makes the test binary a conversion

@@ -10,8 +10,10 @@ import (
 	"testing"
 )
 
-// Generated is a fixture directory that a Node script of one of the pinned
-// projects under fixtures/ writes the first time a test asks for it: once
+// Generated is a fixture directory that a script of one of the pinned
+// projects under fixtures/ (a Node script, or a Python one run by the
+// test environment's interpreter) writes the first time a test asks for
+// it: once
 // per run of the tests when FixtureCacheEnv names the run's cache (every
 // test process of the run then reads the same directory, which tests
 // must not change), once per test process otherwise. Declare one as a
@@ -20,8 +22,15 @@ type Generated struct {
 	// Project is the fixture project's directory under fixtures/ ("parquet").
 	Project string
 	// Script is the generator inside it; it is run as: node SCRIPT OUTDIR
-	// ARGS...
+	// ARGS... (PYTHON SCRIPT OUTDIR ARGS... when Python is set).
 	Script string
+	// Python runs Script with the interpreter of the pinned Python test
+	// environment (Python) instead of node.
+	Python bool
+	// Local keeps the directory out of the run's cache, written once per
+	// test process where it stays: for generators whose output names its
+	// own absolute paths (external blob URIs), which a move would break.
+	Local bool
 	// Args are further arguments of the generator.
 	Args []string
 	// Need lists further programs the generator runs (ffmpeg, ...).
@@ -33,23 +42,29 @@ type Generated struct {
 	err    error
 }
 
-// Dir returns the generated directory. Without node, the project's
-// node_modules or a needed program the test is skipped, or fails under
-// BPCONVERT_REQUIRE_TOOLS=1.
+// Dir returns the generated directory. Without the interpreter (node and
+// the project's node_modules, or the Python test environment) or a needed
+// program the test is skipped, or fails under BPCONVERT_REQUIRE_TOOLS=1.
 func (g *Generated) Dir(t testing.TB) string {
 	t.Helper()
-	Require(t, append([]string{"node"}, g.Need...)...)
+	Require(t, g.Need...)
 	proj := filepath.Join(RepoRoot(t), "fixtures", g.Project)
-	if _, err := os.Stat(filepath.Join(proj, "node_modules")); err != nil {
-		Missing(t, fmt.Sprintf("fixtures/%s/node_modules is missing: run npm ci --prefix fixtures/%s", g.Project, g.Project))
+	interp := "node"
+	if g.Python {
+		interp = Python(t)
+	} else {
+		Require(t, "node")
+		if _, err := os.Stat(filepath.Join(proj, "node_modules")); err != nil {
+			Missing(t, fmt.Sprintf("fixtures/%s/node_modules is missing: run npm ci --prefix fixtures/%s", g.Project, g.Project))
+		}
 	}
 	g.once.Do(func() {
 		write := func(dir string) error {
-			cmd := exec.Command("node", append([]string{filepath.Join(proj, g.Script), dir}, g.Args...)...)
+			cmd := exec.Command(interp, append([]string{filepath.Join(proj, g.Script), dir}, g.Args...)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("node %s: %v: %s", g.Script, err, stderr.String())
+				return fmt.Errorf("%s: %v: %s", g.Script, err, stderr.String())
 			}
 			return nil
 		}
@@ -58,8 +73,10 @@ func (g *Generated) Dir(t testing.TB) string {
 			g.err = err
 			return
 		}
-		if g.dir, g.shared, g.err = sharedDir(key, write); g.shared {
-			return
+		if !g.Local {
+			if g.dir, g.shared, g.err = sharedDir(key, write); g.shared {
+				return
+			}
 		}
 		if g.dir, g.err = os.MkdirTemp("", "bpconvert-fixtures-"+g.Project+"-"); g.err == nil {
 			g.err = write(g.dir)
