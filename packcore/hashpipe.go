@@ -189,7 +189,7 @@ type hashJob struct {
 	p      *hashPipe
 	kind   jobKind
 	b      []byte // jobBuf: bytes to hash, a lent buffer given back afterwards
-	off, n int64  // jobBuf and jobRange: where the bytes are in the shard file
+	off, n int64  // jobRange: where the bytes are in the shard file
 }
 
 type jobKind uint8
@@ -276,15 +276,15 @@ func (p *hashPipe) do(hs *hasher, j hashJob) {
 // hashing reports whether the pipe computes a digest.
 func (p *hashPipe) hashing() bool { return p.h != nil }
 
-// send queues a lent buffer holding the bytes of the shard at off, already
+// send queues a lent buffer holding the next bytes of the shard, already
 // written, for hashing; it belongs to the hasher afterwards.
-func (p *hashPipe) send(b []byte, off int64) {
+func (p *hashPipe) send(b []byte) {
 	if p.h == nil {
 		p.hs.put(b)
 		return
 	}
 	p.flush()
-	p.hs.push(hashJob{p: p, kind: jobBuf, b: b, off: off})
+	p.hs.push(hashJob{p: p, kind: jobBuf, b: b})
 }
 
 // sendWritten hands back a lent buffer whose bytes were written to the

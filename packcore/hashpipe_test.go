@@ -32,7 +32,7 @@ func TestHasherWaitsForABuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 		if lent {
-			p.send(b, off)
+			p.send(b)
 		} else {
 			p.sendWritten(b, off)
 		}

@@ -177,7 +177,7 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 		return 0, w.failShard(err)
 	}
 	s.sha.mark()
-	s.sha.send(hdr, hdrOff)
+	s.sha.send(hdr)
 	h := crc32.NewIEEE()
 	var n int64
 	var err error
@@ -195,7 +195,7 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 				return 0, w.failShard(werr)
 			}
 			h.Write(chunk[:m])
-			s.sha.send(chunk[:m], hdrOff+int64(len(hdr))+n)
+			s.sha.send(chunk[:m])
 			n += int64(m)
 		} else {
 			w.hs.put(buf)
