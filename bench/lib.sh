@@ -85,9 +85,6 @@ print(f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.1f}")
 PY
 }
 
-# load1 prints the one-minute load average.
-load1() { cut -d' ' -f1 /proc/loadavg; }
-
 # measure_turns N CMD...: each CMD is a shell command; the commands take
 # turns, one run of each per round for N rounds (BENCH_CLEAN and sync
 # before each run), so that all of them meet the same state of the page

@@ -52,7 +52,6 @@ for _ in $(seq 100); do
   python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2>/dev/null && break
   sleep 0.1
 done
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "# bench/s3.sh: $(nproc) cores, runs=$runs, load $(cut -d' ' -f1-3 /proc/loadavg), versitygw on 127.0.0.1:$port, disk $(df --output=source "$work" | tail -1)"
 
 member=102400
