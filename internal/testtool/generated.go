@@ -13,11 +13,11 @@ import (
 // Generated is a fixture directory that a script of one of the pinned
 // projects under fixtures/ (a Node script, or a Python one run by the
 // test environment's interpreter) writes the first time a test asks for
-// it: once
-// per run of the tests when FixtureCacheEnv names the run's cache (every
-// test process of the run then reads the same directory, which tests
-// must not change), once per test process otherwise. Declare one as a
-// package variable and call Cleanup from TestMain.
+// it: once per run of the tests when FixtureCacheEnv names the run's cache
+// (every test process of the run then reads the same directory, which
+// tests must not change), once per test process otherwise or when Local
+// is set. Declare one as a package variable and call Cleanup from
+// TestMain.
 type Generated struct {
 	// Project is the fixture project's directory under fixtures/ ("parquet").
 	Project string
@@ -68,12 +68,12 @@ func (g *Generated) Dir(t testing.TB) string {
 			}
 			return nil
 		}
-		key, err := fixtureKey(proj, g.Script, g.Args)
-		if err != nil {
-			g.err = err
-			return
-		}
 		if !g.Local {
+			key, err := fixtureKey(proj, g.Script, g.Args)
+			if err != nil {
+				g.err = err
+				return
+			}
 			if g.dir, g.shared, g.err = sharedDir(key, write); g.shared {
 				return
 			}
