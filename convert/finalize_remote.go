@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bpconvert/bpconvert/internal/filelock"
 	"github.com/bpconvert/bpconvert/internal/workpool"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -160,11 +161,11 @@ func finalizeRemote(ctx context.Context, dst string, o FinalizeOptions) (Finaliz
 			return res, err
 		}
 	}
-	tmp, err := os.MkdirTemp(o.Staging, "bpconvert-finalize-")
+	tmp, release, err := joinDir(o.Staging)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("finalize: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer release()
 	out := filepath.Join(tmp, "out")
 	if err := rp.joinRemote(ctx, tmp, out, partLocs, objects, joiners, &res); err != nil {
 		return res, err
@@ -406,4 +407,61 @@ func fetchFile(ctx context.Context, st objstore.Store, name, dst string) error {
 		return fmt.Errorf("%s/%s: %w", st.Location(), name, err)
 	}
 	return f.Close()
+}
+
+// joinDirPrefix starts the name of the local directories in which runs of
+// Finalize into object storage join their tables.
+const joinDirPrefix = "bpconvert-finalize-"
+
+// staleAfter is how old an unlocked join directory must be to be taken for
+// one a killed run left: younger, it may be one just made, not yet locked.
+const staleAfter = time.Minute
+
+// joinDir makes a new join directory under root (made if absent; the
+// system's temporary directory when root is ""), locked until release,
+// which removes it. It
+// first removes the ones runs killed before their clean-up left there: no
+// longer locked, and older than staleAfter.
+func joinDir(root string) (dir string, release func(), err error) {
+	if root == "" {
+		root = os.TempDir()
+	} else if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", nil, err
+	}
+	sweepJoinDirs(root, time.Now().Add(-staleAfter))
+	dir, err = os.MkdirTemp(root, joinDirPrefix)
+	if err != nil {
+		return "", nil, err
+	}
+	lock, err := filelock.LockDir(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, func() { lock.Close(); os.RemoveAll(dir) }, nil
+}
+
+// sweepJoinDirs removes the join directories under root that no run holds
+// and that were last changed before cutoff. It is best effort: what it
+// cannot read or remove stays.
+func sweepJoinDirs(root string, cutoff time.Time) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), joinDirPrefix) {
+			continue
+		}
+		if info, err := e.Info(); err != nil || info.ModTime().After(cutoff) {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		lock, err := filelock.LockDir(dir)
+		if err != nil {
+			continue // held by a live run, or not ours to judge
+		}
+		lock.Close()
+		os.RemoveAll(dir)
+	}
 }

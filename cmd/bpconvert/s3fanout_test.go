@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -99,7 +100,10 @@ func TestS3FanOut(t *testing.T) {
 			return s3test.Pass
 		})
 		proxy.SetDelay(50 * time.Millisecond)
-		cmd := exec.Command(binPath, "finalize", dst)
+		// The tables are joined under --staging: the killed run leaves its
+		// directory there, and the next finalize removes it.
+		joins := filepath.Join(root, "finalize-staging")
+		cmd := exec.Command(binPath, "finalize", dst, "--staging", joins)
 		cmd.Env = append(cleanAWSEnv(), proxy.Env(srv)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -119,8 +123,20 @@ func TestS3FanOut(t *testing.T) {
 		if _, ok := storeTree(t, srv, "fan", "killed")[".bpconvert.json"]; ok {
 			t.Fatal("a killed finalize committed")
 		}
-		if r := bpS3(t, env, "finalize", dst); r.code != 0 {
+		left, _ := filepath.Glob(filepath.Join(joins, "bpconvert-finalize-*"))
+		if len(left) != 1 {
+			t.Fatalf("the killed finalize left %v in --staging, want its one join directory", left)
+		}
+		// Old enough to be taken for a killed run's (one just made is left).
+		past := time.Now().Add(-2 * time.Minute)
+		if err := os.Chtimes(left[0], past, past); err != nil {
+			t.Fatal(err)
+		}
+		if r := bpS3(t, env, "finalize", dst, "--staging", joins); r.code != 0 {
 			t.Fatalf("finalize after the kill: %+v", r)
+		}
+		if left, _ := filepath.Glob(filepath.Join(joins, "*")); len(left) != 0 {
+			t.Fatalf("--staging still holds %v after the next finalize", left)
 		}
 		sameOutput(t, storeTree(t, srv, "fan", "killed"), want)
 	})
