@@ -69,13 +69,19 @@ STATICCHECK := bin/staticcheck
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-lint: deps $(STATICCHECK)
+# No function, test or not, may be above cyclomatic complexity 40.
+GOCYCLO := bin/gocyclo
+$(GOCYCLO):
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
+
+lint: deps $(STATICCHECK) $(GOCYCLO)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags lerobot ./cmd/bpconvert ./convert/lerobot/...
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags lerobot ./cmd/bpconvert ./convert/lerobot/...
 	$(GO) mod tidy -diff
+	@out=$$($(GOCYCLO) -over 40 $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "above cyclomatic complexity 40 (split into named steps):"; echo "$$out"; exit 1; fi
 	@for p in $(CROSS); do echo "go build ./cmd/bpconvert for $$p"; \
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/bpconvert || exit 1; done
 

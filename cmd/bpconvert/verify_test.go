@@ -96,116 +96,8 @@ func firstKey(t *testing.T, shard string) string {
 // payload changed) and checks each is reported with table, row and column.
 func TestVerifyDataset(t *testing.T) {
 	t.Parallel()
-	t.Run("webdataset", func(t *testing.T) {
-		testtool.Require(t, "zip")
-		root := t.TempDir()
-		shards := wdsShards(t, root, 2, 3, 500)
-		dst := filepath.Join(root, "out")
-		old := syscall.Umask(0o022)
-		r := bp(t, append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--quiet", "--inline", "cls")...)
-		syscall.Umask(old)
-		if r.code != 0 {
-			t.Fatalf("convert: %+v", r)
-		}
-		// Readable by other users, like every output file.
-		if st, err := os.Stat(filepath.Join(dst, "samples.parquet")); err != nil || st.Mode().Perm() != 0o644 {
-			t.Errorf("samples.parquet: %v, %v; want mode 0644 under umask 022", st.Mode(), err)
-		}
-		r, d := verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
-		// 6 samples with a bin reference and an inline cls each: the cls
-		// members are compared with the table's text, and are not packed.
-		if r.code != 0 || d.Refs != 6 || d.Members != 6 || d.Against == nil || d.Against.Payloads != 12 || d.Against.Inline != 6 ||
-			d.Against.Mismatches != 0 || d.Against.Bytes != 6*500+6 {
-			t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
-		}
-		if !strings.Contains(r.stderr, "OK: 6 blobs, 3,000 bytes, 1 shard, 1 table, 6 references, 0 problems") {
-			t.Errorf("text:\n%s", r.stderr)
-		}
-		// What verify takes as its root: the dataset, a pack directory or
-		// one shard; one table of the dataset is refused, naming the
-		// dataset to give instead (it was read as a broken shard).
-		for _, c := range []struct {
-			root string
-			code int
-			msg  string
-		}{
-			{dst, 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 1 table"},
-			{filepath.Join(dst, "media"), 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 0 problems"},
-			{filepath.Join(dst, "media", "pack-0000.zip"), 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 0 problems"},
-			{filepath.Join(dst, "samples.parquet"), exitUsage, "samples.parquet is a table, not a dataset: its references name shards of the dataset that holds it; verify that dataset (bpconvert verify " + dst + ")"},
-		} {
-			if r := bp(t, "verify", c.root); r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.msg) {
-				t.Errorf("verify %s: exit %d, want %d with %q:\n%s%s", c.root, r.code, c.code, c.msg, r.stdout, r.stderr)
-			}
-		}
-
-		// A member removed from the pack.
-		broken := filepath.Join(root, "missing")
-		copyTree(t, dst, broken)
-		if out, err := exec.Command("zip", "-q", "-d", filepath.Join(broken, "media", "pack-0000.zip"), "000004.bin").CombinedOutput(); err != nil {
-			t.Fatalf("zip -d: %v %s", err, out)
-		}
-		r, d = verifyJSON(t, broken)
-		if r.code != 1 || !hasProblem(d, "samples.parquet", 4, "bin", `member "000004.bin" is not in media/pack-0000.zip`) {
-			t.Fatalf("missing member: exit %d %+v", r.code, d.Problems)
-		}
-
-		// The shard renamed: every reference names a shard that is gone.
-		renamed := filepath.Join(root, "renamed")
-		copyTree(t, dst, renamed)
-		os.Rename(filepath.Join(renamed, "media", "pack-0000.zip"), filepath.Join(renamed, "media", "pack-0001.zip"))
-		r, d = verifyJSON(t, renamed)
-		if r.code != 1 || !hasProblem(d, "samples.parquet", 0, "bin", "shard media/pack-0000.zip does not exist") {
-			t.Fatalf("renamed shard: exit %d %+v", r.code, d.Problems)
-		}
-
-		// A payload changed in the source after the conversion.
-		python(t, `
-import sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-i = b.index(b"./000001.bin") + 512   # the member's first payload byte
-b[i] ^= 0xff
-open(p, "wb").write(b)
-`, shards[0])
-		r, d = verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
-		if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 || !hasProblem(d, shards[0], -1, "", `"000001.bin": differs from the source at byte 0`) {
-			t.Fatalf("changed source: exit %d %+v %+v", r.code, d.Against, d.Problems)
-		}
-		// An inline field changed in the source.
-		python(t, `
-import sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-i = b.index(b"./000005.cls") + 512
-b[i] = ord("9")
-open(p, "wb").write(b)
-`, shards[1])
-		r, d = verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
-		if r.code != 1 || d.Against.Mismatches != 2 || !hasProblem(d, shards[1], -1, "", `inline field "cls" of sample "000005" differs from the source`) {
-			t.Fatalf("changed inline field: exit %d %+v %+v", r.code, d.Against, d.Problems)
-		}
-	})
-
-	t.Run("parquet", func(t *testing.T) {
-		src := filepath.Join(parquetFixtureRoot(t), "hf")
-		dst := filepath.Join(t.TempDir(), "out")
-		if r := bp(t, "convert-parquet", src, dst, "--yes", "--quiet"); r.code != 0 {
-			t.Fatalf("convert: %+v", r)
-		}
-		r, d := verifyJSON(t, dst, "--against", src)
-		if r.code != 0 || d.Refs == 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
-			t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
-		}
-		// Every non-null payload of the source is one reference.
-		if d.Against.Payloads != d.Refs || int64(d.Members) != d.Refs {
-			t.Errorf("%d payloads compared, %d references, %d members", d.Against.Payloads, d.Refs, d.Members)
-		}
-		t.Logf("%d payloads, %d bytes compared", d.Against.Payloads, d.Against.Bytes)
-
-		againstFindsFlippedMember(t, dst, src)
-	})
-
+	t.Run("webdataset", verifyDatasetWDS)
+	t.Run("parquet", verifyDatasetParquet)
 	// Hugging Face save_to_disk sources: the Arrow data file beside each
 	// table's name is the source (stream format in dict/, file format in
 	// filefmt/).
@@ -223,106 +115,224 @@ open(p, "wb").write(b)
 			againstFindsFlippedMember(t, dst, src)
 		})
 	}
+	t.Run("lance", verifyDatasetLance)
+	t.Run("lerobot", verifyDatasetLeRobot)
+}
 
-	t.Run("lance", func(t *testing.T) {
-		testtool.Require(t, "zip")
-		dst := filepath.Join(t.TempDir(), "out")
-		src := filepath.Join(lanceFixtures(t), "blob1_2_1.lance")
-		if r := bp(t, "convert-lance", src, dst, "--yes", "--quiet"); r.code != 0 {
-			t.Fatalf("convert: %+v", r)
+// verifyDatasetWDS is the WebDataset case of TestVerifyDataset, and what
+// verify takes as its root.
+func verifyDatasetWDS(t *testing.T) {
+	testtool.Require(t, "zip")
+	root := t.TempDir()
+	shards := wdsShards(t, root, 2, 3, 500)
+	dst := filepath.Join(root, "out")
+	old := syscall.Umask(0o022)
+	r := bp(t, append(append([]string{"convert-wds"}, shards...), dst, "--yes", "--quiet", "--inline", "cls")...)
+	syscall.Umask(old)
+	if r.code != 0 {
+		t.Fatalf("convert: %+v", r)
+	}
+	// Readable by other users, like every output file.
+	if st, err := os.Stat(filepath.Join(dst, "samples.parquet")); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("samples.parquet: %v, %v; want mode 0644 under umask 022", st.Mode(), err)
+	}
+	r, d := verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
+	// 6 samples with a bin reference and an inline cls each: the cls
+	// members are compared with the table's text, and are not packed.
+	if r.code != 0 || d.Refs != 6 || d.Members != 6 || d.Against == nil || d.Against.Payloads != 12 || d.Against.Inline != 6 ||
+		d.Against.Mismatches != 0 || d.Against.Bytes != 6*500+6 {
+		t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "OK: 6 blobs, 3,000 bytes, 1 shard, 1 table, 6 references, 0 problems") {
+		t.Errorf("text:\n%s", r.stderr)
+	}
+	// What verify takes as its root: the dataset, a pack directory or
+	// one shard; one table of the dataset is refused, naming the
+	// dataset to give instead (it was read as a broken shard).
+	for _, c := range []struct {
+		root string
+		code int
+		msg  string
+	}{
+		{dst, 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 1 table"},
+		{filepath.Join(dst, "media"), 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 0 problems"},
+		{filepath.Join(dst, "media", "pack-0000.zip"), 0, "OK: 6 blobs, 3,000 bytes, 1 shard, 0 problems"},
+		{filepath.Join(dst, "samples.parquet"), exitUsage, "samples.parquet is a table, not a dataset: its references name shards of the dataset that holds it; verify that dataset (bpconvert verify " + dst + ")"},
+	} {
+		if r := bp(t, "verify", c.root); r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.msg) {
+			t.Errorf("verify %s: exit %d, want %d with %q:\n%s%s", c.root, r.code, c.code, c.msg, r.stdout, r.stderr)
 		}
-		r, d := verifyJSON(t, dst, "--against", src)
-		if r.code != 0 || len(d.Tables) != 1 || d.Tables[0].Format != "lance" || d.Refs == 0 ||
-			d.Against == nil || d.Against.Payloads != d.Refs || d.Against.Mismatches != 0 {
-			t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
-		}
-		shard := filepath.Join(dst, "media", "pack-0000.zip")
-		key := firstKey(t, shard)
-		python(t, flipMember, shard, key)
-		r, d = verifyJSON(t, dst, "--against", src)
-		if r.code != 1 || d.Against == nil || d.Against.Mismatches == 0 {
-			t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
-		}
-		changed := false
-		for _, p := range d.Problems {
-			if p.Table == "table.lance" && p.Row >= 0 && p.Column != "" && strings.Contains(p.Reason, "differs from the source at byte 0") {
-				changed = true
-			}
-		}
-		if !changed {
-			t.Fatalf("no problem names the changed payload: %+v", d.Problems)
-		}
-		if out, err := exec.Command("zip", "-q", "-d", shard, key).CombinedOutput(); err != nil {
-			t.Fatalf("zip -d: %v %s", err, out)
-		}
-		r, d = verifyJSON(t, dst)
-		found := false
-		for _, p := range d.Problems {
-			if p.Table == "table.lance" && p.Row >= 0 && p.Column != "" && strings.Contains(p.Reason, "is not in media/pack-0000.zip") {
-				found = true
-			}
-		}
-		if r.code != 1 || !found {
-			t.Fatalf("missing member: exit %d %+v", r.code, d.Problems)
-		}
-	})
+	}
 
-	t.Run("lerobot", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("converts videos; skipped with -short")
+	// A member removed from the pack.
+	broken := filepath.Join(root, "missing")
+	copyTree(t, dst, broken)
+	if out, err := exec.Command("zip", "-q", "-d", filepath.Join(broken, "media", "pack-0000.zip"), "000004.bin").CombinedOutput(); err != nil {
+		t.Fatalf("zip -d: %v %s", err, out)
+	}
+	r, d = verifyJSON(t, broken)
+	if r.code != 1 || !hasProblem(d, "samples.parquet", 4, "bin", `member "000004.bin" is not in media/pack-0000.zip`) {
+		t.Fatalf("missing member: exit %d %+v", r.code, d.Problems)
+	}
+
+	// The shard renamed: every reference names a shard that is gone.
+	renamed := filepath.Join(root, "renamed")
+	copyTree(t, dst, renamed)
+	os.Rename(filepath.Join(renamed, "media", "pack-0000.zip"), filepath.Join(renamed, "media", "pack-0001.zip"))
+	r, d = verifyJSON(t, renamed)
+	if r.code != 1 || !hasProblem(d, "samples.parquet", 0, "bin", "shard media/pack-0000.zip does not exist") {
+		t.Fatalf("renamed shard: exit %d %+v", r.code, d.Problems)
+	}
+
+	// A payload changed in the source after the conversion.
+	python(t, `
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+i = b.index(b"./000001.bin") + 512   # the member's first payload byte
+b[i] ^= 0xff
+open(p, "wb").write(b)
+`, shards[0])
+	r, d = verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
+	if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 || !hasProblem(d, shards[0], -1, "", `"000001.bin": differs from the source at byte 0`) {
+		t.Fatalf("changed source: exit %d %+v %+v", r.code, d.Against, d.Problems)
+	}
+	// An inline field changed in the source.
+	python(t, `
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+i = b.index(b"./000005.cls") + 512
+b[i] = ord("9")
+open(p, "wb").write(b)
+`, shards[1])
+	r, d = verifyJSON(t, dst, "--against", filepath.Join(root, "shard-{000000..000001}.tar"))
+	if r.code != 1 || d.Against.Mismatches != 2 || !hasProblem(d, shards[1], -1, "", `inline field "cls" of sample "000005" differs from the source`) {
+		t.Fatalf("changed inline field: exit %d %+v %+v", r.code, d.Against, d.Problems)
+	}
+}
+
+// verifyDatasetParquet is the parquet case of TestVerifyDataset.
+func verifyDatasetParquet(t *testing.T) {
+	src := filepath.Join(parquetFixtureRoot(t), "hf")
+	dst := filepath.Join(t.TempDir(), "out")
+	if r := bp(t, "convert-parquet", src, dst, "--yes", "--quiet"); r.code != 0 {
+		t.Fatalf("convert: %+v", r)
+	}
+	r, d := verifyJSON(t, dst, "--against", src)
+	if r.code != 0 || d.Refs == 0 || d.Against == nil || d.Against.Payloads == 0 || d.Against.Mismatches != 0 {
+		t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
+	}
+	// Every non-null payload of the source is one reference.
+	if d.Against.Payloads != d.Refs || int64(d.Members) != d.Refs {
+		t.Errorf("%d payloads compared, %d references, %d members", d.Against.Payloads, d.Refs, d.Members)
+	}
+	t.Logf("%d payloads, %d bytes compared", d.Against.Payloads, d.Against.Bytes)
+
+	againstFindsFlippedMember(t, dst, src)
+}
+
+// verifyDatasetLance is the Lance case of TestVerifyDataset.
+func verifyDatasetLance(t *testing.T) {
+	testtool.Require(t, "zip")
+	dst := filepath.Join(t.TempDir(), "out")
+	src := filepath.Join(lanceFixtures(t), "blob1_2_1.lance")
+	if r := bp(t, "convert-lance", src, dst, "--yes", "--quiet"); r.code != 0 {
+		t.Fatalf("convert: %+v", r)
+	}
+	r, d := verifyJSON(t, dst, "--against", src)
+	if r.code != 0 || len(d.Tables) != 1 || d.Tables[0].Format != "lance" || d.Refs == 0 ||
+		d.Against == nil || d.Against.Payloads != d.Refs || d.Against.Mismatches != 0 {
+		t.Fatalf("clean: exit %d %+v %+v\n%s", r.code, d, d.Against, r.stderr)
+	}
+	shard := filepath.Join(dst, "media", "pack-0000.zip")
+	key := firstKey(t, shard)
+	python(t, flipMember, shard, key)
+	r, d = verifyJSON(t, dst, "--against", src)
+	if r.code != 1 || d.Against == nil || d.Against.Mismatches == 0 {
+		t.Fatalf("changed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
+	}
+	changed := false
+	for _, p := range d.Problems {
+		if p.Table == "table.lance" && p.Row >= 0 && p.Column != "" && strings.Contains(p.Reason, "differs from the source at byte 0") {
+			changed = true
 		}
-		dst := filepath.Join(t.TempDir(), "out")
-		src := filepath.Join(lerobotFixtureRoot(t), "v3.0")
-		if r := bp(t, "convert-lerobot", src, dst, "--yes", "--quiet"); r.code != 0 {
-			t.Fatalf("convert: %+v", r)
+	}
+	if !changed {
+		t.Fatalf("no problem names the changed payload: %+v", d.Problems)
+	}
+	if out, err := exec.Command("zip", "-q", "-d", shard, key).CombinedOutput(); err != nil {
+		t.Fatalf("zip -d: %v %s", err, out)
+	}
+	r, d = verifyJSON(t, dst)
+	found := false
+	for _, p := range d.Problems {
+		if p.Table == "table.lance" && p.Row >= 0 && p.Column != "" && strings.Contains(p.Reason, "is not in media/pack-0000.zip") {
+			found = true
 		}
-		r, d := verifyJSON(t, dst, "--against", src)
-		// The wrist camera is one file packed whole, compared byte for
-		// byte; the top camera's 6 episode containers are cut from it.
-		if d.Against == nil || d.Against.Payloads != 1 || d.Against.NotCompared != 6 || d.Against.Mismatches != 0 {
-			t.Fatalf("against: exit %d %+v %+v\n%s", r.code, d.Against, d.Problems, r.stderr)
+	}
+	if r.code != 1 || !found {
+		t.Fatalf("missing member: exit %d %+v", r.code, d.Problems)
+	}
+}
+
+// verifyDatasetLeRobot is the LeRobot case of TestVerifyDataset, with the
+// frames extracted from its tables.
+func verifyDatasetLeRobot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("converts videos; skipped with -short")
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	src := filepath.Join(lerobotFixtureRoot(t), "v3.0")
+	if r := bp(t, "convert-lerobot", src, dst, "--yes", "--quiet"); r.code != 0 {
+		t.Fatalf("convert: %+v", r)
+	}
+	r, d := verifyJSON(t, dst, "--against", src)
+	// The wrist camera is one file packed whole, compared byte for
+	// byte; the top camera's 6 episode containers are cut from it.
+	if d.Against == nil || d.Against.Payloads != 1 || d.Against.NotCompared != 6 || d.Against.Mismatches != 0 {
+		t.Fatalf("against: exit %d %+v %+v\n%s", r.code, d.Against, d.Problems, r.stderr)
+	}
+	// Frames extracted from the tables are compared row by row.
+	isrc := filepath.Join(lerobotFixtureRoot(t), "v2.1-images")
+	idst := filepath.Join(t.TempDir(), "images")
+	if r := bp(t, "convert-lerobot", isrc, idst, "--yes", "--quiet"); r.code != 0 {
+		t.Fatalf("convert: %+v", r)
+	}
+	ir, id := verifyJSON(t, idst, "--against", isrc)
+	if ir.code != 0 || id.Against == nil || id.Against.Payloads == 0 || id.Against.Payloads != id.Refs-countIndexRefs(id) || id.Against.Mismatches != 0 {
+		t.Fatalf("frames against: exit %d %+v %+v\n%s", ir.code, id.Against, id.Problems, ir.stderr)
+	}
+	idx := int64(-1)
+	for _, tb := range d.Tables {
+		if tb.Path == "video_index.json" {
+			idx = tb.Refs
 		}
-		// Frames extracted from the tables are compared row by row.
-		isrc := filepath.Join(lerobotFixtureRoot(t), "v2.1-images")
-		idst := filepath.Join(t.TempDir(), "images")
-		if r := bp(t, "convert-lerobot", isrc, idst, "--yes", "--quiet"); r.code != 0 {
-			t.Fatalf("convert: %+v", r)
-		}
-		ir, id := verifyJSON(t, idst, "--against", isrc)
-		if ir.code != 0 || id.Against == nil || id.Against.Payloads == 0 || id.Against.Payloads != id.Refs-countIndexRefs(id) || id.Against.Mismatches != 0 {
-			t.Fatalf("frames against: exit %d %+v %+v\n%s", ir.code, id.Against, id.Problems, ir.stderr)
-		}
-		idx := int64(-1)
-		for _, tb := range d.Tables {
-			if tb.Path == "video_index.json" {
-				idx = tb.Refs
-			}
-		}
-		// 6 episodes x 2 cameras.
-		if r.code != 0 || idx != 12 {
-			t.Fatalf("clean: exit %d, video_index.json refs %d, %+v\n%s", r.code, idx, d, r.stderr)
-		}
-		// info.json says where the videos went; a loader that formats
-		// video_path meets a directory named for the index.
-		b, err := os.ReadFile(filepath.Join(dst, "meta", "info.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var info struct {
-			VideoPath string `json:"video_path"`
-			Bpconvert struct {
-				VideoIndex      string `json:"video_index"`
-				SourceVideoPath string `json:"source_video_path"`
-			} `json:"bpconvert"`
-		}
-		if err := json.Unmarshal(b, &info); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(info.VideoPath, "videos-are-packed-see-video_index.json/") || info.Bpconvert.VideoIndex != "video_index.json" ||
-			!strings.HasPrefix(info.Bpconvert.SourceVideoPath, "videos/") {
-			t.Fatalf("meta/info.json: %+v", info)
-		}
-	})
+	}
+	// 6 episodes x 2 cameras.
+	if r.code != 0 || idx != 12 {
+		t.Fatalf("clean: exit %d, video_index.json refs %d, %+v\n%s", r.code, idx, d, r.stderr)
+	}
+	// info.json says where the videos went; a loader that formats
+	// video_path meets a directory named for the index.
+	b, err := os.ReadFile(filepath.Join(dst, "meta", "info.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		VideoPath string `json:"video_path"`
+		Bpconvert struct {
+			VideoIndex      string `json:"video_index"`
+			SourceVideoPath string `json:"source_video_path"`
+		} `json:"bpconvert"`
+	}
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(info.VideoPath, "videos-are-packed-see-video_index.json/") || info.Bpconvert.VideoIndex != "video_index.json" ||
+		!strings.HasPrefix(info.Bpconvert.SourceVideoPath, "videos/") {
+		t.Fatalf("meta/info.json: %+v", info)
+	}
 }
 
 // TestVerifyLeRobotLance converts the Lance-stored twin of the LeRobot
