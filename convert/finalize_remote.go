@@ -161,7 +161,7 @@ func finalizeRemote(ctx context.Context, dst string, o FinalizeOptions) (Finaliz
 			return res, err
 		}
 	}
-	tmp, release, err := joinDir(o.Staging)
+	tmp, release, err := filelock.MkdirTemp(o.Staging, joinDirPrefix)
 	if err != nil {
 		return res, fmt.Errorf("finalize: %w", err)
 	}
@@ -410,58 +410,6 @@ func fetchFile(ctx context.Context, st objstore.Store, name, dst string) error {
 }
 
 // joinDirPrefix starts the name of the local directories in which runs of
-// Finalize into object storage join their tables.
+// Finalize into object storage join their tables; a run killed before its
+// clean-up leaves one, which a later run removes (filelock.MkdirTemp).
 const joinDirPrefix = "bpconvert-finalize-"
-
-// staleAfter is how old an unlocked join directory must be to be taken for
-// one a killed run left: younger, it may be one just made, not yet locked.
-const staleAfter = time.Minute
-
-// joinDir makes a new join directory under root (made if absent; the
-// system's temporary directory when root is ""), locked until release,
-// which removes it. It
-// first removes the ones runs killed before their clean-up left there: no
-// longer locked, and older than staleAfter.
-func joinDir(root string) (dir string, release func(), err error) {
-	if root == "" {
-		root = os.TempDir()
-	} else if err := os.MkdirAll(root, 0o755); err != nil {
-		return "", nil, err
-	}
-	sweepJoinDirs(root, time.Now().Add(-staleAfter))
-	dir, err = os.MkdirTemp(root, joinDirPrefix)
-	if err != nil {
-		return "", nil, err
-	}
-	lock, err := filelock.LockDir(dir)
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
-	}
-	return dir, func() { lock.Close(); os.RemoveAll(dir) }, nil
-}
-
-// sweepJoinDirs removes the join directories under root that no run holds
-// and that were last changed before cutoff. It is best effort: what it
-// cannot read or remove stays.
-func sweepJoinDirs(root string, cutoff time.Time) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), joinDirPrefix) {
-			continue
-		}
-		if info, err := e.Info(); err != nil || info.ModTime().After(cutoff) {
-			continue
-		}
-		dir := filepath.Join(root, e.Name())
-		lock, err := filelock.LockDir(dir)
-		if err != nil {
-			continue // held by a live run, or not ours to judge
-		}
-		lock.Close()
-		os.RemoveAll(dir)
-	}
-}

@@ -12,7 +12,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-5s}"
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+# Fixtures that seed the corpora (the Lance datasets gen.mjs writes) are
+# written once for the script's run, not once per fuzzing process: each
+# target runs a coordinator and a worker per core, and a worker is killed
+# when the time is up.
+cache=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$cache"' EXIT
+export BPCONVERT_FIXTURE_CACHE="${BPCONVERT_FIXTURE_CACHE:-$cache}"
 fuzz() { go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "$1" >"$out" 2>&1; }
 grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r f; do
   pkg="./$(dirname "${f#./}")"

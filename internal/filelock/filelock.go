@@ -2,6 +2,8 @@
 // file (TryLock) and on a directory (LockDir), released when the returned
 // file is closed. Unix systems use flock(2), Windows LockFileEx; a
 // directory cannot be locked on Windows, so a lock file inside it stands in.
+// MkdirTemp makes temporary directories held by such a lock, so that the
+// ones a killed process leaves are told apart and removed later.
 package filelock
 
 import (

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/filelock"
 )
 
 // Generated is a fixture directory that a script of one of the pinned
@@ -36,10 +38,11 @@ type Generated struct {
 	// Need lists further programs the generator runs (ffmpeg, ...).
 	Need []string
 
-	once   sync.Once
-	dir    string
-	shared bool // dir belongs to the run's cache, not to this process
-	err    error
+	once    sync.Once
+	dir     string
+	shared  bool   // dir belongs to the run's cache, not to this process
+	release func() // unlocks and removes dir when it is this process's
+	err     error
 }
 
 // Dir returns the generated directory. Without the interpreter (node and
@@ -78,7 +81,10 @@ func (g *Generated) Dir(t testing.TB) string {
 				return
 			}
 		}
-		if g.dir, g.err = os.MkdirTemp("", "bpconvert-fixtures-"+g.Project+"-"); g.err == nil {
+		// Held until Cleanup; a process killed before it (a fuzzing
+		// worker, a test binary that timed out) leaves the directory to
+		// the next one's sweep.
+		if g.dir, g.release, g.err = filelock.MkdirTemp("", "bpconvert-fixtures-"+g.Project+"-"); g.err == nil {
 			g.err = write(g.dir)
 		}
 	})
@@ -91,7 +97,7 @@ func (g *Generated) Dir(t testing.TB) string {
 // Cleanup removes the generated directory, if any, unless it belongs to
 // the run's cache.
 func (g *Generated) Cleanup() {
-	if g.dir != "" && !g.shared {
-		os.RemoveAll(g.dir)
+	if g.release != nil {
+		g.release()
 	}
 }

@@ -1,31 +1,30 @@
-package convert
+package filelock
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/bpconvert/bpconvert/internal/filelock"
 )
 
-// TestJoinDirSweep: making a join directory removes the ones killed runs
-// left (unlocked and old) and nothing else: not one a live run holds, not
-// one just made, not another program's directory; release removes the new
-// one.
-func TestJoinDirSweep(t *testing.T) {
+// TestMkdirTempSweeps: making a directory removes the ones of its prefix
+// that killed processes left (unlocked and old) and nothing else: not one
+// a live process holds, not one just made, not another prefix's; release
+// removes the new one.
+func TestMkdirTempSweeps(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	old := time.Now().Add(-2 * staleAfter)
+	const prefix = "bpconvert-finalize-"
+	old := time.Now().Add(-2 * StaleAfter)
 	cases := []struct {
 		name   string
 		age    time.Time
 		locked bool
 		kept   bool
 	}{
-		{name: joinDirPrefix + "killed", age: old, kept: false},
-		{name: joinDirPrefix + "live", age: old, locked: true, kept: true},
-		{name: joinDirPrefix + "just-made", age: time.Now(), kept: true},
+		{name: prefix + "killed", age: old, kept: false},
+		{name: prefix + "live", age: old, locked: true, kept: true},
+		{name: prefix + "just-made", age: time.Now(), kept: true},
 		{name: "other-program", age: old, kept: true},
 	}
 	for _, c := range cases {
@@ -37,7 +36,7 @@ func TestJoinDirSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.locked {
-			lock, err := filelock.LockDir(dir)
+			lock, err := LockDir(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,7 +46,7 @@ func TestJoinDirSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir, release, err := joinDir(root)
+	dir, release, err := MkdirTemp(root, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,9 +60,9 @@ func TestJoinDirSweep(t *testing.T) {
 		t.Fatalf("join directory %s is not under %s", dir, root)
 	}
 	// The new directory is held: a sweep, however late, leaves it.
-	sweepJoinDirs(root, time.Now().Add(time.Hour))
+	Sweep(root, prefix, time.Now().Add(time.Hour))
 	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("a sweep removed the held join directory: %v", err)
+		t.Fatalf("a sweep removed the held directory: %v", err)
 	}
 	release()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
