@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // blobDigests reads every blob of column with this package's reader.
@@ -109,15 +111,15 @@ func TestBlobRefIDFixture(t *testing.T) {
 	}
 
 	// The official reader opens it and sees the shared descriptors.
-	v := verifyWithLance(t, dst, map[string]any{"columns": []string{"id", "blob"}})
+	v := testtool.ReadWithLance(t, dst, map[string]any{"columns": []string{"id", "blob"}})
 	if v.NumRows != 8 || v.Scan.NumRows != 8 {
 		t.Fatalf("lancedb counts %d rows (scan %d)", v.NumRows, v.Scan.NumRows)
 	}
 	if v.Metadata["fixture"] == "" {
 		t.Errorf("schema metadata %v lacks the fixture key", v.Metadata)
 	}
-	want := verifyWithLance(t, src, map[string]any{"columns": []string{"id"}})
-	if !reflect.DeepEqual(decodeJSON(t, v.Scan.Values["id"]), decodeJSON(t, want.Scan.Values["id"])) {
+	want := testtool.ReadWithLance(t, src, map[string]any{"columns": []string{"id"}})
+	if !reflect.DeepEqual(v.Scan.Column(t, "id"), want.Scan.Column(t, "id")) {
 		t.Errorf("lancedb scan of id differs from the source")
 	}
 	bv := v.Scan.Values["blob"]

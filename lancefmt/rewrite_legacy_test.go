@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // TestRewriteLegacy transcodes Lance-written legacy (0.1) datasets into
@@ -65,10 +67,10 @@ func TestRewriteLegacy(t *testing.T) {
 					kept = append(kept, f.Name)
 				}
 			}
-			got := verifyWithLance(t, dst, map[string]any{"columns": append(append([]string(nil), kept...), tc.replace...)})
-			var want *verifyOut
+			got := testtool.ReadWithLance(t, dst, map[string]any{"columns": append(append([]string(nil), kept...), tc.replace...)})
+			var want *testtool.LanceRead
 			if tc.expected {
-				want = &verifyOut{Fields: got.Fields}
+				want = &testtool.LanceRead{Fields: got.Fields}
 				for _, sc := range loadExpected(t, dir, tc.name).Scans {
 					if sc.Version == d.Version() {
 						want.Scan = &sc
@@ -78,7 +80,7 @@ func TestRewriteLegacy(t *testing.T) {
 					t.Fatalf("gen.mjs recorded no scan of version %d", d.Version())
 				}
 			} else {
-				want = verifyWithLance(t, src, map[string]any{"columns": kept})
+				want = testtool.ReadWithLance(t, src, map[string]any{"columns": kept})
 			}
 			if got.NumRows != int(d.NumRows()) || got.Scan.NumRows != int(d.NumRows()) {
 				t.Errorf("lance counts %d rows (scan %d), want %d", got.NumRows, got.Scan.NumRows, d.NumRows())
@@ -92,12 +94,12 @@ func TestRewriteLegacy(t *testing.T) {
 				}
 			}
 			for _, c := range kept {
-				if g, w := decodeJSON(t, got.Scan.Values[c]), decodeJSON(t, want.Scan.Values[c]); !reflect.DeepEqual(g, w) {
+				if g, w := got.Scan.Column(t, c), want.Scan.Column(t, c); !reflect.DeepEqual(g, w) {
 					t.Errorf("lance scan of %s differs from the source: %d values, want %d; first %v, want %v", c, len(g), len(w), g[:min(3, len(g))], w[:min(3, len(w))])
 				}
 			}
 			for _, c := range tc.replace {
-				if g, w := decodeJSON(t, got.Scan.Values[c]), expectedRefs(t, d, c); !reflect.DeepEqual(g, w) {
+				if g, w := got.Scan.Column(t, c), expectedRefs(t, d, c); !reflect.DeepEqual(g, w) {
 					t.Errorf("lance scan of replaced column %s differs", c)
 				}
 			}

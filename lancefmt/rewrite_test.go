@@ -2,7 +2,6 @@ package lancefmt
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,39 +13,6 @@ import (
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
-
-// verifyOut is what fixtures/lance/verify.mjs prints: Lance's own view of a
-// dataset.
-type verifyOut struct {
-	NumRows int `json:"numRows"`
-	Fields  []struct {
-		Name     string            `json:"name"`
-		Type     string            `json:"type"`
-		Nullable bool              `json:"nullable"`
-		Metadata map[string]string `json:"metadata"`
-	} `json:"fields"`
-	Metadata map[string]string `json:"metadata"`
-	Scan     *expectedScan     `json:"scan"`
-	Indices  []struct {
-		Name          string   `json:"name"`
-		Type          string   `json:"type"`
-		Columns       []string `json:"columns"`
-		IndexedRows   *int     `json:"indexedRows"`
-		UnindexedRows *int     `json:"unindexedRows"`
-	} `json:"indices"`
-	Knn *struct {
-		Indexed []string `json:"indexed"`
-		Flat    []string `json:"flat"`
-	} `json:"knn"`
-}
-
-// verifyWithLance reads dataset dir with the official library.
-func verifyWithLance(t *testing.T, dir string, opts map[string]any) *verifyOut {
-	t.Helper()
-	var v verifyOut
-	testtool.ReadWithLance(t, dir, opts, &v)
-	return &v
-}
 
 // refValues builds the replacement values of the tests: a reference string
 // per physical row, null for deleted rows and every 13th row.
@@ -133,18 +99,6 @@ func goScan(t *testing.T, d *Dataset, columns []string) map[string][]any {
 	return out
 }
 
-// decodeJSON turns raw JSON values into Go values.
-func decodeJSON(t *testing.T, raws []json.RawMessage) []any {
-	t.Helper()
-	out := make([]any, len(raws))
-	for i, r := range raws {
-		if err := json.Unmarshal(r, &out[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
 // TestRewrite rewrites each fixture with its payload columns replaced by
 // references, then reads the result with Lance's own reader (schema,
 // metadata, values, indices, vector search) and with ours (values, kept
@@ -212,8 +166,8 @@ func (tc rewriteCase) run(t *testing.T, dir string) {
 		opts["vector"] = map[string]any{"column": "vec", "k": 5}
 		srcOpts["vector"] = opts["vector"]
 	}
-	got := verifyWithLance(t, dst, opts)
-	want := verifyWithLance(t, src, srcOpts)
+	got := testtool.ReadWithLance(t, dst, opts)
+	want := testtool.ReadWithLance(t, src, srcOpts)
 	if got.NumRows != int(d.NumRows()) || got.Scan.NumRows != int(d.NumRows()) {
 		t.Errorf("lance counts %d rows (scan %d), want %d", got.NumRows, got.Scan.NumRows, d.NumRows())
 	}
@@ -249,7 +203,7 @@ func (tc rewriteCase) checkDropped(t *testing.T, plan *RewritePlan) {
 // checkFields: Lance sees the same columns in the same order, kept ones
 // unchanged, replaced ones nullable utf8 without blob metadata, and the
 // source's schema metadata with the bpconvert key added.
-func (tc rewriteCase) checkFields(t *testing.T, got, want *verifyOut) {
+func (tc rewriteCase) checkFields(t *testing.T, got, want *testtool.LanceRead) {
 	t.Helper()
 	if len(got.Fields) != len(want.Fields) {
 		t.Fatalf("lance sees %d fields, want %d", len(got.Fields), len(want.Fields))
@@ -284,15 +238,15 @@ func (tc rewriteCase) checkFields(t *testing.T, got, want *verifyOut) {
 
 // checkLanceValues: Lance scans the kept columns as it scans the source,
 // and the replaced ones as the given strings.
-func (tc rewriteCase) checkLanceValues(t *testing.T, d *Dataset, kept []string, got, want *verifyOut) {
+func (tc rewriteCase) checkLanceValues(t *testing.T, d *Dataset, kept []string, got, want *testtool.LanceRead) {
 	t.Helper()
 	for _, c := range kept {
-		if !reflect.DeepEqual(decodeJSON(t, got.Scan.Values[c]), decodeJSON(t, want.Scan.Values[c])) {
+		if !reflect.DeepEqual(got.Scan.Column(t, c), want.Scan.Column(t, c)) {
 			t.Errorf("lance scan of kept column %s differs from the source", c)
 		}
 	}
 	for _, c := range tc.replace {
-		if g, w := decodeJSON(t, got.Scan.Values[c]), expectedRefs(t, d, c); !reflect.DeepEqual(g, w) {
+		if g, w := got.Scan.Column(t, c), expectedRefs(t, d, c); !reflect.DeepEqual(g, w) {
 			t.Errorf("lance scan of replaced column %s: %d values, want %d (first %v)", c, len(g), len(w), g[:min(3, len(g))])
 		}
 	}
@@ -300,7 +254,7 @@ func (tc rewriteCase) checkLanceValues(t *testing.T, d *Dataset, kept []string, 
 
 // checkIndices: the carried indices are listed, index rows, and a vector
 // search through them finds what it found before.
-func (tc rewriteCase) checkIndices(t *testing.T, plan *RewritePlan, got, want *verifyOut) {
+func (tc rewriteCase) checkIndices(t *testing.T, plan *RewritePlan, got, want *testtool.LanceRead) {
 	t.Helper()
 	var carried []string
 	for _, ip := range plan.Indices {

@@ -32,27 +32,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// lanceRead is what verify.mjs prints.
-type lanceRead struct {
-	NumRows int `json:"numRows"`
-	Fields  []struct {
-		Name     string            `json:"name"`
-		Type     string            `json:"type"`
-		Nullable bool              `json:"nullable"`
-		Metadata map[string]string `json:"metadata"`
-	} `json:"fields"`
-	Metadata map[string]string `json:"metadata"`
-	Scan     struct {
-		Values map[string][]any `json:"values"`
-	} `json:"scan"`
-}
-
 // officialRead reads a dataset with the official Lance library.
-func officialRead(t *testing.T, dir string, columns []string) lanceRead {
+func officialRead(t *testing.T, dir string, columns []string) *testtool.LanceRead {
 	t.Helper()
-	var r lanceRead
-	testtool.ReadWithLance(t, dir, map[string]any{"columns": columns}, &r)
-	return r
+	return testtool.ReadWithLance(t, dir, map[string]any{"columns": columns})
 }
 
 // sourceValues reads every value of a payload column with the Go reader:
@@ -150,7 +133,7 @@ func TestConvertDatasets(t *testing.T) {
 				t.Fatalf("rows %d, source %d", out.NumRows, srcRead.NumRows)
 			}
 			for _, k := range kept {
-				if !reflect.DeepEqual(out.Scan.Values[k], srcRead.Scan.Values[k]) {
+				if !reflect.DeepEqual(out.Scan.Column(t, k), srcRead.Scan.Column(t, k)) {
 					t.Errorf("kept column %s differs from the source", k)
 				}
 			}
@@ -180,7 +163,7 @@ func TestConvertDatasets(t *testing.T) {
 			}
 			defer set.Close()
 			for name, vals := range want {
-				refs := out.Scan.Values[name]
+				refs := out.Scan.Column(t, name)
 				if len(refs) != len(vals) {
 					t.Fatalf("%s: %d references for %d values", name, len(refs), len(vals))
 				}

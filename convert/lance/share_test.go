@@ -53,7 +53,7 @@ func TestSharedBlobs(t *testing.T) {
 		t.Fatalf("%d members written, want 4 (8 rows, 1 null, 3 sharing)", sum.Blobs)
 	}
 	out := officialRead(t, filepath.Join(dst, TableDir), []string{"id", "blob"})
-	refs := out.Scan.Values["blob"]
+	refs := out.Scan.Column(t, "blob")
 	if len(refs) != 8 {
 		t.Fatalf("%d rows", len(refs))
 	}

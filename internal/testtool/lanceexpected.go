@@ -65,13 +65,58 @@ func LoadLanceExpected(t testing.TB, dir, name string) *LanceExpected {
 	return &e
 }
 
+// LanceRead is what fixtures/lance/verify.mjs prints: Lance's own view of
+// a dataset (see ReadWithLance).
+type LanceRead struct {
+	NumRows  int               `json:"numRows"`
+	Fields   []LanceField      `json:"fields"`
+	Metadata map[string]string `json:"metadata"`
+	// Scan holds the columns the options named (all when none).
+	Scan    *LanceScan   `json:"scan"`
+	Indices []LanceIndex `json:"indices"`
+	// Knn is there when the options named a vector column.
+	Knn *struct {
+		Indexed []string `json:"indexed"` // ids found through the index
+		Flat    []string `json:"flat"`    // ids found by a flat search
+	} `json:"knn"`
+}
+
+// LanceField is one top-level field as Lance reports it.
+type LanceField struct {
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Nullable bool              `json:"nullable"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// LanceIndex is one index with its statistics.
+type LanceIndex struct {
+	Name          string   `json:"name"`
+	Type          string   `json:"type"`
+	Columns       []string `json:"columns"`
+	IndexedRows   *int     `json:"indexedRows"`
+	UnindexedRows *int     `json:"unindexedRows"`
+}
+
+// Column returns the scanned values of column, decoded from their
+// canonical JSON (nil for a null; gen.mjs describes the forms).
+func (s *LanceScan) Column(t testing.TB, column string) []any {
+	t.Helper()
+	raws := s.Values[column]
+	out := make([]any, len(raws))
+	for i, r := range raws {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			t.Fatalf("column %s, row %d: %v", column, i, err)
+		}
+	}
+	return out
+}
+
 // ReadWithLance reads the Lance dataset dir with the official library:
-// fixtures/lance/verify.mjs (node; the document it prints holds the
-// schema, the row count, a scan of the columns opts names and the
-// indices), run with opts as JSON, its output decoded into v. A read that
-// fails fails the test, with the end of what the script printed on
-// stderr.
-func ReadWithLance(t testing.TB, dir string, opts, v any) {
+// fixtures/lance/verify.mjs (node), run with opts as JSON ({"columns":
+// [...], "vector": {"column": ..., "k": ...}}). A read that fails fails
+// the test, with the end of what the script printed on stderr.
+func ReadWithLance(t testing.TB, dir string, opts any) *LanceRead {
 	t.Helper()
 	Require(t, "node")
 	o, err := json.Marshal(opts)
@@ -91,7 +136,12 @@ func ReadWithLance(t testing.TB, dir string, opts, v any) {
 		}
 		t.Fatalf("lance cannot read %s: verify.mjs: %v\n%s", dir, err, strings.Join(lines, "\n"))
 	}
-	if err := json.Unmarshal(out, v); err != nil {
+	var r LanceRead
+	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("verify.mjs %s: %v", dir, err)
 	}
+	if r.Scan == nil {
+		r.Scan = &LanceScan{}
+	}
+	return &r
 }
