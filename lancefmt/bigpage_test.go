@@ -45,19 +45,14 @@ func TestScanPeakLargePages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			desc, err := Describe(ctx, ds, DescribeOptions{Columns: []string{"data"}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			var largest uint64
 			pages := 0
-			for i := range ds.Fragments() {
-				ces, err := ds.ColumnEncodings(&ds.Fragments()[i], []string{"data"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, ce := range ces {
-					for _, p := range ce.Pages {
-						largest = max(largest, p.Bytes)
-						pages++
-					}
-				}
+			for _, c := range desc.Columns {
+				largest, pages = max(largest, c.LargestPage), pages+c.Pages
 			}
 			if largest < tc.minPage || pages < tc.minPages {
 				t.Fatalf("the dataset has %d pages of at most %d bytes; the test needs %d or more of at least %d", pages, largest, tc.minPages, tc.minPage)

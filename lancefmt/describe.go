@@ -75,13 +75,15 @@ type FieldInfo struct {
 // ColumnInfo describes one stored column (a field path), summed over
 // fragments.
 type ColumnInfo struct {
-	Path         string         `json:"path"`
-	FieldID      int32          `json:"field_id"`
-	FileVersions []string       `json:"file_versions"`
-	Encoding     string         `json:"column_encoding"`
-	Pages        int            `json:"pages"`
-	Bytes        uint64         `json:"bytes"`
-	Encodings    []EncodingInfo `json:"page_encodings"`
+	Path         string   `json:"path"`
+	FieldID      int32    `json:"field_id"`
+	FileVersions []string `json:"file_versions"`
+	Encoding     string   `json:"column_encoding"`
+	Pages        int      `json:"pages"`
+	Bytes        uint64   `json:"bytes"`
+	// LargestPage is the size of the column's largest page in bytes.
+	LargestPage uint64         `json:"largest_page_bytes"`
+	Encodings   []EncodingInfo `json:"page_encodings"`
 }
 
 // EncodingInfo is one page encoding of a column and how many pages use it.
@@ -228,6 +230,7 @@ func (c *ColumnInfo) add(ce ColumnEncoding) {
 	for _, p := range ce.Pages {
 		c.Pages++
 		c.Bytes += p.Bytes
+		c.LargestPage = max(c.LargestPage, p.Bytes)
 		c.countEncoding(p.Encoding)
 	}
 }

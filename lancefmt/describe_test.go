@@ -8,7 +8,8 @@ import (
 )
 
 // TestDescribe describes committed datasets: the fragments and row counts
-// agree with the manifest, every stored column has pages, and an unknown
+// agree with the manifest, every stored column has pages (its largest one
+// among them), and an unknown
 // column is reported with the schema's columns.
 func TestDescribe(t *testing.T) {
 	t.Parallel()
@@ -35,6 +36,10 @@ func TestDescribe(t *testing.T) {
 			for _, c := range d.Columns {
 				if c.Pages == 0 || len(c.Encodings) == 0 || len(c.FileVersions) == 0 {
 					t.Fatalf("column %s: %+v", c.Path, c)
+				}
+				// The largest page is one of the pages summed in Bytes.
+				if c.LargestPage > c.Bytes || c.LargestPage*uint64(c.Pages) < c.Bytes || (c.Bytes > 0) != (c.LargestPage > 0) {
+					t.Fatalf("column %s: largest page %d bytes of %d pages, %d bytes", c.Path, c.LargestPage, c.Pages, c.Bytes)
 				}
 			}
 			if want := min(2, int(d.NumRows)); len(d.Rows) != want {

@@ -190,26 +190,19 @@ func childPeak(t *testing.T, job childJob, env ...string) (uint64, []string) {
 }
 
 // pageSizes returns the largest page of a column in bytes and its number
-// of pages.
-func pageSizes(t *testing.T, src, column string) (uint64, int) {
+// of pages, as lancefmt.Describe sums them.
+func pageSizes(t *testing.T, src, column string) (largest uint64, pages int) {
 	t.Helper()
 	ds, err := lancefmt.Open(t.Context(), src, lancefmt.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var largest uint64
-	pages := 0
-	for i := range ds.Fragments() {
-		ces, err := ds.ColumnEncodings(&ds.Fragments()[i], []string{column})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ce := range ces {
-			for _, p := range ce.Pages {
-				largest = max(largest, p.Bytes)
-				pages++
-			}
-		}
+	desc, err := lancefmt.Describe(t.Context(), ds, lancefmt.DescribeOptions{Columns: []string{column}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range desc.Columns {
+		largest, pages = max(largest, c.LargestPage), pages+c.Pages
 	}
 	return largest, pages
 }
