@@ -110,10 +110,7 @@ func TestRewriteErrors(t *testing.T) {
 			if tc.breakIt != nil {
 				tc.breakIt(t, d)
 			}
-			var reps []Replacement
-			for _, c := range tc.replace {
-				reps = append(reps, Replacement{Column: c, Values: refValues(d, c)})
-			}
+			reps := refReplacements(d, tc.replace)
 			_, perr := d.PlanRewrite(tc.replace)
 			if tc.plan != (perr != nil) {
 				t.Fatalf("PlanRewrite error %v, want one: %v", perr, tc.plan)

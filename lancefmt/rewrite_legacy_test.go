@@ -31,16 +31,7 @@ func TestRewriteLegacy(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			src := filepath.Join(dir, tc.name+".lance")
-			d, err := Open(ctx, src, OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan, err := d.PlanRewrite(tc.replace)
-			if err != nil {
-				t.Fatal(err)
-			}
+			src, d, plan := planFixture(t, dir, tc.name, tc.replace)
 			if plan.DataVersion != "2.0" {
 				t.Errorf("plan data version %s, want 2.0", plan.DataVersion)
 			}
@@ -49,12 +40,8 @@ func TestRewriteLegacy(t *testing.T) {
 					t.Errorf("fragment %d: transcode %v version %s", fp.ID, fp.Transcode, fp.FileVersion)
 				}
 			}
-			var reps []Replacement
-			for _, c := range tc.replace {
-				reps = append(reps, Replacement{Column: c, Values: refValues(d, c)})
-			}
 			dst := filepath.Join(t.TempDir(), tc.name+".lance")
-			res, err := d.Rewrite(ctx, dst, RewriteOptions{Replace: reps})
+			res, err := d.Rewrite(context.Background(), dst, RewriteOptions{Replace: refReplacements(d, tc.replace)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +90,7 @@ func TestRewriteLegacy(t *testing.T) {
 					t.Errorf("lance scan of replaced column %s differs", c)
 				}
 			}
-			od, err := Open(ctx, dst, OpenOptions{})
+			od, err := Open(context.Background(), dst, OpenOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -130,25 +130,38 @@ type rewriteCase struct {
 	vector  bool
 }
 
-func (tc rewriteCase) run(t *testing.T, dir string) {
-	ctx := context.Background()
-	src := filepath.Join(dir, tc.name+".lance")
-	d, err := Open(ctx, src, OpenOptions{})
+// planFixture opens the fixture name under dir and plans the rewrite of
+// its columns replace; it returns the source's path too.
+func planFixture(t *testing.T, dir, name string, replace []string) (string, *Dataset, *RewritePlan) {
+	t.Helper()
+	src := filepath.Join(dir, name+".lance")
+	d, err := Open(context.Background(), src, OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := d.PlanRewrite(tc.replace)
+	plan, err := d.PlanRewrite(replace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.checkDropped(t, plan)
+	return src, d, plan
+}
+
+// refReplacements replaces each of columns with refValues.
+func refReplacements(d *Dataset, columns []string) []Replacement {
 	var reps []Replacement
-	for _, c := range tc.replace {
+	for _, c := range columns {
 		reps = append(reps, Replacement{Column: c, Values: refValues(d, c)})
 	}
+	return reps
+}
+
+func (tc rewriteCase) run(t *testing.T, dir string) {
+	ctx := context.Background()
+	src, d, plan := planFixture(t, dir, tc.name, tc.replace)
+	tc.checkDropped(t, plan)
 	dst := filepath.Join(t.TempDir(), tc.name+".lance")
 	start := time.Now()
-	res, err := d.Rewrite(ctx, dst, RewriteOptions{Replace: reps, SchemaMetadata: map[string]string{"bpconvert": `{"packs":1}`}})
+	res, err := d.Rewrite(ctx, dst, RewriteOptions{Replace: refReplacements(d, tc.replace), SchemaMetadata: map[string]string{"bpconvert": `{"packs":1}`}})
 	if err != nil {
 		t.Fatal(err)
 	}
