@@ -29,6 +29,11 @@ const (
 	BlobManaged   BlobKind = 4 // a range of a Lance-owned object (_blobs/<uuid>.blob) under a base path
 )
 
+// blobManagedWithBase is the descriptor kind of a managed blob whose object
+// lies under the base path its blob_id names (Lance writes it for a
+// dataset written with target bases); it resolves to a BlobManaged value.
+const blobManagedWithBase = 5
+
 // String names the kind.
 func (k BlobKind) String() string {
 	switch k {
@@ -734,7 +739,7 @@ func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, in
 			size = st - int64(ds.position)
 		}
 		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Ranged: ds.size != 0 || ds.position != 0, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
-	case BlobManaged:
+	case BlobManaged, blobManagedWithBase:
 		var err error
 		if b, err = d.managedBlob(ds); err != nil {
 			return Blob{}, err
@@ -749,11 +754,13 @@ func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, in
 	return b, nil
 }
 
-// managedBlob resolves a managed (kind 4) descriptor: blob_id is the id of
-// a manifest base path (any value, 0 included) and blob_uri the object's
-// canonical path under it, with no prefix added; [position, position+size)
-// is the exact range, size 0 an empty blob. Lance 14.0.2 writes id 0
-// without a binding for the dataset root, which is read as such.
+// managedBlob resolves a managed descriptor (kind 4, or 5 for one under a
+// target base): blob_id is the id of a manifest base path (any value, 0
+// included) and blob_uri the object's canonical path under it, with no
+// prefix added, whether or not the base is a dataset root;
+// [position, position+size) is the exact range, size 0 an empty blob.
+// Lance 14.0.2 writes kind 4 with id 0 without a binding for the dataset
+// root, which is read as such; kind 5 must name a bound base.
 func (d *Dataset) managedBlob(ds *blobV2Desc) (Blob, error) {
 	if err := checkManagedPath(ds.uri); err != nil {
 		return Blob{}, fmt.Errorf("%w: managed blob path %q: %v", errCorrupt, ds.uri, err)
@@ -768,7 +775,7 @@ func (d *Dataset) managedBlob(ds *blobV2Desc) (Blob, error) {
 		}
 	}
 	switch {
-	case !bound && ds.blobID == 0:
+	case !bound && ds.blobID == 0 && ds.kind == uint8(BlobManaged):
 		base = d.dir
 	case !bound:
 		return Blob{}, fmt.Errorf("%w: managed blob %q names base path %d, which the manifest does not bind", errCorrupt, ds.uri, ds.blobID)

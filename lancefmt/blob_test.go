@@ -314,3 +314,47 @@ func TestCheckManagedPath(t *testing.T) {
 		}
 	}
 }
+
+// TestManagedBlobBase: a managed descriptor's object lies under the base
+// path its blob_id names, root or not; kind 4 with an unbound id 0 lies
+// under the dataset's root (as Lance 14 writes it), kind 5 (under a
+// target base) must name a bound base, and neither may name an unbound one.
+func TestManagedBlobBase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, p := range []string{"root/_blobs/a.blob", "ext/_blobs/a.blob", "extroot/_blobs/a.blob"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), make([]byte, 100), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds := &Dataset{st: LocalStorage{}, ctx: t.Context(), dir: filepath.Join(dir, "root"), manifest: &Manifest{BasePaths: []BasePath{
+		{ID: 1, Path: filepath.Join(dir, "ext")},
+		{ID: 2, Path: "file://" + filepath.Join(dir, "extroot"), IsDatasetRoot: true},
+	}}}
+	for _, tc := range []struct {
+		kind uint8
+		id   uint32
+		want string // the object's path under dir, "" for an error
+	}{
+		{4, 0, "root/_blobs/a.blob"},
+		{4, 1, "ext/_blobs/a.blob"},
+		{5, 1, "ext/_blobs/a.blob"},
+		{5, 2, "extroot/_blobs/a.blob"},
+		{5, 0, ""},
+		{4, 7, ""},
+		{5, 7, ""},
+	} {
+		b, err := ds.managedBlob(&blobV2Desc{kind: tc.kind, position: 10, size: 20, blobID: tc.id, uri: "_blobs/a.blob"})
+		switch {
+		case tc.want == "" && err == nil:
+			t.Errorf("kind %d, base %d: resolved to %s, want an error", tc.kind, tc.id, b.Location.Path)
+		case tc.want != "" && err != nil:
+			t.Errorf("kind %d, base %d: %v", tc.kind, tc.id, err)
+		case tc.want != "" && (b.Location.Path != filepath.Join(dir, tc.want) || b.Kind != BlobManaged || b.Location.Offset != 10 || b.Location.Size != 20):
+			t.Errorf("kind %d, base %d: %+v, want %s", tc.kind, tc.id, b, tc.want)
+		}
+	}
+}

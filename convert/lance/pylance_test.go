@@ -99,6 +99,11 @@ func TestPylance14(t *testing.T) {
 			tags: map[string]uint64{"second": 1, "also_second": 1}, plan: []string{`"first" (version 1)`, `"also_second", "second"`}},
 		{name: "tagged", column: "img", version: 1, compared: 5, members: 5, versions: []string{"2.2"},
 			tags: map[string]uint64{"first": 1}, plan: []string{`"also_second" (version 2), "second" (version 2)`}},
+		// Data files under a second base path: the output holds them
+		// under its own root.
+		{name: "multibase", column: "img", compared: 9, members: 9, versions: []string{"2.1"}, flags: 1},
+		{name: "managed_base", column: "blob", compared: 4, members: 4, versions: []string{"2.2"},
+			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobInline: 2, lancefmt.BlobManaged: 2}},
 	}
 	for _, tc := range cases {
 		name := tc.name
