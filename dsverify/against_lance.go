@@ -90,6 +90,9 @@ type lanceValues struct {
 	scan  *lancefmt.Scanner
 	col   arrow.Array
 	i     int
+	// kept is, for a source row holding an external blob, the URI that
+	// --external keep leaves as the converted cell's value.
+	kept string
 }
 
 // openLanceValues opens column of ds: a source column (src) through Blobs
@@ -134,8 +137,12 @@ func (lv *lanceValues) next() (r io.Reader, text string, isText, ok bool, err er
 			return nil, "", false, false, lv.blobs.Err()
 		}
 		b := lv.blobs.Blob()
+		lv.kept = ""
 		if b.Null {
 			return nil, "", false, true, nil
+		}
+		if b.Kind == lancefmt.BlobExternal {
+			lv.kept = b.KeptURI()
 		}
 		sr, err := b.ReaderAt()
 		return sr, "", false, true, err
@@ -230,8 +237,14 @@ func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset
 		case sr == nil || !isText:
 			v.compared(a, 0, "null in one of the source and the table only", p)
 			continue
-		case !packcore.IsRef(ref):
+		case !packcore.IsRef(ref) && ref == sv.kept:
 			continue // an external blob's URI, kept as the value
+		case !packcore.IsRef(ref) && sv.kept != "":
+			v.compared(a, 0, fmt.Sprintf("holds %q, not the URI of the source's external blob (%s)", ref, sv.kept), p)
+			continue
+		case !packcore.IsRef(ref):
+			v.compared(a, 0, fmt.Sprintf("holds %q, which is not a pack reference", ref), p)
+			continue
 		}
 		p.Ref = ref
 		key, _, _ := packcore.ParseRef(ref)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/bits"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -28,6 +29,25 @@ const (
 	BlobExternal  BlobKind = 3 // a file outside the dataset, named by URI
 	BlobManaged   BlobKind = 4 // a range of a Lance-owned object (_blobs/<uuid>.blob) under a base path
 )
+
+// KeptURI returns a URI that names a BlobExternal value's object on its
+// own, outside this dataset: the stored URI when it is absolute, else (a
+// path relative to one of the manifest's base paths, which a table written
+// elsewhere does not carry) the object's location, as a file:// URI when
+// it is a local path.
+func (b Blob) KeptURI() string {
+	if !b.baseRelative {
+		return b.URI
+	}
+	if isURL(b.Location.Path) {
+		return b.Location.Path
+	}
+	p := filepath.ToSlash(b.Location.Path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
+}
 
 // blobManagedWithBase is the descriptor kind of a managed blob whose object
 // lies under the base path its blob_id names (Lance writes it for a
@@ -78,6 +98,9 @@ type Blob struct {
 	// object (a stored size or position other than 0), not the whole
 	// object.
 	Ranged bool
+	// baseRelative is set for a BlobExternal value whose URI is a path
+	// relative to one of the manifest's base paths.
+	baseRelative bool
 
 	files *blobFiles
 }
@@ -738,7 +761,8 @@ func (d *Dataset) resolveBlobV2(ds *blobV2Desc, file *dataFile, df *DataFile, in
 			}
 			size = st - int64(ds.position)
 		}
-		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Ranged: ds.size != 0 || ds.position != 0, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size}}
+		b = Blob{Kind: BlobExternal, Size: size, URI: ds.uri, Ranged: ds.size != 0 || ds.position != 0, Location: BlobLocation{Path: p, Offset: int64(ds.position), Size: size},
+			baseRelative: ds.blobID != 0}
 	case BlobManaged, blobManagedWithBase:
 		var err error
 		if b, err = d.managedBlob(ds); err != nil {

@@ -102,6 +102,12 @@ func TestPylance14(t *testing.T) {
 		// Data files under a second base path: the output holds them
 		// under its own root.
 		{name: "multibase", column: "img", compared: 9, members: 9, versions: []string{"2.1"}, flags: 1},
+		// External values stored relative to a base path: copied, and
+		// kept as the object's own file:// URI (the output has no base
+		// paths; check.py reads the file each kept URI names).
+		{name: "ext_base", column: "blob", compared: 3, members: 2, versions: []string{"2.2"},
+			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobExternal: 2, lancefmt.BlobInline: 1}},
+		{name: "ext_base", column: "blob", keep: true, compared: 3, members: 1, versions: []string{"2.2"}},
 		{name: "clone", column: "img", compared: 14, members: 14, versions: []string{"2.1"}, flags: 1},
 		{name: "managed_base", column: "blob", compared: 4, members: 4, versions: []string{"2.2"},
 			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobInline: 2, lancefmt.BlobManaged: 2}},

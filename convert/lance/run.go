@@ -185,7 +185,7 @@ func (x *extraction) cell(i int, c *candidate, cl *cell, row uint64) (int64, err
 		if cl.blob.Ranged {
 			return 0, j.keepRangedErr(c, cl, row)
 		}
-		if _, err := x.cols[i].set(cl.frag, cl.phys, cl.blob.URI); err != nil {
+		if _, err := x.cols[i].set(cl.frag, cl.phys, cl.blob.KeptURI()); err != nil {
 			return 0, j.rowErr(c, cl, row, err)
 		}
 		x.kept++
