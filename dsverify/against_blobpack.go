@@ -139,10 +139,6 @@ func (v *verifier) againstBlobpackLance(src string, rels []string) error {
 		return fmt.Errorf("--against %s: %w", src, err)
 	}
 	a.Notes = append(a.Notes, fmt.Sprintf("blobpack records no source version: compared with version %d of %s, the latest", srcDS.Version(), src))
-	e := v.set("media")
-	if e.err != nil {
-		return fmt.Errorf("--against: pack directory media: %w", e.err)
-	}
 	for _, rel := range rels {
 		outDS, err := lancefmt.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lancefmt.OpenOptions{})
 		if err != nil {
@@ -162,7 +158,7 @@ func (v *verifier) againstBlobpackLance(src string, rels []string) error {
 			continue
 		}
 		for _, col := range cols {
-			if err := v.compareLanceColumn(a, srcDS, outDS, rel, col, e.set); err != nil {
+			if err := v.compareLanceColumn(a, srcDS, outDS, rel, col, v.packsOf("media")); err != nil {
 				return err
 			}
 		}

@@ -65,17 +65,26 @@ func (v *verifier) againstLance(src string) error {
 		if base == "" {
 			base = "media"
 		}
-		e := v.set(base)
-		if e.err != nil {
-			return fmt.Errorf("--against: pack directory %s: %w", base, e.err)
-		}
 		for _, col := range rec.Extracted {
-			if err := v.compareLanceColumn(a, srcDS, outDS, rel, col, e.set); err != nil {
+			if err := v.compareLanceColumn(a, srcDS, outDS, rel, col, v.packsOf(base)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// packsOf returns what opens the pack directory dir (cached by set) when
+// first asked, at a Lance table's first reference: a table whose every
+// value --external keep left as a URI has no pack to open.
+func (v *verifier) packsOf(dir string) func() (*packcore.Set, error) {
+	return func() (*packcore.Set, error) {
+		e := v.set(dir)
+		if e.err != nil {
+			return nil, fmt.Errorf("--against: pack directory %s: %w", dir, e.err)
+		}
+		return e.set, nil
+	}
 }
 
 // lanceValues yields one column's values row by row: for a blob column a
@@ -195,7 +204,7 @@ func (lv *lanceValues) close() {
 	}
 }
 
-func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset, rel, column string, set *packcore.Set) error {
+func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset, rel, column string, packs func() (*packcore.Set, error)) error {
 	sv, err := openLanceValues(v, srcDS, column, true)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
@@ -237,16 +246,24 @@ func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset
 		case sr == nil || !isText:
 			v.compared(a, 0, "null in one of the source and the table only", p)
 			continue
-		case !packcore.IsRef(ref) && ref == sv.kept:
-			continue // an external blob's URI, kept as the value
 		case !packcore.IsRef(ref) && sv.kept != "":
-			v.compared(a, 0, fmt.Sprintf("holds %q, not the URI of the source's external blob (%s)", ref, sv.kept), p)
+			// An external blob's URI, kept as the value.
+			a.KeptURIs++
+			reason := ""
+			if ref != sv.kept {
+				reason = fmt.Sprintf("holds %q, not the URI of the source's external blob (%s)", ref, sv.kept)
+			}
+			v.compared(a, 0, reason, p)
 			continue
 		case !packcore.IsRef(ref):
 			v.compared(a, 0, fmt.Sprintf("holds %q, which is not a pack reference", ref), p)
 			continue
 		}
 		p.Ref = ref
+		set, err := packs()
+		if err != nil {
+			return err
+		}
 		key, _, _ := packcore.ParseRef(ref)
 		n, reason, err := sameBytes(sr, set, key)
 		if err != nil {

@@ -87,6 +87,9 @@ type Against struct {
 	Bytes    int64 `json:"bytes"`
 	// Inline counts payloads compared with a table cell instead of a member.
 	Inline int64 `json:"inline"`
+	// KeptURIs counts the external blobs --external keep left as their URI
+	// in the table, compared with the source's URI instead of a member.
+	KeptURIs int64 `json:"kept_uris"`
 	// Mismatches counts payloads that differ or are missing.
 	Mismatches int64 `json:"mismatches"`
 	// NotCompared counts blobs that have no byte-identical counterpart in

@@ -78,6 +78,9 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 		if a.Inline > 0 {
 			inline = fmt.Sprintf(" (%s inline, compared with the table's text)", plan.Thousands(a.Inline))
 		}
+		if a.KeptURIs > 0 {
+			inline += fmt.Sprintf(" (%s kept as their URI, compared with the source's)", plan.Thousands(a.KeptURIs))
+		}
 		fmt.Fprintf(out, "against %s (%s): %s compared%s, %s (%s), %s\n", a.Source, a.Format,
 			plan.CountText(a.Payloads, "payloads"), inline, plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
 			mismatches(a.Mismatches))

@@ -65,6 +65,7 @@ func TestPylance14(t *testing.T) {
 		wantErr  string // the refusal, "" when the conversion succeeds
 		compared int    // extracted values compared
 		members  int    // distinct references among them
+		kept     int    // values left as their external URI (keep)
 		versions []string
 		flags    uint64 // the output's reader feature flags
 		kinds    map[lancefmt.BlobKind]int64
@@ -84,7 +85,7 @@ func TestPylance14(t *testing.T) {
 			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobInline: 2, lancefmt.BlobPacked: 2, lancefmt.BlobDedicated: 1}},
 		{name: "ext_whole", column: "blob", compared: 3, members: 2, versions: []string{"2.2"},
 			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobExternal: 3}},
-		{name: "ext_whole", column: "blob", keep: true, compared: 3, members: 0, versions: []string{"2.2"}},
+		{name: "ext_whole", column: "blob", keep: true, compared: 3, members: 0, kept: 3, versions: []string{"2.2"}},
 		{name: "ext_ranged", column: "blob", compared: 4, members: 3, versions: []string{"2.2"}},
 		{name: "ext_ranged", column: "blob", keep: true, wantErr: "is the range [100, 200) of that object, which --external keep cannot keep"},
 		{name: "managed", column: "blob", compared: 4, members: 4, versions: []string{"2.2"},
@@ -107,7 +108,7 @@ func TestPylance14(t *testing.T) {
 		// paths; check.py reads the file each kept URI names).
 		{name: "ext_base", column: "blob", compared: 3, members: 2, versions: []string{"2.2"},
 			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobExternal: 2, lancefmt.BlobInline: 1}},
-		{name: "ext_base", column: "blob", keep: true, compared: 3, members: 1, versions: []string{"2.2"}},
+		{name: "ext_base", column: "blob", keep: true, compared: 3, members: 1, kept: 2, versions: []string{"2.2"}},
 		{name: "clone", column: "img", compared: 14, members: 14, versions: []string{"2.1"}, flags: 1},
 		{name: "managed_base", column: "blob", compared: 4, members: 4, versions: []string{"2.2"},
 			kinds: map[lancefmt.BlobKind]int64{lancefmt.BlobInline: 2, lancefmt.BlobManaged: 2}},
@@ -203,16 +204,18 @@ func TestPylance14(t *testing.T) {
 				t.Errorf("output indices %v, want %v", got.Indices, tc.indices)
 			}
 			// bpconvert verify --against re-reads the source with the Go
-			// reader and compares every payload with its member.
-			if tc.members == 0 {
-				return // no pack: every value kept its URI
-			}
+			// reader and compares every payload with its member, or a
+			// kept URI with the source's (with no pack when every value
+			// kept its URI).
 			rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !rep.OK() || rep.Against == nil {
-				t.Errorf("verify --against: %+v", rep)
+				t.Fatalf("verify --against: %+v", rep)
+			}
+			if rep.Against.Payloads != int64(tc.compared) || rep.Against.KeptURIs != int64(tc.kept) {
+				t.Errorf("verify --against compared %d payloads (%d kept URIs), want %d (%d)", rep.Against.Payloads, rep.Against.KeptURIs, tc.compared, tc.kept)
 			}
 		})
 	}
