@@ -30,25 +30,6 @@ const (
 	BlobManaged   BlobKind = 4 // a range of a Lance-owned object (_blobs/<uuid>.blob) under a base path
 )
 
-// KeptURI returns a URI that names a BlobExternal value's object on its
-// own, outside this dataset: the stored URI when it is absolute, else (a
-// path relative to one of the manifest's base paths, which a table written
-// elsewhere does not carry) the object's location, as a file:// URI when
-// it is a local path.
-func (b Blob) KeptURI() string {
-	if !b.baseRelative {
-		return b.URI
-	}
-	if isURL(b.Location.Path) {
-		return b.Location.Path
-	}
-	p := filepath.ToSlash(b.Location.Path)
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	return (&url.URL{Scheme: "file", Path: p}).String()
-}
-
 // blobManagedWithBase is the descriptor kind of a managed blob whose object
 // lies under the base path its blob_id names (Lance writes it for a
 // dataset written with target bases); it resolves to a BlobManaged value.
@@ -103,6 +84,25 @@ type Blob struct {
 	baseRelative bool
 
 	files *blobFiles
+}
+
+// KeptURI returns a URI that names a BlobExternal value's object on its
+// own, outside this dataset: the stored URI when it is absolute, else (a
+// path relative to one of the manifest's base paths, which a table written
+// elsewhere does not carry) the object's location, as a file:// URI when
+// it is a local path.
+func (b Blob) KeptURI() string {
+	if !b.baseRelative {
+		return b.URI
+	}
+	if isURL(b.Location.Path) {
+		return b.Location.Path
+	}
+	p := filepath.ToSlash(b.Location.Path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
 // ReaderAt returns a reader of exactly the blob's bytes. It is valid until

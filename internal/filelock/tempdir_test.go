@@ -15,7 +15,7 @@ func TestMkdirTempSweeps(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	const prefix = "bpconvert-finalize-"
-	old := time.Now().Add(-2 * StaleAfter)
+	old := time.Now().Add(-2 * staleAfter)
 	cases := []struct {
 		name   string
 		age    time.Time
@@ -60,7 +60,7 @@ func TestMkdirTempSweeps(t *testing.T) {
 		t.Fatalf("join directory %s is not under %s", dir, root)
 	}
 	// The new directory is held: a sweep, however late, leaves it.
-	Sweep(root, prefix, time.Now().Add(time.Hour))
+	sweep(root, prefix, time.Now().Add(time.Hour))
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("a sweep removed the held directory: %v", err)
 	}

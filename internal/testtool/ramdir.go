@@ -1,8 +1,9 @@
 package testtool
 
 import (
-	"os"
 	"testing"
+
+	"github.com/bpconvert/bpconvert/internal/filelock"
 )
 
 // ramRoot is the memory-backed file system RAMDir uses when it can.
@@ -24,10 +25,12 @@ func RAMDir(t testing.TB, need int64) string {
 	if ramRoom(ramRoot) < need+margin || memAvailable() < need+2*margin {
 		return t.TempDir()
 	}
-	dir, err := os.MkdirTemp(ramRoot, "bpconvert-test-")
+	// Locked while t runs: a test process killed before its clean-up
+	// leaves the directory, in memory, to the next RAMDir's sweep.
+	dir, release, err := filelock.MkdirTemp(ramRoot, "bpconvert-test-")
 	if err != nil {
 		return t.TempDir()
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(release)
 	return dir
 }
