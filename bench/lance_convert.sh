@@ -235,7 +235,7 @@ done
 echo "# load after: $(uptime)"
 
 {
-  echo "Measured by $head; medians of the rounds, commands in turns (their order balanced over the rounds), warm page cache; load: one-minute load averages at the start of the runs (min-max). $rows values of $size pseudo-random bytes a dataset, written by lancedb 0.31.0 (npm) or pylance $("$py" -c 'import lance; print(lance.__version__)' 2>/dev/null || echo '?'); blobpack ${bpver:-not installed}."
+  echo "Measured by $head; $turns_method. $rows values of $size pseudo-random bytes a dataset, written by lancedb 0.31.0 (npm) or pylance $("$py" -c 'import lance; print(lance.__version__)' 2>/dev/null || echo '?'); blobpack ${bpver:-not installed}."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-lance\` | \`--no-manifest\` | limit / convert (target >= 0.7) | default / \`--no-manifest\` (target <= 1.15) | peak RSS (target <= 128 MiB) | official route; bpconvert / it | blobpack 0.2.0 \`convert-lance\`; bpconvert / blobpack |"
   echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -183,6 +183,10 @@ bench_head() {
   echo "$1 at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$2" | tail -1)"
 }
 
+# turns_method is how the scripts that time commands in turns say they
+# measured, after bench_head's line.
+turns_method="medians of the rounds, commands in turns (their order balanced over the rounds), warm page cache; load: one-minute load averages at the start of the runs (min-max)"
+
 # find_blobpack PYTHON COMMAND SCRIPT: sets blobpack to the blobpack CLI
 # installed beside PYTHON and bpver to its version when it has COMMAND;
 # otherwise says so (SCRIPT names the caller) and sets both empty, so the

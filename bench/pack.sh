@@ -110,7 +110,7 @@ if [ "$bigmb" -gt 0 ]; then
 fi
 
 {
-  echo "Measured by $head; medians of the rounds, commands in turns (their order balanced over the rounds), warm page cache; load: one-minute load averages at the start of the runs (min-max)."
+  echo "Measured by $head; $turns_method."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`pack\` | \`--no-manifest\` | limit / pack (target >= 0.9) | default / \`--no-manifest\` (target <= 1.15) | peak RSS (target <= 64 MiB) |"
   echo "|---|---|---|---|---|---|---|---|"

@@ -157,7 +157,7 @@ done
 echo "# load after: $(uptime)"
 
 {
-  echo "Measured by $head; medians of the rounds, commands in turns (their order balanced over the rounds), warm page cache; load: one-minute load averages at the start of the runs (min-max). Tables written by pyarrow ($("$py" -c 'import pyarrow; print(pyarrow.__version__)')) with fixtures/parquet/big.py; blobpack ${bpver:-not installed}."
+  echo "Measured by $head; $turns_method. Tables written by pyarrow ($("$py" -c 'import pyarrow; print(pyarrow.__version__)')) with fixtures/parquet/big.py; blobpack ${bpver:-not installed}."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-parquet\` | limit / convert (target >= 0.5) | \`--no-manifest\`; manifest cost default / \`--no-manifest\` (target <= 1.15) | peak RSS (bound 2 x row group + 64 MiB) | blobpack 0.2.0 \`convert-parquet\`; bpconvert / blobpack |"
   echo "|---|---|---|---|---|---|---|---|"

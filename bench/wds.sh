@@ -154,7 +154,7 @@ if [ "$big" -gt 0 ]; then
 fi
 
 {
-  echo "Measured by $head; medians of the rounds, commands in turns (their order balanced over the rounds), warm page cache; load: one-minute load averages at the start of the runs (min-max)."
+  echo "Measured by $head; $turns_method."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-wds\` | \`--no-manifest\` | limit / convert (target >= 0.9) | default / \`--no-manifest\` (target <= 1.15) | peak RSS (target <= 64 MiB) |"
   echo "|---|---|---|---|---|---|---|---|"
