@@ -9,7 +9,7 @@
 # implementation here; both can run at once on two cores; the data files
 # are the .lance files and the blob files beside them or under _blobs.)
 # For each case it prints the ratio limit / convert-lance (target >= 0.7),
-# the cost of the manifest as default / --no-manifest (target <= 1.15),
+# the cost of the manifest as default / --no-manifest (target <= 1.15; beside it the least cost this machine allows the run, manifest_floor in lib.sh),
 # seconds per GB and peak RSS (target <= 128 MiB), each with the one-minute
 # load averages at the start of its runs (the machine may be shared: a
 # figure measured under load is noisy; say so). Peak RSS is the largest
@@ -192,12 +192,15 @@ case_run() {
   fi
   local -a m
   mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
+  local shard
+  shard=$(largest_zip "$work/out")
   rm -rf "$work/cp-out" "$work/out" "$work/nm-out" "$work/bp-out" "$work/off-out" "$work/base-out" "$work/.trash" "$work/src"
-  local tsync tsha tconv rss tnm rssnm l1 l2 lsync lsha lconv lnm
-  read -r tsync _ l1 l2 <<<"${m[0]}"; lsync="$l1-$l2"
-  read -r tsha _ l1 l2 <<<"${m[1]}"; lsha="$l1-$l2"
-  read -r tconv rss l1 l2 <<<"${m[2]}"; lconv="$l1-$l2"
-  read -r tnm rssnm l1 l2 <<<"${m[3]}"; lnm="$l1-$l2"
+  local tsync tsha tconv rss tnm rssnm l1 l2 lsync lsha lconv lnm cconv floor
+  read -r tsync _ l1 l2 _ <<<"${m[0]}"; lsync="$l1-$l2"
+  read -r tsha _ l1 l2 _ <<<"${m[1]}"; lsha="$l1-$l2"
+  read -r tconv rss l1 l2 cconv <<<"${m[2]}"; lconv="$l1-$l2"
+  read -r tnm rssnm l1 l2 _ <<<"${m[3]}"; lnm="$l1-$l2"
+  floor=$(manifest_floor "$cconv" "$tsha" "$bytes" "$shard" "$tnm")
   local limit gb ok
   limit=$(printf '%s\n%s\n' "$tsync" "$tsha" | sort -g | tail -1)
   gb=$(printf '%.3f' "$(echo "scale=4; $bytes/1000000000" | bc -l)")
@@ -205,28 +208,28 @@ case_run() {
   echo "$1: $label: $rows x $size B, column $col in $pages page(s) of $mib MiB on average, $gb GB on disk, $members members packed, $runs round(s)"
   echo "  cp -r, then sync -f:      $tsync s  (load $lsync)"
   echo "  openssl dgst -sha256:     $tsha s  (load $lsha)"
-  echo "  convert-lance:            $tconv s  ($(per_gb "$tconv" "$bytes") s/GB), peak RSS $rss MiB (target <= 128 MiB: $ok)  (load $lconv)"
+  echo "  convert-lance:            $tconv s  ($(per_gb "$tconv" "$bytes") s/GB), peak RSS $rss MiB (target <= 128 MiB: $ok), machine CPU $cconv s, largest shard $shard B  (load $lconv)"
   echo "  convert-lance --no-manifest: $tnm s  ($(per_gb "$tnm" "$bytes") s/GB), peak RSS $rssnm MiB  (load $lnm)"
   local offcell="" bpcell=""
   if [ -n "$offi" ]; then
     local toff rssoff
-    read -r toff rssoff l1 l2 <<<"${m[$offi]}"
+    read -r toff rssoff l1 l2 _ <<<"${m[$offi]}"
     echo "  official route:           $toff s  ($(per_gb "$toff" "$bytes") s/GB), peak RSS $rssoff MiB  (load $l1-$l2); bpconvert is $(ratio "$toff" "$tconv")x it"
     offcell="$toff s, $rssoff MiB ($l1-$l2); $(ratio "$toff" "$tconv")x"
   fi
   if [ -n "$bpi" ]; then
     local tbp rssbp
-    read -r tbp rssbp l1 l2 <<<"${m[$bpi]}"
+    read -r tbp rssbp l1 l2 _ <<<"${m[$bpi]}"
     echo "  blobpack convert-lance:   $tbp s  ($(per_gb "$tbp" "$bytes") s/GB), peak RSS $rssbp MiB  (load $l1-$l2); bpconvert is $(ratio "$tbp" "$tconv")x blobpack"
     bpcell="$tbp s, $rssbp MiB ($l1-$l2); $(ratio "$tbp" "$tconv")x"
   fi
   if [ -n "$basei" ]; then
     local tbase rssbase
-    read -r tbase rssbase l1 l2 <<<"${m[$basei]}"
+    read -r tbase rssbase l1 l2 _ <<<"${m[$basei]}"
     echo "  $base: $tbase s  ($(per_gb "$tbase" "$bytes") s/GB), peak RSS $rssbase MiB  (load $l1-$l2); limit/it: $(ratio "$limit" "$tbase")x; it/convert-lance: $(ratio "$tbase" "$tconv")x"
   fi
-  echo "  limit/convert-lance: $(ratio "$limit" "$tconv")x (target >= 0.7); default/--no-manifest: $(ratio "$tconv" "$tnm")x (target <= 1.15)"
-  rows_out+=("| $1: $label; $pages page(s) of $mib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $tnm s ($lnm) | $(ratio "$limit" "$tconv")x | $(ratio "$tconv" "$tnm")x | $rss MiB ($ok) | $offcell | $bpcell |")
+  echo "  limit/convert-lance: $(ratio "$limit" "$tconv")x (target >= 0.7); default/--no-manifest: $(ratio "$tconv" "$tnm")x (target <= 1.15; this machine allows ${floor}x)"
+  rows_out+=("| $1: $label; $pages page(s) of $mib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $tnm s ($lnm) | $(ratio "$limit" "$tconv")x | $(ratio "$tconv" "$tnm")x (${floor}x) | $rss MiB ($ok) | $offcell | $bpcell |")
 }
 
 for c in "${cases[@]}"; do
@@ -235,7 +238,7 @@ done
 echo "# load after: $(uptime)"
 
 {
-  echo "Measured by $head; $turns_method. $rows values of $size pseudo-random bytes a dataset, written by lancedb 0.31.0 (npm) or pylance $("$py" -c 'import lance; print(lance.__version__)' 2>/dev/null || echo '?'); blobpack ${bpver:-not installed}."
+  echo "Measured by $head; $turns_method; $manifest_note. $rows values of $size pseudo-random bytes a dataset, written by lancedb 0.31.0 (npm) or pylance $("$py" -c 'import lance; print(lance.__version__)' 2>/dev/null || echo '?'); blobpack ${bpver:-not installed}."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-lance\` | \`--no-manifest\` | limit / convert (target >= 0.7) | default / \`--no-manifest\` (target <= 1.15) | peak RSS (target <= 128 MiB) | official route; bpconvert / it | blobpack 0.2.0 \`convert-lance\`; bpconvert / blobpack |"
   echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -96,12 +96,18 @@ PY
 # every other command once, so a cost one command leaves to the next (see
 # set_aside) falls on each in turn instead of always on the same one. For
 # each command it prints one line, in the order given:
-#   MEDIAN_SECONDS PEAK_RSS_MIB LOAD_MIN LOAD_MAX
+#   MEDIAN_SECONDS PEAK_RSS_MIB LOAD_MIN LOAD_MAX MEDIAN_MACHINE_CPU
 # where the peak RSS is the largest of its runs (ru_maxrss of the command
-# and what it waits for) and the loads are the one-minute load averages
-# read as its runs started. A command that fails stops the script. The
+# and what it waits for), the loads are the one-minute load averages read
+# as its runs started, and the machine CPU is the busy time of all cores
+# while it ran (seconds from /proc/stat: user, nice, system, irq, softirq
+# and steal; so the kernel's writeback of its files counts, and so would
+# anything else running then). A command that fails stops the script. The
 # script's functions are exported, so commands and BENCH_CLEAN may call
-# them.
+# them. BENCH_LOG=path appends a line per run to that file: round, command
+# number, wall, user and system CPU seconds (of the command and what it
+# waits for), the machine's busy CPU seconds, the one-minute load, and the
+# command.
 measure_turns() {
   local f
   for f in $(declare -F | awk '{print $3}'); do export -f "${f?}"; done
@@ -109,8 +115,19 @@ measure_turns() {
 import os, statistics, subprocess, sys, time
 n, cmds = int(sys.argv[1]), sys.argv[2:]
 clean = os.environ.get("BENCH_CLEAN", "")
+log = open(os.environ["BENCH_LOG"], "a") if os.environ.get("BENCH_LOG") else None
 times = [[] for _ in cmds]
 rss = [0.0] * len(cmds)
+cpu = [[] for _ in cmds]
+hz = os.sysconf("SC_CLK_TCK")
+
+
+def busy():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz
+
+
 loads = [[] for _ in cmds]
 k = len(cmds)
 first, lo, hi = [0], 1, k - 1
@@ -131,15 +148,18 @@ for r in range(n):
             subprocess.run(["bash", "-c", clean], check=True)
         os.sync()
         loads[i].append(os.getloadavg()[0])
-        t0 = time.monotonic()
+        b0, t0 = busy(), time.monotonic()
         p = subprocess.Popen(["bash", "-c", c], stdout=subprocess.DEVNULL)
         _, status, ru = os.wait4(p.pid, 0)
         times[i].append(time.monotonic() - t0)
+        cpu[i].append(busy() - b0)
+        if log:
+            print(f"{r} {i} {times[i][-1]:.3f} {ru.ru_utime:.3f} {ru.ru_stime:.3f} {cpu[i][-1]:.2f} {loads[i][-1]:.2f} {c}", file=log, flush=True)
         if os.waitstatus_to_exitcode(status) != 0:
             sys.exit(f"measure_turns: failed ({os.waitstatus_to_exitcode(status)}): {c}")
         rss[i] = max(rss[i], ru.ru_maxrss / 1024)
 for i in range(len(cmds)):
-    print(f"{statistics.median(times[i]):.3f} {rss[i]:.1f} {min(loads[i]):.2f} {max(loads[i]):.2f}")
+    print(f"{statistics.median(times[i]):.3f} {rss[i]:.1f} {min(loads[i]):.2f} {max(loads[i]):.2f} {statistics.median(cpu[i]):.2f}")
 PY
 }
 
@@ -182,6 +202,27 @@ bench_head() {
   rev=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "$1 at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$2" | tail -1)"
 }
+
+# largest_zip DIR prints the size in bytes of the largest .zip under DIR.
+largest_zip() { find "$1" -name '*.zip' -printf '%s\n' | sort -g | tail -1; }
+
+# manifest_floor CPU SHA BYTES SHARD NOMANIFEST prints the least cost of the
+# manifest (default / --no-manifest, two decimals, at least 1) that this
+# machine allows the default run: it cannot end before its CPU (CPU, the
+# machine's busy seconds while it ran, from measure_turns) is spread over
+# every core, nor before the SHA-256 of its largest shard (SHARD bytes of
+# BYTES, hashed in order on one core at openssl's speed: SHA seconds for
+# BYTES), nor before the --no-manifest run (NOMANIFEST seconds).
+manifest_floor() {
+  python3 - "$@" "$(nproc)" <<'PY'
+import sys
+cpu, sha, total, shard, nm, cores = (float(x) for x in sys.argv[1:7])
+print(f"{max(cpu / cores, sha * shard / total, nm) / nm:.2f}")
+PY
+}
+
+# manifest_note is how the scripts say what manifest_floor allows.
+manifest_note='the least manifest cost this machine allows the default run (in parentheses) is max(busy CPU seconds of all cores while it ran / cores, SHA-256 of its largest shard at openssl'"'"'s speed, the `--no-manifest` time) / the `--no-manifest` time'
 
 # turns_method is how the scripts that time commands in turns say they
 # measured, after bench_head's line.

@@ -9,7 +9,7 @@
 # implementation here; both can run at once on two cores. coreutils
 # sha256sum has no SHA-NI path on some CPUs and is not used.) For each case
 # it prints the ratio limit / pack (target >= 0.9), the cost of the
-# manifest as default / --no-manifest (target <= 1.15), seconds per GB,
+# manifest as default / --no-manifest (target <= 1.15; beside it the least cost this machine allows the run, manifest_floor in lib.sh), seconds per GB,
 # files per second and peak RSS (target <= 64 MiB), each with the one-minute
 # load averages at the start of its runs (a figure measured under load is
 # noisy; say so):
@@ -82,22 +82,26 @@ case_run() { # case_run NAME COUNT SIZE ROUNDS CLEAN(aside|delete)
     "find '$src' -type f -print0 | xargs -0 openssl dgst -sha256" \
     "'$bin' pack --quiet '$src' '$work/pack-out'" \
     "'$bin' pack --quiet --no-manifest '$src' '$work/pack-out'")
+  local shard
+  shard=$(largest_zip "$work/pack-out")
   rm -rf "$work/cp-out" "$work/pack-out" "$work/.trash" "$src"
-  local tsync tsha tpack tnm rss rssnm l1 l2
-  read -r tsync _ l1 l2 <<<"${m[0]}"; local lsync="$l1-$l2"
-  read -r tsha _ l1 l2 <<<"${m[1]}"; local lsha="$l1-$l2"
-  read -r tpack rss l1 l2 <<<"${m[2]}"; local lpack="$l1-$l2"
-  read -r tnm rssnm l1 l2 <<<"${m[3]}"; local lnm="$l1-$l2"
+  local tsync tsha tpack tnm rss rssnm l1 l2 cpack
+  read -r tsync _ l1 l2 _ <<<"${m[0]}"; local lsync="$l1-$l2"
+  read -r tsha _ l1 l2 _ <<<"${m[1]}"; local lsha="$l1-$l2"
+  read -r tpack rss l1 l2 cpack <<<"${m[2]}"; local lpack="$l1-$l2"
+  read -r tnm rssnm l1 l2 _ <<<"${m[3]}"; local lnm="$l1-$l2"
+  local floor
+  floor=$(manifest_floor "$cpack" "$tsha" "$bytes" "$shard" "$tnm")
   local limit gb
   limit=$(printf '%s\n%s\n' "$tsync" "$tsha" | sort -g | tail -1)
   gb=$(printf '%.3f' "$(echo "scale=4; $bytes/1000000000" | bc -l)")
   echo "$name: $count files x $size B = $gb GB, $rounds round(s)"
   echo "  cp -r, then sync -f: $tsync s  ($(echo "scale=0; $count/$tsync" | bc -l) files/s; load $lsync)"
   echo "  openssl dgst -sha256: $tsha s  (load $lsha)"
-  echo "  bpconvert pack:      $tpack s  ($(per_gb "$tpack" "$bytes") s/GB, $(echo "scale=0; $count/$tpack" | bc -l) files/s), peak RSS $rss MiB  (load $lpack)"
+  echo "  bpconvert pack:      $tpack s  ($(per_gb "$tpack" "$bytes") s/GB, $(echo "scale=0; $count/$tpack" | bc -l) files/s), peak RSS $rss MiB, machine CPU $cpack s, largest shard $shard B  (load $lpack)"
   echo "  pack --no-manifest:  $tnm s  ($(per_gb "$tnm" "$bytes") s/GB), peak RSS $rssnm MiB  (load $lnm)"
-  echo "  limit/pack: $(ratio "$limit" "$tpack")x (target >= 0.9); default/--no-manifest: $(ratio "$tpack" "$tnm")x (target <= 1.15)"
-  rows+=("| $name: $count files of $size B ($gb GB), $rounds round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tpack s, $(per_gb "$tpack" "$bytes") s/GB, $(echo "scale=0; $count/$tpack" | bc -l) files/s ($lpack) | $tnm s ($lnm) | $(ratio "$limit" "$tpack")x | $(ratio "$tpack" "$tnm")x | $rss MiB |")
+  echo "  limit/pack: $(ratio "$limit" "$tpack")x (target >= 0.9); default/--no-manifest: $(ratio "$tpack" "$tnm")x (target <= 1.15; this machine allows ${floor}x)"
+  rows+=("| $name: $count files of $size B ($gb GB), $rounds round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tpack s, $(per_gb "$tpack" "$bytes") s/GB, $(echo "scale=0; $count/$tpack" | bc -l) files/s ($lpack) | $tnm s ($lnm) | $(ratio "$limit" "$tpack")x | $(ratio "$tpack" "$tnm")x (${floor}x) | $rss MiB |")
 }
 
 case_run large $((mb * 1000000 / 102400)) 102400 "$runs" aside
@@ -110,7 +114,7 @@ if [ "$bigmb" -gt 0 ]; then
 fi
 
 {
-  echo "Measured by $head; $turns_method."
+  echo "Measured by $head; $turns_method; $manifest_note."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`pack\` | \`--no-manifest\` | limit / pack (target >= 0.9) | default / \`--no-manifest\` (target <= 1.15) | peak RSS (target <= 64 MiB) |"
   echo "|---|---|---|---|---|---|---|---|"

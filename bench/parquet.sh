@@ -8,7 +8,7 @@
 # (a copy made durable, and the SHA-256 of the bytes at the fastest
 # implementation here; both can run at once on two cores.) The same
 # conversion with --no-manifest is timed too: the manifest's cost is
-# default / --no-manifest (target <= 1.15). blobpack 0.2.0
+# default / --no-manifest (target <= 1.15; beside it the least cost this machine allows the run, manifest_floor in lib.sh). blobpack 0.2.0
 # (pinned in the test virtual environment) converts the same table in the
 # same rounds where it is installed; the script says so where it is not.
 #
@@ -113,15 +113,18 @@ case_run() {
   fi
   local -a m
   mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
+  local shard
+  shard=$(largest_zip "$work/out")
   rm -rf "$work/cp-out" "$work/out" "$work/nm-out" "$work/bp-out" "$work/base-out" "$work/.trash"
-  local tsync tsha tconv rss tbp="" rssbp="" l1 l2 lsync lsha lconv lbp=""
-  read -r tsync _ l1 l2 <<<"${m[0]}"; lsync="$l1-$l2"
-  read -r tsha _ l1 l2 <<<"${m[1]}"; lsha="$l1-$l2"
-  read -r tconv rss l1 l2 <<<"${m[2]}"; lconv="$l1-$l2"
-  local tnm
-  read -r tnm _ _ _ <<<"${m[3]}"
+  local tsync tsha tconv rss tbp="" rssbp="" l1 l2 lsync lsha lconv lbp="" cconv
+  read -r tsync _ l1 l2 _ <<<"${m[0]}"; lsync="$l1-$l2"
+  read -r tsha _ l1 l2 _ <<<"${m[1]}"; lsha="$l1-$l2"
+  read -r tconv rss l1 l2 cconv <<<"${m[2]}"; lconv="$l1-$l2"
+  local tnm floor
+  read -r tnm _ _ _ _ <<<"${m[3]}"
+  floor=$(manifest_floor "$cconv" "$tsha" "$bytes" "$shard" "$tnm")
   if [ -n "$blobpack" ]; then
-    read -r tbp rssbp l1 l2 <<<"${m[$bi]}"; lbp="$l1-$l2"
+    read -r tbp rssbp l1 l2 _ <<<"${m[$bi]}"; lbp="$l1-$l2"
   fi
   local limit gb bound ok
   limit=$(printf '%s\n%s\n' "$tsync" "$tsha" | sort -g | tail -1)
@@ -133,7 +136,7 @@ case_run() {
   echo "$form $codec: $n rows x $payload B in row groups of $rgrows rows ($rgmib MiB uncompressed, largest), $gb GB of parquet, $runs round(s)"
   echo "  cp -r, then sync -f:  $tsync s  (load $lsync)"
   echo "  openssl dgst -sha256: $tsha s  (load $lsha)"
-  echo "  convert-parquet:      $tconv s  ($(per_gb "$tconv" "$bytes") s/GB), peak RSS $rss MiB, bound $bound MiB: $ok  (load $lconv)"
+  echo "  convert-parquet:      $tconv s  ($(per_gb "$tconv" "$bytes") s/GB), peak RSS $rss MiB, bound $bound MiB: $ok, machine CPU $cconv s, largest shard $shard B  (load $lconv)"
   local bpcell=""
   if [ -n "$blobpack" ]; then
     echo "  blobpack convert-parquet: $tbp s  ($(per_gb "$tbp" "$bytes") s/GB), peak RSS $rssbp MiB  (load $lbp); bpconvert is $(ratio "$tbp" "$tconv")x blobpack"
@@ -141,12 +144,12 @@ case_run() {
   fi
   if [ -n "$basei" ]; then
     local tbase rssbase
-    read -r tbase rssbase l1 l2 <<<"${m[$basei]}"
+    read -r tbase rssbase l1 l2 _ <<<"${m[$basei]}"
     echo "  $base: $tbase s  ($(per_gb "$tbase" "$bytes") s/GB), peak RSS $rssbase MiB  (load $l1-$l2); limit/it: $(ratio "$limit" "$tbase")x; it/convert-parquet: $(ratio "$tbase" "$tconv")x"
   fi
-  echo "  --no-manifest:        $tnm s; manifest cost $(ratio "$tconv" "$tnm")x (target <= 1.15)"
+  echo "  --no-manifest:        $tnm s; manifest cost $(ratio "$tconv" "$tnm")x (target <= 1.15; this machine allows ${floor}x)"
   echo "  limit/convert-parquet: $(ratio "$limit" "$tconv")x (target >= 0.5)"
-  rows_out+=("| $form, $codec: $n x $payload B, row groups of $rgmib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $(ratio "$limit" "$tconv")x | $tnm s; $(ratio "$tconv" "$tnm")x | $rss MiB (bound $bound MiB: $ok) | $bpcell |")
+  rows_out+=("| $form, $codec: $n x $payload B, row groups of $rgmib MiB ($gb GB), $runs round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $tconv s, $(per_gb "$tconv" "$bytes") s/GB ($lconv) | $(ratio "$limit" "$tconv")x | $tnm s; $(ratio "$tconv" "$tnm")x (${floor}x) | $rss MiB (bound $bound MiB: $ok) | $bpcell |")
 }
 
 for form in "${forms[@]}"; do
@@ -157,7 +160,7 @@ done
 echo "# load after: $(uptime)"
 
 {
-  echo "Measured by $head; $turns_method. Tables written by pyarrow ($("$py" -c 'import pyarrow; print(pyarrow.__version__)')) with fixtures/parquet/big.py; blobpack ${bpver:-not installed}."
+  echo "Measured by $head; $turns_method; $manifest_note. Tables written by pyarrow ($("$py" -c 'import pyarrow; print(pyarrow.__version__)')) with fixtures/parquet/big.py; blobpack ${bpver:-not installed}."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-parquet\` | limit / convert (target >= 0.5) | \`--no-manifest\`; manifest cost default / \`--no-manifest\` (target <= 1.15) | peak RSS (bound 2 x row group + 64 MiB) | blobpack 0.2.0 \`convert-parquet\`; bpconvert / blobpack |"
   echo "|---|---|---|---|---|---|---|---|"

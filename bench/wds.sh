@@ -9,7 +9,7 @@
 # implementation here; both can run at once on two cores. coreutils
 # sha256sum has no SHA-NI path on some CPUs and is not used.) For each case
 # it prints the ratio limit / convert-wds (target >= 0.9), the cost of the
-# manifest as default / --no-manifest (target <= 1.15), seconds per GB and
+# manifest as default / --no-manifest (target <= 1.15; beside it the least cost this machine allows the run, manifest_floor in lib.sh), seconds per GB and
 # peak RSS (target <= 64 MiB), each with the one-minute load averages at the
 # start of its runs (a figure measured under load is noisy; say so):
 #   1. 2 GB of 100 KiB members in 20 plain tar shards (WDS_MB, default
@@ -110,22 +110,25 @@ case_shards() {
     "openssl dgst -sha256 '$src'/*.tar" \
     "'$bin' convert-wds --yes $x'$src' '$work/wds-out'" \
     "'$bin' convert-wds --yes --no-manifest $x'$src' '$work/wds-out'")
+  local shard
+  shard=$(largest_zip "$work/wds-out")
   rm -rf "$work/cp-out" "$work/wds-out" "$work/.trash" "$src"
-  local tsync tsha twds tnm rss rssnm l
-  read -r tsync _ l1 l2 <<<"${m[0]}"; local lsync="$l1-$l2"
-  read -r tsha _ l1 l2 <<<"${m[1]}"; local lsha="$l1-$l2"
-  read -r twds rss l1 l2 <<<"${m[2]}"; local lwds="$l1-$l2"
-  read -r tnm rssnm l1 l2 <<<"${m[3]}"; local lnm="$l1-$l2"
+  local tsync tsha twds tnm rss rssnm l cwds floor
+  read -r tsync _ l1 l2 _ <<<"${m[0]}"; local lsync="$l1-$l2"
+  read -r tsha _ l1 l2 _ <<<"${m[1]}"; local lsha="$l1-$l2"
+  read -r twds rss l1 l2 cwds <<<"${m[2]}"; local lwds="$l1-$l2"
+  read -r tnm rssnm l1 l2 _ <<<"${m[3]}"; local lnm="$l1-$l2"
+  floor=$(manifest_floor "$cwds" "$tsha" "$bytes" "$shard" "$tnm")
   local limit gb
   limit=$(printf '%s\n%s\n' "$tsync" "$tsha" | sort -g | tail -1)
   gb=$(printf '%.3f' "$(echo "scale=4; $bytes/1000000000" | bc -l)")
   echo "$name: $shards tar shards, $count members x $size B, $gb GB of tar, $rounds round(s)"
   echo "  cp -r, then sync -f:       $tsync s  (load $lsync)"
   echo "  openssl dgst -sha256:      $tsha s  (load $lsha)"
-  echo "  convert-wds:               $twds s  ($(per_gb "$twds" "$bytes") s/GB, $(echo "scale=0; $count/$twds" | bc -l) members/s), peak RSS $rss MiB  (load $lwds)"
+  echo "  convert-wds:               $twds s  ($(per_gb "$twds" "$bytes") s/GB, $(echo "scale=0; $count/$twds" | bc -l) members/s), peak RSS $rss MiB, machine CPU $cwds s, largest shard $shard B  (load $lwds)"
   echo "  convert-wds --no-manifest: $tnm s  ($(per_gb "$tnm" "$bytes") s/GB), peak RSS $rssnm MiB  (load $lnm)"
-  echo "  limit/convert-wds: $(ratio "$limit" "$twds")x (target >= 0.9); default/--no-manifest: $(ratio "$twds" "$tnm")x (target <= 1.15)"
-  rows+=("| $name: $count x 100 KiB in $shards tar shards ($gb GB), $rounds round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $twds s, $(per_gb "$twds" "$bytes") s/GB ($lwds) | $tnm s ($lnm) | $(ratio "$limit" "$twds")x | $(ratio "$twds" "$tnm")x | $rss MiB |")
+  echo "  limit/convert-wds: $(ratio "$limit" "$twds")x (target >= 0.9); default/--no-manifest: $(ratio "$twds" "$tnm")x (target <= 1.15; this machine allows ${floor}x)"
+  rows+=("| $name: $count x 100 KiB in $shards tar shards ($gb GB), $rounds round(s) | $tsync s ($lsync) | $tsha s ($lsha) | $twds s, $(per_gb "$twds" "$bytes") s/GB ($lwds) | $tnm s ($lnm) | $(ratio "$limit" "$twds")x | $(ratio "$twds" "$tnm")x (${floor}x) | $rss MiB |")
 }
 
 case_big() {
@@ -138,8 +141,8 @@ case_big() {
     "'$bin' convert-wds --yes ${extra[*]} '$src' '$work/wds-out'")
   rm -rf "$work/cp-out" "$work/wds-out" "$src"
   local tsync twds rss l1 l2 l3 l4
-  read -r tsync _ l1 l2 <<<"${m[0]}"
-  read -r twds rss l3 l4 <<<"${m[1]}"
+  read -r tsync _ l1 l2 _ <<<"${m[0]}"
+  read -r twds rss l3 l4 _ <<<"${m[1]}"
   echo "big member: one shard with a $big GiB member"
   echo "  cp -r, then sync -f: $tsync s (load $l1); convert-wds: $twds s (load $l3); peak RSS $rss MiB"
   rows+=("| one shard holding a $big GiB member, 1 round | $tsync s ($l1) | | $twds s ($l3) | | $(ratio "$tsync" "$twds")x of cp + sync | | $rss MiB |")
@@ -154,7 +157,7 @@ if [ "$big" -gt 0 ]; then
 fi
 
 {
-  echo "Measured by $head; $turns_method."
+  echo "Measured by $head; $turns_method; $manifest_note."
   echo
   echo "| case | \`cp -r\` + \`sync -f\` | \`openssl dgst -sha256\` | \`convert-wds\` | \`--no-manifest\` | limit / convert (target >= 0.9) | default / \`--no-manifest\` (target <= 1.15) | peak RSS (target <= 64 MiB) |"
   echo "|---|---|---|---|---|---|---|---|"
