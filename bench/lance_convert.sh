@@ -154,6 +154,8 @@ case_run() {
   # shellcheck disable=SC2086 # sel is empty or two words
   "$bin" convert-lance --quiet --yes $sel "$ds" "$work/out"
   "$bin" verify "$work/out/media" >/dev/null
+  local shard
+  shard=$(largest_zip "$work/out")
   members=$("$bin" ls --json "$work/out/media" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["members"]))')
   rm -rf "$work/out"
   local bpsel="--column $col" bpok=""
@@ -192,8 +194,6 @@ case_run() {
   fi
   local -a m
   mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
-  local shard
-  shard=$(largest_zip "$work/out")
   rm -rf "$work/cp-out" "$work/out" "$work/nm-out" "$work/bp-out" "$work/off-out" "$work/base-out" "$work/.trash" "$work/src"
   local tsync tsha tconv rss tnm rssnm l1 l2 lsync lsha lconv lnm cconv floor
   read -r tsync _ l1 l2 _ <<<"${m[0]}"; lsync="$l1-$l2"

@@ -203,8 +203,9 @@ bench_head() {
   echo "$1 at $rev, $(date -u +%Y-%m-%d), $(nproc) cores, work dir on $(df --output=source "$2" | tail -1)"
 }
 
-# largest_zip DIR prints the size in bytes of the largest .zip under DIR.
-largest_zip() { find "$1" -name '*.zip' -printf '%s\n' | sort -g | tail -1; }
+# largest_zip DIR prints the size in bytes of the largest .zip under DIR
+# (0 where there is none).
+largest_zip() { { echo 0; find "$1" -name '*.zip' -printf '%s\n'; } | sort -g | tail -1; }
 
 # manifest_floor CPU SHA BYTES SHARD NOMANIFEST prints the least cost of the
 # manifest (default / --no-manifest, two decimals, at least 1) that this

@@ -83,7 +83,9 @@ case_run() { # case_run NAME COUNT SIZE ROUNDS CLEAN(aside|delete)
     "'$bin' pack --quiet '$src' '$work/pack-out'" \
     "'$bin' pack --quiet --no-manifest '$src' '$work/pack-out'")
   local shard
-  shard=$(largest_zip "$work/pack-out")
+  # (only bpconvert's outputs hold .zip files; they are set aside or,
+  # deleted between runs, the last run's)
+  shard=$(largest_zip "$work")
   rm -rf "$work/cp-out" "$work/pack-out" "$work/.trash" "$src"
   local tsync tsha tpack tnm rss rssnm l1 l2 cpack
   read -r tsync _ l1 l2 _ <<<"${m[0]}"; local lsync="$l1-$l2"

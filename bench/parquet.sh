@@ -95,6 +95,8 @@ case_run() {
   # failing command, but says less).
   "$bin" convert-parquet --quiet --yes "${sel[@]}" "$src" "$work/out"
   "$bin" verify "$work/out/media" >/dev/null
+  local shard
+  shard=$(largest_zip "$work/out")
   rm -rf "$work/out"
   BENCH_CLEAN="set_aside '$work/cp-out' '$work/out' '$work/nm-out' '$work/bp-out' '$work/base-out'"
   local -a cmds=(
@@ -113,8 +115,6 @@ case_run() {
   fi
   local -a m
   mapfile -t m < <(BENCH_CLEAN=$BENCH_CLEAN measure_turns "$runs" "${cmds[@]}")
-  local shard
-  shard=$(largest_zip "$work/out")
   rm -rf "$work/cp-out" "$work/out" "$work/nm-out" "$work/bp-out" "$work/base-out" "$work/.trash"
   local tsync tsha tconv rss tbp="" rssbp="" l1 l2 lsync lsha lconv lbp="" cconv
   read -r tsync _ l1 l2 _ <<<"${m[0]}"; lsync="$l1-$l2"

@@ -111,7 +111,9 @@ case_shards() {
     "'$bin' convert-wds --yes $x'$src' '$work/wds-out'" \
     "'$bin' convert-wds --yes --no-manifest $x'$src' '$work/wds-out'")
   local shard
-  shard=$(largest_zip "$work/wds-out")
+  # (only bpconvert's outputs hold .zip files; they are set aside or,
+  # deleted between runs, the last run's)
+  shard=$(largest_zip "$work")
   rm -rf "$work/cp-out" "$work/wds-out" "$work/.trash" "$src"
   local tsync tsha twds tnm rss rssnm l cwds floor
   read -r tsync _ l1 l2 _ <<<"${m[0]}"; local lsync="$l1-$l2"
