@@ -135,7 +135,8 @@ func (w *Writer) writeBytes(key string, b []byte) error {
 // them, when r is a regular file that holds them: with the CRC known, the
 // local header is complete before the payload, so the payload is hashed
 // from the copy buffers as it passes instead of read back afterwards. The
-// pass reads the file's pages (warm after it) at CRC-32 speed.
+// pass reads the file's pages (warm after it) at CRC-32 speed, a large
+// member's parts on every core at once (fileRangeCRC).
 func (w *Writer) fileCRC(r io.Reader, size int64) (uint32, bool) {
 	f, ok := r.(*os.File)
 	if !ok || !w.cur.sha.hashing() {
@@ -149,19 +150,8 @@ func (w *Writer) fileCRC(r io.Reader, size int64) (uint32, bool) {
 	if err != nil || st.Size()-pos < size {
 		return 0, false
 	}
-	h := crc32.NewIEEE()
-	for off := pos; off < pos+size; {
-		if w.ctx.Err() != nil {
-			return 0, false
-		}
-		chunk := w.copyBuf()[:min(copyBuf, pos+size-off)]
-		if _, err := f.ReadAt(chunk, off); err != nil {
-			return 0, false
-		}
-		h.Write(chunk)
-		off += int64(len(chunk))
-	}
-	return h.Sum32(), true
+	crc, err := fileRangeCRC(w.ctx, f, pos, size, w.copyBuf())
+	return crc, err == nil
 }
 
 // streamKnownCRC copies a member whose CRC-32 was computed beforehand: the
@@ -197,6 +187,7 @@ func (w *Writer) streamKnownCRC(key string, r io.Reader, size int64, want uint32
 			h.Write(chunk[:m])
 			s.sha.send(chunk[:m])
 			n += int64(m)
+			s.writebackTo(hdrOff + int64(len(hdr)) + n)
 		} else {
 			w.hs.put(buf)
 		}
@@ -235,7 +226,7 @@ func (w *Writer) streamThenHash(key string, r io.Reader, size int64) (uint32, er
 		return 0, w.failShard(err)
 	}
 	h := crc32.NewIEEE()
-	n, err := w.copyData(io.MultiWriter(s.f, h), r, size)
+	n, err := w.copyData(io.MultiWriter(&writebackWriter{s: s, at: hdrOff + hdrLen}, h), r, size)
 	if err == nil && n < size {
 		err = fmt.Errorf("%w: stream ended after %d of %d declared bytes", ErrSizeMismatch, n, size)
 	}
@@ -265,13 +256,37 @@ const writebackChunk = 32 << 20
 // bytes written since the last call, once there are at least
 // writebackChunk of them. It never waits for the disk.
 func (s *shardWriter) startWriteback() {
-	written := s.off - int64(len(s.batch))
-	n := written - s.flushed
+	s.writebackTo(s.off - int64(len(s.batch)))
+}
+
+// writebackTo is startWriteback for a shard written up to end, which a
+// member being streamed has passed (s.off moves only once it is whole):
+// writeback starts every writebackChunk of it, not once for the whole
+// member at its end, so a large member's blocks are allocated and sent to
+// the disk while it is copied (a 500 MB member left for the end took one
+// sync_file_range of about 235 ms).
+func (s *shardWriter) writebackTo(end int64) {
+	n := end - s.flushed
 	if n < writebackChunk {
 		return
 	}
 	s.sync.writeback(s.flushed, n)
-	s.flushed = written
+	s.flushed = end
+}
+
+// writebackWriter writes to a shard being streamed into, starting
+// writeback as it goes (writebackTo); at is the shard offset of the next
+// byte.
+type writebackWriter struct {
+	s  *shardWriter
+	at int64
+}
+
+func (w *writebackWriter) Write(p []byte) (int, error) {
+	n, err := w.s.f.Write(p)
+	w.at += int64(n)
+	w.s.writebackTo(w.at)
+	return n, err
 }
 
 // copyBuf returns the chunk buffer for streamed members.
@@ -328,6 +343,7 @@ func expectEOF(r io.Reader, size int64) error {
 // cutMember removes a partially written member so the shard stays valid.
 func (w *Writer) cutMember(hdrOff int64, cause error) error {
 	s := w.cur
+	s.flushed = min(s.flushed, hdrOff)
 	if err := s.f.Truncate(hdrOff); err != nil {
 		return w.failShard(errors.Join(cause, err))
 	}
