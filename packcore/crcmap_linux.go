@@ -19,8 +19,9 @@ const crcWindow = 2 << 20
 // memory mappings of the file, window by window, instead of copied out of
 // the page cache (a copy cost as much CPU as the CRC itself). ok is false
 // where f cannot be mapped (not an *os.File, or the kernel refuses): the
-// caller reads instead. A file cut short while it is mapped makes the
-// access fault; that fault is returned as an error, not a crash.
+// caller reads instead. A file cut short while it is mapped (or a page
+// the disk fails to give) makes the access fault; that fault is returned
+// as an error, not a crash.
 func mappedCRC(ctx context.Context, r io.ReaderAt, off, size int64) (crc uint32, ok bool, err error) {
 	f, isFile := r.(*os.File)
 	if !isFile || size == 0 {
@@ -37,11 +38,16 @@ func mappedCRC(ctx context.Context, r io.ReaderAt, off, size int64) (crc uint32,
 	var cur []byte
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
-		if r := recover(); r != nil {
-			crc, ok, err = 0, true, fmt.Errorf("%s: the file was cut short while it was read (a memory fault in its mapping)", f.Name())
-		}
 		if cur != nil {
 			_ = unix.Munmap(cur)
+		}
+		if r := recover(); r != nil {
+			// A fault carries the address; any other panic is a bug, not
+			// the file's doing.
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			crc, ok, err = 0, true, fmt.Errorf("%s: the file could not be read through its mapping (cut short while it was read, or a read error)", f.Name())
 		}
 	}()
 	page := int64(os.Getpagesize())
