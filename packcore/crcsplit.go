@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/crc32"
 	"io"
-	"runtime"
 	"sync"
 )
 
@@ -58,47 +57,42 @@ func crcJoin(crcA, crcB uint32, lenB int64) uint32 {
 const splitCRCMin = 16 << 20
 
 // fileRangeCRC returns the CRC-32 of size bytes of f from off. A range of
-// splitCRCMin or more is divided into one part a core, checksummed at once
-// and joined, so that the pass before a large member is copied (see
-// Writer.fileCRC) takes a fraction of the time it took on one core, during
-// which the hasher, waiting for the member, has little to do. buf is the
-// caller's chunk buffer, for the first part; the others get their own
-// where the file cannot be mapped.
-func fileRangeCRC(ctx context.Context, f io.ReaderAt, off, size int64, buf []byte) (uint32, error) {
-	parts := int64(runtime.GOMAXPROCS(0))
-	if size < splitCRCMin || parts < 2 {
+// splitCRCMin or more is divided into up to parts parts (one a core, for
+// the caller), checksummed at once and joined, so that the pass before a
+// large member is copied (see Writer.fileCRC) takes a fraction of the time
+// it took on one core, during which the hasher, waiting for the member,
+// has little to do. buf is the caller's chunk buffer, for the first part;
+// the others get their own where the file cannot be mapped.
+func fileRangeCRC(ctx context.Context, f io.ReaderAt, off, size int64, parts int, buf []byte) (uint32, error) {
+	n := min(int64(parts), size/(splitCRCMin/2))
+	if size < splitCRCMin || n < 2 {
 		return rangeCRC(ctx, f, off, size, buf)
 	}
-	parts = min(parts, size/(splitCRCMin/2))
-	per := size / parts
-	crcs := make([]uint32, parts)
-	errs := make([]error, parts)
-	var wg sync.WaitGroup
-	for i := int64(1); i < parts; i++ {
-		lo, n := off+i*per, per
-		if i == parts-1 {
-			n = size - i*per
+	per := size / n
+	length := func(i int64) int64 { // the last part takes the remainder
+		if i == n-1 {
+			return size - i*per
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			crcs[i], errs[i] = rangeCRC(ctx, f, lo, n, nil)
-		}()
+		return per
+	}
+	crcs := make([]uint32, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := int64(1); i < n; i++ {
+		wg.Go(func() { crcs[i], errs[i] = rangeCRC(ctx, f, off+i*per, length(i), nil) })
 	}
 	crcs[0], errs[0] = rangeCRC(ctx, f, off, per, buf)
 	wg.Wait()
 	crc := crcs[0]
-	for i := int64(1); i < parts; i++ {
-		if errs[i-1] != nil {
-			return 0, errs[i-1]
-		}
-		n := per
-		if i == parts-1 {
-			n = size - i*per
-		}
-		crc = crcJoin(crc, crcs[i], n)
+	for i := int64(1); i < n; i++ {
+		crc = crcJoin(crc, crcs[i], length(i))
 	}
-	return crc, errs[parts-1]
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	return crc, nil
 }
 
 // rangeCRC returns the CRC-32 of size bytes of f from off: through a

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math/rand/v2"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +16,7 @@ import (
 // TestCRCJoin checks the joined CRC of two parts against the CRC of the
 // whole, for parts of every small length and some large ones.
 func TestCRCJoin(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	data := make([]byte, 1<<20+37)
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
+	data := payload(1, 1<<20+37)
 	cuts := [][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}, {3, 5}, {0, 4096}, {4096, 0}, {511, 513}, {1 << 19, 1<<20 + 37 - 1<<19}, {7, 1<<20 + 30}}
 	for n := 0; n < 70; n++ {
 		cuts = append(cuts, [2]int{n, 70 - n})
@@ -34,16 +30,10 @@ func TestCRCJoin(t *testing.T) {
 	}
 }
 
-// TestFileRangeCRC checks fileRangeCRC against the CRC of the same bytes,
-// for ranges below and above the size it divides, at offsets and lengths
-// that do not divide evenly, and that a range past the end of the file is
-// an error.
-func TestFileRangeCRC(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	data := make([]byte, 3*splitCRCMin+12345)
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
+// tempFile writes data to a new file and opens it for reading; the file is
+// closed when the test ends.
+func tempFile(t *testing.T, data []byte) (*os.File, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
@@ -52,7 +42,18 @@ func TestFileRangeCRC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return f, path
+}
+
+// TestFileRangeCRC checks fileRangeCRC against the CRC of the same bytes,
+// for ranges below and above the size it divides, in 1 to 5 parts whatever
+// the cores here, at offsets and lengths that do not divide evenly, read
+// from a file (mapped) and from memory (read), and that a range past the
+// end of the file or a cancelled context is an error.
+func TestFileRangeCRC(t *testing.T) {
+	data := payload(3, 3*splitCRCMin+12345)
+	f, _ := tempFile(t, data)
 	for _, tc := range []struct {
 		name      string
 		off, size int64
@@ -64,22 +65,22 @@ func TestFileRangeCRC(t *testing.T) {
 		{"uneven parts", 5, 2*splitCRCMin + 3},
 		{"whole file", 0, int64(len(data))},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := fileRangeCRC(context.Background(), f, tc.off, tc.size, make([]byte, copyBuf))
-			if err != nil {
-				t.Fatal(err)
+		for parts := 1; parts <= 5; parts++ {
+			want := crc32.ChecksumIEEE(data[tc.off : tc.off+tc.size])
+			for src, r := range map[string]io.ReaderAt{"file": f, "memory": bytes.NewReader(data)} {
+				got, err := fileRangeCRC(context.Background(), r, tc.off, tc.size, parts, make([]byte, copyBuf))
+				if err != nil || got != want {
+					t.Errorf("%s, %d parts, from %s: CRC %08x, %v; want %08x", tc.name, parts, src, got, err, want)
+				}
 			}
-			if want := crc32.ChecksumIEEE(data[tc.off : tc.off+tc.size]); got != want {
-				t.Errorf("CRC %08x, want %08x", got, want)
-			}
-		})
+		}
 	}
-	if _, err := fileRangeCRC(context.Background(), f, int64(len(data))-splitCRCMin, 2*splitCRCMin, make([]byte, copyBuf)); err == nil {
+	if _, err := fileRangeCRC(context.Background(), f, int64(len(data))-splitCRCMin, 2*splitCRCMin, 2, make([]byte, copyBuf)); err == nil {
 		t.Error("a range past the end of the file: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := fileRangeCRC(ctx, bytes.NewReader(data), 0, int64(len(data)), make([]byte, copyBuf)); !errors.Is(err, context.Canceled) {
+	if _, err := fileRangeCRC(ctx, bytes.NewReader(data), 0, int64(len(data)), 2, make([]byte, copyBuf)); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v, want context.Canceled", err)
 	}
 }
@@ -88,16 +89,8 @@ func TestFileRangeCRC(t *testing.T) {
 // when it is cut short while it is read) gives an error, not a crash, and
 // that the range it holds is checksummed without a copy where it can be.
 func TestMappedCRCFault(t *testing.T) {
-	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
-	path := filepath.Join(t.TempDir(), "f")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	data := payload(5, 1<<20)
+	f, path := tempFile(t, data)
 	crc, ok, err := mappedCRC(context.Background(), f, 3, int64(len(data))-3)
 	if ok && (err != nil || crc != crc32.ChecksumIEEE(data[3:])) {
 		t.Errorf("the file's bytes: CRC %08x, %v; want %08x", crc, err, crc32.ChecksumIEEE(data[3:]))

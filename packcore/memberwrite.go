@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"runtime"
 )
 
 // smallMember is the largest payload the writer reads whole before writing
@@ -150,7 +151,7 @@ func (w *Writer) fileCRC(r io.Reader, size int64) (uint32, bool) {
 	if err != nil || st.Size()-pos < size {
 		return 0, false
 	}
-	crc, err := fileRangeCRC(w.ctx, f, pos, size, w.copyBuf())
+	crc, err := fileRangeCRC(w.ctx, f, pos, size, runtime.GOMAXPROCS(0), w.copyBuf())
 	return crc, err == nil
 }
 
