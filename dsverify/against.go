@@ -137,7 +137,42 @@ func (v *verifier) againstWDS(src string) error {
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
 	}
-	return v.againstShards(src, files)
+	if v.wds.keys == nil {
+		v.wds.keys = map[string]struct{}{}
+	}
+	if err := v.againstShards(src, files); err != nil {
+		return err
+	}
+	v.missingSamples(src)
+	return nil
+}
+
+// missingSamples reports every row of the samples table whose sample the
+// source holds no member of (a shard of the source gone, or not named):
+// each is a mismatch and a problem naming the row and its sample.
+func (v *verifier) missingSamples(src string) {
+	a := v.rep.Against
+	if a == nil || len(v.wds.samples) == 0 {
+		return
+	}
+	held := map[string]bool{}
+	for key := range v.wds.keys {
+		if _, sample, ok := wdsField(key); ok {
+			held[sample] = true
+		}
+	}
+	rows := make([]int64, 0)
+	for row, sample := range v.wds.samples {
+		if !held[sample] {
+			rows = append(rows, row)
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i] < rows[j] })
+	for _, row := range rows {
+		a.Mismatches++
+		v.problem(Problem{Table: v.wds.rel, Row: row,
+			Reason: fmt.Sprintf("sample %q: %s holds no member of it (%d of the table's %d rows have none)", v.wds.samples[row], src, len(rows), len(v.wds.samples))})
+	}
 }
 
 // againstShards is againstWDS for the shards of src already listed.

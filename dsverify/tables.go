@@ -42,6 +42,9 @@ func (v *verifier) table(t tableFile) error {
 			switch {
 			case column == "__key__":
 				w.rowKeys[row] = value
+				if w.samples != nil {
+					w.samples[row] = value
+				}
 				return
 			case w.inline[column]:
 				// text stored inline, not a reference
@@ -105,6 +108,7 @@ func (v *verifier) parquetTable(p, rel string, fn cellFunc) (int64, error) {
 			if w, err := newWDSTable(rel, *rec); err == nil {
 				if v.opts.Against != "" {
 					w.inlineText = map[string]string{}
+					w.samples = map[int64]string{}
 				}
 				v.wds = w
 			}
@@ -380,6 +384,9 @@ type wdsTable struct {
 	rowKeys map[int64]string
 	// inlineText holds the inline cells by member key, for --against.
 	inlineText map[string]string
+	// samples holds every row's __key__, for --against to name the rows
+	// whose sample the source does not hold.
+	samples map[int64]string
 	// keys, when set, collects the key of every member compared (a
 	// dataset of packs alone, whose members must all come from the
 	// source).

@@ -97,6 +97,10 @@ var ErrExists = fs.ErrExist
 // after every retry: a failure of the store, not of the data in it.
 var ErrUnavailable = errors.New("the store could not be reached")
 
+// ErrChanged is matched by errors for an object that was replaced while it
+// was read: its later ranges are of another version than its first.
+var ErrChanged = errors.New("it changed while it was read; rerun to convert the new version")
+
 // ErrDenied is matched by errors for refused credentials or permissions.
 var ErrDenied = errors.New("access denied")
 
@@ -118,6 +122,9 @@ type Options struct {
 	// larger ones are copied in parts of PartSize (at least 5 MiB). 0 means
 	// MaxSingleCopy.
 	MaxCopySize int64
+	// Timeouts bound every request (S3); a zero bound is taken from the
+	// environment (EnvTimeout, EnvConnectTimeout) or its default.
+	Timeouts Timeouts
 }
 
 // MaxSingleCopy is the largest object S3 copies in one CopyObject request.

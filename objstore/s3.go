@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,6 +42,8 @@ type S3 struct {
 	maxCopy     int64
 	stats       *Stats
 	secrets     []string // credential strings that must never reach a message
+	timeouts    Timeouts
+	retryer     aws.Retryer
 }
 
 var _ Store = (*S3)(nil)
@@ -50,21 +53,44 @@ const metaSHA256 = "bpconvert-sha256"
 
 var bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
 
+// ErrBadLocation is matched by errors for an s3:// location that is not
+// well formed: a bad bucket name, an empty, . or .. segment, or user
+// information (a credential) before the bucket.
+var ErrBadLocation = errors.New("not a valid s3:// location")
+
+// userinfo finds the user information of s3:// locations in a text.
+var userinfo = regexp.MustCompile(`(?i)(s3://)[^/\s"'@]*@`)
+
+// RedactLocation returns text with the user information of every s3://
+// location in it (s3://KEY:SECRET@bucket) replaced by [redacted]: a
+// credential typed into a location never reaches a message.
+func RedactLocation(text string) string {
+	return userinfo.ReplaceAllString(text, "${1}[redacted]@")
+}
+
+// HasUserinfo reports whether text holds an s3:// location with user
+// information before its bucket.
+func HasUserinfo(text string) bool { return userinfo.MatchString(text) }
+
 // ParseS3 splits s3://BUCKET/PREFIX into the bucket and the prefix (no
-// leading or trailing slash).
+// leading or trailing slash). Errors match ErrBadLocation and never carry
+// user information the location held.
 func ParseS3(loc string) (bucket, prefix string, err error) {
 	rest, ok := strings.CutPrefix(loc, "s3://")
 	if !ok {
-		return "", "", fmt.Errorf("%s: not an s3:// location", loc)
+		return "", "", fmt.Errorf("%s: %w", RedactLocation(loc), ErrBadLocation)
 	}
 	bucket, prefix, _ = strings.Cut(rest, "/")
-	if !bucketName.MatchString(bucket) || strings.Contains(bucket, "..") {
-		return "", "", fmt.Errorf("%s: %q is not a valid bucket name (3-63 characters: lower-case letters, digits, dots and hyphens)", loc, bucket)
+	if strings.Contains(bucket, "@") {
+		return "", "", fmt.Errorf("%s: %w: credentials do not belong in the location (give them as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile)", RedactLocation(loc), ErrBadLocation)
 	}
-	prefix = strings.Trim(prefix, "/")
+	if !bucketName.MatchString(bucket) || strings.Contains(bucket, "..") {
+		return "", "", fmt.Errorf("%s: %w: %q is not a valid bucket name (3-63 characters: lower-case letters, digits, dots and hyphens)", loc, ErrBadLocation, bucket)
+	}
+	prefix = strings.TrimSuffix(prefix, "/")
 	for _, seg := range strings.Split(prefix, "/") {
 		if prefix != "" && (seg == "" || seg == "." || seg == "..") {
-			return "", "", fmt.Errorf("%s: empty, . or .. segment in the prefix", loc)
+			return "", "", fmt.Errorf("%s: %w: empty, . or .. segment in the prefix", loc, ErrBadLocation)
 		}
 	}
 	return bucket, prefix, nil
@@ -75,18 +101,27 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
+	tmo, err := o.Timeouts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := config.LoadDefaultConfig(ctx,
+		// A library prints nothing: the SDK's log lines (an instance
+		// role's "falling back to IMDSv1") go nowhere.
+		config.WithLogger(logging.Nop{}),
+		config.WithHTTPClient(newHTTPClient(tmo)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
 				so.MaxAttempts = 8
 				so.MaxBackoff = 10 * time.Second
 				so.RateLimiter = ratelimit.None
+				so.Retryables = append(so.Retryables, retry.IsErrorRetryableFunc(retryableAnswer))
 			})
 		}))
 	if err != nil {
-		return nil, fmt.Errorf("s3://%s: loading the AWS configuration: %w", bucket, err)
+		return nil, fmt.Errorf("s3://%s: loading the AWS configuration: %w: %s", bucket, ErrSetting, err)
 	}
-	st := &S3{bucket: bucket, partSize: o.PartSize, concurrency: o.Concurrency, stats: o.Stats}
+	st := &S3{bucket: bucket, partSize: o.PartSize, concurrency: o.Concurrency, stats: o.Stats, timeouts: tmo}
 	if prefix != "" {
 		st.prefix = prefix + "/"
 	}
@@ -104,7 +139,6 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 		st.maxCopy = MaxSingleCopy
 	}
 	st.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
-		// A library prints nothing: the SDK's log lines go nowhere.
 		so.Logger = logging.Nop{}
 		so.DisableLogOutputChecksumValidationSkipped = true
 		if so.BaseEndpoint != nil {
@@ -114,6 +148,7 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 			so.Region = "us-east-1"
 		}
 	})
+	st.retryer = st.client.Options().Retryer
 	if cfg.Credentials != nil {
 		if c, err := cfg.Credentials.Retrieve(ctx); err == nil {
 			for _, s := range []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken} {
@@ -122,10 +157,24 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 				}
 			}
 		} else {
-			return nil, fmt.Errorf("s3://%s: no usable AWS credentials (environment, shared config and credentials files, web identity, instance role): %s", bucket, st.redact(err.Error()))
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("s3://%s: %w", bucket, ctx.Err())
+			}
+			return nil, fmt.Errorf("s3://%s: %w: no usable AWS credentials (environment, shared config and credentials files, web identity, instance role): %s", bucket, ErrSetting, st.redact(err.Error()))
 		}
 	}
 	return st, nil
+}
+
+// retryableAnswer retries an answer that could not be read whole or
+// understood (a body cut short, a listing that is not XML): a fault of the
+// network or the store, like a reset.
+func retryableAnswer(err error) aws.Ternary {
+	var de *smithy.DeserializationError
+	if errors.As(err, &de) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return aws.TrueTernary
+	}
+	return aws.UnknownTernary
 }
 
 // Location implements Store.
@@ -145,6 +194,13 @@ func (s *S3) redact(msg string) string {
 		msg = strings.ReplaceAll(msg, c, "[redacted]")
 	}
 	return msg
+}
+
+// isDeserialization reports whether err is an answer that could not be
+// read whole or understood.
+func isDeserialization(err error) bool {
+	var de *smithy.DeserializationError
+	return errors.As(err, &de)
 }
 
 // s3Error is an S3 failure worded for people: the object, the operation
@@ -189,11 +245,22 @@ func (s *S3) fail(op, name string, err error) error {
 		kind, what = ErrExists, "the object exists already"
 	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
 		kind, what = ErrNotExist, "no such object"
-	case status == 0 || status >= 500:
+	case status == 0 || status >= 500 || isDeserialization(err):
 		// No answer, or the server kept failing, after every retry.
 		kind = ErrUnavailable
 		var ne *net.OpError
+		var se *StallError
+		var te interface{ Timeout() bool }
 		switch {
+		case errors.As(err, &se):
+			what = "the store stopped answering: " + se.Error()
+		case errors.As(err, &te) && te.Timeout():
+			what = fmt.Sprintf("the store did not answer within %s (the bound is set by %s and %s)", s.timeouts.Idle, EnvTimeout, EnvConnectTimeout)
+		case isDeserialization(err):
+			what = "the store's answer could not be read"
+			if status != 0 {
+				what += fmt.Sprintf(" (HTTP %d)", status)
+			}
 		case errors.As(err, &ne):
 			what = "cannot reach the store: " + ne.Err.Error()
 		case code != "":
@@ -221,17 +288,36 @@ func (s *S3) fail(op, name string, err error) error {
 	return &s3Error{msg: s.redact(msg), kind: kind}
 }
 
+// s3Object is an object of an S3 store, one version of it: the ETag it had
+// when it was opened (or listed, or first read) is pinned, and every ranged
+// read is conditional on it.
 type s3Object struct {
 	s    *S3
 	ctx  context.Context
 	name string
 	size int64
+
+	mu   sync.Mutex
+	etag string // "" until known
 }
 
 func (o *s3Object) Size() int64  { return o.size }
 func (o *s3Object) Close() error { return nil }
 
-// ReadAt reads len(p) bytes at off with one ranged GET.
+// pinned returns the ETag reads are conditional on, pinning got when none
+// is yet.
+func (o *s3Object) pinned(got string) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.etag == "" {
+		o.etag = got
+	}
+	return o.etag
+}
+
+// ReadAt reads len(p) bytes at off with a ranged GET, retried (within the
+// retry budget) when the request or its body fails, stalls or comes short,
+// or the answer is not the range asked for.
 func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset", o.s.url(o.name))
@@ -246,25 +332,163 @@ func (o *s3Object) ReadAt(p []byte, off int64) (int, error) {
 	if want == 0 {
 		return 0, nil
 	}
-	o.s.stats.request()
-	out, err := o.s.client.GetObject(o.ctx, &s3.GetObjectInput{
+	attempts := max(o.s.retryer.MaxAttempts(), 1)
+	for attempt := 1; ; attempt++ {
+		err := o.readOnce(p[:want], off)
+		if err == nil {
+			break
+		}
+		var re *retryable
+		if !errors.As(err, &re) {
+			return 0, err
+		}
+		if o.ctx.Err() != nil {
+			return 0, fmt.Errorf("%s: read: %w", o.s.url(o.name), o.ctx.Err())
+		}
+		if attempt >= attempts {
+			return 0, o.s.failRead(o.name, off, re.err, attempts)
+		}
+		delay, derr := o.s.retryer.RetryDelay(attempt, re.err)
+		if derr != nil {
+			delay = time.Second
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-o.ctx.Done():
+			t.Stop()
+			return 0, fmt.Errorf("%s: read: %w", o.s.url(o.name), o.ctx.Err())
+		}
+	}
+	if want < int64(len(p)) {
+		return int(want), io.EOF
+	}
+	return int(want), nil
+}
+
+// retryable marks an error of one attempt that another may not meet.
+type retryable struct{ err error }
+
+func (r *retryable) Error() string { return r.err.Error() }
+
+// readOnce is one attempt of ReadAt: p filled from off, or an error, of
+// type *retryable when another attempt may succeed.
+func (o *s3Object) readOnce(p []byte, off int64) error {
+	want := int64(len(p))
+	in := &s3.GetObjectInput{
 		Bucket: &o.s.bucket,
 		Key:    aws.String(o.s.key(o.name)),
 		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+want-1)),
-	})
+	}
+	if etag := o.pinned(""); etag != "" {
+		in.IfMatch = aws.String(etag)
+	}
+	o.s.stats.request()
+	// One attempt per call: this loop retries, body reads included.
+	out, err := o.s.client.GetObject(o.ctx, in, func(so *s3.Options) { so.RetryMaxAttempts = 1 })
 	if err != nil {
-		return 0, o.s.fail("read", o.name, err)
+		if isPrecondition(err) {
+			return fmt.Errorf("%s: %w", o.s.url(o.name), ErrChanged)
+		}
+		if o.s.retryer.IsErrorRetryable(err) {
+			return &retryable{err: err}
+		}
+		return o.s.fail("read", o.name, err)
 	}
 	defer out.Body.Close()
-	n, err := io.ReadFull(out.Body, p[:want])
+	if err := o.checkAnswer(out, off, want); err != nil {
+		return &retryable{err: err}
+	}
+	if out.ContentRange == nil && off > 0 {
+		// The whole object came (the server ignored the range): the bytes
+		// before the range are passed over.
+		if _, err := io.CopyN(io.Discard, out.Body, off); err != nil {
+			return &retryable{err: fmt.Errorf("read at %d: %w", off, bodyError(err))}
+		}
+	}
+	n, err := io.ReadFull(out.Body, p)
 	o.s.stats.addRead(int64(n))
 	if err != nil {
-		return n, fmt.Errorf("%s: read at %d: %w", o.s.url(o.name), off, err)
+		return &retryable{err: fmt.Errorf("read at %d: %w", off, bodyError(err))}
 	}
-	if want < int64(len(p)) {
-		return n, io.EOF
+	return nil
+}
+
+// bodyError words a body that ended early.
+func bodyError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return errors.New("the answer ended before the bytes it announced")
 	}
-	return n, nil
+	return err
+}
+
+// checkAnswer checks that an answer is the range asked for, of the pinned
+// version (pinning the answer's when none is yet): a Content-Range of
+// [off, off+want) of an object of the size opened, as many bytes, the
+// ETag; or, for a server that ignores ranges, the whole object.
+func (o *s3Object) checkAnswer(out *s3.GetObjectOutput, off, want int64) error {
+	got := aws.ToString(out.ETag)
+	if pin := o.pinned(got); got != "" && !sameETag(pin, got) {
+		return fmt.Errorf("the answer is of another version (ETag %s, not %s): %w", got, pin, ErrChanged)
+	}
+	length := aws.ToInt64(out.ContentLength)
+	if out.ContentRange == nil {
+		if out.ContentLength != nil && length != o.size {
+			return fmt.Errorf("asked for bytes %d-%d, the answer holds %d bytes and no Content-Range, the object %d", off, off+want-1, length, o.size)
+		}
+		return nil
+	}
+	var start, end, total int64
+	cr := aws.ToString(out.ContentRange)
+	if _, err := fmt.Sscanf(cr, "bytes %d-%d/%d", &start, &end, &total); err != nil {
+		return fmt.Errorf("asked for bytes %d-%d, the answer's Content-Range is %q", off, off+want-1, cr)
+	}
+	if start != off || end != off+want-1 || total != o.size || (out.ContentLength != nil && length != want) {
+		return fmt.Errorf("asked for bytes %d-%d of %d, the answer holds bytes %d-%d of %d (%d bytes)", off, off+want-1, o.size, start, end, total, length)
+	}
+	return nil
+}
+
+// sameETag compares two ETags, quoted or not.
+func sameETag(a, b string) bool {
+	return strings.Trim(strings.TrimPrefix(a, "W/"), `"`) == strings.Trim(strings.TrimPrefix(b, "W/"), `"`)
+}
+
+// isPrecondition reports a 412 answer: a condition (If-Match) failed.
+func isPrecondition(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) && (api.ErrorCode() == "PreconditionFailed") {
+		return true
+	}
+	var re interface{ HTTPStatusCode() int }
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusPreconditionFailed
+}
+
+// failRead is the error of a read whose every attempt failed.
+func (s *S3) failRead(name string, off int64, err error, attempts int) error {
+	if errors.Is(err, ErrChanged) {
+		return fmt.Errorf("%s: read at %d: %s (after %d attempts): %w", s.url(name), off, s.redact(err.Error()), attempts, ErrChanged)
+	}
+	var api smithy.APIError
+	var hs interface{ HTTPStatusCode() int }
+	if errors.As(err, &api) || errors.As(err, &hs) {
+		e := s.fail("read", name, err)
+		var se *s3Error
+		if errors.As(e, &se) && !strings.Contains(se.msg, "attempts)") && !strings.Contains(se.msg, "every retry)") {
+			se.msg += fmt.Sprintf(" (after %d attempts)", attempts)
+		}
+		return e
+	}
+	what := err.Error()
+	var st *StallError
+	var te interface{ Timeout() bool }
+	switch {
+	case errors.As(err, &st):
+		what = "the store stopped answering: " + st.Error()
+	case errors.As(err, &te) && te.Timeout():
+		what = fmt.Sprintf("the store did not answer within %s (the bound is set by %s and %s)", s.timeouts.Idle, EnvTimeout, EnvConnectTimeout)
+	}
+	return &s3Error{msg: s.redact(fmt.Sprintf("%s: read at %d: %s (after %d attempts)", s.url(name), off, what, attempts)), kind: ErrUnavailable}
 }
 
 // Open implements Store: one HEAD request; reads are ranged GETs.
@@ -273,7 +497,7 @@ func (s *S3) Open(ctx context.Context, name string) (Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &s3Object{s: s, ctx: ctx, name: name, size: info.Size}, nil
+	return &s3Object{s: s, ctx: ctx, name: name, size: info.Size, etag: info.ETag}, nil
 }
 
 // Stat implements Store.

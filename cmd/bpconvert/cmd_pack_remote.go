@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,11 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 	var count, total int64
 	if err := walk(func(it item) error { count++; total += it.size; return nil }); err != nil {
 		return nil, &inputError{err: err}
+	}
+	if count == 0 && srcStore != nil {
+		// A prefix with nothing under it is a source that is missing, as
+		// a missing directory is.
+		return nil, &inputError{err: fmt.Errorf("pack: no object is under %s: %w", src, fs.ErrNotExist)}
 	}
 	if count == 0 {
 		return nil, usagef("pack: no files under %s", src)

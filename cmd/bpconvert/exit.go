@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/bpconvert/bpconvert/convert"
@@ -91,9 +92,16 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.Is(err, errAborted) {
 		return exitFailure
 	}
-	if errors.Is(err, objstore.ErrUnavailable) {
-		// A store that failed is not bad input, whatever was being read.
+	if errors.Is(err, objstore.ErrUnavailable) || errors.Is(err, objstore.ErrChanged) {
+		// A store that failed, or an object replaced while it was read, is
+		// not bad input, whatever was being read: a rerun may succeed.
 		return exitFailure
+	}
+	for _, target := range []error{objstore.ErrBadLocation, objstore.ErrSetting, objstore.ErrDenied, objstore.ErrNoBucket} {
+		// Usage, in whatever direction the location was named.
+		if errors.Is(err, target) {
+			return exitUsage
+		}
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
@@ -107,7 +115,7 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, &ie) || errors.Is(err, convert.ErrInvalidInput) {
 		return exitInvalid
 	}
-	for _, target := range []error{stage.ErrExists, stage.ErrOverlap, packcore.ErrNotEmpty, objstore.ErrDenied, objstore.ErrNoBucket} {
+	for _, target := range []error{stage.ErrExists, stage.ErrOverlap, packcore.ErrNotEmpty} {
 		if errors.Is(err, target) {
 			return exitUsage
 		}
@@ -149,6 +157,18 @@ func hintFor(err error) string {
 	}
 	if errors.Is(err, stage.ErrOverlap) {
 		return "choose a destination outside the source directory"
+	}
+	if errors.Is(err, objstore.ErrBadLocation) {
+		return "name object storage as s3://BUCKET/PREFIX, with credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) or a profile (AWS_PROFILE), never in the location"
+	}
+	if errors.Is(err, objstore.ErrSetting) {
+		if strings.Contains(err.Error(), "BPCONVERT_S3_") {
+			return "set " + objstore.EnvTimeout + " and " + objstore.EnvConnectTimeout + " to durations such as 30s, or unset them for the defaults"
+		}
+		return "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of the shared config and credentials files"
+	}
+	if errors.Is(err, objstore.ErrChanged) {
+		return "rerun the same command to convert the object's current version"
 	}
 	if errors.Is(err, objstore.ErrDenied) {
 		return "check the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, the shared credentials file) and the endpoint (AWS_ENDPOINT_URL_S3)"

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -64,8 +63,6 @@ func storeError(cmd string, err error) error {
 		return err
 	case errors.Is(err, objstore.ErrNotExist):
 		return &inputError{err: err}
-	case strings.Contains(err.Error(), "no usable AWS credentials"):
-		return &hintError{err: err, hint: "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE with a shared credentials file"}
 	}
 	return err
 }

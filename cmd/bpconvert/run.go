@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -105,7 +106,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return exitUsage
 	}
-	result, err := cmd.run(ctx, e, args[1:])
+	var result any
+	var err error
+	if a, ok := credentialArg(args[1:]); ok {
+		// Refused before anything runs, and never echoed whole.
+		err = &usageError{msg: fmt.Sprintf("%s: %s: %v: credentials do not belong in a location", cmd.name, objstore.RedactLocation(a), objstore.ErrBadLocation),
+			hint: "give the credentials as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (AWS_PROFILE), and name object storage as s3://BUCKET/PREFIX"}
+		for i, a := range args[1:] {
+			if a == "--summary-file" || a == "-summary-file" {
+				if i+2 < len(args) {
+					e.summaryFile = args[i+2]
+				}
+			} else if v, ok := strings.CutPrefix(strings.TrimLeft(a, "-"), "summary-file="); ok {
+				e.summaryFile = v
+			} else if a == "--json" || a == "-json" {
+				e.json = true
+			}
+		}
+	} else {
+		result, err = cmd.run(ctx, e, args[1:])
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -118,7 +138,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	} else if err != nil && code >= 128 {
 		fmt.Fprintf(stderr, "bpconvert: interrupted (%s); temporary output removed, nothing was written\n", context.Cause(ctx))
 	} else if err != nil {
-		fmt.Fprintf(stderr, "bpconvert: error: %s\n", err)
+		fmt.Fprintf(stderr, "bpconvert: error: %s\n", objstore.RedactLocation(err.Error()))
 		if h := hintFor(err); h != "" {
 			fmt.Fprintf(stderr, "bpconvert: hint: %s\n", h)
 		}
@@ -129,6 +149,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	} else {
 		doc = summaryDoc(cmd.name, result, err, code, time.Since(e.started))
 	}
+	doc = []byte(objstore.RedactLocation(string(doc)))
 	if e.summaryFile != "" {
 		// Checked before any work (see parse); should it fail now, the run's
 		// outcome stands: a finished conversion stays finished, and a retry
@@ -141,6 +162,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		stdout.Write(append(doc, '\n'))
 	}
 	return code
+}
+
+// credentialArg returns an argument that names an s3:// location with
+// user information (s3://KEY:SECRET@BUCKET/...), which every command
+// refuses.
+func credentialArg(args []string) (string, bool) {
+	for _, a := range args {
+		if objstore.HasUserinfo(a) {
+			return a, true
+		}
+	}
+	return "", false
 }
 
 // summaryDoc renders a command's result as one JSON object with the fields

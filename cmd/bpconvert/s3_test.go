@@ -288,8 +288,8 @@ func TestS3Errors(t *testing.T) {
 	}{
 		{"wrong credentials", wrong, []string{"convert-wds", "--yes", src, "s3://bkt/out"}, 2, "credentials were refused"},
 		{"missing bucket", srv.Env(), []string{"convert-wds", "--yes", src, "s3://no-such-bucket/out"}, 2, "bucket no-such-bucket does not exist"},
-		{"missing source", srv.Env(), []string{"convert-wds", "--yes", "s3://bkt/nothing-here", filepath.Join(root, "o")}, 2, "s3://bkt/nothing-here: no tar shards"},
-		{"bad bucket name", srv.Env(), []string{"convert-wds", "--yes", src, "s3://Bad_Name/out"}, 1, "not a valid bucket name"},
+		{"missing source", srv.Env(), []string{"convert-wds", "--yes", "s3://bkt/nothing-here", filepath.Join(root, "o")}, 3, "no object is under s3://bkt/nothing-here/"},
+		{"bad bucket name", srv.Env(), []string{"convert-wds", "--yes", src, "s3://Bad_Name/out"}, 2, "not a valid bucket name"},
 		{"staging for a local destination", srv.Env(), []string{"convert-wds", "--yes", "--staging", root, src, filepath.Join(root, "o2")}, 2, "--staging is for destinations in object storage"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -38,6 +38,9 @@ type shardSource struct {
 	// s3:// location).
 	store objstore.Store
 	key   string
+	// etag is the listed version of a shard in object storage: every
+	// pass reads that version, or fails (objstore.ErrChanged).
+	etag string
 }
 
 // sourceList is what a source argument resolves to.
@@ -172,13 +175,13 @@ func listRemote(ctx context.Context, src string) (sourceList, error) {
 	if err != nil {
 		return sourceList{}, fmt.Errorf("wds: %w", err)
 	}
-	shard := func(key string, size int64) shardSource {
+	shard := func(key string, size int64, etag string) shardSource {
 		loc := "s3://" + bucket + "/" + key
-		return shardSource{Name: loc, Path: loc, Stem: ShardStem(key), Size: size, store: st, key: key}
+		return shardSource{Name: loc, Path: loc, Stem: ShardStem(key), Size: size, store: st, key: key, etag: etag}
 	}
 	if key != "" && !strings.HasSuffix(src, "/") {
 		if in, err := st.Stat(ctx, key); err == nil {
-			return sourceList{Shards: []shardSource{shard(key, in.Size)}, Bytes: in.Size}, nil
+			return sourceList{Shards: []shardSource{shard(key, in.Size, in.ETag)}, Bytes: in.Size}, nil
 		} else if !errors.Is(err, objstore.ErrNotExist) || errors.Is(err, objstore.ErrNoBucket) {
 			return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: err}
 		}
@@ -188,7 +191,9 @@ func listRemote(ctx context.Context, src string) (sourceList, error) {
 		prefix += "/"
 	}
 	var l sourceList
+	listed := 0
 	err = st.List(ctx, prefix, func(in objstore.Info) error {
+		listed++
 		name := strings.TrimPrefix(in.Name, prefix)
 		if strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
 			return nil
@@ -197,12 +202,17 @@ func listRemote(ctx context.Context, src string) (sourceList, error) {
 			l.Ignored = append(l.Ignored, name)
 			return nil
 		}
-		l.Shards = append(l.Shards, shard(in.Name, in.Size))
+		l.Shards = append(l.Shards, shard(in.Name, in.Size, in.ETag))
 		l.Bytes += in.Size
 		return nil
 	})
 	if err != nil {
 		return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: err}
+	}
+	if listed == 0 {
+		// Nothing under the prefix: the source is missing, as a missing
+		// directory is.
+		return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: fmt.Errorf("no object is under s3://%s/%s: %w", bucket, prefix, fs.ErrNotExist)}
 	}
 	if len(l.Shards) == 0 {
 		return sourceList{}, fmt.Errorf("wds: %s: %w (looked for *.tar, *.tar.gz, *.tgz, *.tar.bz2, *.tar.xz, *.tar.zst)", src, ErrNoShards)

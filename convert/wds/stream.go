@@ -160,7 +160,7 @@ func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool)
 		in = &cancelReader{ctx: ctx, r: stdin}
 	}
 	if src.store != nil {
-		obj, err := src.store.Open(ctx, src.key)
+		obj, err := objstore.OpenListed(ctx, src.store, objstore.Info{Name: src.key, Size: src.Size, ETag: src.etag})
 		if err != nil {
 			// The store's error names the object.
 			return nil, fmt.Errorf("wds: %w", err)

@@ -1,12 +1,14 @@
 package s3test
 
 import (
+	"errors"
 	"io"
 	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +25,34 @@ const (
 	SlowDown
 	// Reset closes the connection without an answer.
 	Reset
+	// StallHeaders sends nothing back (and reads no body): a peer that
+	// went silent. The request is held until the client gives up.
+	StallHeaders
+	// StallBody passes the request on and sends the answer's headers and
+	// the first half of its body, then nothing more.
+	StallBody
+	// ResetBody sends the headers and half the body, then resets the
+	// connection.
+	ResetBody
+	// Truncate sends the headers (announcing the whole length) and half
+	// the body, then closes the connection in order.
+	Truncate
+	// IgnoreRange passes the request on without its Range header, so the
+	// whole object is answered (200), as a server that ignores ranges does.
+	IgnoreRange
+	// Swap answers with the same range of another object (SetSwap), with
+	// that object's headers and ETag, as a confused cache would.
+	Swap
+	// GarbageXML answers 200 with a body that is not XML.
+	GarbageXML
+	// LoseAnswer passes the request on, so the server acts on it, then
+	// resets the connection instead of answering.
+	LoseAnswer
 )
+
+// maxStall bounds how long a stalled request is held (the client is
+// expected to give up well before).
+const maxStall = 2 * time.Minute
 
 // Proxy sits between a client and a Server on its own loopback port and
 // injects faults: answers of 503 SlowDown, connection resets, a delay per
@@ -35,6 +64,8 @@ type Proxy struct {
 	mu       sync.Mutex
 	decide   func(n int, r *http.Request) Fault
 	delay    time.Duration
+	swap     func(path string) string
+	closed   chan struct{}
 	requests atomic.Int64
 	faults   atomic.Int64
 	sent     atomic.Int64
@@ -53,7 +84,7 @@ func NewProxy(t testing.TB, s *Server) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), ln: ln}
+	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), ln: ln, closed: make(chan struct{})}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a stopped server's refusals are expected
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +98,9 @@ func NewProxy(t testing.TB, s *Server) *Proxy {
 		f := Pass
 		if decide != nil {
 			f = decide(n, r)
+		}
+		if p.serveFault(f, w, r, rp) {
+			return
 		}
 		switch f {
 		case SlowDown:
@@ -91,9 +125,148 @@ func NewProxy(t testing.TB, s *Server) *Proxy {
 		rp.ServeHTTP(&countingWriter{ResponseWriter: w, n: &p.sent}, r)
 	})}
 	go p.srv.Serve(ln)
-	t.Cleanup(func() { p.srv.Close() })
+	t.Cleanup(func() { close(p.closed); p.srv.Close() })
 	return p
 }
+
+// serveFault serves the faults beyond SlowDown and Reset, reporting
+// whether f was one of them.
+func (p *Proxy) serveFault(f Fault, w http.ResponseWriter, r *http.Request, rp *httputil.ReverseProxy) bool {
+	switch f {
+	case StallHeaders:
+		p.faults.Add(1)
+		p.hold(r)
+		panic(http.ErrAbortHandler)
+	case StallBody, ResetBody, Truncate:
+		p.faults.Add(1)
+		rp.ServeHTTP(&cutWriter{ResponseWriter: w, p: p, r: r, fault: f}, r)
+	case IgnoreRange:
+		p.faults.Add(1)
+		r.Header.Del("Range")
+		rp.ServeHTTP(&countingWriter{ResponseWriter: w, n: &p.sent}, r)
+	case Swap:
+		p.mu.Lock()
+		swap := p.swap
+		p.mu.Unlock()
+		if swap != nil {
+			p.faults.Add(1)
+			r.URL.Path = swap(r.URL.Path)
+			r.URL.RawPath = ""
+			r.Header.Del("If-Match") // the other object's answer, as a cache keyed wrongly gives
+		}
+		rp.ServeHTTP(&countingWriter{ResponseWriter: w, n: &p.sent}, r)
+	case GarbageXML:
+		p.faults.Add(1)
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("<html><body>502 Bad Gateway</body></html> not XML\n"))
+	case LoseAnswer:
+		p.faults.Add(1)
+		rp.ServeHTTP(&lostWriter{header: http.Header{}}, r)
+		resetConn(w)
+	default:
+		return false
+	}
+	return true
+}
+
+// hold keeps a stalled request until the client leaves, the proxy closes
+// or maxStall passes.
+func (p *Proxy) hold(r *http.Request) {
+	t := time.NewTimer(maxStall)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+	case <-p.closed:
+	case <-t.C:
+	}
+}
+
+// resetConn resets the connection of w, or aborts the handler.
+func resetConn(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			c.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// SetSwap makes the Swap fault send a request for a path (/BUCKET/KEY) to
+// to(path) instead.
+func (p *Proxy) SetSwap(to func(path string) string) {
+	p.mu.Lock()
+	p.swap = to
+	p.mu.Unlock()
+}
+
+// cutWriter passes an answer's headers and the first half of its body
+// (at least one byte short of the whole), then stalls, resets or closes.
+type cutWriter struct {
+	http.ResponseWriter
+	p     *Proxy
+	r     *http.Request
+	fault Fault
+	cut   int64 // -1 until the headers are known
+	sent  int64
+	init  bool
+}
+
+func (c *cutWriter) Write(b []byte) (int, error) {
+	if !c.init {
+		c.init = true
+		n, err := strconv.ParseInt(c.Header().Get("Content-Length"), 10, 64)
+		c.cut = -1
+		if err == nil && n > 0 {
+			c.cut = n / 2
+		}
+	}
+	if c.cut < 0 || c.sent+int64(len(b)) <= c.cut {
+		n, err := c.ResponseWriter.Write(b)
+		c.sent += int64(n)
+		c.p.sent.Add(int64(n))
+		return n, err
+	}
+	n, _ := c.ResponseWriter.Write(b[:c.cut-c.sent])
+	c.sent += int64(n)
+	c.p.sent.Add(int64(n))
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	switch c.fault {
+	case StallBody:
+		c.p.hold(c.r)
+		panic(http.ErrAbortHandler)
+	case ResetBody:
+		resetConn(c.ResponseWriter)
+	default: // Truncate: an orderly close after too few bytes
+		if hj, ok := c.ResponseWriter.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				break
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	return n, errors.New("s3test: answer cut")
+}
+
+func (c *cutWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// lostWriter takes an answer and drops it.
+type lostWriter struct{ header http.Header }
+
+func (l *lostWriter) Header() http.Header         { return l.header }
+func (l *lostWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (l *lostWriter) WriteHeader(int)             {}
 
 // SetFaults makes decide choose the fault for each request (n counts
 // requests from 1); nil passes everything.

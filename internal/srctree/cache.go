@@ -482,7 +482,7 @@ func (t *Tree) openRemote(ctx context.Context, e Entry) (File, error) {
 	if f := c.acquire(e.Name, nil); f != nil {
 		return newHandle(f), nil
 	}
-	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size})
+	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size, ETag: e.ETag})
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,9 @@ type Entry struct {
 	// Path is the file to open on this machine, its symbolic links
 	// resolved, for a local tree (from Stat); "" otherwise.
 	Path string
+	// ETag is the store's tag of a remote file's content when it was
+	// listed ("" locally): its reads are of that version.
+	ETag string
 }
 
 // File is an open file of a tree: ranged reads at any offset.
@@ -171,7 +174,7 @@ func OpenSource(ctx context.Context, loc string, o objstore.Options) (t *Tree, f
 		t.loc, t.prefix, file = t.loc+"/"+dir, dir+"/", path.Base(prefix)
 	}
 	t.file = file
-	t.files = []Entry{{Name: file, Size: in.Size, ModTime: in.ModTime}}
+	t.files = []Entry{{Name: file, Size: in.Size, ModTime: in.ModTime, ETag: in.ETag}}
 	t.byName = map[string]int{file: 0}
 	t.looked = map[string]Entry{}
 	return t, file, nil
@@ -197,7 +200,7 @@ func openRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, err
 			return nil // a "directory" marker some tools put
 		}
 		t.byName[name] = len(t.files)
-		t.files = append(t.files, Entry{Name: name, Size: in.Size, ModTime: in.ModTime})
+		t.files = append(t.files, Entry{Name: name, Size: in.Size, ModTime: in.ModTime, ETag: in.ETag})
 		return nil
 	})
 	if err != nil {
@@ -313,7 +316,7 @@ func (t *Tree) lookUp(rel string) (Entry, error) {
 		return Entry{}, err
 	}
 	if err == nil {
-		e = Entry{Name: rel, Size: in.Size, ModTime: in.ModTime}
+		e = Entry{Name: rel, Size: in.Size, ModTime: in.ModTime, ETag: in.ETag}
 	}
 	t.mu.Lock()
 	t.looked[rel] = e
@@ -435,7 +438,7 @@ func (t *Tree) ReadFile(ctx context.Context, rel string, max int64) ([]byte, err
 	if e.Size > max {
 		return nil, fmt.Errorf("larger than %d bytes", max)
 	}
-	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size})
+	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size, ETag: e.ETag})
 	if err != nil {
 		return nil, err
 	}
