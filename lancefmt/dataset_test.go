@@ -136,8 +136,15 @@ func TestDeletionFiles(t *testing.T) {
 	}
 }
 
-// manifestBytes builds a framed manifest with the given reader flags.
+// manifestBytes builds a framed manifest with the given reader flags and,
+// as writer flags, those of them Lance pairs with a writer twin.
 func manifestBytes(flags uint64) []byte {
+	return manifestFlagBytes(flags, flags&pairedFlags)
+}
+
+// manifestFlagBytes builds a framed manifest with the given reader and
+// writer flags.
+func manifestFlagBytes(flags, writer uint64) []byte {
 	var field []byte
 	field = protowire.AppendTag(field, 2, protowire.BytesType)
 	field = protowire.AppendString(field, "x")
@@ -154,6 +161,8 @@ func manifestBytes(flags uint64) []byte {
 	m = protowire.AppendVarint(m, 1)
 	m = protowire.AppendTag(m, 9, protowire.VarintType)
 	m = protowire.AppendVarint(m, flags)
+	m = protowire.AppendTag(m, 10, protowire.VarintType)
+	m = protowire.AppendVarint(m, writer)
 	out := []byte{byte(len(m)), 0, 0, 0}
 	out = append(out, m...)
 	out = append(out, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 'L', 'A', 'N', 'C')
@@ -171,10 +180,10 @@ func TestFeatureFlags(t *testing.T) {
 		{1 | 2 | 4 | 8 | 16 | 32, true, ""},
 		{64, false, "data overlay files"},
 		{128, false, "indices with covering columns"},
-		{1 << 11, false, "semantic column types"},
-		{1 << 11, false, "data_storage_version=\"2.2\""},
-		{1 << 15, false, "non-reusable field ids"},
-		{1 << 40, false, "reader feature bit 40, unknown to this reader"},
+		{1 << 11, true, ""},
+		{1 | 2 | 8 | 1<<11, true, ""},
+		{1 << 15, false, "non-reusable field ids as a reader feature"},
+		{1 << 40, false, "reader feature bit 40, unknown to Lance 14 and to this reader"},
 		{1<<40 | 1<<41 | 64, false, "data overlay files"},
 		{1<<40 | 1<<41, false, "bit 40, 41"},
 	} {

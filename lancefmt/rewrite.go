@@ -662,6 +662,7 @@ type rewriter struct {
 	writerVersion string
 	versions      map[string]bool // file versions of the new data files
 	tags          []TagPlan       // RewritePlan.Tags
+	spilled       bool            // some fragment's row lineage is spilled to columns
 	seed          []byte          // RewriteOptions.Seed
 	time          time.Time       // RewriteOptions.Time
 }
@@ -841,9 +842,18 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string
 			}
 		}()
 	}
+	lin, err := lineageColumns(fr, fp.Transcode)
+	if err != nil {
+		return nil, nil, where(fr.Files[0].Path, err)
+	}
 	used := make([]bool, len(groups))
 	for _, id := range rw.order {
 		used[groupOf(rw.top[id])] = true
+	}
+	linGroup := -1
+	if len(lin) > 0 {
+		linGroup = fileGroup[lin[0].file]
+		used[linGroup] = true
 	}
 	used[0] = used[0] || !slices.Contains(used, true) // a fragment keeps a file
 	msg := pbuf(nil).varint(1, fr.ID)
@@ -856,7 +866,11 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string
 		if g > 0 {
 			label = " at " + ov.name()
 		}
-		dfMsg, name, err := rw.fragmentFile(fr, fp, srcs, ov, label, func(id int32) bool { return groupOf(rw.top[id]) == g }, decoded, res)
+		var gl []lineageColumn
+		if g == linGroup {
+			gl = lin
+		}
+		dfMsg, name, err := rw.fragmentFile(fr, fp, srcs, ov, label, func(id int32) bool { return groupOf(rw.top[id]) == g }, gl, decoded, res)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -881,20 +895,90 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string
 	}
 	msg = msg.varint(4, fr.PhysicalRows)
 	// Row id and row version sequences stored inline are carried as they
-	// are; external ones would name files that are not copied.
-	err := wire.Walk(rw.rm.frags[fr.ID], func(f wire.Field) error {
+	// are, and so are the markers of sequences spilled to data file
+	// columns, whose columns were copied above; external ones would name
+	// files that are not copied.
+	spilled := false
+	err = wire.Walk(rw.rm.frags[fr.ID], func(f wire.Field) error {
 		switch f.Num {
-		case 5, 7, 9:
+		case fragmentInlineRowIDs, fragmentInlineUpdatedAt, fragmentInlineCreatedAt:
 			msg = msg.raw(f)
+		case fragmentSpilledRowIDs, fragmentSpilledUpdatedAt, fragmentSpilledCreatedAt:
+			msg = msg.raw(f)
+			spilled = true
 		case 6, 8, 10, 11:
 			return fmt.Errorf("fragment field %d (external row id or version sequences, overlays) is not supported", f.Num)
 		}
 		return nil
 	})
+	if err == nil && spilled && len(lin) == 0 {
+		err = fmt.Errorf("%w: the fragment's row lineage is spilled to data file columns, but no data file holds them", errCorrupt)
+	}
 	if err != nil {
 		return nil, nil, where(strings.Join(names, ", "), err)
 	}
+	rw.spilled = rw.spilled || spilled
 	return msg, names, nil
+}
+
+// Fields of DataFragment holding a fragment's row lineage: the sequences
+// stored inline, and the (empty) markers of sequences spilled to data file
+// columns.
+const (
+	fragmentInlineRowIDs     = 5
+	fragmentInlineUpdatedAt  = 7
+	fragmentInlineCreatedAt  = 9
+	fragmentSpilledRowIDs    = 12
+	fragmentSpilledUpdatedAt = 13
+	fragmentSpilledCreatedAt = 14
+)
+
+// Field ids of the hidden data file columns that hold spilled row lineage:
+// _rowid, _row_created_at_version and _row_last_updated_at_version.
+const (
+	lineageRowID     = -3
+	lineageCreatedAt = -4
+	lineageUpdatedAt = -5
+)
+
+// isLineageField tells whether id is one of the hidden row lineage columns.
+func isLineageField(id int32) bool {
+	return id == lineageRowID || id == lineageCreatedAt || id == lineageUpdatedAt
+}
+
+// lineageColumn is one hidden row lineage column of a fragment: its field
+// id, the fragment's data file holding it and its column there.
+type lineageColumn struct {
+	id       int32
+	file, ci int
+}
+
+// lineageColumns lists the row lineage columns of fr's data files. Lance
+// spills lineage only to v2 files, so a transcoded (legacy) fragment has
+// none; every column must lie in one file, as Lance writes them.
+func lineageColumns(fr *Fragment, transcode bool) ([]lineageColumn, error) {
+	var out []lineageColumn
+	for i := range fr.Files {
+		df := &fr.Files[i]
+		for k, id := range df.Fields {
+			if !isLineageField(id) || k >= len(df.ColumnIndices) || df.ColumnIndices[k] < 0 {
+				continue
+			}
+			if transcode {
+				return nil, fmt.Errorf("%w: row lineage columns in a legacy (0.1) fragment", errCorrupt)
+			}
+			for _, c := range out {
+				if c.id == id {
+					return nil, fmt.Errorf("%w: row lineage field %d stored twice", errCorrupt, id)
+				}
+			}
+			if len(out) > 0 && out[0].file != i {
+				return nil, fmt.Errorf("row lineage columns spread over several data files are not supported")
+			}
+			out = append(out, lineageColumn{id: id, file: i, ci: int(df.ColumnIndices[k])})
+		}
+	}
+	return out, nil
 }
 
 // outVersion is the version of a new data file: the footer's and the
@@ -913,7 +997,7 @@ func (v outVersion) name() string {
 // the output fields that in selects, and returns its DataFile message and
 // name. label tells the file's seeded name apart from the fragment's other
 // files.
-func (rw *rewriter) fragmentFile(fr *Fragment, fp *FragmentPlan, srcs []*srcFile, ov outVersion, label string, in func(id int32) bool, decoded map[int32]arrow.Array, res *RewriteResult) ([]byte, string, error) {
+func (rw *rewriter) fragmentFile(fr *Fragment, fp *FragmentPlan, srcs []*srcFile, ov outVersion, label string, in func(id int32) bool, lin []lineageColumn, decoded map[int32]arrow.Array, res *RewriteResult) ([]byte, string, error) {
 	d := rw.d
 	where := func(file string, err error) error {
 		return fmt.Errorf("lance: %s: fragment %d: %s: %w", d.dir, fr.ID, file, err)
@@ -1023,12 +1107,19 @@ func (rw *rewriter) fragmentFile(fr *Fragment, fp *FragmentPlan, srcs []*srcFile
 		inFile[rw.top[id]] = true
 	}
 	// The file's own schema: the output fields of the top-level fields it
-	// stores.
+	// stores, then the row lineage fields as the source file declares them.
 	schema := pbuf(nil)
 	for k, id := range rw.order {
 		if inFile[rw.top[id]] {
 			schema = schema.bytes(1, rw.fields[k])
 		}
+	}
+	linFields, err := rw.copyLineage(w, srcs, fr, lin, &outFields, &outCols)
+	if err != nil {
+		return nil, "", where(name, err)
+	}
+	for _, f := range linFields {
+		schema = schema.bytes(1, f)
 	}
 	schema = schema.mapEntries(5, rw.schemaMeta)
 	desc := pbuf(nil).bytes(1, schema).varint(2, fr.PhysicalRows)
@@ -1042,6 +1133,34 @@ func (rw *rewriter) fragmentFile(fr *Fragment, fp *FragmentPlan, srcs []*srcFile
 	rw.versions[ov.name()] = true
 	dfMsg := pbuf(nil).str(1, name).packed(2, outFields).packed(3, outCols).varint(4, uint64(ov.dfMajor)).varint(5, uint64(ov.dfMinor)).varint(6, size)
 	return dfMsg, name, nil
+}
+
+// copyLineage copies the row lineage columns lin of fragment fr page for
+// page into w, appending their field ids and columns, and returns their
+// Field messages for the file's schema.
+func (rw *rewriter) copyLineage(w *fileWriter, srcs []*srcFile, fr *Fragment, lin []lineageColumn, outFields, outCols *[]uint64) ([][]byte, error) {
+	var fields [][]byte
+	for _, c := range lin {
+		src := srcs[c.file]
+		if c.ci >= len(src.cols) {
+			return nil, fmt.Errorf("%s: %w: column index %d of %d", fr.Files[c.file].Path, errCorrupt, c.ci, len(src.cols))
+		}
+		if err := w.copyColumn(rw.ctx, src, c.ci); err != nil {
+			return nil, fmt.Errorf("%s: row lineage field %d: %w", fr.Files[c.file].Path, c.id, err)
+		}
+		*outFields = append(*outFields, uint64(int64(c.id)))
+		*outCols = append(*outCols, uint64(len(w.cols)-1))
+		fields = append(fields, lineageFieldMessage(c.id))
+	}
+	return fields, nil
+}
+
+// lineageFieldMessage is the Field message of a row lineage column in a
+// data file's own schema: a top-level non-null uint64 leaf under its name
+// and hidden field id, as Lance writes it when compacting.
+func lineageFieldMessage(id int32) []byte {
+	name := map[int32]string{lineageRowID: "_rowid", lineageCreatedAt: "_row_created_at_version", lineageUpdatedAt: "_row_last_updated_at_version"}[id]
+	return pbuf(nil).str(fieldName, name).int32v(fieldID, id).int32v(fieldParentID, -1).str(fieldLogicalType, "uint64").varint(7, 1)
 }
 
 // rewriteIndexMeta sets the dataset version of an IndexMetadata message to
@@ -1105,11 +1224,17 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	if rw.d.manifest.ReaderFeatureFlags&flagStableRowIDs != 0 {
 		flags |= flagStableRowIDs
 	}
-	if len(rw.rm.config) > 0 {
-		flags |= flagTableConfig
-	}
 	if len(rw.versions) > 1 {
 		flags |= flagMixedFileVersions
+	}
+	if rw.spilled {
+		flags |= flagSpilledRowLineage
+	}
+	// Table configuration concerns writers only (Lance sets the bit in
+	// the writer flags alone).
+	writerFlags := flags
+	if len(rw.rm.config) > 0 {
+		writerFlags |= flagTableConfig
 	}
 	var maxID uint64
 	for _, fr := range rw.d.manifest.Fragments {
@@ -1134,7 +1259,7 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 		m = m.varint(6, *indexPos)
 	}
 	m = m.bytes(7, pbuf(nil).varint(1, uint64(now.Unix())).varint(2, uint64(now.Nanosecond())))
-	m = m.varint(9, flags).varint(10, flags)
+	m = m.varint(9, flags).varint(10, writerFlags)
 	if len(frags) > 0 || rw.rm.maxFragmentID != nil {
 		m = m.varint(11, maxID)
 	}
