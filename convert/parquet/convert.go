@@ -17,7 +17,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -311,8 +310,9 @@ type tableConv struct {
 	w     convert.Packer
 	opts  Options
 	prog  progress.Counter // payloads packed and their bytes
-	// jsonCols are top-level JSON columns, read as binary, written as JSON.
-	jsonCols map[int]bool
+	// exact are the table's fields with their exact types (see
+	// exact.go), to which the columns read are relabelled.
+	exact []arrow.Field
 	// pageIndex is set when the source table has a page index (column and
 	// offset indexes), which the output then has too.
 	pageIndex bool
@@ -369,27 +369,22 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	tree := buildTree(tc.paths)
 	md := pf.MetaData()
 
-	// Output schema: the same fields, selected parts as strings, top-level
-	// JSON columns (read as binary) as Arrow's JSON extension type so that
-	// the JSON annotation is written again.
-	fields := inSchema.Fields()
-	jsonCols := map[int]bool{}
-	for i, f := range fields {
-		if tree[f.Name] == nil && f.Type.ID() == arrow.BINARY && t.annotation([]string{f.Name}) == "JSON" {
-			jt, err := extensions.NewJSONType(arrow.BinaryTypes.String)
-			if err != nil {
-				return err
-			}
-			fields[i].Type = jt
-			jsonCols[i] = true
-		}
-	}
-	tc.jsonCols = jsonCols
-	fields = withoutUnsetIDs(outFields(fields, tree, tc.outOpts()))
+	// Output schema: the same fields with their exact types (see
+	// exact.go), selected parts as strings.
+	tc.exact = withoutUnsetIDs(exactFields(inSchema.Fields(), originSchema(md.KeyValueMetadata(), mem), md.Schema.Root()))
+	fields := withoutUnsetIDs(outFields(tc.exact, tree, tc.outOpts()))
 	kv := md.KeyValueMetadata()
-	meta, storeSchema, err := tc.metadata(kv.Keys(), kv.Values(), inSchema)
+	meta, storeSchema, err := tc.metadata(kv.Keys(), kv.Values(), arrow.NewSchema(tc.exact, nil))
 	if err != nil {
 		return err
+	}
+	if storeSchema {
+		// The Arrow schema is stored as Arrow writers store it, list
+		// element names included (arrow-go's own option would rename
+		// them to the parquet group's "element").
+		plain := arrow.NewSchema(fields, &meta)
+		enc := base64.StdEncoding.EncodeToString(flight.SerializeSchema(plain, mem))
+		meta = arrow.NewMetadata(append(meta.Keys(), arrowSchemaKey), append(meta.Values(), enc))
 	}
 	outSchema := arrow.NewSchema(fields, &meta)
 
@@ -431,7 +426,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	} else {
 		kept = nil
 	}
-	tw, err := tc.createWriter(out, outSchema, md.Schema.Root().Name(), codecs, storeSchema)
+	tw, err := tc.createWriter(out, outSchema, md.Schema.Root().Name(), codecs)
 	if err != nil {
 		return err
 	}
@@ -530,9 +525,9 @@ type tableWriter struct {
 
 // createWriter creates the output table out (which must not exist) for
 // outSchema: parquet root rootName, the codec of each top-level column from
-// codecs (snappy for columns it does not name), the Arrow schema stored
-// when storeSchema is set.
-func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName string, codecs map[string]compress.Compression, storeSchema bool) (*tableWriter, error) {
+// codecs (snappy for columns it does not name), the key-value metadata
+// outSchema's (the Arrow schema among them, when stored).
+func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName string, codecs map[string]compress.Compression) (*tableWriter, error) {
 	mem := tc.opts.Allocator
 	props := []pq.WriterProperty{
 		pq.WithAllocator(mem),
@@ -544,9 +539,6 @@ func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName 
 	}
 	var aprops []pqarrow.WriterOption
 	aprops = append(aprops, pqarrow.WithAllocator(mem))
-	if storeSchema {
-		aprops = append(aprops, pqarrow.WithStoreSchema())
-	}
 	outPQ, err := pqarrow.ToParquet(outSchema, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %s: output schema: %w", tc.t.Rel, err)
@@ -802,14 +794,13 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 		if payloadsOnly && node == nil {
 			continue
 		}
-		if tc.jsonCols[j] {
-			js := asJSON(rec.Column(j), f.Type.(arrow.ExtensionType))
-			made = append(made, js)
-			cols[k] = js
-			continue
+		col := rec.Column(j)
+		if !arrow.TypeEqual(col.DataType(), tc.exact[j].Type, arrow.CheckMetadata()) {
+			col = relabel(col, tc.exact[j].Type)
+			made = append(made, col)
 		}
 		if node == nil {
-			cols[k] = rec.Column(j)
+			cols[k] = col
 			continue
 		}
 		if ids == nil {
@@ -820,7 +811,7 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 			live = allLive(n)
 		}
 		r := &rewriter{mem: tc.opts.Allocator, pack: pack, o: tc.outOpts()}
-		nc, err := r.rewrite(rec.Column(j), f.Type, node, []string{f.Name}, ids, live, f.Nullable)
+		nc, err := r.rewrite(col, f.Type, node, []string{f.Name}, ids, live, f.Nullable)
 		if err != nil {
 			var ie *InputError
 			if errors.As(err, &ie) || errors.Is(err, context.Canceled) {
@@ -833,7 +824,7 @@ func (tc *tableConv) rewriteColumns(rec arrow.RecordBatch, outSchema *arrow.Sche
 		if sibling {
 			k++
 			if !payloadsOnly {
-				pa := r.pathArray(rec.Column(j))
+				pa := r.pathArray(col)
 				made = append(made, pa)
 				cols[k] = pa
 			}
@@ -989,17 +980,6 @@ func typeAt(sc *arrow.Schema, path []string) arrow.DataType {
 		typ = st.Field(st.FieldIndices(name)[0]).Type
 	}
 	return typ
-}
-
-// asJSON views a binary array as an array of the JSON extension type over
-// utf8 storage, sharing its buffers; the caller releases it.
-func asJSON(arr arrow.Array, jt arrow.ExtensionType) arrow.Array {
-	d := arr.Data()
-	sd := array.NewData(arrow.BinaryTypes.String, d.Len(), d.Buffers(), nil, d.NullN(), d.Offset())
-	defer sd.Release()
-	storage := array.MakeFromData(sd)
-	defer storage.Release()
-	return array.NewExtensionArrayWithStorage(jt, storage)
 }
 
 // arrowRecord assembles a record batch; the caller releases it.

@@ -300,10 +300,9 @@ func (tc *tableConv) directBatch(rec arrow.RecordBatch, n int, outSchema *arrow.
 			continue
 		}
 		col := rec.Column(recIdx[j])
-		if tc.jsonCols[j] {
-			js := asJSON(col, f.Type.(arrow.ExtensionType))
-			made = append(made, js)
-			col = js
+		if !arrow.TypeEqual(col.DataType(), f.Type, arrow.CheckMetadata()) {
+			col = relabel(col, f.Type)
+			made = append(made, col)
 		}
 		cols[k] = col
 		k++

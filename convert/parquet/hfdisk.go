@@ -436,6 +436,7 @@ func (tc *tableConv) runArrow(ctx context.Context, out string) (err error) {
 		return inputErr(t.Rel, -1, "", "the schema changed since the file was inspected")
 	}
 	tree := buildTree(tc.paths)
+	tc.exact = t.schema.Fields() // an Arrow file's types are exact as read
 	fields := outFields(t.schema.Fields(), tree, tc.outOpts())
 	md := t.schema.Metadata()
 	meta, _, err := tc.metadata(md.Keys(), md.Values(), t.schema)

@@ -494,7 +494,7 @@ func inspectTable(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 	}
 	t.annotated = findAnnotated(md.Schema)
 	for _, a := range t.annotated {
-		if len(a.path) == 1 && a.what == "JSON" {
+		if a.what == "JSON" {
 			continue // kept: written back as JSON
 		}
 		*warnings = append(*warnings, fmt.Sprintf("%s: %q is annotated %s in parquet; a rewritten table keeps its values as plain binary, without the annotation", f.rel, strings.Join(a.path, "."), a.what))
