@@ -31,6 +31,7 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	src, dst := pos[0], pos[1]
+	e.setOperands(fset.Name(), pos[:1], pos[1])
 	check := src
 	var stats *objstore.Stats
 	if objstore.IsRemote(src) {

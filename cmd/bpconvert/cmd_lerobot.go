@@ -39,6 +39,7 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
 	}
 	src, check := pos[0], pos[0]
+	e.setOperands(fset.Name(), pos[:1], pos[1])
 	var (
 		tree  *srctree.Tree
 		stats *objstore.Stats

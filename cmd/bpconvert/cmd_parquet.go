@@ -48,6 +48,7 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		fieldPaths = append(fieldPaths, p)
 	}
 	src, dst := pos[0], pos[1]
+	e.setOperands(fset.Name(), pos[:1], pos[1])
 	var (
 		tree  *srctree.Tree
 		stats *objstore.Stats

@@ -36,6 +36,7 @@ func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	// SRC may be a pattern or "-": the destination is checked against the
 	// directories it names.
+	e.setOperands(fset.Name(), pos[:len(pos)-1], pos[len(pos)-1])
 	absDst, err := cf.destination(ctx, "", pos[len(pos)-1])
 	if err != nil {
 		return nil, err

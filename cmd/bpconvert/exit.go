@@ -133,6 +133,9 @@ func exitCode(ctx context.Context, err error) int {
 
 // hintFor returns the hint attached to err, if any.
 func hintFor(err error) string {
+	if h, ok := kindHintOf(err); ok {
+		return h
+	}
 	var ue *usageError
 	if errors.As(err, &ue) && ue.hint != "" {
 		return ue.hint

@@ -58,6 +58,8 @@ type env struct {
 	started        time.Time
 	// getenv reads the environment (--part auto).
 	getenv func(string) string
+	// operands are a converter's sources and destination (setOperands).
+	operands *operands
 }
 
 // infof prints a message for people on stderr unless --quiet.
@@ -130,6 +132,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	code := exitCode(ctx, err)
+	if code == exitUsage || code == exitInvalid {
+		err = e.explainInput(err)
+		code = exitCode(ctx, err)
+	}
 	if errors.Is(err, errAborted) {
 		fmt.Fprintln(stderr, "bpconvert: aborted; nothing was written")
 	} else if ke := (*keptError)(nil); err != nil && code >= 128 && errors.As(err, &ke) {

@@ -46,7 +46,7 @@ func TestDependencyFence(t *testing.T) {
 		"github.com/schollz/progressbar/",
 		astiav,
 	}
-	core := []string{"packcore", "plan", "sniff", "stage", "progress", "convert/lerobot/video", "convert/lerobot/videoindex"}
+	core := []string{"packcore", "plan", "sniff", "detect", "stage", "progress", "convert/lerobot/video", "convert/lerobot/videoindex"}
 	for _, pkg := range core {
 		for _, line := range goList(t, "-deps", "-f", "{{.ImportPath}} {{len .CgoFiles}}", "./"+pkg) {
 			path, cgoFiles, _ := strings.Cut(line, " ")
