@@ -27,14 +27,31 @@ const (
 // interrupted is the cancellation cause set by a signal.
 type interrupted struct{ sig syscall.Signal }
 
-func (i interrupted) Error() string { return "interrupted by " + i.sig.String() }
+func (i interrupted) Error() string {
+	if i.sig == syscall.SIGINT {
+		return "interrupted (SIGINT)"
+	}
+	return "stopped (" + signalName(i.sig) + ")"
+}
 
-// Is makes SIGTERM ask a converter to keep its complete staged shards
-// (convert.ErrKeepStaged): schedulers (Airflow, Kubernetes, Slurm) send it
-// to a task they will run again, and the retry resumes. SIGINT, a person
-// at a terminal stopping the run, removes them.
+// signalName is a signal's conventional name (SIGTERM), for messages.
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// Is makes SIGINT and SIGTERM ask a converter to keep its complete staged
+// shards (convert.ErrKeepStaged): a person at a terminal stops an
+// hours-long conversion with Ctrl-C, schedulers (Airflow, Kubernetes,
+// Slurm) send SIGTERM to a task they will run again, and in both cases the
+// same command resumes. --restart discards what was kept.
 func (i interrupted) Is(target error) bool {
-	return target == convert.ErrKeepStaged && i.sig == syscall.SIGTERM
+	return target == convert.ErrKeepStaged && (i.sig == syscall.SIGINT || i.sig == syscall.SIGTERM)
 }
 
 // keptError is an interrupted conversion that left its complete shards

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -18,6 +19,9 @@ const statusEvery = 30 * time.Second
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w any) bool {
+	if b, ok := w.(*barSafe); ok {
+		w = b.w
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
@@ -32,7 +36,9 @@ func (e *env) newProgress(label string) progress.Counter {
 		return progress.Nop{}
 	}
 	if isTerminal(e.stderr) {
-		return &barCounter{label: label, w: e.stderr}
+		b := &barCounter{label: label, w: terminal(e.stderr)}
+		e.bars = append(e.bars, b)
+		return b
 	}
 	return &logCounter{label: label, w: e.stderr, last: time.Now(), now: time.Now}
 }
@@ -43,6 +49,8 @@ type barCounter struct {
 	w            io.Writer
 	bar          *progressbar.ProgressBar
 	items, total int64
+	// shown is set while the bar may be on the screen (see clearBars).
+	shown atomic.Bool
 }
 
 func (b *barCounter) SetTotal(items, bytes int64) {
@@ -64,6 +72,7 @@ func (b *barCounter) Add(items, bytes int64) {
 	}
 	b.items += items
 	b.bar.Add64(bytes)
+	b.shown.Store(true)
 }
 
 func (b *barCounter) Milestone(msg string) {
@@ -73,7 +82,41 @@ func (b *barCounter) Milestone(msg string) {
 	fmt.Fprintln(b.w, "bpconvert: "+msg)
 	if b.bar != nil {
 		b.bar.RenderBlank()
+		b.shown.Store(true)
 	}
+}
+
+// clearBars erases any progress bar drawn on the terminal, so that the
+// messages printed after a run (an error, an interruption) start on a
+// fresh line instead of after the bar.
+func (e *env) clearBars() {
+	for _, b := range e.bars {
+		if b.shown.Swap(false) && b.bar != nil && !b.bar.IsFinished() {
+			b.bar.Clear()
+		}
+	}
+}
+
+// barSafe is stdout or stderr on a terminal where a progress bar may be
+// drawn: a write first erases the bar, so that a message or a plan starts
+// on a fresh line (the bar comes back with its next update).
+type barSafe struct {
+	w io.Writer
+	e *env
+}
+
+func (b *barSafe) Write(p []byte) (int, error) {
+	b.e.clearBars()
+	return b.w.Write(p)
+}
+
+// terminal returns the stream under a barSafe (the bar and prompts draw on
+// it directly).
+func terminal(w io.Writer) io.Writer {
+	if b, ok := w.(*barSafe); ok {
+		return b.w
+	}
+	return w
 }
 
 // logCounter writes plain lines for logs (Airflow, CI, pipes).

@@ -60,6 +60,8 @@ type env struct {
 	getenv func(string) string
 	// operands are a converter's sources and destination (setOperands).
 	operands *operands
+	// bars are the progress bars drawn on a terminal (newProgress).
+	bars []*barCounter
 }
 
 // infof prints a message for people on stderr unless --quiet.
@@ -78,6 +80,14 @@ func (e *env) commonFlags(fs *flag.FlagSet) {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, started: time.Now(), getenv: os.Getenv}
+	if isTerminal(stderr) {
+		// Messages and plans printed while a progress bar is drawn start on
+		// a line of their own.
+		e.stderr = &barSafe{w: stderr, e: e}
+		if isTerminal(stdout) {
+			e.stdout = &barSafe{w: stdout, e: e}
+		}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || (args[0] == "help" && len(args) == 1) {
 		usage(stdout)
 		if len(args) == 0 {
@@ -136,13 +146,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.explainInput(err)
 		code = exitCode(ctx, err)
 	}
+	if err != nil {
+		e.clearBars()
+	}
 	if errors.Is(err, errAborted) {
 		fmt.Fprintln(stderr, "bpconvert: aborted; nothing was written")
 	} else if ke := (*keptError)(nil); err != nil && code >= 128 && errors.As(err, &ke) {
 		fmt.Fprintf(stderr, "bpconvert: %s; %s kept in %s for a retry\n", context.Cause(ctx), plan.CountText(int64(ke.shards), "complete shards"), ke.staging)
 		fmt.Fprintf(stderr, "bpconvert: hint: %s\n", hintFor(err))
 	} else if err != nil && code >= 128 {
-		fmt.Fprintf(stderr, "bpconvert: interrupted (%s); temporary output removed, nothing was written\n", context.Cause(ctx))
+		fmt.Fprintf(stderr, "bpconvert: %s; temporary output removed, nothing was written\n", context.Cause(ctx))
 	} else if err != nil {
 		fmt.Fprintf(stderr, "bpconvert: error: %s\n", objstore.RedactLocation(err.Error()))
 		if h := hintFor(err); h != "" {
@@ -241,7 +254,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "  1    failure (including verify finding problems, and object storage that cannot be reached)")
 	fmt.Fprintln(w, "  2    usage error, refused prompt, a destination that already exists or whose path goes\n       through a file, or object storage refusing the credentials or lacking the bucket")
 	fmt.Fprintln(w, "  3    invalid input (bad key, corrupt or truncated source, duplicate key)")
-	fmt.Fprintln(w, "  130  interrupted by SIGINT; temporary output is removed")
+	fmt.Fprintln(w, "  130  interrupted by SIGINT (Ctrl-C); a converter keeps its complete shards for the same command to resume")
 	fmt.Fprintln(w, "  143  stopped by SIGTERM; a converter keeps its complete shards staged and the rerun resumes")
 }
 

@@ -12,10 +12,11 @@ import (
 )
 
 // TestSigtermKeepsShards stops convert-wds (a whole run and a part) with
-// SIGTERM once shards are complete: it exits 143, keeps the complete shards
-// staged and says how to resume or discard them (on stderr and in the JSON
+// SIGTERM, and with SIGINT (Ctrl-C), once shards are complete: it exits 143
+// (130 for SIGINT), keeps the complete shards staged and says how to
+// resume or discard them (on stderr, on a line of its own, and in the JSON
 // summary), and the rerun resumes from them and writes what an
-// uninterrupted run writes. SIGINT exits 130 and removes the staged work.
+// uninterrupted run writes.
 func TestSigtermKeepsShards(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -41,7 +42,7 @@ func TestSigtermKeepsShards(t *testing.T) {
 	}{
 		{"sigterm", syscall.SIGTERM, "", 143, true},
 		{"sigterm part", syscall.SIGTERM, "1/1", 143, true},
-		{"sigint", syscall.SIGINT, "", 130, false},
+		{"sigint", syscall.SIGINT, "", 130, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := filepath.Join(root, strings.ReplaceAll(tc.name, " ", "-"))
@@ -86,10 +87,11 @@ func TestSigtermKeepsShards(t *testing.T) {
 				return
 			}
 			if kept < 2 || exists(final) {
-				t.Fatalf("after SIGTERM: %d shards kept, final %v", kept, exists(final))
+				t.Fatalf("after %v: %d shards kept, final %v", tc.sig, kept, exists(final))
 			}
-			for _, want := range []string{"complete shards kept in " + staging, "rerun the same command to resume", "--restart"} {
-				if !strings.Contains(se.String(), want) {
+			for _, want := range []string{"\nbpconvert: " + map[syscall.Signal]string{syscall.SIGINT: "interrupted (SIGINT)", syscall.SIGTERM: "stopped (SIGTERM)"}[tc.sig] + "; ",
+				"complete shards kept in " + staging, "rerun the same command to resume", "--restart"} {
+				if !strings.Contains("\n"+se.String(), want) {
 					t.Fatalf("stderr lacks %q:\n%s", want, se.String())
 				}
 			}
@@ -100,7 +102,7 @@ func TestSigtermKeepsShards(t *testing.T) {
 			if r.code != 0 || !strings.Contains(r.stderr, "resuming an interrupted run") {
 				t.Fatalf("rerun did not resume: %+v", r)
 			}
-			t.Logf("SIGTERM with %d shards complete; the rerun reused them", kept)
+			t.Logf("%v with %d shards complete; the rerun reused them", tc.sig, kept)
 			// The resumed run's summary counts the whole output, reused
 			// shards included.
 			if doc := lastJSON(t, r); doc["blobs"] != cleanDoc["blobs"] || doc["bytes"] != cleanDoc["bytes"] || doc["shards"] != cleanDoc["shards"] {

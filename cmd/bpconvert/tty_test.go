@@ -31,7 +31,10 @@ func startTmux(t *testing.T, args ...string) *tmuxRun {
 	for _, a := range args {
 		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
 	}
-	script := fmt.Sprintf("%s; echo $? > %s; sleep 60", strings.Join(quoted, " "), r.status)
+	// The shell traps SIGINT (a handler, which the program does not
+	// inherit, unlike an ignored signal) so that Ctrl-C stops only the
+	// program and its exit code is still written.
+	script := fmt.Sprintf("trap true INT; %s; echo $? > %s; sleep 60", strings.Join(quoted, " "), r.status)
 	cmd := exec.Command("tmux", "-S", r.sock, "new-session", "-d", "-s", "bp", "-x", "160", "-y", "60", "sh", "-c", script)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -171,5 +174,57 @@ func TestNoPromptWithoutTerminal(t *testing.T) {
 	}
 	if exists(dst) {
 		t.Fatal("DST written")
+	}
+}
+
+// TestCtrlCKeepsShards presses Ctrl-C in a terminal while convert-wds draws
+// its progress bar and has complete shards: the run exits 130, the plan and
+// the message each start a line of their own (not after a bar), the
+// message says how many
+// shards were kept and how to go on, and the same command then resumes from
+// them.
+func TestCtrlCKeepsShards(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("converts 240 MB twice; skipped with -short")
+	}
+	root := t.TempDir()
+	shards := wdsShards(t, root, 4, 60, 1<<20)
+	dst := filepath.Join(root, "dst")
+	args := append(append([]string{"convert-wds"}, shards...), dst, "--max-pack-bytes", "8MiB", "--yes")
+	r := startTmux(t, args...)
+	staging := filepath.Join(root, ".dst.bpconvert-staging")
+	for deadline := time.Now().Add(60 * time.Second); len(packShards(filepath.Join(staging, "media"))) < 2; {
+		if time.Now().After(deadline) || exists(dst) {
+			t.Fatalf("the run ended or stalled before 2 shards were complete:\n%s", r.screen())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.keys("C-c")
+	if code := r.exitCode(); code != 130 {
+		t.Fatalf("exit %d, want 130:\n%s", code, r.screen())
+	}
+	screen := r.screen()
+	if strings.Contains(screen, "]WebDataset at") || strings.Contains(screen, "]  ") {
+		t.Fatalf("the plan is glued to a progress bar:\n%s", screen)
+	}
+	var line string
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.Contains(l, "complete shards kept in") {
+			line = l
+		}
+	}
+	if !strings.HasPrefix(line, "bpconvert: interrupted (SIGINT); ") {
+		t.Fatalf("the message does not start a line of its own:\n%s", screen)
+	}
+	if !strings.Contains(screen, "rerun the same command to resume") || !strings.Contains(screen, "--restart") {
+		t.Fatalf("no way on is given:\n%s", screen)
+	}
+	if n := len(packShards(filepath.Join(staging, "media"))); n < 2 {
+		t.Fatalf("%d shards kept", n)
+	}
+	rr := bp(t, args...)
+	if rr.code != exitOK || !strings.Contains(rr.stderr, "resuming an interrupted run") {
+		t.Fatalf("rerun did not resume: %+v", rr)
 	}
 }

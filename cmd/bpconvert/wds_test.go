@@ -85,8 +85,8 @@ func TestWDSCLI(t *testing.T) {
 	})
 }
 
-// TestWDSKillAndRerun interrupts convert-wds with SIGINT (exit 130, nothing
-// left), then kills it with SIGKILL mid-conversion, re-runs
+// TestWDSKillAndRerun interrupts convert-wds with SIGINT before any shard is
+// complete (exit 130, nothing left to keep, so nothing left), then kills it with SIGKILL mid-conversion, re-runs
 // it into the same destination, and compares the result with a clean run.
 func TestWDSKillAndRerun(t *testing.T) {
 	t.Parallel()
@@ -107,7 +107,8 @@ func TestWDSKillAndRerun(t *testing.T) {
 	dst := filepath.Join(root, "dst")
 	staging := filepath.Join(root, ".dst.bpconvert-staging")
 
-	// SIGINT first: exit 130, and neither DST nor staging is left.
+	// SIGINT first, while the first shard is written: exit 130, and neither
+	// DST nor staging is left.
 	intr := exec.Command(binPath, "convert-wds", shard, dst, "--max-pack-bytes", "128MiB", "--yes")
 	if err := intr.Start(); err != nil {
 		t.Fatal(err)
