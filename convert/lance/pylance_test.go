@@ -208,6 +208,12 @@ func TestPylance14(t *testing.T) {
 			if tc.srcFlags != 0 && got.SourceFlags != tc.srcFlags {
 				t.Errorf("source reader flags %d, want %d: the fixture is not the shape the case is about", got.SourceFlags, tc.srcFlags)
 			}
+			if tc.lineage {
+				// What lance-inspect shows of the source and the output:
+				// every row, no hidden lineage column among the columns.
+				describeAll(t, src, version, got.Rows)
+				describeAll(t, filepath.Join(dst, TableDir), 1, got.Rows)
+			}
 			if len(got.Tags) > 0 || len(tc.tags) > 0 {
 				if !reflect.DeepEqual(got.Tags, tc.tags) {
 					t.Errorf("output tags %v, want %v", got.Tags, tc.tags)
@@ -231,6 +237,28 @@ func TestPylance14(t *testing.T) {
 				t.Errorf("verify --against compared %d payloads (%d kept URIs), want %d (%d)", rep.Against.Payloads, rep.Against.KeptURIs, tc.compared, tc.kept)
 			}
 		})
+	}
+}
+
+// describeAll describes version of dir as lance-inspect --rows does and
+// checks it shows rows rows and only schema columns.
+func describeAll(t *testing.T, dir string, version uint64, rows int) {
+	t.Helper()
+	ds, err := lancefmt.Open(t.Context(), dir, lancefmt.OpenOptions{Version: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := lancefmt.Describe(t.Context(), ds, lancefmt.DescribeOptions{Rows: rows + 1})
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	if d.NumRows != uint64(rows) || len(d.Rows) != rows {
+		t.Errorf("%s: described %d rows (%d shown), want %d", dir, d.NumRows, len(d.Rows), rows)
+	}
+	for _, c := range d.Columns {
+		if c.FieldID < 0 {
+			t.Errorf("%s: described a hidden column %+v", dir, c)
+		}
 	}
 }
 
