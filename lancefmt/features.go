@@ -72,9 +72,12 @@ type feature struct {
 // written; 5 is about writers). The refused bits are ones released Lance 14
 // builds refuse as well (6, 9, 12, 13, 15 as a reader bit, 16, 17), or
 // index features whose row addresses or covering columns a page-copying
-// rewrite would leave wrong (7, 10); pylance 14 writes 7 and 10 only for
-// indices the rewriter would then have to translate, so TestFeatureFlags
-// checks their refusal on manifests built for it.
+// rewrite would leave wrong (7, 10). pylance 14.0.2's Python API does not
+// set 7 or 10 on its own (compact_files(defer_index_remap=True) writes a
+// legacy fragment reuse index, which sets no bit; create_scalar_index takes
+// no covering columns), so TestFeatureTable checks every refusal on a
+// manifest built with the bit, and TestFeatureTableAgainstLance what Lance
+// does with each bit.
 var featureTable = [...]feature{
 	{flagDeletionFiles, "FLAG_DELETION_FILES", "deletion files", true, featureHandle, ""},
 	{flagStableRowIDs, "FLAG_STABLE_ROW_IDS", "stable row ids", true, featureHandle, ""},

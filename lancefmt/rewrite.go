@@ -75,6 +75,12 @@ type RewritePlan struct {
 	// DroppedBlobFiles lists the sidecar blob files (data/<file>/*.blob,
 	// relative to the dataset directory) that are not carried over.
 	DroppedBlobFiles []string
+	// StableRowIDs is true when the source uses stable row ids: the output
+	// keeps each row's id (_rowid) and row version numbers as they are.
+	StableRowIDs bool
+	// SpilledLineage counts the fragments whose row lineage Lance spilled
+	// to hidden data file columns; those columns are copied page for page.
+	SpilledLineage int
 }
 
 // FragmentPlan says how one fragment is rewritten.
@@ -300,7 +306,8 @@ func (d *Dataset) PlanRewrite(replace []string) (*RewritePlan, error) {
 // rewritten by a test hook instead of being refused.
 func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptorHook) (*RewritePlan, error) {
 	m := d.manifest
-	plan := &RewritePlan{Dataset: d.dir, SourceVersion: m.Version, Replace: append([]string(nil), replace...)}
+	plan := &RewritePlan{Dataset: d.dir, SourceVersion: m.Version, Replace: append([]string(nil), replace...),
+		StableRowIDs: m.ReaderFeatureFlags&flagStableRowIDs != 0}
 	replaced, err := d.replacedFields(replace, hooked)
 	if err != nil {
 		return nil, err
@@ -361,6 +368,9 @@ func (d *Dataset) replacedFields(replace []string, hooked map[string]blobDescrip
 // drops are added to plan.
 func (d *Dataset) planFragment(plan *RewritePlan, fr Fragment) (FragmentPlan, error) {
 	fp := FragmentPlan{ID: fr.ID, PhysicalRows: fr.PhysicalRows}
+	if slices.ContainsFunc(fr.Files, func(df DataFile) bool { return slices.ContainsFunc(df.Fields, isLineageField) }) {
+		plan.SpilledLineage++
+	}
 	for _, df := range fr.Files {
 		fp.Files = append(fp.Files, df.Path)
 		if err := d.planDataFile(plan, &fp, df); err != nil {

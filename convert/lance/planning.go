@@ -110,6 +110,14 @@ func (j *Job) plan() plan.Plan {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("index %q on %s is dropped: %s; %s", ix.Name, strings.Join(ix.Columns, ", "), ix.Reason, ix.Hint))
 		}
 	}
+	if j.rw.StableRowIDs {
+		lineage := ""
+		if n := j.rw.SpilledLineage; n > 0 {
+			lineage = fmt.Sprintf(" (the row lineage Lance spilled to data file columns in %s is copied with them)", plan.CountText(int64(n), "fragments"))
+		}
+		p.Notes = append(p.Notes, "Stable row ids are kept: each row's _rowid is the source's, and _row_created_at_version and "+
+			"_row_last_updated_at_version keep the source's version numbers"+lineage+".")
+	}
 	var keptTags, droppedTags []string
 	for _, t := range j.rw.Tags {
 		switch {

@@ -44,6 +44,7 @@ type py14Check struct {
 	Tags         map[string]uint64 `json:"tags"`
 	Indices      []string          `json:"indices"`
 	ReaderFlags  uint64            `json:"reader_flags"`
+	SourceFlags  uint64            `json:"source_reader_flags"`
 	FileVersions []string          `json:"file_versions"`
 	Problems     []string          `json:"problems"`
 }
@@ -68,6 +69,8 @@ func TestPylance14(t *testing.T) {
 		kept     int    // values left as their external URI (keep)
 		versions []string
 		flags    uint64 // the output's reader feature flags
+		srcFlags uint64 // the source's, when the case is about them
+		lineage  bool   // _rowid and the row versions must be the source's
 		kinds    map[lancefmt.BlobKind]int64
 		tags     map[string]uint64
 		indices  []string
@@ -95,7 +98,14 @@ func TestPylance14(t *testing.T) {
 		{name: "mixed", column: "img", compared: 14, members: 14, versions: []string{"2.0", "2.1", "2.2"}, flags: 1 | 0x100,
 			plan: []string{"data files of file versions 2.0, 2.1, 2.2 (each kept at its own version)"}},
 		{name: "kitchen", column: "img", compared: 14, members: 14, versions: []string{"2.1"}, flags: 1 | 2,
-			indices: []string{"id_idx", "s_idx"}},
+			indices: []string{"id_idx", "s_idx"}, lineage: true, plan: []string{"Stable row ids are kept: each row's _rowid is the source's"}},
+		// Row lineage spilled to hidden data file columns (reader flags
+		// 2050: stable row ids and spilled row lineage): the columns are
+		// copied, so _rowid keeps its values, alone in a data file or not.
+		{name: "spilled_lineage", column: "payload", compared: 26, members: 26, versions: []string{"2.2"}, flags: 2 | 2048, srcFlags: 2050,
+			lineage: true, plan: []string{"spilled to data file columns in 1 fragment is copied"}},
+		{name: "spilled_update", column: "payload", compared: 35, members: 35, versions: []string{"2.2"}, flags: 1 | 2 | 2048, srcFlags: 2051,
+			lineage: true, plan: []string{"spilled to data file columns in 3 fragments is copied"}},
 		{name: "tagged", column: "img", compared: 10, members: 10, versions: []string{"2.2"},
 			tags: map[string]uint64{"second": 1, "also_second": 1}, plan: []string{`"first" (version 1)`, `"also_second", "second"`}},
 		{name: "tagged", column: "img", version: 1, compared: 5, members: 5, versions: []string{"2.2"},
@@ -171,7 +181,7 @@ func TestPylance14(t *testing.T) {
 				}
 				version = ds.Version()
 			}
-			opt, _ := json.Marshal(map[string]any{"extracted": []string{tc.column}, "kept_uris": tc.keep})
+			opt, _ := json.Marshal(map[string]any{"extracted": []string{tc.column}, "kept_uris": tc.keep, "lineage": tc.lineage})
 			cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "lance14", "check.py"), src, strconv.FormatUint(version, 10), dst, string(opt))
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -194,6 +204,15 @@ func TestPylance14(t *testing.T) {
 			}
 			if got.ReaderFlags != tc.flags {
 				t.Errorf("output reader flags %d, want %d", got.ReaderFlags, tc.flags)
+			}
+			if tc.srcFlags != 0 && got.SourceFlags != tc.srcFlags {
+				t.Errorf("source reader flags %d, want %d: the fixture is not the shape the case is about", got.SourceFlags, tc.srcFlags)
+			}
+			if tc.lineage {
+				// What lance-inspect shows of the source and the output:
+				// every row, no hidden lineage column among the columns.
+				describeAll(t, src, version, got.Rows)
+				describeAll(t, filepath.Join(dst, TableDir), 1, got.Rows)
 			}
 			if len(got.Tags) > 0 || len(tc.tags) > 0 {
 				if !reflect.DeepEqual(got.Tags, tc.tags) {
@@ -218,6 +237,28 @@ func TestPylance14(t *testing.T) {
 				t.Errorf("verify --against compared %d payloads (%d kept URIs), want %d (%d)", rep.Against.Payloads, rep.Against.KeptURIs, tc.compared, tc.kept)
 			}
 		})
+	}
+}
+
+// describeAll describes version of dir as lance-inspect --rows does and
+// checks it shows rows rows and only schema columns.
+func describeAll(t *testing.T, dir string, version uint64, rows int) {
+	t.Helper()
+	ds, err := lancefmt.Open(t.Context(), dir, lancefmt.OpenOptions{Version: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := lancefmt.Describe(t.Context(), ds, lancefmt.DescribeOptions{Rows: rows + 1})
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	if d.NumRows != uint64(rows) || len(d.Rows) != rows {
+		t.Errorf("%s: described %d rows (%d shown), want %d", dir, d.NumRows, len(d.Rows), rows)
+	}
+	for _, c := range d.Columns {
+		if c.FieldID < 0 {
+			t.Errorf("%s: described a hidden column %+v", dir, c)
+		}
 	}
 }
 
