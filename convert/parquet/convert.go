@@ -20,8 +20,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
@@ -426,7 +428,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	} else {
 		kept = nil
 	}
-	tw, err := tc.createWriter(out, outSchema, md.Schema.Root().Name(), codecs)
+	tw, err := tc.createWriter(out, outSchema, pf, codecs, func(name string) bool { return tree[name] == nil })
 	if err != nil {
 		return err
 	}
@@ -494,8 +496,10 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		if err != nil {
 			return err
 		}
-		err = fw.WriteBuffered(outRec)
+		wrec := forWriter(outRec, tw.schema)
 		outRec.Release()
+		err = fw.WriteBuffered(wrec)
+		wrec.Release()
 		if err != nil {
 			return fmt.Errorf("parquet: %s: row group %d: %w", t.Rel, rg, err)
 		}
@@ -520,32 +524,72 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 type tableWriter struct {
 	f          *atomicfile.File
 	fw         *pqarrow.FileWriter
+	schema     *arrow.Schema // the writer's: outSchema with pinned leaves
 	writerOpen bool
 }
 
+// nullBytes reports whether the output leaf c of top-level column root is
+// the bytes of a selected media struct kept in place (then null).
+func (tc *tableConv) nullBytes(root string, c *schema.Column) bool {
+	if tc.opts.Media == MediaString {
+		return false
+	}
+	p := c.ColumnPath()
+	if len(p) == 0 || p[len(p)-1] != "bytes" {
+		return false
+	}
+	for _, sp := range tc.paths {
+		if sp[0] == root {
+			return true
+		}
+	}
+	return false
+}
+
 // createWriter creates the output table out (which must not exist) for
-// outSchema: parquet root rootName, the codec of each top-level column from
-// codecs (snappy for columns it does not name), the key-value metadata
-// outSchema's (the Arrow schema among them, when stored).
-func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName string, codecs map[string]compress.Compression) (*tableWriter, error) {
+// outSchema, in the likeness of the source pf: the same parquet
+// root name, the codec of each top-level column from codecs (snappy for
+// columns it does not name), the same parquet annotations for the columns
+// kept whole (see writerFields), a page index for the columns whose
+// chunks had one, the key-value metadata outSchema's (the Arrow schema
+// among them, when stored).
+func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, pf *file.Reader, codecs map[string]compress.Compression, kept func(string) bool) (*tableWriter, error) {
 	mem := tc.opts.Allocator
+	md := pf.MetaData()
 	props := []pq.WriterProperty{
 		pq.WithAllocator(mem),
-		pq.WithStoreDecimalAsInteger(true), // decimals of precision <= 18 as INT32/INT64, as most writers store them
+		// decimals of precision <= 18 as INT32/INT64 or as fixed-length
+		// byte arrays, as the source has them
+		pq.WithStoreDecimalAsInteger(decimalsAsIntegers(md.Schema)),
 		pq.WithMaxRowGroupLength(math.MaxInt32),
-		pq.WithRootName(rootName),
+		pq.WithRootName(md.Schema.Root().Name()),
 		pq.WithCompression(compress.Codecs.Snappy),
 		pq.WithPageIndexEnabled(tc.pageIndex),
 	}
-	var aprops []pqarrow.WriterOption
-	aprops = append(aprops, pqarrow.WithAllocator(mem))
-	outPQ, err := pqarrow.ToParquet(outSchema, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	meta := outSchema.Metadata()
+	ws := arrow.NewSchema(writerFields(outSchema.Fields(), md.Schema, kept, pq.NewWriterProperties(props...)), &meta)
+	aprops := []pqarrow.WriterOption{pqarrow.WithAllocator(mem)}
+	outPQ, err := pqarrow.ToParquet(ws, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
 	if err != nil {
 		return nil, fmt.Errorf("parquet: %s: output schema: %w", tc.t.Rel, err)
 	}
+	indexed, allNull := sourceLeafProps(pf)
 	for i := 0; i < outPQ.NumColumns(); i++ {
-		if c, ok := codecs[outPQ.ColumnRoot(i).Name()]; ok {
-			props = append(props, pq.WithCompressionFor(outPQ.Column(i).ColumnPath().String(), c))
+		c := outPQ.Column(i)
+		p := c.ColumnPath().String()
+		if codec, ok := codecs[outPQ.ColumnRoot(i).Name()]; ok {
+			props = append(props, pq.WithCompressionFor(p, codec))
+		}
+		if md.Schema.ColumnIndexByName(p) >= 0 { // else as the table's other columns
+			props = append(props, pq.WithPageIndexEnabledFor(p, indexed[p]))
+		}
+		// arrow-go drops the column index of a repeated, dictionary
+		// encoded leaf with a page of nulls only (it counts its values
+		// wrong); such leaves are written without a dictionary: a kept
+		// media struct's bytes (all null) and leaves the source has a
+		// page of nulls only in.
+		if c.MaxRepetitionLevel() > 0 && (allNull[p] || tc.nullBytes(outPQ.ColumnRoot(i).Name(), c)) {
+			props = append(props, pq.WithDictionaryFor(p, false))
 		}
 	}
 
@@ -559,12 +603,12 @@ func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, rootName 
 	if err != nil {
 		return nil, err
 	}
-	fw, err := pqarrow.NewFileWriter(outSchema, noCloser{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	fw, err := pqarrow.NewFileWriter(ws, noCloser{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
 	if err != nil {
 		f.Abort()
 		return nil, fmt.Errorf("parquet: %s: %w", tc.t.Rel, err)
 	}
-	return &tableWriter{f: f, fw: fw, writerOpen: true}, nil
+	return &tableWriter{f: f, fw: fw, schema: ws, writerOpen: true}, nil
 }
 
 // commit closes the writer and renames the file into place; name is the
