@@ -392,14 +392,15 @@ func (v *verifier) resolve(ref string) string {
 	if !e.shards[shard] {
 		return fmt.Sprintf("shard %s is not a pack shard", shardPath)
 	}
-	m, err := e.set.Stat(key)
-	if err != nil {
-		return fmt.Sprintf("member %q is not in %s", key, shardPath)
+	// The member of the shard the reference names, even where another
+	// shard holds the key too (the pack check reports that key).
+	if _, err := e.set.Stat(packcore.FormatRef(key, shard)); err == nil {
+		return ""
 	}
-	if m.Shard != shard {
+	if m, err := e.set.Stat(key); err == nil {
 		return fmt.Sprintf("member %q is in %s, not in %s", key, path.Join(path.Dir(shardPath), m.Shard), shardPath)
 	}
-	return ""
+	return fmt.Sprintf("member %q is not in %s", key, shardPath)
 }
 
 // shardRel returns the shard path, relative to root, of a reference's
