@@ -33,6 +33,10 @@ type SetOptions struct {
 	// RefBase is the directory references must name (default: the pack
 	// directory's base name). "." accepts references with any directory.
 	RefBase string
+	// SkipDirs leaves out a directory named like a shard (*.zip) beside
+	// the shards, which OpenSet otherwise refuses: Verify reports it, and
+	// the references into the other shards are still checked.
+	SkipDirs bool
 }
 
 // Member is one blob of a pack set.
@@ -83,7 +87,12 @@ func OpenSet(p string, opts SetOptions) (*Set, error) {
 	}
 	dir, names := p, []string(nil)
 	if st.IsDir() {
-		if names, err = ListShards(p); err != nil {
+		if opts.SkipDirs {
+			names, _, err = listShards(p)
+		} else {
+			names, err = ListShards(p)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if len(names) == 0 {

@@ -53,7 +53,8 @@ func Verify(ctx context.Context, path string) (*VerifyReport, error) {
 	}
 	dir, names := path, []string(nil)
 	if st.IsDir() {
-		names, err = ListShards(path)
+		// A directory named like a shard is opened as one, and reported.
+		names, err = ShardEntries(path)
 		if err != nil {
 			return nil, err
 		}
