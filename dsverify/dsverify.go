@@ -348,7 +348,7 @@ func (v *verifier) set(dir string) *setEntry {
 	if v.store != nil {
 		e.set, e.err = packcore.OpenSetIn(v.ctx, v.store, v.storeName(dir), packcore.SetOptions{RefBase: "."})
 	} else {
-		e.set, e.err = packcore.OpenSet(filepath.Join(v.root, filepath.FromSlash(dir)), packcore.SetOptions{RefBase: "."})
+		e.set, e.err = packcore.OpenSet(filepath.Join(v.root, filepath.FromSlash(dir)), packcore.SetOptions{RefBase: ".", SkipDirs: true})
 	}
 	if e.set != nil {
 		for _, s := range e.set.Shards() {
@@ -392,14 +392,15 @@ func (v *verifier) resolve(ref string) string {
 	if !e.shards[shard] {
 		return fmt.Sprintf("shard %s is not a pack shard", shardPath)
 	}
-	m, err := e.set.Stat(key)
-	if err != nil {
-		return fmt.Sprintf("member %q is not in %s", key, shardPath)
+	// The member of the shard the reference names, even where another
+	// shard holds the key too (the pack check reports that key).
+	if _, err := e.set.Stat(packcore.FormatRef(key, shard)); err == nil {
+		return ""
 	}
-	if m.Shard != shard {
+	if m, err := e.set.Stat(key); err == nil {
 		return fmt.Sprintf("member %q is in %s, not in %s", key, path.Join(path.Dir(shardPath), m.Shard), shardPath)
 	}
-	return ""
+	return fmt.Sprintf("member %q is not in %s", key, shardPath)
 }
 
 // shardRel returns the shard path, relative to root, of a reference's
@@ -471,6 +472,7 @@ func tableFormat(name string) string {
 // entries (staging directories, the run record) are skipped, and so is the
 // inside of Lance datasets and pack directories.
 func discover(root string) (packDirs []string, tables []tableFile, err error) {
+	isPack := map[string]bool{}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -489,12 +491,17 @@ func discover(root string) (packDirs []string, tables []tableFile, err error) {
 				tables = append(tables, tableFile{rel, "lance"})
 				return filepath.SkipDir
 			}
-			shards, err := packcore.ListShards(p)
+			if strings.HasSuffix(name, ".zip") && isPack[path.Dir(rel)] {
+				// named like a shard: the pack check reports it
+				return filepath.SkipDir
+			}
+			shards, err := packcore.ShardEntries(p)
 			if err != nil {
 				return err
 			}
 			if len(shards) > 0 {
 				packDirs = append(packDirs, rel)
+				isPack[rel] = true
 			}
 			return nil
 		}

@@ -290,29 +290,43 @@ func decodeCP437(b []byte) string {
 	return sb.String()
 }
 
-// localHeader is the part of a local file header a reader checks.
+// localHeader is the part of a local file header a reader checks. Name and
+// Extra are nil when the bytes parsed do not hold them.
 type localHeader struct {
-	Flags    uint16
-	Method   uint16
-	NameLen  int
-	ExtraLen int
-	Name     []byte
+	Flags          uint16
+	Method         uint16
+	CRC32          uint32
+	CompressedSize int64 // as recorded: 0xFFFFFFFF when in the zip64 extra field
+	Size           int64
+	NameLen        int
+	ExtraLen       int
+	Name           []byte
+	Extra          []byte
 }
 
-// parseLocalHeader decodes the fixed part and name of a local header from b,
-// which must hold at least localLen bytes.
+// headerLen is the local header's length: fixed part, name and extra field.
+func (h *localHeader) headerLen() int64 { return localLen + int64(h.NameLen) + int64(h.ExtraLen) }
+
+// parseLocalHeader decodes the fixed part, name and extra field of a local
+// header from b, which must hold at least localLen bytes.
 func parseLocalHeader(b []byte) (localHeader, error) {
 	if len(b) < localLen || binary.LittleEndian.Uint32(b) != sigLocal {
 		return localHeader{}, fmt.Errorf("%w: no local file header", ErrFormat)
 	}
 	h := localHeader{
-		Flags:    binary.LittleEndian.Uint16(b[6:]),
-		Method:   binary.LittleEndian.Uint16(b[8:]),
-		NameLen:  int(binary.LittleEndian.Uint16(b[26:])),
-		ExtraLen: int(binary.LittleEndian.Uint16(b[28:])),
+		Flags:          binary.LittleEndian.Uint16(b[6:]),
+		Method:         binary.LittleEndian.Uint16(b[8:]),
+		CRC32:          binary.LittleEndian.Uint32(b[14:]),
+		CompressedSize: int64(binary.LittleEndian.Uint32(b[18:])),
+		Size:           int64(binary.LittleEndian.Uint32(b[22:])),
+		NameLen:        int(binary.LittleEndian.Uint16(b[26:])),
+		ExtraLen:       int(binary.LittleEndian.Uint16(b[28:])),
 	}
 	if len(b) >= localLen+h.NameLen {
 		h.Name = b[localLen : localLen+h.NameLen]
+	}
+	if end := localLen + h.NameLen + h.ExtraLen; len(b) >= end {
+		h.Extra = b[localLen+h.NameLen : end]
 	}
 	return h, nil
 }

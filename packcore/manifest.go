@@ -109,29 +109,50 @@ func HashShards(ctx context.Context, dir string) ([]ShardInfo, error) {
 // directory named *.zip beside them is refused, naming it: a pack read
 // without one of its shards would be read in part, silently.
 func ListShards(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
+	names, irregular, err := listShards(dir)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	var sub string
+	if len(irregular) > 0 && len(names) > 0 {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Join(dir, irregular[0]), Err: srcfile.CheckMode(fs.ModeDir)}
+	}
+	return names, nil
+}
+
+// ShardEntries returns every entry directly inside dir named like a shard
+// (*.zip, not hidden), whatever its type, in shard order: what Verify
+// checks, so that a directory named like a shard is reported as a problem
+// of the pack, and the other shards are still checked.
+func ShardEntries(dir string) ([]string, error) {
+	names, irregular, err := listShards(dir)
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, irregular...)
+	sortShardNames(names)
+	return names, nil
+}
+
+// listShards returns the *.zip files directly inside dir in shard order,
+// and the directories named *.zip there.
+func listShards(dir string) (names, dirs []string, err error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), ".zip") || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
 		if e.IsDir() {
-			if sub == "" {
-				sub = e.Name()
-			}
+			dirs = append(dirs, e.Name())
 			continue
 		}
 		names = append(names, e.Name())
 	}
-	if sub != "" && len(names) > 0 {
-		return nil, &fs.PathError{Op: "open", Path: filepath.Join(dir, sub), Err: srcfile.CheckMode(fs.ModeDir)}
-	}
 	sortShardNames(names)
-	return names, nil
+	sortShardNames(dirs)
+	return names, dirs, nil
 }
 
 // ctxReader stops a copy when its context is cancelled.

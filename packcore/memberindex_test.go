@@ -34,16 +34,21 @@ func TestMemberIndex(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			x, dup := buildMemberIndex(tc.shards)
+			x := buildMemberIndex(tc.shards)
 			if tc.dup[0] != "" {
-				if dup == nil || dup[0].shard.name != tc.dup[0] || dup[1].shard.name != tc.dup[1] ||
-					dup[0].shard.dir.Entries[dup[0].i].Name != dup[1].shard.dir.Entries[dup[1].i].Name || dup[0] == dup[1] {
-					t.Fatalf("duplicate: %+v, want in %v", dup, tc.dup)
+				locs := x.dups["x"]
+				if len(x.dups) != 1 || len(locs) != 2 || locs[0].shard.name != tc.dup[0] || locs[1].shard.name != tc.dup[1] || locs[0] == locs[1] {
+					t.Fatalf("duplicates: %+v, want x in %v", x.dups, tc.dup)
+				}
+				for _, l := range locs {
+					if got, ok := x.findIn(tc.shards, "x", l.shard); !ok || got.shard != l.shard || l.shard.dir.Entries[got.i].Name != "x" {
+						t.Fatalf("findIn(x, %s) = %+v %v", l.shard.name, got, ok)
+					}
 				}
 				return
 			}
-			if dup != nil {
-				t.Fatalf("duplicate reported: %+v", dup)
+			if x.dups != nil {
+				t.Fatalf("duplicate reported: %+v", x.dups)
 			}
 			n := 0
 			for _, sf := range tc.shards {

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -32,6 +33,10 @@ type SetOptions struct {
 	// RefBase is the directory references must name (default: the pack
 	// directory's base name). "." accepts references with any directory.
 	RefBase string
+	// SkipDirs leaves out a directory named like a shard (*.zip) beside
+	// the shards, which OpenSet otherwise refuses: Verify reports it, and
+	// the references into the other shards are still checked.
+	SkipDirs bool
 }
 
 // Member is one blob of a pack set.
@@ -73,7 +78,8 @@ type shardFile struct {
 }
 
 // OpenSet opens a pack directory, or a single shard file, and indexes every
-// member. A key present in two shards is an error.
+// member. A key present in two shards is read by a reference that names its
+// shard; the bare key is refused as ambiguous (ErrDuplicateKey).
 func OpenSet(p string, opts SetOptions) (*Set, error) {
 	st, err := os.Stat(p)
 	if err != nil {
@@ -81,7 +87,12 @@ func OpenSet(p string, opts SetOptions) (*Set, error) {
 	}
 	dir, names := p, []string(nil)
 	if st.IsDir() {
-		if names, err = ListShards(p); err != nil {
+		if opts.SkipDirs {
+			names, _, err = listShards(p)
+		} else {
+			names, err = ListShards(p)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if len(names) == 0 {
@@ -108,23 +119,43 @@ func OpenSet(p string, opts SetOptions) (*Set, error) {
 		s.shards = append(s.shards, sf)
 		s.byName[name] = sf
 	}
-	if err := s.indexMembers(); err != nil {
-		return nil, err
-	}
+	s.indexMembers()
 	return s, nil
 }
 
 // indexMembers builds the set's member index once its shards are open. A
-// key in two shards is an error wrapping ErrDuplicateKey, and closes the
-// set.
-func (s *Set) indexMembers() error {
-	index, dup := buildMemberIndex(s.shards)
-	if dup != nil {
-		s.Close()
-		return fmt.Errorf("%w: %q in %s and %s", ErrDuplicateKey, cutName(dup[1].shard.dir.Entries[dup[1].i].Name), dup[0].shard.name, dup[1].shard.name)
+// key that several shards hold is indexed at each: a reference that names
+// its shard reads it there, the bare key is ambiguous (see resolve and
+// Unique).
+func (s *Set) indexMembers() {
+	s.index = buildMemberIndex(s.shards)
+}
+
+// Unique returns nil when no key is in two shards, else an error wrapping
+// ErrDuplicateKey that names the first such key, in shard order, and its
+// shards. A set opens whatever its keys; a command that handles every
+// member by its key alone (unpack) calls Unique first.
+func (s *Set) Unique() error {
+	if len(s.index.dups) == 0 {
+		return nil
 	}
-	s.index = index
+	for _, sf := range s.shards {
+		for i := range sf.dir.Entries {
+			if locs, ok := s.index.dups[sf.dir.Entries[i].Name]; ok {
+				return s.dupError(sf.dir.Entries[i].Name, locs)
+			}
+		}
+	}
 	return nil
+}
+
+// dupError is the error for a key that the shards at locs all hold.
+func (s *Set) dupError(key string, locs []memberLoc) error {
+	names := make([]string, len(locs))
+	for i, l := range locs {
+		names[i] = l.shard.name
+	}
+	return fmt.Errorf("%w: %q is in %s", ErrDuplicateKey, cutName(key), strings.Join(names, " and "))
 }
 
 // openShard opens the shard file p (a regular file: a FIFO is refused, not
@@ -225,9 +256,12 @@ func (s *Set) Ref(m Member) string {
 
 // resolve finds a member by bare key or by reference. A reference must name
 // this set's directory (unless the set accepts any), one of its shards, and
-// a key stored in that shard.
+// a key stored in that shard; a bare key must be in one shard only.
 func (s *Set) resolve(refOrKey string) (memberLoc, error) {
 	if !IsRef(refOrKey) {
+		if locs, ok := s.index.dups[refOrKey]; ok {
+			return memberLoc{}, fmt.Errorf("%w: a reference naming one of its shards reads it", s.dupError(refOrKey, locs))
+		}
 		loc, ok := s.index.find(s.shards, refOrKey)
 		if !ok {
 			return memberLoc{}, fmt.Errorf("%w: key %q", ErrNotFound, refOrKey)
@@ -246,8 +280,8 @@ func (s *Set) resolve(refOrKey string) (memberLoc, error) {
 	if !ok {
 		return memberLoc{}, fmt.Errorf("%w: reference %q names shard %q", ErrNotFound, refOrKey, shard)
 	}
-	loc, ok := s.index.find(s.shards, key)
-	if !ok || loc.shard != sf {
+	loc, ok := s.index.findIn(s.shards, key, sf)
+	if !ok {
 		return memberLoc{}, fmt.Errorf("%w: reference %q: key not in shard %s", ErrNotFound, refOrKey, shard)
 	}
 	return loc, nil
@@ -343,11 +377,12 @@ func (sf *shardFile) fetch(i int, buf []byte) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			rel := start - e.HeaderOffset
-			copy(buf, all[rel:rel+e.Size])
-			return buf, nil
-		}
-		if sf.remote {
+			if rel := start - e.HeaderOffset; rel+e.Size <= int64(len(all)) {
+				copy(buf, all[rel:rel+e.Size])
+				return buf, nil
+			}
+			off = start // a long extra field: the payload is read below
+		} else if sf.remote {
 			// A request costs more than a copy: header and payload are
 			// fetched together here too.
 			all := make([]byte, want)
@@ -358,13 +393,16 @@ func (sf *shardFile) fetch(i int, buf []byte) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			rel := start - e.HeaderOffset
-			copy(buf, all[rel:rel+e.Size])
-			return buf, nil
-		}
-		var err error
-		if off, err = sf.readHeader(i); err != nil {
-			return nil, err
+			if rel := start - e.HeaderOffset; rel+e.Size <= int64(len(all)) {
+				copy(buf, all[rel:rel+e.Size])
+				return buf, nil
+			}
+			off = start
+		} else {
+			var err error
+			if off, err = sf.readHeader(i); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if _, err := sf.r.ReadAt(buf, off); err != nil && !(errors.Is(err, io.EOF) && e.Size == 0) {
@@ -397,23 +435,29 @@ func (sf *shardFile) readHeader(i int) (int64, error) {
 	return sf.checkHeader(i, hdr)
 }
 
-// checkHeader validates a member's local header (its first bytes in hdr) and
-// returns and caches the payload offset.
+// checkHeader validates a member's local header (its first bytes in hdr;
+// the rest is read when hdr does not hold the whole header) by
+// localProblem, and returns and caches the payload offset.
 func (sf *shardFile) checkHeader(i int, hdr []byte) (int64, error) {
-	e := sf.dir.Entries[i]
+	e := &sf.dir.Entries[i]
 	h, err := parseLocalHeader(hdr)
 	if err != nil {
 		return 0, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
 	}
-	switch {
-	case h.Name == nil || (string(h.Name) != e.Name && decodeName(h.Name, h.Flags) != e.Name):
-		return 0, fmt.Errorf("%s:%s: %w: local header name mismatch", sf.name, cutName(e.Name), ErrFormat)
-	case h.Method != methodStored:
-		return 0, fmt.Errorf("%s:%s: %w: local header is not STORED", sf.name, cutName(e.Name), ErrFormat)
-	case h.Flags&(flagEncrypted|flagStrongEnc) != 0:
-		return 0, fmt.Errorf("%s:%s: %w: encrypted", sf.name, cutName(e.Name), ErrFormat)
+	if int64(len(hdr)) < h.headerLen() && e.HeaderOffset+h.headerLen() <= sf.bounds[i] {
+		// An extra field longer than the slack read with the header.
+		full := make([]byte, h.headerLen())
+		if _, err := sf.r.ReadAt(full, e.HeaderOffset); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
+		}
+		if h, err = parseLocalHeader(full); err != nil {
+			return 0, fmt.Errorf("%s:%s: %w", sf.name, cutName(e.Name), err)
+		}
 	}
-	start := e.HeaderOffset + localLen + int64(h.NameLen) + int64(h.ExtraLen)
+	if reason := localProblem(e, &h); reason != "" {
+		return 0, fmt.Errorf("%s:%s: %w: %s", sf.name, cutName(e.Name), ErrFormat, reason)
+	}
+	start := e.HeaderOffset + h.headerLen()
 	if start+e.Size > sf.bounds[i] {
 		return 0, fmt.Errorf("%s:%s: %w: payload runs past the next member or the directory", sf.name, cutName(e.Name), ErrFormat)
 	}

@@ -175,14 +175,55 @@ func TestReaderResolution(t *testing.T) {
 	}
 }
 
-func TestReaderRejectsDuplicatesAcrossShards(t *testing.T) {
+// TestDuplicateKeyAcrossShards: in a pack where two shards hold the key
+// same.bin (two packs written apart, the second's shard renamed into the
+// first's directory), a reference reads the member of the shard it names,
+// the bare key is refused as ambiguous, Unique names the key and Verify
+// reports it.
+func TestDuplicateKeyAcrossShards(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	writePack(t, dir, WriterOptions{}, mixedMembers[:2])
-	b, _ := os.ReadFile(filepath.Join(dir, "pack-0000.zip"))
-	os.WriteFile(filepath.Join(dir, "pack-0001.zip"), b, 0o644)
-	if _, err := OpenSet(dir, SetOptions{}); !errors.Is(err, ErrDuplicateKey) {
-		t.Fatalf("duplicate across shards: %v", err)
+	dir, other := filepath.Join(t.TempDir(), "media"), t.TempDir()
+	writePack(t, dir, WriterOptions{}, []member{{key: "a.bin", data: []byte("a")}, {key: "same.bin", data: []byte("first")}})
+	writePack(t, other, WriterOptions{NoManifest: true}, []member{{key: "same.bin", data: []byte("second")}, {key: "b.bin", data: []byte("b")}})
+	if err := os.Rename(filepath.Join(other, "pack-0000.zip"), filepath.Join(dir, "pack-0001.zip")); err != nil {
+		t.Fatal(err)
+	}
+	set, err := OpenSet(dir, SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	for ref, want := range map[string]string{
+		"zip://same.bin::media/pack-0000.zip": "first",
+		"zip://same.bin::media/pack-0001.zip": "second",
+		"a.bin":                               "a",
+		"zip://b.bin::media/pack-0001.zip":    "b",
+	} {
+		if b, err := set.Read(ref); err != nil || string(b) != want {
+			t.Errorf("Read(%s) = %q, %v; want %q", ref, b, err, want)
+		}
+		if m, err := set.Stat(ref); err != nil || m.Size != int64(len(want)) {
+			t.Errorf("Stat(%s) = %+v, %v", ref, m, err)
+		}
+	}
+	if _, err := set.Read("same.bin"); !errors.Is(err, ErrDuplicateKey) || !strings.Contains(err.Error(), `"same.bin" is in pack-0000.zip and pack-0001.zip`) {
+		t.Errorf("bare key: %v, want ErrDuplicateKey naming both shards", err)
+	}
+	if _, err := set.Read("zip://a.bin::media/pack-0001.zip"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a key in the other shard: %v", err)
+	}
+	if err := set.Unique(); !errors.Is(err, ErrDuplicateKey) || !strings.Contains(err.Error(), "same.bin") {
+		t.Errorf("Unique: %v", err)
+	}
+	if set.Len() != 4 {
+		t.Errorf("Len = %d, want 4", set.Len())
+	}
+	rep, err := Verify(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := strings.Join(rep.Problems, "\n"); !strings.Contains(all, "pack-0001.zip:same.bin: duplicate key (also in pack-0000.zip)") {
+		t.Errorf("verify problems:\n%s", all)
 	}
 }
 

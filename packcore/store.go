@@ -153,9 +153,7 @@ func OpenSetIn(ctx context.Context, s objstore.Store, name string, opts SetOptio
 		set.shards = append(set.shards, sf)
 		set.byName[base] = sf
 	}
-	if err := set.indexMembers(); err != nil {
-		return nil, err
-	}
+	set.indexMembers()
 	return set, nil
 }
 

@@ -58,6 +58,9 @@ func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
 	}
 	defer set.Close()
 	m, err := set.Stat(name)
+	if errors.Is(err, packcore.ErrDuplicateKey) {
+		return nil, &hintError{err: fmt.Errorf("cat: %w", err), hint: "bpconvert ls --json DIR lists each member with its reference, which names its shard"}
+	}
 	if err != nil {
 		return nil, &hintError{err: fmt.Errorf("cat: %w", err), hint: "bpconvert ls DIR lists the keys"}
 	}

@@ -53,6 +53,11 @@ func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, &inputError{err: fmt.Errorf("unpack: %w", err)}
 	}
 	defer set.Close()
+	// Members are extracted by key: a key in two shards would be two files
+	// of one name.
+	if err := set.Unique(); err != nil {
+		return nil, &inputError{err: fmt.Errorf("unpack: %s: %w", pos[0], err)}
+	}
 	// Check every key before writing anything: each must be a safe relative
 	// path, and no key may be a directory of another. The set's index is
 	// the only index of keys: no list of members is built (for 200,000

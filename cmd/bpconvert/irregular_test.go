@@ -87,7 +87,7 @@ func TestIrregularInputs(t *testing.T) {
 		kinds []irregularKind
 	}{
 		{"verify: a shard", "packs/pack-0001.zip", []string{"verify", "ROOT/packs"}, exitFailure, fileKinds},
-		{"verify: a shard as a directory", "packs/pack-0001.zip", []string{"verify", "ROOT/packs"}, exitInvalid, []irregularKind{kindDir}},
+		{"verify: a shard as a directory", "packs/pack-0001.zip", []string{"verify", "ROOT/packs"}, exitFailure, []irregularKind{kindDir}},
 		{"verify: a manifest", "packs/pack.manifest.json", []string{"verify", "ROOT/packs"}, exitFailure, allKinds},
 		{"verify: a table", "wds/samples.parquet", []string{"verify", "ROOT/wds"}, exitFailure, fileKinds},
 		{"verify: a Lance data file", "lance/table.lance/data/DATA", []string{"verify", "ROOT/lance"}, exitFailure, allKinds},
