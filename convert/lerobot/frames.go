@@ -211,8 +211,10 @@ func readFrames(ctx context.Context, p string, rename func(string) (string, erro
 	}
 	defer tbl.Release()
 	schema := tbl.Schema()
-	if schema.NumFields() < 3 || !framesSchema(nil).Equal(arrow.NewSchema(schema.Fields()[:3], nil)) {
-		return nil, nil, fmt.Errorf("%s: not a frames table (%s)", p, schema)
+	for i, want := range framesSchema(nil).Fields() {
+		if i >= schema.NumFields() || schema.Field(i).Name != want.Name || !arrow.TypeEqual(schema.Field(i).Type, want.Type) {
+			return nil, nil, fmt.Errorf("%s: not a frames table: column %d is not %s %s", p, i, want.Name, want.Type)
+		}
 	}
 	var keys []string
 	for _, fd := range schema.Fields()[3:] {
