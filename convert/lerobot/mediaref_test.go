@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 // mediaRefCheck is what testdata/mediaref_check.py reports.
@@ -84,7 +86,8 @@ func recipe(t *testing.T) string {
 }
 
 // TestMediaRefFrames converts fixtures of every layout (v2.x one file per
-// episode; v3.0 cut per episode and packed whole; B-frames; streams that
+// episode; v3.0 cut per episode and packed whole; H.264 with and without
+// B-frames, HEVC, AV1 (v2.0's wrist camera), MPEG-4 part 2; streams that
 // start 1.5 s after 0; 30 fps, whose frame times are not whole nanoseconds;
 // the Lance-stored twin) and decodes 100 random (episode, camera, frame)
 // cells of the frames table through MediaRef and through the docs' recipe,
@@ -103,6 +106,7 @@ func TestMediaRefFrames(t *testing.T) {
 		{name: "v2.0", src: "v2.0"},
 		{name: "v2.1 B-frames", src: "v2.1"},
 		{name: "v2.1 30 fps", src: "v2.1-30fps"},
+		{name: "v2.1 HEVC", src: "v2.1-hevc"},
 		{name: "v3.0 cut and whole", src: "v3.0"},
 		{name: "v3.0 whole", src: "v3.0", noSplit: true},
 		{name: "v3.0 offset", src: "v3.0-offset"},
@@ -112,6 +116,9 @@ func TestMediaRefFrames(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			src := dataset(t, tc.src)
+			if _, err := os.Stat(src); err != nil {
+				testtool.Missing(t, "no "+tc.src+" fixture: this ffmpeg has no libx265")
+			}
 			in := src
 			if tc.lance {
 				in = lanceTwin(t)
@@ -122,6 +129,9 @@ func TestMediaRefFrames(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := filepath.Join(t.TempDir(), "out")
+			if !slices.ContainsFunc(ins.Plan(dst).Layout, func(o plan.Output) bool { return o.Path == FramesFile }) {
+				t.Errorf("the plan's layout does not list %s", FramesFile)
+			}
 			res, err := Convert(ctx, ins, dst, nil)
 			if err != nil {
 				t.Fatal(err)
