@@ -45,6 +45,8 @@ type Result struct {
 	Tables, Copied int
 	// IndexEntries counts the entries of video_index.json.
 	IndexEntries int
+	// FrameRows counts the rows of the frames table (FramesFile).
+	FrameRows int64
 	// Pack is what the pack writer wrote.
 	Pack packcore.Stats
 	// Summary is the run's summary for the CLI: format, source,
@@ -64,6 +66,9 @@ type videoBlob struct {
 	size    int64
 	temp    bool // a cut container to remove once packed
 	entries []videoindex.Entry
+	// frames holds, per entry, the presentation time (ns, on the blob's
+	// stream axis) of every frame of the episode, in order.
+	frames [][]int64
 }
 
 // Convert writes the converted dataset to dst, which must not exist (or be
@@ -125,6 +130,8 @@ func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.C
 		return nil, err
 	}
 	var entries []videoindex.Entry
+	cells := map[cellKey]frameCell{}
+	var warnings []string
 	for _, b := range blobs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -149,9 +156,10 @@ func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.C
 		}
 		res.Videos++
 		prog.Add(1, b.size)
-		for _, e := range b.entries {
+		for i, e := range b.entries {
 			e.Ref = ref
 			entries = append(entries, e)
+			cells[cellKey{e.EpisodeIndex, e.VideoKey}] = frameCell{ref: ref, pts: b.frames[i]}
 		}
 	}
 	if err := os.RemoveAll(out.Path(cutDir)); err != nil {
@@ -195,15 +203,9 @@ func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.C
 	}
 
 	if len(entries) > 0 {
-		var keys []string
-		for _, vf := range ins.Videos {
-			keys = append(keys, vf.Key)
+		if warnings, err = ins.writeIndexes(ctx, out, entries, cells, res); err != nil {
+			return nil, err
 		}
-		ix := videoindex.New(videoindex.Source{CodebaseVersion: d.Version, FPS: videoindex.Float(d.FPS), VideoKeys: keys}, entries)
-		if err := videoindex.WriteFile(out.Path(videoindex.FileName), ix); err != nil {
-			return nil, fmt.Errorf("lerobot: %w", err)
-		}
-		res.IndexEntries = len(entries)
 	}
 	stats, err := out.Commit()
 	if err != nil {
@@ -218,13 +220,39 @@ func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.C
 			{Name: "videos", N: int64(res.Videos)},
 			{Name: "episode containers", N: int64(res.Cut)},
 			{Name: "index entries", N: int64(res.IndexEntries)},
+			{Name: "frame rows", N: res.FrameRows},
 			{Name: "extracted frames", N: res.Frames},
 			{Name: "rewritten tables", N: int64(res.Tables)},
 			{Name: "copied files", N: int64(res.Copied)},
 		},
-		Warnings: append([]string{}, ins.Warnings...),
+		Warnings: append(append([]string{}, ins.Warnings...), warnings...),
 	})
 	return res, nil
+}
+
+// writeIndexes writes video_index.json and the frames table (every part of
+// a split run writes every row, with the cells of its camera files),
+// counting them in res. It returns warnings for the summary.
+func (ins *Inspection) writeIndexes(ctx context.Context, out *convert.Output, entries []videoindex.Entry, cells map[cellKey]frameCell, res *Result) ([]string, error) {
+	d := ins.Dataset
+	var keys []string
+	for _, vf := range ins.Videos {
+		keys = append(keys, vf.Key)
+	}
+	ix := videoindex.New(videoindex.Source{CodebaseVersion: d.Version, FPS: videoindex.Float(d.FPS), VideoKeys: keys}, entries)
+	if err := videoindex.WriteFile(out.Path(videoindex.FileName), ix); err != nil {
+		return nil, fmt.Errorf("lerobot: %w", err)
+	}
+	res.IndexEntries = len(entries)
+	n, err := writeFrames(ctx, out.Path(FramesFile), datasetEpisodes(d), keys, cells)
+	if err != nil {
+		return nil, fmt.Errorf("lerobot: %s: %w", FramesFile, err)
+	}
+	res.FrameRows = n.rows
+	if n.nulls > 0 {
+		return []string{fmt.Sprintf("%s: %d camera cell(s) are null: the video holds fewer frames than the episode's length", FramesFile, n.nulls)}, nil
+	}
+	return nil, nil
 }
 
 // cut splits the files planned for it into containers under dir and returns
@@ -248,6 +276,11 @@ func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile
 					b.episode = min(b.episode, int64(e.Index))
 					b.entries = append(b.entries, videoindex.Entry{EpisodeIndex: int64(e.Index), VideoKey: f.Key,
 						FromNS: e.FromNS, ToNS: e.ToNS, Frames: e.Frames})
+					var frames []int64
+					if f.Report != nil {
+						frames = f.Report.Scan.FramesNS(e.FromNS, e.ToNS, f.Report.ToleranceNS)
+					}
+					b.frames = append(b.frames, frames)
 				}
 				blobs = append(blobs, b)
 				continue
@@ -272,11 +305,16 @@ func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile
 				if diff := span - declared; diff > int64(video.DefaultBoundaryTolerance) || -diff > int64(video.DefaultBoundaryTolerance) {
 					span = min(span, declared)
 				}
+				start, frames, err := ins.cutFrames(ctx, o.Path, declared, f.Report.ToleranceNS)
+				if err != nil {
+					return nil, fmt.Errorf("lerobot: %s: episode %d: %w", f.Rel, e.Index, err)
+				}
 				blobs = append(blobs, videoBlob{
 					episode: int64(e.Index), key: f.Key, path: o.Path, offset: -1, size: o.Bytes, temp: true,
 					member: fmt.Sprintf("%s/episode_%06d%s", base, e.Index, ext),
 					entries: []videoindex.Entry{{EpisodeIndex: int64(e.Index), VideoKey: f.Key,
-						FromNS: 0, ToNS: span, Frames: e.Frames}},
+						FromNS: start, ToNS: start + span, Frames: e.Frames}},
+					frames: [][]int64{frames},
 				})
 			}
 		}
@@ -285,6 +323,22 @@ func (ins *Inspection) cut(ctx context.Context, dir string, keep func(*VideoFile
 		return cmp.Or(cmp.Compare(a.episode, b.episode), strings.Compare(a.key, b.key), strings.Compare(a.member, b.member))
 	})
 	return blobs, nil
+}
+
+// cutFrames reads back the packet timing of the episode container at p,
+// as a decoder of it will see it, and returns where its footage starts and
+// the presentation times of the episode's frames (the first length
+// nanoseconds of footage), both on the container's own stream axis.
+func (ins *Inspection) cutFrames(ctx context.Context, p string, length, tol int64) (int64, []int64, error) {
+	scan, err := ins.Options.Engine.ScanKeyframes(ctx, p)
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading back the episode container: %w", err)
+	}
+	start, _, ok := scan.FootageNS()
+	if !ok {
+		return 0, nil, errors.New("the episode container has no frames to present")
+	}
+	return start, scan.FramesNS(start, start+length, tol), nil
 }
 
 // partFiles returns which camera files part p packs: in the order of

@@ -9,7 +9,10 @@
 //	DST/meta/                 copied unchanged (info.json keeps working for
 //	                          LeRobot loaders that ignore media)
 //	DST/video_index.json      one [from_ns, to_ns) interval per episode and
-//	                          camera (convert/lerobot/videoindex)
+//	                          camera (convert/lerobot/videoindex), on the
+//	                          stream's own time axis
+//	DST/video_frames.parquet  one row per data row, per camera a MediaRef
+//	                          cell {uri, pts_ns} (FramesFile)
 //
 // The dataset is a local directory or a prefix in a bucket (s3://), read
 // through internal/srctree by relative names, each file once where a local

@@ -496,6 +496,7 @@ func (ins *Inspection) scanVideos(ctx context.Context) error {
 				}
 				return invalid("", fmt.Errorf("%s: %s: %w", f.Key, f.Rel, err))
 			}
+			onStreamAxis(f.Episodes, scan)
 			rep, err := video.CheckBoundaries(scan, f.Key, f.Rel, f.Episodes, ins.videoOptions())
 			if err != nil {
 				problems = appendProblems(problems, err)
@@ -509,6 +510,28 @@ func (ins *Inspection) scanVideos(ctx context.Context) error {
 		}
 	}
 	return refuse(problems)
+}
+
+// onStreamAxis moves the episodes' intervals, which LeRobot counts from the
+// file's first frame (its loader picks frame round(t*fps) of the file), onto
+// the video stream's own time axis, where a file may start after 0 (a
+// stream offset, an edit list's empty edit): every interval is shifted by
+// the PTS of the first frame presented. From then on the intervals are
+// what a decoder seeks to, in the checks, the cuts and video_index.json.
+func onStreamAxis(eps []video.Episode, scan *video.Scan) {
+	start, _, ok := scan.FootageNS()
+	if !ok || start <= 0 {
+		return
+	}
+	add := func(t int64) int64 {
+		if t > math.MaxInt64-start {
+			return math.MaxInt64 // refused later as past the end of the video
+		}
+		return t + start
+	}
+	for i := range eps {
+		eps[i].FromNS, eps[i].ToNS = add(eps[i].FromNS), add(eps[i].ToNS)
+	}
 }
 
 // decide sets f.Split and f.Reasons.

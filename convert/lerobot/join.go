@@ -12,13 +12,16 @@ import (
 )
 
 // Joiner names the convert.TableJoiner of each file that the parts of a
-// split LeRobot conversion write: the video index, merged; the parquet
+// split LeRobot conversion write: the video index and the frames table,
+// merged; the parquet
 // tables, each written by one part, with references renumbered; nil for
 // the other files (meta/ and the rest, written by part 1 only).
 func Joiner(rel string) convert.TableJoiner {
 	switch {
 	case rel == videoindex.FileName:
 		return JoinIndex
+	case rel == FramesFile:
+		return JoinFrames
 	case strings.HasSuffix(rel, ".parquet"):
 		return parquet.JoinTable
 	}

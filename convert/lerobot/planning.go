@@ -78,7 +78,8 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 			plan.Output{Path: convert.MediaDir + "/pack-NNNN.zip", Description: "episode videos"},
 			plan.Output{Path: "data/", Description: fmt.Sprintf("tables written from %s (parquet, as data_path places them)", framesTable)},
 			plan.Output{Path: "meta/", Description: "copied; info.json says where the videos went"},
-			plan.Output{Path: "video_index.json", Description: "episode intervals [from_ns, to_ns) per camera"})
+			plan.Output{Path: "video_index.json", Description: indexDescription})
+		p.Layout = append(p.Layout, ins.framesOutput()...)
 		return p
 	}
 	table := plan.Entry{Name: "data/*.parquet", Kind: "table",
@@ -115,7 +116,8 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 		p.Layout = append(p.Layout, plan.Output{Path: "meta/", Description: "copied unchanged"})
 	}
 	if len(ins.Videos) > 0 {
-		p.Layout = append(p.Layout, plan.Output{Path: "video_index.json", Description: "episode intervals [from_ns, to_ns) per camera"})
+		p.Layout = append(p.Layout, plan.Output{Path: "video_index.json", Description: indexDescription})
+		p.Layout = append(p.Layout, ins.framesOutput()...)
 	}
 	if ins.Tables != nil {
 		p.Notes = append(p.Notes, schemaNote)
@@ -172,6 +174,14 @@ func (ins *Inspection) imageKeys() []string {
 		keys = append(keys, im.Key)
 	}
 	return keys
+}
+
+// indexDescription is the plan's line for video_index.json.
+const indexDescription = "episode intervals [from_ns, to_ns) per camera, on each video stream's own time axis"
+
+// framesOutput is the plan's line for the frames table.
+func (ins *Inspection) framesOutput() []plan.Output {
+	return []plan.Output{{Path: FramesFile, Description: "one row per frame (index, episode_index, frame_index), per camera a MediaRef cell {uri, pts_ns} that decodes it"}}
 }
 
 // videoEntry describes one video feature.

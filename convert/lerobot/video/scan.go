@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // Rational is a stream time base: one tick lasts Num/Den seconds.
@@ -152,4 +153,23 @@ func (s *Scan) Analyze() {
 			s.OpenGOP = true
 		}
 	}
+}
+
+// FramesNS returns the presentation times, in nanoseconds (NS: rounded up),
+// of the packets not flagged discard whose time falls in [fromNS-tol,
+// toNS-tol), sorted: the frames of an interval in presentation order, the
+// k-th being frame k of the episode it holds. The tolerance is the one
+// CheckBoundaries counts an episode's packets with.
+func (s *Scan) FramesNS(fromNS, toNS, tol int64) []int64 {
+	var out []int64
+	for _, p := range s.Packets {
+		if p.Discard {
+			continue
+		}
+		if t := s.TimeBase.NS(p.PTS); t >= fromNS-tol && t < toNS-tol {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

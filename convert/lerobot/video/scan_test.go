@@ -2,6 +2,7 @@ package video
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -53,5 +54,31 @@ func TestAnalyze(t *testing.T) {
 				t.Fatalf("reordered %v, open GOP %v; want %v, %v", c.scan.Reordered, c.scan.OpenGOP, c.reordered, c.openGOP)
 			}
 		})
+	}
+}
+
+// TestFramesNS selects an interval's frames in presentation order, rounded
+// up to whole nanoseconds, leaving out discarded packets.
+func TestFramesNS(t *testing.T) {
+	t.Parallel()
+	// 30 fps in 1/15360: a frame every 512 ticks, 33333333.33 ns; decode
+	// order with B-frames (I P B B), the first packet discarded.
+	s := &Scan{TimeBase: Rational{1, 15360}, Packets: []Packet{
+		{PTS: -512, Key: true, Discard: true}, {PTS: 0, Key: true}, {PTS: 1536}, {PTS: 512}, {PTS: 1024},
+		{PTS: 2048, Key: true}, {PTS: 2560}}}
+	for _, c := range []struct {
+		name          string
+		from, to, tol int64
+		want          []int64
+	}{
+		{"all", -1e9, 1e9, 0, []int64{0, 33_333_334, 66_666_667, 100_000_000, 133_333_334, 166_666_667}},
+		{"second frame on", 33_333_334, 1e9, 0, []int64{33_333_334, 66_666_667, 100_000_000, 133_333_334, 166_666_667}},
+		{"an interval declared a little early", 33_000_000, 100_000_000, 1_000_000, []int64{33_333_334, 66_666_667}},
+		{"past the end", 2e9, 3e9, 0, nil},
+	} {
+		got := s.FramesNS(c.from, c.to, c.tol)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: FramesNS(%d, %d, %d) = %v, want %v", c.name, c.from, c.to, c.tol, got, c.want)
+		}
 	}
 }

@@ -1,9 +1,11 @@
 // Package videoindex writes and reads video_index.json, the file that tells
 // a loader where each LeRobot episode's video lives after conversion: one
 // entry per episode and camera with a blob reference and a half-open
-// [from_ns, to_ns) interval in integer nanoseconds, relative to the start
-// of the referenced blob. The schema is the reference converter's
-// ("blobpack/lerobot-video-index@1") and the bytes match its
+// [from_ns, to_ns) interval in integer nanoseconds on the referenced
+// container's own stream axis (the presentation timestamps a decoder of the
+// blob reports, in nanoseconds rounded up), which the index says in its
+// interval_axis field. The schema is the reference converter's
+// ("blobpack/lerobot-video-index@1") plus that field, written as its
 // json.dumps(indent=1) output, so loaders written for it work unchanged.
 //
 // It is free of cgo on purpose: the rest of bpconvert builds without libav.
@@ -33,6 +35,13 @@ const Format = "blobpack/lerobot-video-index@1"
 
 // Note is the fixed explanation the reference writes into every index.
 const Note = "Video is packet-copied, never re-encoded. Each entry addresses one episode as a half-open [from_ns, to_ns) interval of its blob, per the Blob Pack media-container rule; an episode cut into its own container spans that container whole."
+
+// StreamAxis is the interval_axis of an index whose intervals are on the
+// referenced container's stream axis: from_ns and to_ns are presentation
+// timestamps as a decoder of the blob reports them, ceil(pts * 1e9 *
+// time_base), so a file whose stream starts after 0 has its episodes
+// there, not at 0. It is the axis of the pts_ns of MediaRef frame cells.
+const StreamAxis = "stream_pts_ns"
 
 // FileName is the index's name at the root of the converted dataset.
 const FileName = "video_index.json"
@@ -74,9 +83,10 @@ type Entry struct {
 	VideoKey     string `json:"video_key"`
 	// Ref is a blob reference, "zip://<member>::<ref base>/pack-NNNN.zip".
 	Ref string `json:"ref"`
-	// FromNS and ToNS are the half-open interval in nanoseconds relative to
-	// the start of the blob; an episode cut into its own container has
-	// FromNS 0.
+	// FromNS and ToNS are the half-open interval in nanoseconds on the
+	// blob's stream axis (Index.IntervalAxis); an episode cut into its own
+	// container starts where that container's footage starts (0 as the
+	// cut writes it).
 	FromNS int64 `json:"from_ns"`
 	ToNS   int64 `json:"to_ns"`
 	Frames int64 `json:"frames"`
@@ -84,10 +94,13 @@ type Entry struct {
 
 // Index is the whole video_index.json.
 type Index struct {
-	Format   string  `json:"format"`
-	Source   Source  `json:"source"`
-	Note     string  `json:"note"`
-	Episodes []Entry `json:"episodes"`
+	Format string `json:"format"`
+	Source Source `json:"source"`
+	Note   string `json:"note"`
+	// IntervalAxis says which time axis the intervals are on: StreamAxis.
+	// An index written before it existed has none.
+	IntervalAxis string  `json:"interval_axis,omitempty"`
+	Episodes     []Entry `json:"episodes"`
 }
 
 // New returns an index of entries (sorted by episode, then video key)
@@ -103,7 +116,7 @@ func New(src Source, entries []Entry) *Index {
 	if src.VideoKeys == nil {
 		src.VideoKeys = []string{}
 	}
-	return &Index{Format: Format, Source: src, Note: Note, Episodes: e}
+	return &Index{Format: Format, Source: src, Note: Note, IntervalAxis: StreamAxis, Episodes: e}
 }
 
 // Validate checks what a loader relies on: the format id, every entry with
@@ -113,6 +126,9 @@ func New(src Source, entries []Entry) *Index {
 func (ix *Index) Validate() error {
 	if ix.Format != Format {
 		return fmt.Errorf("videoindex: format %q, want %q", ix.Format, Format)
+	}
+	if ix.IntervalAxis != "" && ix.IntervalAxis != StreamAxis {
+		return fmt.Errorf("videoindex: interval_axis %q, want %q", ix.IntervalAxis, StreamAxis)
 	}
 	keys := map[string]bool{}
 	for _, k := range ix.Source.VideoKeys {

@@ -96,6 +96,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", func(*Index) {}, ""},
 		{"format", func(ix *Index) { ix.Format = "x" }, `format "x"`},
+		{"axis absent (an older index)", func(ix *Index) { ix.IntervalAxis = "" }, ""},
+		{"other axis", func(ix *Index) { ix.IntervalAxis = "blob" }, `interval_axis "blob", want "stream_pts_ns"`},
 		{"empty ref", func(ix *Index) { ix.Episodes[0].Ref = "" }, `episode 0 "observation.image": empty ref`},
 		{"unlisted key", func(ix *Index) { ix.Source.VideoKeys = ix.Source.VideoKeys[:1] }, `"observation.images.wrist": video key not listed`},
 		{"reversed", func(ix *Index) { ix.Episodes[1].ToNS = 1 }, `episode 1 "observation.image": interval [2300000000, 1) is empty`},
@@ -138,7 +140,7 @@ func TestWriteFile(t *testing.T) {
 	}
 	defer f.Close()
 	back, err := Read(f)
-	if err != nil || len(back.Episodes) != 3 || back.Episodes[1].ToNS != 5_300_000_000 {
+	if err != nil || len(back.Episodes) != 3 || back.Episodes[1].ToNS != 5_300_000_000 || back.IntervalAxis != StreamAxis {
 		t.Fatalf("read back: %v %+v", err, back)
 	}
 	if err := WriteFile(p, ix); !errors.Is(err, os.ErrExist) {
