@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -193,7 +194,9 @@ func beginWriter(ctx context.Context, final string, st *stage.Stage, o OutputOpt
 
 // clearForResume removes everything from a resumed staging directory but
 // the run record and the pack directory (packDir, slash-separated; "."
-// keeps the shards of a pack directory that is the destination itself).
+// keeps the shards of a pack directory that is the destination itself),
+// and the temporary files a killed run left in the pack directory (such as
+// a manifest cut short while it was written).
 func clearForResume(dir, packDir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -208,7 +211,31 @@ func clearForResume(dir, packDir string) error {
 			return err
 		}
 	}
+	media := filepath.Join(dir, filepath.FromSlash(packDir))
+	ents, err = os.ReadDir(media)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range ents {
+		if IsTemp(e.Name()) {
+			if err := os.RemoveAll(filepath.Join(media, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// IsTemp reports whether rel, a slash-separated path in a staging
+// directory, names a temporary file: a hidden name ending in ".tmp", as
+// files written under a temporary name and renamed into place have until
+// they are complete. A temporary file is never part of an output.
+func IsTemp(rel string) bool {
+	base := path.Base(rel)
+	return strings.HasPrefix(base, ".") && strings.HasSuffix(base, ".tmp")
 }
 
 // Add writes one member (see packcore.Writer.Add). When the run resumes an
@@ -338,9 +365,15 @@ func (o *Output) Abort() {
 }
 
 // Summary returns a summary of the committed output: destination and pack
-// figures filled in from the pack writer, the rest from s.
+// figures filled in from the pack writer, the rest from s; its status is
+// already_done when the commit into object storage found the same record
+// committed (its answer lost, its retry refused).
 func (o *Output) Summary(s plan.Summary) plan.Summary {
 	s.Dest = o.Final
+	if o.remote != nil && o.remote.found {
+		// The commit's answer was lost and its retry found it done.
+		s.Status = plan.StatusAlreadyDone
+	}
 	s.Blobs, s.Bytes, s.Shards = o.stats.Members, o.stats.Bytes, int64(o.stats.Shards)
 	s.Warnings = append(s.Warnings, GroupWarnings(o.stats.GroupsSplit)...)
 	if r := o.remote; r != nil {
