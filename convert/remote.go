@@ -348,7 +348,7 @@ func clearRemote(ctx context.Context, st objstore.Store) error {
 // every shard after the first missing number is discarded and written again
 // under its own number. A rerun thus ends with the shard names, tables,
 // manifest and record of an uninterrupted run, whatever the staging, at the
-// cost of at most UploadsInFlight-1 shards uploaded again.
+// cost of uploading again the shards that passed a slow one.
 func (r *remote) keepPrefix(stored []objstore.Info, staged bool) ([]objstore.Info, error) {
 	have := map[int]bool{}
 	for _, in := range stored {
