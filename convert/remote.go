@@ -420,15 +420,19 @@ type Kept struct {
 
 // KeptAt returns what a stopped run into dst, an s3:// location (a part's,
 // PartLocation, for a run of one part), left for a rerun: stagingRoot is
-// its --staging.
-func KeptAt(ctx context.Context, dst, stagingRoot string) (Kept, error) {
+// its --staging, rec its record. A destination whose pending record is not
+// rec's holds nothing of the run.
+func KeptAt(ctx context.Context, dst, stagingRoot string, rec *Record) (Kept, error) {
 	var k Kept
+	if rec == nil {
+		return k, nil
+	}
 	st, err := objstore.Open(ctx, dst, objstore.Options{})
 	if err != nil {
 		return k, err
 	}
 	rs, err := readRemoteState(ctx, st, MediaDir)
-	if err != nil || rs.pending == nil || rs.committed != nil {
+	if err != nil || rs.committed != nil || !bytes.Equal(rs.pending, rec.Encode()) {
 		return k, err
 	}
 	k.Pending = true

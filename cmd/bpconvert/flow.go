@@ -317,7 +317,7 @@ func (c *convertFlags) keptRemote(ctx context.Context, err error) error {
 	// The run's context is cancelled; the look at the bucket is bounded.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	k, kerr := convert.KeptAt(lctx, loc, c.staging)
+	k, kerr := convert.KeptAt(lctx, loc, c.staging, c.record)
 	if kerr != nil || !k.Pending {
 		return err
 	}

@@ -205,7 +205,7 @@ func TestS3ResumeFromBucket(t *testing.T) {
 // put finds the record there. The run recognises its own commit (the
 // record stored is the one it wrote) and ends already_done with exit 0,
 // its output the same as an uninterrupted run's and no pending record
-// left.
+// left. The same for finalize.
 func TestS3LostCommitAnswer(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, "bkt")
@@ -242,6 +242,39 @@ func TestS3LostCommitAnswer(t *testing.T) {
 		t.Fatal("the pending record was left")
 	}
 	sameObjects(t, storeTree(t, srv, "bkt", "lost"), want)
+
+	// The same for finalize, whose record goes up after the joined shards.
+	for _, dst := range []string{"clean-joined", "lost-joined"} {
+		runPartsEnv(t, srv.Env(), 2, func(part string) []string {
+			return []string{"convert-wds", "--yes", "--quiet", "--max-members", "10", "--part", part,
+				"--staging", filepath.Join(root, "staging-"+strings.ReplaceAll(part, "/", "-")), src, "s3://bkt/" + dst}
+		})
+	}
+	if r := bpS3(t, srv.Env(), "finalize", "s3://bkt/clean-joined"); r.code != 0 {
+		t.Fatalf("finalize: %+v", r)
+	}
+	once = sync.Once{}
+	lossy.LoseAnswers(func(r *http.Request) bool {
+		lose := false
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/lost-joined/.bpconvert.json") {
+			once.Do(func() { lose = true })
+		}
+		return lose
+	})
+	r = bpS3(t, lossy.Env(srv), "finalize", "--json", "s3://bkt/lost-joined")
+	if lossy.Lost() != 2 {
+		t.Fatalf("finalize: %d answers lost in all, want 2: %+v", lossy.Lost(), r)
+	}
+	if r.code != 0 {
+		t.Fatalf("finalize: exit %d, want 0:\n%s", r.code, r.stderr)
+	}
+	if doc := lastJSON(t, r); doc["status"] != "already_done" {
+		t.Fatalf("finalize: status %v, want already_done: %s", doc["status"], r.stdout)
+	}
+	if exists(srv.Path("bkt", "lost-joined/.bpconvert-pending.json")) || len(storeTree(t, srv, "bkt", ".lost-joined.bpconvert-parts")) != 0 {
+		t.Fatal("finalize left its pending record or the parts")
+	}
+	sameObjects(t, storeTree(t, srv, "bkt", "lost-joined"), storeTree(t, srv, "bkt", "clean-joined"))
 }
 
 // storeShards lists the shards the server holds under prefix/media.
