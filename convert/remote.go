@@ -183,25 +183,9 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 	if o.Pack.Record != nil {
 		rec = o.Pack.Record.Encode()
 	}
-	rs, err := readRemoteState(ctx, st, o.packDir())
+	rs, resume, err := claimRemote(ctx, st, dst, rec, o)
 	if err != nil {
 		return nil, err
-	}
-	resume := false
-	switch {
-	case rs.committed != nil:
-		return nil, fmt.Errorf("%s: %w and holds a committed conversion", dst, stage.ErrExists)
-	case rs.pending == nil && (rs.others > 0 || len(rs.shards) > 0):
-		return nil, fmt.Errorf("%s: %w and is not empty", dst, stage.ErrExists)
-	case rs.pending != nil && (o.Pack.Restart || rec == nil):
-		if err := clearRemote(ctx, st); err != nil {
-			return nil, err
-		}
-		rs = remoteState{}
-	case rs.pending != nil && !bytes.Equal(rs.pending, rec):
-		return nil, differentPending(dst, rs, o.Pack.Record)
-	case rs.pending != nil:
-		resume = true
 	}
 	if s3, ok := st.(interface {
 		AbortUploads(context.Context, string) (int, error)
@@ -333,6 +317,28 @@ func clearRemote(ctx context.Context, st objstore.Store) error {
 		}
 	}
 	return st.Delete(ctx, PendingName)
+}
+
+// claimRemote reads what the destination st (named dst) holds and says
+// whether this run, of record rec, may write there: into an empty
+// destination, or one holding an interrupted run's shards that it resumes
+// (resume) or, with --restart or without a record, clears first.
+func claimRemote(ctx context.Context, st objstore.Store, dst string, rec []byte, o OutputOptions) (rs remoteState, resume bool, err error) {
+	rs, err = readRemoteState(ctx, st, o.packDir())
+	if err != nil {
+		return rs, false, err
+	}
+	switch {
+	case rs.committed != nil:
+		return rs, false, fmt.Errorf("%s: %w and holds a committed conversion", dst, stage.ErrExists)
+	case rs.pending == nil && (rs.others > 0 || len(rs.shards) > 0):
+		return rs, false, fmt.Errorf("%s: %w and is not empty", dst, stage.ErrExists)
+	case rs.pending != nil && (o.Pack.Restart || rec == nil):
+		return remoteState{}, false, clearRemote(ctx, st)
+	case rs.pending != nil && !bytes.Equal(rs.pending, rec):
+		return rs, false, differentPending(dst, rs, o.Pack.Record)
+	}
+	return rs, rs.pending != nil, nil
 }
 
 // keepPrefix returns the shards of stored (the store's, of an interrupted
