@@ -106,6 +106,7 @@ type Output struct {
 	stats     packcore.Stats
 	closed    bool
 	committed bool            // a remote output was committed
+	aborted   bool            // Abort ran
 	resumed   map[string]bool // keys added or found again by this run
 	// reused counts the members found again in reused shards, and their
 	// bytes, which the writer's figures leave out.
@@ -347,12 +348,14 @@ func (o *Output) Commit() (packcore.Stats, error) {
 // Abort discards everything written, or, when the run's context was
 // cancelled with a cause that matches ErrKeepStaged and complete shards
 // are staged, keeps those for a retry to resume. It does nothing after
-// Commit. For a destination in object storage the uploads in flight are
-// abandoned; the shards already uploaded stay for a rerun to resume from.
+// Commit, or when called again. For a destination in object storage the
+// uploads in flight are abandoned; the shards already uploaded stay for a
+// rerun to resume from.
 func (o *Output) Abort() {
-	if o.committed {
+	if o.committed || o.aborted {
 		return
 	}
+	o.aborted = true
 	o.Pack.Abort()
 	if o.remote != nil {
 		o.remote.wait() //nolint:errcheck // aborting anyway

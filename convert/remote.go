@@ -425,10 +425,14 @@ type Kept struct {
 }
 
 // KeptAt returns what a stopped run into dst, an s3:// location (a part's,
-// PartLocation, for a run of one part), left for a rerun: stagingRoot is
-// its --staging, rec its record. A destination whose pending record is not
-// rec's holds nothing of the run.
-func KeptAt(ctx context.Context, dst, stagingRoot string, rec *Record) (Kept, error) {
+// PartLocation, for a run of one part), left for a rerun: packDir is its
+// pack directory (OutputOptions.PackDir), stagingRoot its --staging, rec
+// its record. A destination whose pending record is not rec's holds
+// nothing of the run.
+func KeptAt(ctx context.Context, dst, packDir, stagingRoot string, rec *Record) (Kept, error) {
+	if packDir == "" {
+		packDir = MediaDir
+	}
 	var k Kept
 	if rec == nil {
 		return k, nil
@@ -437,7 +441,7 @@ func KeptAt(ctx context.Context, dst, stagingRoot string, rec *Record) (Kept, er
 	if err != nil {
 		return k, err
 	}
-	rs, err := readRemoteState(ctx, st, MediaDir)
+	rs, err := readRemoteState(ctx, st, packDir)
 	if err != nil || rs.committed != nil || !bytes.Equal(rs.pending, rec.Encode()) {
 		return k, err
 	}
@@ -450,7 +454,7 @@ func KeptAt(ctx context.Context, dst, stagingRoot string, rec *Record) (Kept, er
 	}
 	staging := stage.Path(StagingDir(stagingRoot, dst))
 	staged := map[int]bool{}
-	if names, err := packcore.ListShards(filepath.Join(staging, MediaDir)); err == nil {
+	if names, err := packcore.ListShards(filepath.Join(staging, filepath.FromSlash(packDir))); err == nil {
 		for _, n := range names {
 			if i, ok := shardIndex(n); ok && !have[i] {
 				staged[i], have[i] = true, true

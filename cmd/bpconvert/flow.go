@@ -314,10 +314,17 @@ func (c *convertFlags) keptRemote(ctx context.Context, err error) error {
 		}
 		loc = l
 	}
+	return keptInBucket(ctx, err, loc, "", c.staging, c.record)
+}
+
+// keptInBucket is keptRemote for a run of record rec into loc, an s3://
+// location, its packs in packDir ("" for convert.MediaDir), staged under
+// staging (--staging).
+func keptInBucket(ctx context.Context, err error, loc, packDir, staging string, rec *convert.Record) error {
 	// The run's context is cancelled; the look at the bucket is bounded.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	k, kerr := convert.KeptAt(lctx, loc, c.staging, c.record)
+	k, kerr := convert.KeptAt(lctx, loc, packDir, staging, rec)
 	if kerr != nil || !k.Pending {
 		return err
 	}

@@ -78,7 +78,7 @@ func holdShard(proxy *s3test.Proxy, name string) (release func()) {
 // temporary file reaches the store. The messages after a signal say how
 // many complete shards the bucket keeps, that the same command resumes and
 // that --restart discards them; a different conversion into that
-// destination is told what it holds.
+// destination is told what it holds. pack into a bucket likewise.
 func TestS3ResumeFromBucket(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, "bkt")
@@ -86,44 +86,59 @@ func TestS3ResumeFromBucket(t *testing.T) {
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
 	wdsSource(t, src, 2, 30, 40000)
+	files := filepath.Join(root, "files") // for pack: 60 files
+	for i := range 60 {
+		writeTree(t, files, map[string]string{fmt.Sprintf("d%d/f%02d.bin", i%3, i): strings.Repeat(string(rune('a'+i%26)), 30000+i)})
+	}
 	env := proxy.Env(srv)
-	args := func(dst, staging string, extra ...string) []string {
+	args := func(command, dst, staging string, extra ...string) []string {
+		if command == "pack" {
+			return append([]string{"pack", "--max-members", "10", "--staging", staging, files, dst}, extra...)
+		}
 		return append([]string{"convert-wds", "--yes", "--max-members", "10", "--staging", staging, src, dst}, extra...)
 	}
-	if r := bpS3(t, env, args("s3://bkt/clean", filepath.Join(root, "staging-clean"))...); r.code != 0 {
-		t.Fatalf("uninterrupted run: %+v", r)
+	// media is where a command puts its shards in the destination.
+	media := map[string]string{"convert-wds": "media/", "pack": ""}
+	want := map[string]map[string][]byte{}
+	for command := range media {
+		if r := bpS3(t, env, args(command, "s3://bkt/clean-"+command, filepath.Join(root, "staging-clean"))...); r.code != 0 {
+			t.Fatalf("uninterrupted run: %+v", r)
+		}
+		want[command] = storeTree(t, srv, "bkt", "clean-"+command)
+		if n, _ := filepath.Glob(srv.Path("bkt", "clean-"+command+"/"+media[command]+"pack-*.zip")); len(n) < 5 {
+			t.Fatalf("the uninterrupted %s wrote %d shards; the test needs at least 5", command, len(n))
+		}
 	}
-	want := storeTree(t, srv, "bkt", "clean")
-	if n := len(filterShards(want)); n < 5 {
-		t.Fatalf("the uninterrupted run wrote %d shards; the test needs at least 5", n)
-	}
-	shardIn := func(prefix, name string) bool { return exists(srv.Path("bkt", prefix+"/media/"+name)) }
 	for _, c := range []struct {
 		name    string
+		command string
 		sig     syscall.Signal
 		code    int    // exit code of the stopped run, -1 for killed
 		rerun   string // "fresh": a new staging directory; "same": the stopped run's
 		tmpFile bool   // a half-written manifest is left in the kept staging directory
 	}{
-		{"kill fresh staging", syscall.SIGKILL, -1, "fresh", false},
-		{"kill same staging leftover temporary", syscall.SIGKILL, -1, "same", true},
-		{"sigint", syscall.SIGINT, 130, "same", false},
-		{"sigterm fresh staging", syscall.SIGTERM, 143, "fresh", false},
+		{"kill fresh staging", "convert-wds", syscall.SIGKILL, -1, "fresh", false},
+		{"kill same staging leftover temporary", "convert-wds", syscall.SIGKILL, -1, "same", true},
+		{"sigint", "convert-wds", syscall.SIGINT, 130, "same", false},
+		{"sigterm fresh staging", "convert-wds", syscall.SIGTERM, 143, "fresh", false},
+		{"pack sigint", "pack", syscall.SIGINT, 130, "same", false},
+		{"pack sigterm", "pack", syscall.SIGTERM, 143, "same", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			prefix := strings.ReplaceAll(c.name, " ", "-")
 			dst := "s3://bkt/" + prefix
 			staging := filepath.Join(root, "staging-"+prefix)
-			release := holdShard(proxy, prefix+"/media/pack-0001.zip")
+			shardIn := func(name string) bool { return exists(srv.Path("bkt", prefix+"/"+media[c.command]+name)) }
+			release := holdShard(proxy, prefix+"/"+media[c.command]+"pack-0001.zip")
 			defer release()
-			cmd := exec.Command(binPath, args(dst, staging)...)
+			cmd := exec.Command(binPath, args(c.command, dst, staging)...)
 			cmd.Env = append(cleanAWSEnv(), env...)
 			var se bytes.Buffer
 			cmd.Stderr = &se
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(60 * time.Second); !shardIn(prefix, "pack-0002.zip") || !shardIn(prefix, "pack-0003.zip"); {
+			for deadline := time.Now().Add(60 * time.Second); !shardIn("pack-0002.zip") || !shardIn("pack-0003.zip"); {
 				if time.Now().After(deadline) {
 					cmd.Process.Kill()
 					cmd.Wait()
@@ -141,14 +156,14 @@ func TestS3ResumeFromBucket(t *testing.T) {
 			if code != c.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, c.code, se.String())
 			}
-			if shardIn(prefix, "pack-0001.zip") || !shardIn(prefix, "pack-0000.zip") || exists(srv.Path("bkt", prefix+"/.bpconvert.json")) {
+			if shardIn("pack-0001.zip") || !shardIn("pack-0000.zip") || exists(srv.Path("bkt", prefix+"/.bpconvert.json")) {
 				t.Fatal("the stopped run did not leave pack-0000 and pack-0002 without pack-0001, uncommitted")
 			}
-			stagedMedia, _ := filepath.Glob(filepath.Join(staging, ".bpconvert-*.bpconvert-staging", "media"))
+			stagedMedia, _ := filepath.Glob(filepath.Join(staging, ".bpconvert-*.bpconvert-staging", media[c.command]))
 			if c.sig != syscall.SIGKILL {
 				// What a rerun reuses: the shards numbered without a gap
 				// from pack-0000, in the bucket or kept staged.
-				have := storeShards(t, srv, prefix)
+				have, _ := filepath.Glob(srv.Path("bkt", prefix+"/"+media[c.command]+"pack-*.zip"))
 				for _, d := range stagedMedia {
 					m, _ := filepath.Glob(filepath.Join(d, "pack-*.zip"))
 					have = append(have, m...)
@@ -171,9 +186,9 @@ func TestS3ResumeFromBucket(t *testing.T) {
 			if c.sig == syscall.SIGINT && len(stagedMedia) != 0 {
 				t.Fatalf("SIGINT kept the local staging directory %v", stagedMedia)
 			}
-			if c.sig == syscall.SIGINT {
+			if c.name == "sigint" {
 				// A different conversion is told what the destination holds.
-				other := append(args(dst, filepath.Join(root, "staging-other")), "--max-members", "8")
+				other := args(c.command, dst, filepath.Join(root, "staging-other"), "--max-members", "8")
 				r := bpS3(t, env, other...)
 				n := len(storeShards(t, srv, prefix))
 				for _, want := range []string{fmt.Sprintf("it holds %d complete shards of an interrupted convert-wds run", n), `--max-members "8", earlier "10"`, "--restart"} {
@@ -185,7 +200,7 @@ func TestS3ResumeFromBucket(t *testing.T) {
 			if c.rerun == "fresh" {
 				staging = filepath.Join(root, "staging-"+prefix+"-new")
 			}
-			r := bpS3(t, env, args(dst, staging)...)
+			r := bpS3(t, env, args(c.command, dst, staging)...)
 			if r.code != 0 {
 				t.Fatalf("rerun: exit %d:\n%s", r.code, r.stderr)
 			}
@@ -193,7 +208,7 @@ func TestS3ResumeFromBucket(t *testing.T) {
 				t.Fatalf("the rerun did not resume:\n%s", r.stderr)
 			}
 			got := storeTree(t, srv, "bkt", prefix)
-			if sameObjects(t, got, want); !t.Failed() {
+			if sameObjects(t, got, want[c.command]); !t.Failed() {
 				t.Logf("stopped with %s; the rerun (%s staging) wrote %d objects equal to the uninterrupted run's", c.sig, c.rerun, len(got))
 			}
 		})
