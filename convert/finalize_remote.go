@@ -189,10 +189,14 @@ func finalizeRemote(ctx context.Context, dst string, o FinalizeOptions) (Finaliz
 	joined.Parts = res.Extents
 	rec := joined.Encode()
 	if err := dstStore.Put(ctx, RecordName, bytes.NewReader(rec), int64(len(rec)), objstore.PutOptions{IfAbsent: true}); err != nil {
-		if errors.Is(err, objstore.ErrExists) {
+		if !errors.Is(err, objstore.ErrExists) {
+			return res, err
+		}
+		if own, oerr := ownCommit(ctx, dstStore, rec); oerr != nil || !own {
 			return res, fmt.Errorf("finalize: %s: another run committed this destination first: %w", rp.dstLoc, err)
 		}
-		return res, err
+		// This run's commit, whose answer was lost.
+		res.AlreadyDone = true
 	}
 	if err := dstStore.Delete(ctx, PendingName); err != nil {
 		return res, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -105,6 +106,7 @@ type Output struct {
 	stats     packcore.Stats
 	closed    bool
 	committed bool            // a remote output was committed
+	aborted   bool            // Abort ran
 	resumed   map[string]bool // keys added or found again by this run
 	// reused counts the members found again in reused shards, and their
 	// bytes, which the writer's figures leave out.
@@ -193,7 +195,9 @@ func beginWriter(ctx context.Context, final string, st *stage.Stage, o OutputOpt
 
 // clearForResume removes everything from a resumed staging directory but
 // the run record and the pack directory (packDir, slash-separated; "."
-// keeps the shards of a pack directory that is the destination itself).
+// keeps the shards of a pack directory that is the destination itself),
+// and the temporary files a killed run left in the pack directory (such as
+// a manifest cut short while it was written).
 func clearForResume(dir, packDir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -208,7 +212,31 @@ func clearForResume(dir, packDir string) error {
 			return err
 		}
 	}
+	media := filepath.Join(dir, filepath.FromSlash(packDir))
+	ents, err = os.ReadDir(media)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range ents {
+		if IsTemp(e.Name()) {
+			if err := os.RemoveAll(filepath.Join(media, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// IsTemp reports whether rel, a slash-separated path in a staging
+// directory, names a temporary file: a hidden name ending in ".tmp", as
+// files written under a temporary name and renamed into place have until
+// they are complete. A temporary file is never part of an output.
+func IsTemp(rel string) bool {
+	base := path.Base(rel)
+	return strings.HasPrefix(base, ".") && strings.HasSuffix(base, ".tmp")
 }
 
 // Add writes one member (see packcore.Writer.Add). When the run resumes an
@@ -320,12 +348,14 @@ func (o *Output) Commit() (packcore.Stats, error) {
 // Abort discards everything written, or, when the run's context was
 // cancelled with a cause that matches ErrKeepStaged and complete shards
 // are staged, keeps those for a retry to resume. It does nothing after
-// Commit. For a destination in object storage the uploads in flight are
-// abandoned; the shards already uploaded stay for a rerun to resume from.
+// Commit, or when called again. For a destination in object storage the
+// uploads in flight are abandoned; the shards already uploaded stay for a
+// rerun to resume from.
 func (o *Output) Abort() {
-	if o.committed {
+	if o.committed || o.aborted {
 		return
 	}
+	o.aborted = true
 	o.Pack.Abort()
 	if o.remote != nil {
 		o.remote.wait() //nolint:errcheck // aborting anyway
@@ -338,9 +368,15 @@ func (o *Output) Abort() {
 }
 
 // Summary returns a summary of the committed output: destination and pack
-// figures filled in from the pack writer, the rest from s.
+// figures filled in from the pack writer, the rest from s; its status is
+// already_done when the commit into object storage found the same record
+// committed (its answer lost, its retry refused).
 func (o *Output) Summary(s plan.Summary) plan.Summary {
 	s.Dest = o.Final
+	if o.remote != nil && o.remote.found {
+		// The commit's answer was lost and its retry found it done.
+		s.Status = plan.StatusAlreadyDone
+	}
 	s.Blobs, s.Bytes, s.Shards = o.stats.Members, o.stats.Bytes, int64(o.stats.Shards)
 	s.Warnings = append(s.Warnings, GroupWarnings(o.stats.GroupsSplit)...)
 	if r := o.remote; r != nil {

@@ -13,11 +13,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -52,6 +54,9 @@ type remote struct {
 	mu   sync.Mutex
 	err  error
 	sent int64 // shards uploaded by this run
+	// found is set when commit found the record already committed, equal
+	// to this run's (see ownCommit).
+	found bool
 }
 
 // StagingDir returns the local directory that stages a run into dst, an
@@ -178,26 +183,9 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 	if o.Pack.Record != nil {
 		rec = o.Pack.Record.Encode()
 	}
-	rs, err := readRemoteState(ctx, st, o.packDir())
+	rs, resume, err := claimRemote(ctx, st, dst, rec, o)
 	if err != nil {
 		return nil, err
-	}
-	resume := false
-	switch {
-	case rs.committed != nil:
-		return nil, fmt.Errorf("%s: %w and holds a committed conversion", dst, stage.ErrExists)
-	case rs.pending == nil && (rs.others > 0 || len(rs.shards) > 0):
-		return nil, fmt.Errorf("%s: %w and is not empty", dst, stage.ErrExists)
-	case rs.pending != nil && (o.Pack.Restart || rec == nil):
-		if err := clearRemote(ctx, st); err != nil {
-			return nil, err
-		}
-		rs = remoteState{}
-	case rs.pending != nil && !bytes.Equal(rs.pending, rec):
-		return nil, &UsageError{Err: fmt.Errorf("%s: %w: it holds the shards of an interrupted run of another conversion", dst, ErrDifferentRun),
-			Hint: "rerun with --restart to discard them, or choose another destination"}
-	case rs.pending != nil:
-		resume = true
 	}
 	if s3, ok := st.(interface {
 		AbortUploads(context.Context, string) (int, error)
@@ -238,6 +226,12 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 			return nil, err
 		}
 	}
+	if resume || sg.Resumed {
+		if rs.shards, err = r.keepPrefix(rs.shards, sg.Resumed); err != nil {
+			sg.Abort()
+			return nil, err
+		}
+	}
 	var stored []packcore.StoredShard
 	if resume {
 		if stored, err = r.storedShards(rs.shards); err != nil {
@@ -261,6 +255,26 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 		}
 	}
 	return out, nil
+}
+
+// differentPending is the refusal of a run into dst, which holds the
+// pending record and shards of an interrupted run of another conversion:
+// what it holds, which run left it and how that run differs from this one.
+func differentPending(dst string, rs remoteState, rec *Record) error {
+	what := "an interrupted run of another conversion"
+	var diff []string
+	if old, err := decodeRecord(rs.pending, dst+"/"+PendingName); err == nil && old.Command != "" {
+		what = "an interrupted " + old.Command + " run"
+		if rec != nil {
+			diff = rec.Diff(old)
+		}
+	}
+	tail := ""
+	if len(diff) > 0 {
+		tail = "; this run differs: " + strings.Join(diff, "; ")
+	}
+	return &UsageError{Err: fmt.Errorf("%s: %w: it holds %s of %s (%s)%s", dst, ErrDifferentRun, plan.CountText(int64(len(rs.shards)), "complete shards"), what, PendingName, tail),
+		Hint: "rerun that run's command to finish it, rerun this one with --restart to discard what it left, or choose another destination"}
 }
 
 // DiscardAt removes a committed output from loc, an s3:// location, so a
@@ -304,6 +318,184 @@ func clearRemote(ctx context.Context, st objstore.Store) error {
 	}
 	return st.Delete(ctx, PendingName)
 }
+
+// claimRemote reads what the destination st (named dst) holds and says
+// whether this run, of record rec, may write there: into an empty
+// destination, or one holding an interrupted run's shards that it resumes
+// (resume) or, with --restart or without a record, clears first.
+func claimRemote(ctx context.Context, st objstore.Store, dst string, rec []byte, o OutputOptions) (rs remoteState, resume bool, err error) {
+	rs, err = readRemoteState(ctx, st, o.packDir())
+	if err != nil {
+		return rs, false, err
+	}
+	switch {
+	case rs.committed != nil:
+		return rs, false, fmt.Errorf("%s: %w and holds a committed conversion", dst, stage.ErrExists)
+	case rs.pending == nil && (rs.others > 0 || len(rs.shards) > 0):
+		return rs, false, fmt.Errorf("%s: %w and is not empty", dst, stage.ErrExists)
+	case rs.pending != nil && (o.Pack.Restart || rec == nil):
+		return remoteState{}, false, clearRemote(ctx, st)
+	case rs.pending != nil && !bytes.Equal(rs.pending, rec):
+		return rs, false, differentPending(dst, rs, o.Pack.Record)
+	}
+	return rs, rs.pending != nil, nil
+}
+
+// keepPrefix returns the shards of stored (the store's, of an interrupted
+// run) that a rerun can reuse, and discards the others from the store and
+// from the local staging directory (staged: it was kept for the rerun).
+//
+// Shards are uploaded UploadsInFlight at once and a staging directory may be
+// lost (another machine, or SIGINT removed it), so a stopped run can leave
+// pack-0000 and pack-0002 complete and pack-0001 nowhere. The writer's
+// placement of members is a function of what came before, so only a
+// contiguous run of complete shards from pack-0000 (in the store or staged
+// here) is the start of an uninterrupted run's output: those are reused, and
+// every shard after the first missing number is discarded and written again
+// under its own number. A rerun thus ends with the shard names, tables,
+// manifest and record of an uninterrupted run, whatever the staging, at the
+// cost of uploading again the shards that passed a slow one.
+func (r *remote) keepPrefix(stored []objstore.Info, staged bool) ([]objstore.Info, error) {
+	have := map[int]bool{}
+	for _, in := range stored {
+		if i, ok := shardIndex(path.Base(in.Name)); ok {
+			have[i] = true
+		}
+	}
+	var local []string
+	if staged {
+		names, err := packcore.ListShards(r.media)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		for _, n := range names {
+			if i, ok := shardIndex(n); ok {
+				have[i] = true
+				local = append(local, n)
+			}
+		}
+	}
+	next := contiguous(have)
+	var keep []objstore.Info
+	for _, in := range stored {
+		if i, ok := shardIndex(path.Base(in.Name)); ok && i >= next {
+			if err := r.store.Delete(r.ctx, in.Name); err != nil {
+				return nil, fmt.Errorf("%s/%s: discarding a shard after missing %s: %w", r.store.Location(), in.Name, shardName(next), err)
+			}
+			continue
+		}
+		keep = append(keep, in)
+	}
+	for _, n := range local {
+		if i, _ := shardIndex(n); i >= next {
+			if err := os.Remove(filepath.Join(r.media, n)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return keep, nil
+}
+
+// contiguous returns the number of shards from 0 that have holds without a
+// gap: the first number missing.
+func contiguous(have map[int]bool) int {
+	n := 0
+	for have[n] {
+		n++
+	}
+	return n
+}
+
+// Kept is what a run into object storage that was stopped left for a rerun
+// to resume (see KeptAt).
+type Kept struct {
+	// Pending is set when the store holds the run's pending record: a rerun
+	// of the same conversion resumes, a different one is refused.
+	Pending bool
+	// Shards counts the complete shards a rerun reuses: those numbered
+	// without a gap from pack-0000, in the store or staged locally.
+	Shards int
+	// Staged counts those of Shards staged locally, not uploaded yet, in
+	// Staging.
+	Staged  int
+	Staging string
+	// After counts the shards in the store that follow a missing one; a
+	// rerun writes them again (see remote.keepPrefix).
+	After int
+}
+
+// KeptAt returns what a stopped run into dst, an s3:// location (a part's,
+// PartLocation, for a run of one part), left for a rerun: packDir is its
+// pack directory (OutputOptions.PackDir), stagingRoot its --staging, rec
+// its record. A destination whose pending record is not rec's holds
+// nothing of the run.
+func KeptAt(ctx context.Context, dst, packDir, stagingRoot string, rec *Record) (Kept, error) {
+	if packDir == "" {
+		packDir = MediaDir
+	}
+	var k Kept
+	if rec == nil {
+		return k, nil
+	}
+	st, err := objstore.Open(ctx, dst, objstore.Options{})
+	if err != nil {
+		return k, err
+	}
+	rs, err := readRemoteState(ctx, st, packDir)
+	if err != nil || rs.committed != nil || !bytes.Equal(rs.pending, rec.Encode()) {
+		return k, err
+	}
+	k.Pending = true
+	have := map[int]bool{}
+	for _, in := range rs.shards {
+		if i, ok := shardIndex(path.Base(in.Name)); ok {
+			have[i] = true
+		}
+	}
+	staging := stage.Path(StagingDir(stagingRoot, dst))
+	staged := map[int]bool{}
+	if names, err := packcore.ListShards(filepath.Join(staging, filepath.FromSlash(packDir))); err == nil {
+		for _, n := range names {
+			if i, ok := shardIndex(n); ok && !have[i] {
+				staged[i], have[i] = true, true
+			}
+		}
+	}
+	k.Shards = contiguous(have)
+	for i := range have {
+		switch {
+		case i < k.Shards && staged[i]:
+			k.Staged++
+		case i > k.Shards && !staged[i]:
+			k.After++
+		}
+	}
+	if k.Staged > 0 {
+		k.Staging = staging
+	}
+	return k, nil
+}
+
+// shardIndex returns the number of a shard named by the writer's default
+// prefix (pack-0001.zip is 1).
+func shardIndex(name string) (int, bool) {
+	num, ok := strings.CutPrefix(name, packcore.DefaultPrefix+"-")
+	if !ok {
+		return 0, false
+	}
+	num, ok = strings.CutSuffix(num, ".zip")
+	if !ok || len(num) < 4 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(num)
+	if err != nil || i < 0 || strings.TrimLeft(num, "0123456789") != "" {
+		return 0, false
+	}
+	return i, true
+}
+
+// shardName is the name of shard i (the writer's default prefix).
+func shardName(i int) string { return fmt.Sprintf("%s-%04d.zip", packcore.DefaultPrefix, i) }
 
 // storedShards reads the central directory of each shard an interrupted
 // run uploaded. A shard that a local staging directory also holds (it was
@@ -393,7 +585,8 @@ func (r *remote) wait() error {
 }
 
 // commit uploads everything staged but the shards (tables, manifest, any
-// other file), then the record, only if no other run committed first, and
+// other file) and temporary files (IsTemp: a killed run's half-written
+// manifest is no part of the output), then the record, only if no other run committed first, and
 // removes the pending record.
 func (r *remote) commit(stageDir string, rec []byte) error {
 	if err := r.wait(); err != nil {
@@ -406,7 +599,7 @@ func (r *remote) commit(stageDir string, rec []byte) error {
 		}
 		rel, _ := filepath.Rel(stageDir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == RecordName || (path.Dir(rel) == cmp.Or(r.packDir, ".") && strings.HasSuffix(rel, ".zip")) {
+		if rel == RecordName || IsTemp(rel) || (path.Dir(rel) == cmp.Or(r.packDir, ".") && strings.HasSuffix(rel, ".zip")) {
 			return nil
 		}
 		files = append(files, rel)
@@ -424,12 +617,27 @@ func (r *remote) commit(stageDir string, rec []byte) error {
 		rec = []byte("{}\n")
 	}
 	if err := r.store.Put(r.ctx, RecordName, bytes.NewReader(rec), int64(len(rec)), objstore.PutOptions{IfAbsent: true}); err != nil {
-		if errors.Is(err, objstore.ErrExists) {
+		if !errors.Is(err, objstore.ErrExists) {
+			return err
+		}
+		if own, oerr := ownCommit(r.ctx, r.store, rec); oerr != nil || !own {
 			return fmt.Errorf("%s: another run committed this destination first: %w", r.store.Location(), stage.ErrExists)
 		}
-		return err
+		r.found = true
 	}
 	return r.store.Delete(r.ctx, PendingName)
+}
+
+// ownCommit reports whether the record st holds is rec, byte for byte: the
+// conditional put of a record whose answer was lost (the store committed
+// it, the retry finds it there) is this run's own commit, or that of a run
+// of the same conversion, which wrote the same objects.
+func ownCommit(ctx context.Context, st objstore.Store, rec []byte) (bool, error) {
+	b, err := objstore.ReadAll(ctx, st, RecordName, maxRecord)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(b, rec), nil
 }
 
 // TotalsAt is Totals for dst, a local directory or an s3:// location (each

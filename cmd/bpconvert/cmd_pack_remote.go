@@ -122,10 +122,15 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 			prog.Add(1, it.size)
 			return nil
 		})
-		if err != nil {
-			return nil, err
+		if err == nil {
+			stats, err = out.Commit()
 		}
-		if stats, err = out.Commit(); err != nil {
+		if err != nil && ctx.Err() != nil {
+			// Stopped by a signal: the shards uploaded stay for a rerun.
+			out.Abort()
+			return nil, keptInBucket(ctx, err, dst, ".", staging, rec)
+		}
+		if err != nil {
 			return nil, err
 		}
 		upload = out.Summary(plan.Summary{}).Upload

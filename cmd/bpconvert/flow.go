@@ -281,6 +281,9 @@ func (c *convertFlags) doneAt(ctx context.Context, dir string, rec *convert.Reco
 // signal that keeps staged work (convert.ErrKeepStaged) and its staging
 // directory holds complete shards, else err.
 func (c *convertFlags) kept(ctx context.Context, err error) error {
+	if c.dst != "" && objstore.IsRemote(c.dst) && ctx.Err() != nil {
+		return c.keptRemote(ctx, err)
+	}
 	if c.dst == "" || objstore.IsRemote(c.dst) || !errors.Is(context.Cause(ctx), convert.ErrKeepStaged) {
 		return err
 	}
@@ -294,6 +297,46 @@ func (c *convertFlags) kept(ctx context.Context, err error) error {
 		return err
 	}
 	return &keptError{err: err, staging: staging, shards: len(shards)}
+}
+
+// keptRemote is kept for a run into object storage stopped by a signal:
+// whatever the signal, the complete shards it uploaded stay in the bucket
+// with its pending record, for a rerun of the same command to resume (and
+// SIGTERM keeps those staged but not uploaded). The error says how many a
+// rerun reuses and where; err is returned as it is when the bucket holds
+// nothing of the run.
+func (c *convertFlags) keptRemote(ctx context.Context, err error) error {
+	loc := c.dst
+	if !c.part.Whole() {
+		l, perr := convert.PartLocation(c.dst, c.part.Part)
+		if perr != nil {
+			return err
+		}
+		loc = l
+	}
+	return keptInBucket(ctx, err, loc, "", c.staging, c.record)
+}
+
+// keptInBucket is keptRemote for a run of record rec into loc, an s3://
+// location, its packs in packDir ("" for convert.MediaDir), staged under
+// staging (--staging).
+func keptInBucket(ctx context.Context, err error, loc, packDir, staging string, rec *convert.Record) error {
+	// The run's context is cancelled; the look at the bucket is bounded.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	k, kerr := convert.KeptAt(lctx, loc, packDir, staging, rec)
+	if kerr != nil || !k.Pending {
+		return err
+	}
+	where := loc
+	if k.Staged > 0 {
+		where += fmt.Sprintf(" (%d of them staged in %s, not uploaded yet)", k.Staged, k.Staging)
+	}
+	if k.After > 0 {
+		where += fmt.Sprintf(" (%s there follow a shard that was not uploaded and will be written again)", plan.CountText(int64(k.After), "more shards"))
+	}
+	hint := fmt.Sprintf("rerun the same command to resume from the shards kept in %s; add --restart to discard them (a different conversion into %s is refused until then)", loc, loc)
+	return &hintError{err: &keptError{err: err, staging: where, shards: k.Shards}, hint: hint}
 }
 
 // failedPlan is the result of a run whose plan found problems: the error
@@ -410,8 +453,12 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	if err != nil {
 		return nil, cf.kept(ctx, err)
 	}
-	// A summary returned without an error is a finished run.
-	sum.Status, sum.ExitCode, sum.Duration = plan.StatusOK, exitOK, time.Since(start)
+	// A summary returned without an error is a finished run, or one whose
+	// commit was found done (already_done).
+	if sum.Status != plan.StatusAlreadyDone {
+		sum.Status = plan.StatusOK
+	}
+	sum.ExitCode, sum.Duration = exitOK, time.Since(start)
 	if !e.quiet {
 		plan.RenderSummaryText(e.stderr, sum)
 	}
