@@ -5,34 +5,11 @@
 # with bpconvert and with unzip, and lists what was written.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=bin/bpconvert
+bin=${BPCONVERT_BIN:-bin/bpconvert}  # an installed bpconvert: its absolute path
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-python3 - "$work/shards" <<'PY'
-import io, json, os, struct, sys, tarfile, zlib
-
-def png(w, h, seed):
-    raw = b"".join(b"\x00" + b"".join(bytes(((x * 7 + y * 13 + seed) % 256, (x * seed) % 256, (y * 3 + seed) % 256))
-                                      for x in range(w)) for y in range(h))
-    def chunk(t, d):
-        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
-
-out = sys.argv[1]
-os.makedirs(out)
-for shard in range(2):
-    with tarfile.open(os.path.join(out, f"train-{shard:06d}.tar"), "w", format=tarfile.USTAR_FORMAT) as tf:
-        for i in range(50):
-            key = f"{shard * 50 + i:06d}"
-            for field, data in (("png", png(32, 32, shard * 50 + i)),
-                                ("cls", str((shard * 50 + i) % 10).encode()),
-                                ("json", json.dumps({"id": key, "caption": f"pattern {key}"}).encode())):
-                ti = tarfile.TarInfo(f"{key}.{field}")
-                ti.size, ti.mtime, ti.mode = len(data), 1700000000, 0o444
-                tf.addfile(ti, io.BytesIO(data))
-PY
+python3 scripts/demo-sample.py "$work/shards"
 
 echo "== the sample: $(ls "$work/shards" | tr '\n' ' ')(written by Python's tarfile)"
 echo

@@ -6,12 +6,12 @@ set -euo pipefail
 need_cmd() { command -v "$1" >/dev/null 2>&1; }
 need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
-# gcc and pkg-config for cgo; ffmpeg (CLI for video fixtures) and the six
+# gcc and pkg-config for cgo; patchelf for the release (scripts/dist); ffmpeg (CLI for video fixtures) and the six
 # libav*-dev packages go-astiav v0.16.0 links against; zip tools and zstd for
 # cross-checking packs and compressed shards; tmux for terminal tests;
 # python3-fsspec for the test of the fsspec loader pattern (examples/fsspec);
 # python3-venv for the pinned Python test environment (scripts/pyenv.sh).
-pkgs=(gcc pkg-config ffmpeg libavcodec-dev libavdevice-dev libavfilter-dev
+pkgs=(gcc pkg-config patchelf ffmpeg libavcodec-dev libavdevice-dev libavfilter-dev
       libavformat-dev libavutil-dev libswscale-dev unzip zip zstd tmux
       xz-utils bzip2 python3 python3-venv python3-fsspec)
 missing=()

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Installs what a release ships, as a user would, and runs it (make test-dist):
+#  1. `make dist` for linux/amd64 into dist/, twice (the second into a
+#     temporary directory): both SHA256SUMS must be identical.
+#  2. The linux x86-64 wheel installed with pip --no-index into a fresh
+#     virtual environment; the linux/amd64 archives unpacked into an empty
+#     directory. Each runs, with only its own bin directory, /usr/bin and /bin
+#     on PATH (no Go) and Debian's FFmpeg libraries hidden (an empty file
+#     mounted over each, in a private mount namespace):
+#     scripts/demo.sh; convert-wds and verify --against on the demo sample;
+#     convert-lerobot --yes and verify --against on a LeRobot v3.0 dataset
+#     (fixtures/parquet/lerobot.mjs: ffmpeg CLI videos, DuckDB tables). The
+#     dynamic loader's log (LD_DEBUG=libs) must show every library outside
+#     the C runtime loaded from the installation's lib/bpconvert.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+t0=$(date +%s)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "test-dist: FAIL: $*" >&2; exit 1; }
+
+export DIST_PLATFORMS=linux/amd64
+bash scripts/dist/dist.sh
+t1=$(date +%s)
+DIST_DIR=$work/dist2 bash scripts/dist/dist.sh 2>/dev/null
+diff dist/SHA256SUMS "$work/dist2/SHA256SUMS" || fail "two builds of one commit differ"
+echo "test-dist: reproducible: two builds give the same SHA256SUMS ($(wc -l <dist/SHA256SUMS) files)"
+rm -rf "$work/dist2"
+(cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match dist/"
+t2=$(date +%s)
+
+# Inputs, written by independent tools before anything is hidden.
+python3 scripts/demo-sample.py "$work/shards"
+node fixtures/parquet/lerobot.mjs "$work/lerobot" >/dev/null
+lerobot=$work/lerobot/v3.0
+
+# Debian's FFmpeg libraries, to hide.
+hide=$(ls /usr/lib/x86_64-linux-gnu/lib{avcodec,avformat,avutil,avfilter,avdevice,swscale,swresample,postproc}.so.* 2>/dev/null | xargs -r readlink -f | sort -u)
+[ -n "$hide" ] || fail "no system FFmpeg libraries found to hide"
+
+# run_installed BINDIR LIBDIR: the checks, in a mount namespace where every
+# file in $hide is an empty file, with PATH=BINDIR:/usr/bin:/bin.
+run_installed() {
+  local bindir=$1 libdir=$2 out=$work/out-$RANDOM
+  mkdir -p "$out"
+  unshare -m --propagation private env -i HOME="$work" PATH="$bindir:/usr/bin:/bin" \
+    HIDE="$hide" LIBDIR="$libdir" OUT="$out" SHARDS="$work/shards" LEROBOT="$lerobot" \
+    BPCONVERT_BIN="$bindir/bpconvert" bash -euo pipefail -c '
+      for f in $HIDE; do mount --bind /dev/null "$f"; done
+      ! command -v go >/dev/null || { echo "go is on PATH"; exit 1; }
+      ! /usr/bin/ffprobe -version >/dev/null 2>&1 || { echo "the system FFmpeg libraries still load"; exit 1; }
+      [ "$(command -v bpconvert)" = "$BPCONVERT_BIN" ]
+      bpconvert version
+      LD_DEBUG=libs bpconvert-lerobot version 2>"$OUT/ld.log" >/dev/null
+      awk "/calling init: /{print \$NF}" "$OUT/ld.log" | sort -u >"$OUT/loaded"
+      n=$(grep -c "^$LIBDIR/" "$OUT/loaded")
+      bad=$(grep -v "^$LIBDIR/" "$OUT/loaded" | grep -Ev "/(ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libresolv\.so\.2|libgcc_s\.so\.1|libstdc\+\+\.so\.6)$" || true)
+      [ -z "$bad" ] || { echo "loaded from outside $LIBDIR: $bad"; exit 1; }
+      grep -q "^$LIBDIR/libavcodec.so.59$" "$OUT/loaded" || { echo "libavcodec not loaded from $LIBDIR"; exit 1; }
+      echo "bpconvert-lerobot loaded $n libraries, all from $LIBDIR"
+      bash scripts/demo.sh >"$OUT/demo.log"
+      bpconvert convert-wds --yes --quiet "$SHARDS" "$OUT/wds"
+      bpconvert verify "$OUT/wds" --against "$SHARDS"
+      bpconvert convert-lerobot --yes --quiet "$LEROBOT" "$OUT/lerobot"
+      bpconvert verify "$OUT/lerobot" --against "$LEROBOT"
+      ls "$OUT/lerobot/media"/*.zip >/dev/null
+    ' || fail "$3"
+  rm -rf "$out"
+}
+
+# The wheel, into a fresh virtual environment.
+whl=$(ls dist/bpconvert-*-py3-none-manylinux_2_36_x86_64.whl)
+/usr/bin/python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install --quiet --no-index --disable-pip-version-check "$whl"
+[ -x "$work/venv/bin/bpconvert" ] && [ -x "$work/venv/bin/bpconvert-lerobot" ] || fail "the wheel did not install both programs into bin/"
+run_installed "$work/venv/bin" "$work/venv/lib/bpconvert" "the wheel"
+echo "test-dist: the wheel $(basename "$whl") ($(du -m "$whl" | cut -f1) MB) installs and runs"
+t3=$(date +%s)
+
+# The archives, unpacked into an empty directory.
+mkdir "$work/unpacked"
+for a in dist/bpconvert-v*-linux-amd64.tar.gz dist/bpconvert-lerobot-v*-linux-amd64.tar.gz; do
+  tar -xzf "$a" -C "$work/unpacked"
+done
+top=$(ls "$work/unpacked")
+run_installed "$work/unpacked/$top/bin" "$work/unpacked/$top/lib/bpconvert" "the archives"
+echo "test-dist: the archives unpack and run"
+t4=$(date +%s)
+echo "test-dist: ok: dist $((t1 - t0)) s, second dist and checks $((t2 - t1)) s, wheel $((t3 - t2)) s, archives $((t4 - t3)) s"
