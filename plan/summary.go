@@ -127,11 +127,14 @@ func RenderSummaryText(w io.Writer, s Summary) error {
 			b.WriteString(" to " + safe(s.Dest))
 		}
 		b.WriteString(" in " + d.String())
-		if len(s.Counts) > 0 {
-			parts := make([]string, len(s.Counts))
-			for i, c := range s.Counts {
-				parts[i] = CountText(c.N, c.Name)
+		// Counts of nothing are left out of the text (JSON keeps them).
+		var parts []string
+		for _, c := range s.Counts {
+			if c.N != 0 {
+				parts = append(parts, CountText(c.N, c.Name))
 			}
+		}
+		if len(parts) > 0 {
 			b.WriteString("; " + strings.Join(parts, ", "))
 		}
 		if u := s.Upload; u != nil {

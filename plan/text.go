@@ -153,12 +153,27 @@ func header(s Source) string {
 func CountText(n int64, plural string) string {
 	noun := plural
 	if n == 1 {
-		noun = strings.TrimSuffix(plural, "s")
+		noun = singular(plural)
 	}
 	if noun == "" {
 		return Thousands(n)
 	}
 	return Thousands(n) + " " + safe(noun)
+}
+
+// singular is the singular of an English plural noun phrase, its last word
+// changed: "record batches" -> "record batch", "entries" -> "entry",
+// "rows" -> "row"; a phrase that does not end in "s" is returned as it is.
+func singular(plural string) string {
+	for _, end := range []string{"ches", "shes", "sses", "xes", "zzes"} {
+		if strings.HasSuffix(plural, end) {
+			return strings.TrimSuffix(plural, "es")
+		}
+	}
+	if strings.HasSuffix(plural, "ies") && len(plural) > 4 {
+		return strings.TrimSuffix(plural, "ies") + "y"
+	}
+	return strings.TrimSuffix(plural, "s")
 }
 
 // maxKinds is how many kinds an evidence line names before it summarises the rest.
