@@ -25,10 +25,11 @@ const lerobotBinary = "bpconvert-lerobot"
 func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	path, err := findLerobot()
 	if err != nil {
-		return nil, &hintError{err: err,
+		// Not a failure a retry mends: exit 2, as for a missing setting.
+		return nil, &usageError{msg: err.Error(),
 			hint: "build it with `make build` (bin/bpconvert-lerobot) or `go build -tags lerobot -o bpconvert-lerobot ./cmd/bpconvert`, and keep it beside bpconvert"}
 	}
-	if e.stdin != os.Stdin || e.stdout != os.Stdout || e.stderr != os.Stderr {
+	if e.stdin != os.Stdin || terminal(e.stdout) != os.Stdout || terminal(e.stderr) != os.Stderr {
 		return nil, errors.New("convert-lerobot: runs only as a command, with the process's own streams")
 	}
 	argv := append([]string{path, "convert-lerobot"}, args...)

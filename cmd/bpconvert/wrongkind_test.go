@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,31 @@ func TestWrongInputKind(t *testing.T) {
 				t.Fatalf("the missing source is not named:\n%s", r.stderr)
 			}
 		})
+	}
+}
+
+// TestLerobotWithoutCompanion runs convert-lerobot from a bpconvert that has
+// no bpconvert-lerobot beside it or on PATH: a missing install is a usage
+// error (exit 2, which schedulers do not retry) with a hint on building it.
+func TestLerobotWithoutCompanion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	alone := filepath.Join(dir, "bpconvert")
+	b, err := os.ReadFile(binPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(alone, "convert-lerobot", "--yes", filepath.Join(dir, "src"), filepath.Join(dir, "dst"))
+	cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+	out, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != exitUsage {
+		t.Fatalf("exit %v, want %d:\n%s", err, exitUsage, out)
+	}
+	if !strings.Contains(string(out), "bpconvert-lerobot is not installed beside bpconvert or on PATH") || !strings.Contains(string(out), "hint: build it with") {
+		t.Fatalf("output:\n%s", out)
 	}
 }
