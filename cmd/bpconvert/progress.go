@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,26 +45,45 @@ func (e *env) newProgress(label string) progress.Counter {
 	return &logCounter{label: label, w: e.stderr, last: time.Now(), now: time.Now}
 }
 
-// barCounter draws a byte-based progress bar.
+// barCounter draws a progress bar with what people read off it: bytes
+// done and in all (binary units, as everywhere else), items done and in
+// all, the rate and the time left. The rate is measured from the first
+// update, and only once a second has passed (no start-up spike); the bar
+// stays below 100 % until the run ends (the summary follows it).
 type barCounter struct {
-	label        string
-	w            io.Writer
-	bar          *progressbar.ProgressBar
-	items, total int64
+	label string
+	w     io.Writer
+	bar   *progressbar.ProgressBar
+	now   func() time.Time
+
+	mu                sync.Mutex
+	items, totalItems int64
+	bytes, totalBytes int64
+	first             time.Time // the first update, where the rate is measured from
+	firstBytes        int64
+	described         time.Time
 	// shown is set while the bar may be on the screen (see clearBars).
 	shown atomic.Bool
 }
 
+// describeEvery is how often the bar's figures are recomputed.
+const describeEvery = 200 * time.Millisecond
+
 func (b *barCounter) SetTotal(items, bytes int64) {
-	b.total = items
-	b.bar = progressbar.NewOptions64(bytes,
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.totalItems, b.totalBytes = items, bytes
+	max := bytes
+	if bytes > 0 {
+		max = bytes + 1 // 100 % only when the run has ended
+	}
+	b.bar = progressbar.NewOptions64(max,
 		progressbar.OptionSetWriter(b.w),
 		progressbar.OptionSetDescription(b.label),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionShowDescriptionAtLineEnd(),
+		progressbar.OptionSetPredictTime(false),
 		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(b.w) }),
+		progressbar.OptionSetWidth(24),
 	)
 }
 
@@ -70,9 +91,52 @@ func (b *barCounter) Add(items, bytes int64) {
 	if b.bar == nil {
 		b.SetTotal(-1, -1)
 	}
+	b.mu.Lock()
+	now := b.clock()
 	b.items += items
+	b.bytes += bytes
+	if b.first.IsZero() {
+		// The first chunk took an unknown time before it came: the rate
+		// counts what came after it.
+		b.first, b.firstBytes = now, b.bytes
+	}
+	if now.Sub(b.described) >= describeEvery {
+		b.described = now
+		b.bar.Describe(b.figures(now))
+	}
+	b.mu.Unlock()
 	b.bar.Add64(bytes)
 	b.shown.Store(true)
+}
+
+func (b *barCounter) clock() time.Time {
+	if b.now != nil {
+		return b.now()
+	}
+	return time.Now()
+}
+
+// figures is the text beside the bar: "convert: 1.2 GiB of 2.6 GiB, 312 of
+// 700 items, 85.0 MiB/s, 16s left".
+func (b *barCounter) figures(now time.Time) string {
+	parts := []string{plan.HumanBytes(b.bytes)}
+	if b.totalBytes > 0 {
+		parts[0] += " of " + plan.HumanBytes(b.totalBytes)
+	}
+	if b.totalItems > 0 {
+		parts = append(parts, plan.Thousands(b.items)+" of "+plan.CountText(b.totalItems, "items"))
+	} else if b.items > 0 {
+		parts = append(parts, plan.CountText(b.items, "items"))
+	}
+	if d := now.Sub(b.first); d >= time.Second && b.bytes > b.firstBytes {
+		rate := float64(b.bytes-b.firstBytes) / d.Seconds()
+		parts = append(parts, plan.HumanBytes(int64(rate))+"/s")
+		if b.totalBytes > b.bytes {
+			left := time.Duration(float64(b.totalBytes-b.bytes) / rate * float64(time.Second))
+			parts = append(parts, left.Round(time.Second).String()+" left")
+		}
+	}
+	return b.label + ": " + strings.Join(parts, ", ")
 }
 
 func (b *barCounter) Milestone(msg string) {
