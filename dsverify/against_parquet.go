@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -60,6 +61,7 @@ func (v *verifier) againstParquet(src string) error {
 	}
 	a := &Against{Source: src, Format: "parquet"}
 	v.rep.Against = a
+	var kept keptCount
 	rels := make([]string, 0, len(v.pq))
 	for rel := range v.pq {
 		rels = append(rels, rel)
@@ -100,8 +102,118 @@ func (v *verifier) againstParquet(src string) error {
 				return err
 			}
 		}
+		var roots []string
+		for _, x := range rec.Extracted {
+			if len(x.Path) > 0 {
+				roots = append(roots, x.Path[0])
+			}
+		}
+		if err := v.compareKept(a, &kept, sp, joinPath(v.root, rel), rel, roots); err != nil {
+			return err
+		}
+	}
+	if kept.columns > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("kept columns compared value by value: %d values in %d columns", kept.values, kept.columns))
 	}
 	return nil
+}
+
+// keptCount counts the kept columns compared and their values.
+type keptCount struct{ columns, values int64 }
+
+// compareKept compares the columns of a rewritten table that hold no
+// extracted field (kept as they were) with the source's, value by value:
+// a changed type or value is a mismatch, named by column and row.
+func (v *verifier) compareKept(a *Against, kc *keptCount, srcPath, outPath, rel string, extracted []string) error {
+	names, err := v.columnNames(srcPath)
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	for _, name := range names {
+		if slices.Contains(extracted, name) {
+			continue
+		}
+		if err := v.compareKeptColumn(a, kc, srcPath, outPath, rel, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// columnNames lists the top-level columns of a source table.
+func (v *verifier) columnNames(p string) ([]string, error) {
+	if strings.HasSuffix(p, ".arrow") {
+		c, err := v.openArrowColumn(p, "")
+		if err != nil {
+			return nil, err
+		}
+		defer c.close()
+		var names []string
+		for _, f := range c.schema.Fields() {
+			names = append(names, f.Name)
+		}
+		return names, nil
+	}
+	pf, err := v.openParquet(p)
+	if err != nil {
+		return nil, err
+	}
+	defer pf.Close()
+	root := pf.MetaData().Schema.Root()
+	names := make([]string, root.NumFields())
+	for i := range names {
+		names[i] = root.Field(i).Name()
+	}
+	return names, nil
+}
+
+// compareKeptColumn compares one kept column of a table with its source.
+func (v *verifier) compareKeptColumn(a *Against, kc *keptCount, srcPath, outPath, rel, name string) error {
+	sc, err := v.openColumn(srcPath, name)
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
+	defer sc.close()
+	kc.columns++
+	mismatch := func(row int64, reason string) {
+		a.Mismatches++
+		v.problem(Problem{Table: rel, Row: row, Column: name, Reason: reason})
+	}
+	oc, err := v.openColumn(outPath, name)
+	if err != nil {
+		mismatch(-1, "kept column: "+err.Error())
+		return nil
+	}
+	defer oc.close()
+	for row := int64(0); ; row++ {
+		if err := v.ctx.Err(); err != nil {
+			return err
+		}
+		sok, ook := sc.next(), oc.next()
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("--against: %s: row %d: %w", srcPath, row, err)
+		}
+		if err := oc.Err(); err != nil {
+			mismatch(row, err.Error())
+			return nil
+		}
+		if sok != ook {
+			mismatch(row, "the table and its source have different row counts")
+			return nil
+		}
+		if !sok {
+			return nil
+		}
+		st, ot := sc.col.DataType(), oc.col.DataType()
+		if !arrow.TypeEqual(st, ot) {
+			mismatch(-1, fmt.Sprintf("kept column: type %s in the source, %s in the table", st, ot))
+			return nil
+		}
+		kc.values++
+		if !array.SliceEqual(sc.col, int64(sc.i), int64(sc.i+1), oc.col, int64(oc.i), int64(oc.i+1)) {
+			mismatch(row, "kept column: the value differs from the source's")
+		}
+	}
 }
 
 // columnCursor reads one top-level column of a table row by row: a
@@ -311,6 +423,19 @@ func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel stri
 				continue
 			case s.str:
 				continue // not a payload
+			case s.bytes == nil && remoteCell(s.path):
+				// a remote value, kept as it is (convert-parquet without
+				// --strict-remote)
+				a.KeptURIs++
+				got, reason := o.text, ""
+				if got == "" {
+					got = o.path
+				}
+				if got != s.path {
+					reason = fmt.Sprintf("holds %q, not the source's remote path %q", got, s.path)
+				}
+				v.compared(a, 0, reason, p)
+				continue
 			}
 			if !packcore.IsRef(o.text) {
 				v.compared(a, 0, fmt.Sprintf("value %q is not a reference", o.text), p)
@@ -350,6 +475,13 @@ func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel stri
 		}
 	}
 	return nil
+}
+
+// remoteCell reports whether the path of a media value whose bytes are
+// null names a file elsewhere (a URL such as hf://, https://, s3://, or an
+// fsspec chain), which convert-parquet keeps as it is.
+func remoteCell(p string) bool {
+	return strings.Contains(p, "://") || strings.Contains(p, "::")
 }
 
 // leaf is one value at the end of a field path: a payload (bytes, or a

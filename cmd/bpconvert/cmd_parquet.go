@@ -32,6 +32,7 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 	media := fset.String("hf-media", string(parquet.MediaKeep), "what a Hugging Face media struct<bytes, path> (Image, Audio, ...) becomes, `MODE` keep (the struct stays, bytes null,\n"+
 		"path the reference, so datasets still reads Image()/Audio() features) or string (the reference string, Value(\"string\"));\nplain binary columns always become reference strings")
 	keepPath := fset.Bool("keep-path", false, "keep the source path of each extracted media struct in a string field beside it, named FIELD"+parquet.PathSuffix+"\n(image"+parquet.PathSuffix+" beside image; a list beside a list), declared Value(\"string\") in the features; by default it is not kept")
+	strictRemote := fset.Bool("strict-remote", false, "refuse a media value whose bytes are null and whose path is a URL (hf://, https://, s3://, ...),\nas dataset builders write them; by default such a value is kept as it is, its path unchanged, and counted")
 	pos, err := e.parse(fset, args, 2, "SRC DST")
 	if err != nil {
 		return nil, err
@@ -94,6 +95,8 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		Tree:     tree,
 		Media:    parquet.MediaMode(*media),
 		KeepPath: *keepPath,
+
+		StrictRemote: *strictRemote,
 	})
 	if err != nil {
 		return nil, err

@@ -80,6 +80,9 @@ type Result struct {
 	Metadata []string
 	// Rows sums the rows of the rewritten tables.
 	Rows int64
+	// Remote counts the media values kept as they were because their
+	// bytes are null and their path is a URL (see Options.StrictRemote).
+	Remote int64
 	// Pack is what the pack writer wrote.
 	Pack packcore.Stats
 	// Summary is the run's outcome in the CLI's summary form (Convert
@@ -127,6 +130,7 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, op
 			{Name: "copied tables", N: int64(res.Copied)},
 			{Name: "copied files", N: int64(res.Files)},
 			{Name: "rows", N: res.Rows},
+			{Name: "remote cells", N: res.Remote},
 		},
 		Warnings: append([]string{}, ins.Warnings...),
 	})
@@ -197,6 +201,7 @@ func convertTo(ctx context.Context, ins *Inspection, sel Selection, dir string, 
 		}
 		res.Rewritten++
 		res.Rows += t.Rows
+		res.Remote += tc.remote
 		if tc.direct {
 			res.direct++
 		}
@@ -320,6 +325,9 @@ type tableConv struct {
 	pageIndex bool
 	// direct is set when the payload columns were read value by value.
 	direct bool
+	// remote counts the media values kept as they were (see
+	// Options.StrictRemote).
+	remote int64
 }
 
 // hasPageIndex reports whether a table's first row group has an offset
@@ -882,7 +890,9 @@ func (tc *tableConv) outOpts() outOpts {
 	return outOpts{keepMedia: tc.opts.Media != MediaString, keepPath: tc.opts.KeepPath}
 }
 
-// pack stores one payload of the field at path and returns its reference.
+// pack stores one payload of the field at path and returns its reference;
+// a media value whose path is a URL it keeps as it is (its path is
+// returned) unless Options.StrictRemote.
 func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string, fromPath bool) (string, error) {
 	col := dotted(path)
 	var b strings.Builder
@@ -901,6 +911,11 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 			fmt.Fprintf(&b, "-%04d", s)
 		}
 		group = fmt.Sprintf("%s#%d", tc.t.Rel, id.row)
+	}
+	if fromPath && isRemoteCell(srcName) && !tc.opts.StrictRemote {
+		// a file elsewhere (hf://, https://, s3://): kept as it is
+		tc.remote++
+		return srcName, nil
 	}
 	if fromPath {
 		e, err := tc.resolvePath(srcName)

@@ -393,7 +393,7 @@ func inspectArrow(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 					return
 				}
 				if !valid && name != "" {
-					in.sampleFile(ctx, t.Rel, c, name, warnings)
+					in.sampleFile(ctx, t.Rel, c, name, opts.StrictRemote, warnings)
 					return
 				}
 				if !valid {

@@ -220,8 +220,8 @@ func (in *inputs) copyFile(ctx context.Context, f inputFile, dst string) error {
 // once symlinks are resolved, a regular file, described as the tree's Stat
 // describes it.
 func (in *inputs) resolvePath(name string) (srctree.Entry, error) {
-	if strings.Contains(name, "://") || strings.Contains(name, "::") {
-		return srctree.Entry{}, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed)", name)
+	if isRemoteCell(name) {
+		return srctree.Entry{}, fmt.Errorf("path %q is not a local file (bytes are null and only local files inside the dataset root can be packed; without --strict-remote such a value is kept as it is)", name)
 	}
 	var rel string
 	if in.tree.Remote() {
@@ -274,4 +274,11 @@ func storeFirst(t *srctree.Tree, err error) error {
 		return fmt.Errorf("parquet: %w", serr)
 	}
 	return err
+}
+
+// isRemoteCell reports whether the path of a media value whose bytes are
+// null names a file elsewhere: a URL (hf://, https://, s3://, ...) or an
+// fsspec chain (zip://a.png::https://...).
+func isRemoteCell(name string) bool {
+	return strings.Contains(name, "://") || strings.Contains(name, "::")
 }

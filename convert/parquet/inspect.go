@@ -87,6 +87,11 @@ type Options struct {
 	// beside a list of images) holding the source's path, which the
 	// reference replaces.
 	KeepPath bool
+	// StrictRemote refuses a media value whose bytes are null and whose
+	// path is a URL (hf://, https://, s3://, ...), as builders of
+	// datasets write them; by default such a value is kept as it is, its
+	// path unchanged, and counted (Result.Remote).
+	StrictRemote bool
 
 	// general makes every table take the general path, and poison fills
 	// reused page buffers with a pattern (tests compare the direct path
@@ -157,6 +162,9 @@ type Candidate struct {
 	ChunkBytes int64 `json:"chunk_bytes"`
 	// Evidence is what sampling found.
 	Evidence plan.Evidence `json:"evidence"`
+	// Remote counts the sampled values whose bytes are null and whose
+	// path is a URL, which the conversion keeps as they are.
+	Remote int64 `json:"remote,omitempty"`
 }
 
 // Name returns the field's name as plans and --field write it (see
@@ -435,6 +443,7 @@ func inspectTree(ctx context.Context, tree *srctree.Tree, file string, opts Opti
 				a.Media = c.Media
 			}
 			mergeEvidence(&a.Evidence, c.Evidence)
+			a.Remote += c.Remote
 			a.Evidence.Nulls = nulls
 		}
 	}
@@ -791,7 +800,7 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 			live := allLive(col.Len())
 			visitPayloads(col, c.Path[1:], c.Struct, live, func(val []byte, valid bool, name string) {
 				if !valid && name != "" {
-					in.sampleFile(ctx, t.Rel, c, name, warnings)
+					in.sampleFile(ctx, t.Rel, c, name, opts.StrictRemote, warnings)
 					return
 				}
 				if !valid {
@@ -820,7 +829,12 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 // conversion packs it), so it counts as a value of its size and kind; a
 // path that names no file under the root is a warning, since the
 // conversion stops there.
-func (in *inputs) sampleFile(ctx context.Context, rel string, c *Candidate, name string, warnings *[]string) {
+func (in *inputs) sampleFile(ctx context.Context, rel string, c *Candidate, name string, strictRemote bool, warnings *[]string) {
+	if isRemoteCell(name) && !strictRemote {
+		c.Remote++
+		c.Evidence.Add(0, "remote file")
+		return
+	}
 	e, err := in.resolvePath(name)
 	if err != nil {
 		if !slices.Contains(c.Evidence.Kinds, "missing file") { // one warning a field

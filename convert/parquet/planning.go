@@ -115,6 +115,15 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 	if sel.Default {
 		p.Notes = append(p.Notes, "Selected by default: the fields that Hugging Face metadata declares as media.")
 	}
+	var remote int64
+	for _, c := range ins.Candidates {
+		if selected(sel.Paths, c.Path) {
+			remote += c.Remote
+		}
+	}
+	if remote > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("Remote cells: %s in the sample have null bytes and a path that is a URL (hf://, https://, s3://, ...); such values are kept as they are, their path unchanged, and counted in the summary (remote_cells). --strict-remote refuses them instead.", plan.CountText(remote, "values")))
+	}
 	var uncounted int64
 	for _, t := range ins.Tables {
 		if t.Uncounted {
