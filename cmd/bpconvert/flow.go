@@ -385,6 +385,9 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	}
 	p, err := job.Plan(ctx, nil, e.newProgress("inspect"))
 	p = cf.withShardNote(p)
+	if w := spaceWarning(cf, p); w != "" {
+		p.Warnings = append(p.Warnings, w)
+	}
 	if err != nil {
 		if len(p.Entries) > 0 && !e.quiet {
 			plan.RenderText(e.stderr, p) // the plan lists every problem found
@@ -451,7 +454,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	start := time.Now()
 	sum, err := job.Run(ctx, prog)
 	if err != nil {
-		return nil, cf.kept(ctx, err)
+		return nil, diskFull(cf.kept(ctx, err), cf)
 	}
 	// A summary returned without an error is a finished run, or one whose
 	// commit was found done (already_done).
