@@ -887,29 +887,50 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string
 		msg = msg.bytes(2, dfMsg)
 		names = append(names, name)
 	}
-	if del := fr.Deletion; del != nil {
-		dn := deletionFileName(fr)
-		base, err := d.basePath(del.BaseID, "_deletions")
+	if fr.Deletion != nil {
+		dm, err := rw.copyDeletion(fr)
 		if err != nil {
-			return nil, nil, where(dn, err)
+			return nil, nil, where(deletionFileName(fr), err)
 		}
-		if err := copyFile(rw.ctx, d.st, joinPath(base, dn), filepath.Join(rw.dst, "_deletions", dn)); err != nil {
-			return nil, nil, where(dn, err)
-		}
-		dm := pbuf(nil)
-		if del.Bitmap {
-			dm = dm.varint(1, 1)
-		}
-		dm = dm.varint(2, del.ReadVersion).varint(3, del.ID).varint(4, del.NumDeleted)
 		msg = msg.bytes(3, dm)
 	}
 	msg = msg.varint(4, fr.PhysicalRows)
+	msg, err = rw.lineageFields(fr, msg, lin)
+	if err != nil {
+		return nil, nil, where(strings.Join(names, ", "), err)
+	}
+	return msg, names, nil
+}
+
+// copyDeletion copies fragment fr's deletion file and returns its
+// DeletionFile message.
+func (rw *rewriter) copyDeletion(fr *Fragment) (pbuf, error) {
+	del := fr.Deletion
+	base, err := rw.d.basePath(del.BaseID, "_deletions")
+	if err != nil {
+		return nil, err
+	}
+	dn := deletionFileName(fr)
+	if err := copyFile(rw.ctx, rw.d.st, joinPath(base, dn), filepath.Join(rw.dst, "_deletions", dn)); err != nil {
+		return nil, err
+	}
+	dm := pbuf(nil)
+	if del.Bitmap {
+		dm = dm.varint(1, 1)
+	}
+	return dm.varint(2, del.ReadVersion).varint(3, del.ID).varint(4, del.NumDeleted), nil
+}
+
+// lineageFields appends fragment fr's row lineage fields to its
+// DataFragment message msg. lin are the lineage columns copied into its
+// data files.
+func (rw *rewriter) lineageFields(fr *Fragment, msg pbuf, lin []lineageColumn) (pbuf, error) {
 	// Row id and row version sequences stored inline are carried as they
 	// are, and so are the markers of sequences spilled to data file
-	// columns, whose columns were copied above; external ones would name
-	// files that are not copied.
+	// columns, whose columns were copied; external ones would name files
+	// that are not copied.
 	spilled := false
-	err = wire.Walk(rw.rm.frags[fr.ID], func(f wire.Field) error {
+	err := wire.Walk(rw.rm.frags[fr.ID], func(f wire.Field) error {
 		switch f.Num {
 		case fragmentInlineRowIDs, fragmentInlineUpdatedAt, fragmentInlineCreatedAt:
 			msg = msg.raw(f)
@@ -925,10 +946,10 @@ func (rw *rewriter) fragment(fr *Fragment, res *RewriteResult) ([]byte, []string
 		err = fmt.Errorf("%w: the fragment's row lineage is spilled to data file columns, but no data file holds them", errCorrupt)
 	}
 	if err != nil {
-		return nil, nil, where(strings.Join(names, ", "), err)
+		return nil, err
 	}
 	rw.spilled = rw.spilled || spilled
-	return msg, names, nil
+	return msg, nil
 }
 
 // Fields of DataFragment holding a fragment's row lineage: the sequences

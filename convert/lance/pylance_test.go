@@ -202,12 +202,7 @@ func TestPylance14(t *testing.T) {
 			if !slices.Equal(got.FileVersions, tc.versions) {
 				t.Errorf("output file versions %v, want %v", got.FileVersions, tc.versions)
 			}
-			if got.ReaderFlags != tc.flags {
-				t.Errorf("output reader flags %d, want %d", got.ReaderFlags, tc.flags)
-			}
-			if tc.srcFlags != 0 && got.SourceFlags != tc.srcFlags {
-				t.Errorf("source reader flags %d, want %d: the fixture is not the shape the case is about", got.SourceFlags, tc.srcFlags)
-			}
+			checkFlags(t, &got, tc.flags, tc.srcFlags)
 			if tc.lineage {
 				// What lance-inspect shows of the source and the output:
 				// every row, no hidden lineage column among the columns.
@@ -237,6 +232,18 @@ func TestPylance14(t *testing.T) {
 				t.Errorf("verify --against compared %d payloads (%d kept URIs), want %d (%d)", rep.Against.Payloads, rep.Against.KeptURIs, tc.compared, tc.kept)
 			}
 		})
+	}
+}
+
+// checkFlags compares the output's reader feature flags that check.py
+// reports with flags, and the source's with srcFlags unless it is 0.
+func checkFlags(t *testing.T, got *py14Check, flags, srcFlags uint64) {
+	t.Helper()
+	if got.ReaderFlags != flags {
+		t.Errorf("output reader flags %d, want %d", got.ReaderFlags, flags)
+	}
+	if srcFlags != 0 && got.SourceFlags != srcFlags {
+		t.Errorf("source reader flags %d, want %d: the fixture is not the shape the case is about", got.SourceFlags, srcFlags)
 	}
 }
 
