@@ -154,34 +154,41 @@ func TestRefBase(t *testing.T) {
 				t.Errorf("--ref-base %q: exit %d: %s", base, r.code, r.stderr)
 			}
 		}
-		// A bare relative path: the message says which forms are taken.
-		r := bp(t, "convert-wds", wdsSrc, filepath.Join(t.TempDir(), "out"), "--yes", "--ref-base", "other")
-		for _, form := range []string{"absolute path", "URL", "./ or ../"} {
-			if !strings.Contains(r.stderr, form) {
-				t.Errorf("--ref-base other: the message does not name %q: %s", form, r.stderr)
-			}
-		}
 	})
-	t.Run("relative with ./ or ../", func(t *testing.T) {
-		dst := filepath.Join(t.TempDir(), "ds")
-		if r := bp(t, "convert-wds", wdsSrc, dst, "--yes", "--quiet", "--max-members", "16", "--ref-base", "../ds"); r.code != exitOK {
-			t.Fatalf("--ref-base ../ds: exit %d: %s", r.code, r.stderr)
+}
+
+// TestRefBaseRelative: a bare relative --ref-base is refused with the
+// forms that are taken; a relative one that says so (../ds) is written as
+// it is, and verify resolves its references against the dataset it is
+// given.
+func TestRefBaseRelative(t *testing.T) {
+	t.Parallel()
+	wdsSrc := filepath.Join(t.TempDir(), "wds")
+	wdsShards(t, wdsSrc, 2, 30, 700)
+	r := bp(t, "convert-wds", wdsSrc, filepath.Join(t.TempDir(), "out"), "--yes", "--ref-base", "other")
+	for _, want := range []string{"--ref-base", "absolute path", "URL", "./ or ../"} {
+		if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("--ref-base other: exit %d, the message does not name %q: %s", r.code, want, r.stderr)
 		}
-		refs := refsIn(t, dst)
-		if len(refs) != 120 {
-			t.Fatalf("%d references, want 120", len(refs))
+	}
+	dst := filepath.Join(t.TempDir(), "ds")
+	if r := bp(t, "convert-wds", wdsSrc, dst, "--yes", "--quiet", "--max-members", "16", "--ref-base", "../ds"); r.code != exitOK {
+		t.Fatalf("--ref-base ../ds: exit %d: %s", r.code, r.stderr)
+	}
+	refs := refsIn(t, dst)
+	if len(refs) != 120 {
+		t.Fatalf("%d references, want 120", len(refs))
+	}
+	for _, ref := range refs {
+		if _, shard, _ := packcore.ParseRef(ref); !strings.HasPrefix(shard, "../ds/media/pack-") {
+			t.Fatalf("reference %q", ref)
 		}
-		for _, ref := range refs {
-			if _, shard, _ := packcore.ParseRef(ref); !strings.HasPrefix(shard, "../ds/media/pack-") {
-				t.Fatalf("reference %q", ref)
-			}
-		}
-		// verify resolves them against the dataset it is given, as it
-		// does absolute ones.
-		if r := bp(t, "verify", dst); r.code != exitOK || !strings.Contains(r.stdout, "as ../ds (--ref-base)") {
-			t.Fatalf("verify: exit %d: %s%s", r.code, r.stdout, r.stderr)
-		}
-	})
+	}
+	// verify resolves them against the dataset it is given, as it does
+	// absolute ones.
+	if r := bp(t, "verify", dst); r.code != exitOK || !strings.Contains(r.stdout, "as ../ds (--ref-base)") {
+		t.Fatalf("verify: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // readRefsPy opens every reference, as written, with fsspec (s3fs for the
