@@ -20,14 +20,17 @@ const RefBaseOption = "ref-base"
 //
 //   - "" or ".": the default, relative to the dataset root
 //     (zip://KEY::media/pack-NNNN.zip), read from the root;
-//   - a relative path (../ds): relative to the directory readers work in;
+//   - a relative path that says so (./ds, ../ds): relative to the
+//     directory readers work in;
 //   - an absolute path (/data/ds): readable from any directory;
 //   - a URL (s3://bucket/ds, https://host/ds): where the dataset is read
 //     from once it is moved there.
 //
 // It refuses what no reference can carry: "::" (which ends a reference's
 // key), control characters, backslashes, surrounding spaces and a URL with
-// nothing after its scheme. The result is "" for the default.
+// nothing after its scheme; and a bare relative path (other, data/ds),
+// which reads like a name of the dataset but resolves from whatever
+// directory a reader happens to work in. The result is "" for the default.
 func CheckRefBase(base string) (string, error) {
 	if base == "" {
 		return "", nil
@@ -57,14 +60,25 @@ func CheckRefBase(base string) (string, error) {
 	if strings.Contains(base, "://") {
 		return bad("is neither a path nor a URL (scheme://location)")
 	}
+	explicit := base == "." || base == ".." || strings.HasPrefix(base, "./") || strings.HasPrefix(base, "../")
+	if !path.IsAbs(base) && !explicit {
+		return bad(RefBaseForms)
+	}
 	return packcore.CleanRefBase(base), nil
 }
+
+// RefBaseForms says which forms --ref-base takes, for the message that
+// refuses another.
+const RefBaseForms = "a bare relative path resolves from whatever directory a reader works in; " +
+	"give an absolute path (/data/ds), a URL (s3://bucket/ds, https://host/ds), " +
+	"or a path relative to the readers' directory that starts with ./ or ../ (./ds, ../ds)"
 
 // RefBaseHelp describes --ref-base for a converter's --help.
 const RefBaseHelp = "what references call the dataset root, `BASE` in zip://KEY::BASE/media/pack-NNNN.zip:\n" +
 	"relative to the dataset root by default (zip://KEY::media/pack-NNNN.zip: read from the root);\n" +
-	"an absolute path (/data/ds: readable from any directory, the dataset must stay there) or\n" +
-	"a URL (s3://bucket/ds, https://host/ds: where the dataset will be read from).\n" +
+	"an absolute path (/data/ds: readable from any directory, the dataset must stay there),\n" +
+	"a URL (s3://bucket/ds, https://host/ds: where the dataset will be read from), or\n" +
+	"a path relative to the readers' directory, starting with ./ or ../ (../ds).\n" +
 	"verify, ls and cat resolve such references against the dataset they are given"
 
 // refDir returns the pack directory as references name it: packDir

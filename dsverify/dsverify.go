@@ -12,6 +12,7 @@
 package dsverify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -404,19 +406,22 @@ func (v *verifier) resolve(ref string) string {
 }
 
 // shardRel returns the shard path, relative to root, of a reference's
-// shard path: the path itself when it is relative; for an absolute path or
-// a URL (a reference written with --ref-base), the pack directory of the
-// dataset and the shard its path ends with (the deepest pack directory
-// that fits), the part before them being what the reference calls the
-// dataset root, which is recorded. ok is false when no pack directory
-// fits.
+// shard path: the path itself when it is in a pack directory of the
+// dataset; for an absolute path, a URL or another relative path (a
+// reference written with --ref-base: /data/ds/media/pack-0000.zip,
+// ../ds/media/pack-0000.zip), the pack directory of the dataset and the
+// shard its path ends with (the deepest pack directory that fits), the
+// part before them being what the reference calls the dataset root, which
+// is recorded. ok is false when no pack directory fits an absolute path or
+// a URL; a relative path that none fits is returned as it is.
 func (v *verifier) shardRel(shardPath string) (string, bool) {
 	_, _, isURL := packcore.SplitURL(shardPath)
-	if !isURL && !strings.HasPrefix(shardPath, "/") {
-		return shardPath, true
-	}
 	dir, file := path.Split(shardPath)
 	dir = packcore.CleanRefBase(dir)
+	relative := !isURL && !strings.HasPrefix(shardPath, "/")
+	if relative && slices.Contains(v.packDirs, cmp.Or(dir, ".")) {
+		return shardPath, true
+	}
 	best, base := "", ""
 	for _, pd := range v.packDirs {
 		var b string
@@ -431,6 +436,10 @@ func (v *verifier) shardRel(shardPath string) (string, bool) {
 		if best == "" || best == "." || strings.Count(pd, "/") > strings.Count(best, "/") {
 			best, base = pd, b
 		}
+	}
+	if relative && (best == "" || best == "." || file == "") {
+		// relative to the dataset root, checked as it is
+		return shardPath, true
 	}
 	if best == "" || file == "" {
 		return shardPath, false

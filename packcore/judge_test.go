@@ -24,6 +24,7 @@ var hostileVariants = []struct {
 }{
 	{"intact", "", "", false, false},
 	{"zip64-local", "", "", false, false},
+	{"long-extra", "", "", false, false},
 	{"encrypted-local", "encrypted (local header)", "", false, false},
 	{"strong-encrypted-local", "encrypted (local header)", "", false, false},
 	{"encrypted-central", "encrypted", "", true, false},

@@ -26,6 +26,7 @@ func TestHostileShardsJudgedAlike(t *testing.T) {
 	}{
 		{"intact", "", ""},
 		{"zip64-local", "", ""},
+		{"long-extra", "", ""},
 		{"encrypted-local", "encrypted (local header)", ""},
 		{"strong-encrypted-local", "encrypted (local header)", ""},
 		{"encrypted-central", "encrypted", ""},

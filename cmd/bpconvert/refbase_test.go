@@ -148,13 +148,47 @@ func TestRefBase(t *testing.T) {
 	})
 
 	t.Run("refused", func(t *testing.T) {
-		for _, base := range []string{"a::b", " /x", "s3://", `C:\ds`, "bad://x://y?z"} {
+		for _, base := range []string{"a::b", " /x", "s3://", `C:\ds`, "bad://x://y?z", "other", "data/ds"} {
 			r := bp(t, "convert-wds", wdsSrc, filepath.Join(t.TempDir(), "out"), "--yes", "--ref-base", base)
 			if r.code != exitUsage || !strings.Contains(r.stderr, "--ref-base") {
 				t.Errorf("--ref-base %q: exit %d: %s", base, r.code, r.stderr)
 			}
 		}
 	})
+}
+
+// TestRefBaseRelative: a bare relative --ref-base is refused with the
+// forms that are taken; a relative one that says so (../ds) is written as
+// it is, and verify resolves its references against the dataset it is
+// given.
+func TestRefBaseRelative(t *testing.T) {
+	t.Parallel()
+	wdsSrc := filepath.Join(t.TempDir(), "wds")
+	wdsShards(t, wdsSrc, 2, 30, 700)
+	r := bp(t, "convert-wds", wdsSrc, filepath.Join(t.TempDir(), "out"), "--yes", "--ref-base", "other")
+	for _, want := range []string{"--ref-base", "absolute path", "URL", "./ or ../"} {
+		if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("--ref-base other: exit %d, the message does not name %q: %s", r.code, want, r.stderr)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "ds")
+	if r := bp(t, "convert-wds", wdsSrc, dst, "--yes", "--quiet", "--max-members", "16", "--ref-base", "../ds"); r.code != exitOK {
+		t.Fatalf("--ref-base ../ds: exit %d: %s", r.code, r.stderr)
+	}
+	refs := refsIn(t, dst)
+	if len(refs) != 120 {
+		t.Fatalf("%d references, want 120", len(refs))
+	}
+	for _, ref := range refs {
+		if _, shard, _ := packcore.ParseRef(ref); !strings.HasPrefix(shard, "../ds/media/pack-") {
+			t.Fatalf("reference %q", ref)
+		}
+	}
+	// verify resolves them against the dataset it is given, as it does
+	// absolute ones.
+	if r := bp(t, "verify", dst); r.code != exitOK || !strings.Contains(r.stdout, "as ../ds (--ref-base)") {
+		t.Fatalf("verify: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // readRefsPy opens every reference, as written, with fsspec (s3fs for the

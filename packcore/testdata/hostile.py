@@ -5,7 +5,9 @@ a.bin is patched, in its local header or its central directory entry.
 "stream-dd" is written by zipfile to a stream it cannot seek, so that it
 defers a.bin's and b.bin's CRC-32 and sizes to data descriptors;
 "zip64-local" is intact, its a.bin written with force_zip64, so that its
-local header keeps its sizes in a zip64 extra field.
+local header keeps its sizes in a zip64 extra field; "long-extra" is
+intact, its a.bin with a 100-byte extra field of an unknown kind in both
+headers (longer than a reader's first read of a header takes).
 
 usage: hostile.py OUTDIR VARIANT...
 """
@@ -30,13 +32,17 @@ class Unseekable(io.RawIOBase):
         return self.f.write(b)
 
 
-def write(path, stream=False, zip64=False):
+def write(path, stream=False, zip64=False, extra=False):
     with open(path, "wb") as f:
         out = Unseekable(f) if stream else f
         with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
             if zip64:
                 with z.open("a.bin", "w", force_zip64=True) as m:
                     m.write(A)
+            elif extra:
+                info = zipfile.ZipInfo("a.bin")
+                info.extra = struct.pack("<HH", 0xCAFE, 96) + bytes(range(96))
+                z.writestr(info, A)
             else:
                 z.writestr("a.bin", A)
             z.writestr("b.bin", B)
@@ -94,8 +100,8 @@ def main():
         d = os.path.join(outdir, variant)
         os.makedirs(d)
         p = os.path.join(d, "pack-0000.zip")
-        write(p, stream=variant == "stream-dd", zip64=variant.startswith("zip64"))
-        if variant not in ("stream-dd", "zip64-local"):
+        write(p, stream=variant == "stream-dd", zip64=variant == "zip64-local", extra=variant == "long-extra")
+        if variant not in ("stream-dd", "zip64-local", "long-extra"):
             patch(p, variant)
 
 
