@@ -24,6 +24,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 from fractions import Fraction
 
 import numpy as np
@@ -83,6 +84,13 @@ def main():
         if schema.field(k).type != MEDIAREF:
             problems.append(f"{k} is {schema.field(k).type}, not MediaRef's {MEDIAREF}")
     rows = table.to_pylist()
+    # Hugging Face datasets loads it as plain structs, without mediaref.hf.
+    import datasets
+    with tempfile.TemporaryDirectory() as cache:
+        hf = datasets.load_dataset("parquet", data_files=os.path.join(dst, "video_frames.parquet"), split="train",
+                                   cache_dir=cache)
+        if hf.num_rows != len(rows) or hf[len(rows) - 1][keys[0]] != rows[-1][keys[0]]:
+            problems.append("datasets reads other rows")
     # One row per data row of the source tables, in index order.
     cols = ["index", "episode_index", "frame_index"]
     data = pa.concat_tables(pq.read_table(f, columns=cols) for f in sorted(
