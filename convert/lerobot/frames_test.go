@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // TestJoinFrames merges the frames tables of two parts, each holding the
@@ -14,6 +16,8 @@ import (
 func TestJoinFrames(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	eps := []frameEpisode{{episode: 0, first: 0, length: 2}, {episode: 1, first: 2, length: 3}}
 	keys := []string{"cam.a", "cam.b"}
@@ -21,7 +25,7 @@ func TestJoinFrames(t *testing.T) {
 	write := func(name string, keys []string, eps []frameEpisode, cells map[cellKey]frameCell) string {
 		p := filepath.Join(dir, name)
 		var err error
-		if last, err = writeFrames(ctx, p, eps, keys, cells); err != nil {
+		if last, err = writeFrames(ctx, mem, p, eps, keys, cells); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -43,11 +47,11 @@ func TestJoinFrames(t *testing.T) {
 	}
 	out := filepath.Join(dir, "joined.parquet")
 	// The middle part packed no camera file and wrote no table.
-	if err := JoinFrames(ctx, out, []string{p1, "", p2}, rename); err != nil {
+	if err := joinFrames(ctx, mem, out, []string{p1, "", p2}, rename); err != nil {
 		t.Fatal(err)
 	}
 	cells := map[cellKey]frameCell{}
-	gotKeys, gotEps, err := readFrames(ctx, out, func(s string) (string, error) { return s, nil }, cells)
+	gotKeys, gotEps, err := readFrames(ctx, mem, out, func(s string) (string, error) { return s, nil }, cells)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +73,7 @@ func TestJoinFrames(t *testing.T) {
 		{"other cameras", write("keys.parquet", keys[:1], eps, nil), "other cameras or rows"},
 		{"other rows", write("rows.parquet", keys, eps[:1], nil), "other cameras or rows"},
 	} {
-		err := JoinFrames(ctx, filepath.Join(dir, c.name+".out"), []string{p1, c.part}, rename)
+		err := joinFrames(ctx, mem, filepath.Join(dir, c.name+".out"), []string{p1, c.part}, rename)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
 		}
