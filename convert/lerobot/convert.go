@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
@@ -244,7 +246,7 @@ func (ins *Inspection) writeIndexes(ctx context.Context, out *convert.Output, en
 		return nil, fmt.Errorf("lerobot: %w", err)
 	}
 	res.IndexEntries = len(entries)
-	n, err := writeFrames(ctx, out.Path(FramesFile), datasetEpisodes(d), keys, cells)
+	n, err := writeFrames(ctx, memory.DefaultAllocator, out.Path(FramesFile), datasetEpisodes(d), keys, cells)
 	if err != nil {
 		return nil, fmt.Errorf("lerobot: %s: %w", FramesFile, err)
 	}

@@ -94,9 +94,9 @@ func datasetEpisodes(d *Dataset) []frameEpisode {
 // writeFrames writes the frames table to path (under a temporary name,
 // renamed when complete): the rows of eps with the cameras keys' cells (a
 // cell absent from cells is null: another part of a split run holds it).
-func writeFrames(ctx context.Context, path string, eps []frameEpisode, keys []string, cells map[cellKey]frameCell) (framesResult, error) {
+// mem allocates the Arrow buffers.
+func writeFrames(ctx context.Context, mem memory.Allocator, path string, eps []frameEpisode, keys []string, cells map[cellKey]frameCell) (framesResult, error) {
 	var res framesResult
-	mem := memory.DefaultAllocator
 	schema := framesSchema(keys)
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
@@ -172,6 +172,11 @@ var _ convert.TableJoiner = JoinFrames
 // packed; the joined table takes each cell from the part that holds it,
 // its reference renumbered by rename, and is written as one run writes it.
 func JoinFrames(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) error {
+	return joinFrames(ctx, memory.DefaultAllocator, out, parts, rename)
+}
+
+// joinFrames is JoinFrames with the allocator of the Arrow buffers.
+func joinFrames(ctx context.Context, mem memory.Allocator, out string, parts []string, rename func(part int, ref string) (string, error)) error {
 	var keys []string
 	var eps []frameEpisode
 	cells := map[cellKey]frameCell{}
@@ -179,7 +184,7 @@ func JoinFrames(ctx context.Context, out string, parts []string, rename func(par
 		if p == "" {
 			continue
 		}
-		pk, pe, err := readFrames(ctx, p, func(ref string) (string, error) { return rename(i, ref) }, cells)
+		pk, pe, err := readFrames(ctx, mem, p, func(ref string) (string, error) { return rename(i, ref) }, cells)
 		if err != nil {
 			return fmt.Errorf("part %d: %w", i+1, err)
 		}
@@ -192,19 +197,18 @@ func JoinFrames(ctx context.Context, out string, parts []string, rename func(par
 	if keys == nil {
 		return fmt.Errorf("no part has a frames table")
 	}
-	_, err := writeFrames(ctx, out, eps, keys, cells)
+	_, err := writeFrames(ctx, mem, out, eps, keys, cells)
 	return err
 }
 
 // readFrames reads a frames table: its cameras, its episodes' rows, and
 // into cells every non-null cell, its reference passed through rename.
-func readFrames(ctx context.Context, p string, rename func(string) (string, error), cells map[cellKey]frameCell) ([]string, []frameEpisode, error) {
+func readFrames(ctx context.Context, mem memory.Allocator, p string, rename func(string) (string, error), cells map[cellKey]frameCell) ([]string, []frameEpisode, error) {
 	f, err := srcfile.Open(p)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	mem := memory.DefaultAllocator
 	tbl, err := pqarrow.ReadTable(ctx, f, nil, pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p, err)

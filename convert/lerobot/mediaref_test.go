@@ -46,6 +46,7 @@ func runMediaRefCheck(t *testing.T, dst, src string, seed int, mode, snippet str
 	}
 	cmd := exec.Command(py, args...)
 	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "HF_HUB_OFFLINE=1", "HF_DATASETS_OFFLINE=1", "HF_DATASETS_DISABLE_PROGRESS_BARS=1")
 	out, err := cmd.Output()
 	if err != nil {
 		var stderr string
@@ -93,7 +94,8 @@ func recipe(t *testing.T) string {
 // cells of the frames table through MediaRef and through the docs' recipe,
 // from another directory: each must be the source camera file's frame,
 // pixel for pixel, as the ffmpeg CLI decodes it. The table's schema must be
-// MediaRef's Arrow form, without Hugging Face metadata.
+// MediaRef's Arrow form, without Hugging Face metadata (datasets loads it),
+// and its rows the source tables' data rows.
 func TestMediaRefFrames(t *testing.T) {
 	t.Parallel()
 	testtool.Require(t, "ffmpeg", "ffprobe")

@@ -10,7 +10,9 @@ of its camera file in presentation order, as LeRobot's loader picks it.
 MODE "ceil" decodes each cell of DST/video_frames.parquet as it is; "round"
 decodes the source camera file (the blob, for v2.x) at round(pts * 1e9 *
 time_base) with the pts and time base ffprobe reads, after checking that
-the table holds ceil() of the same. SNIPPET, a file of Python that sets
+the table holds ceil() of the same. Either way the table's rows must be the
+source tables' (index, episode_index, frame_index), and its schema
+MediaRef's Arrow form without Hugging Face metadata. SNIPPET, a file of Python that sets
 `frame` from DST, e, i and c, is run for every cell too. Run it from a
 directory other than DST. Prints one JSON object.
 """
@@ -22,6 +24,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 from fractions import Fraction
 
 import numpy as np
@@ -81,6 +84,19 @@ def main():
         if schema.field(k).type != MEDIAREF:
             problems.append(f"{k} is {schema.field(k).type}, not MediaRef's {MEDIAREF}")
     rows = table.to_pylist()
+    # Hugging Face datasets loads it as plain structs, without mediaref.hf.
+    import datasets
+    with tempfile.TemporaryDirectory() as cache:
+        hf = datasets.load_dataset("parquet", data_files=os.path.join(dst, "video_frames.parquet"), split="train",
+                                   cache_dir=cache)
+        if hf.num_rows != len(rows) or hf[len(rows) - 1][keys[0]] != rows[-1][keys[0]]:
+            problems.append("datasets reads other rows")
+    # One row per data row of the source tables, in index order.
+    cols = ["index", "episode_index", "frame_index"]
+    data = pa.concat_tables(pq.read_table(f, columns=cols) for f in sorted(
+        glob.glob(os.path.join(src, "data", "**", "*.parquet"), recursive=True))).sort_by("index")
+    if table.select(cols).to_pydict() != data.to_pydict():
+        problems.append("the rows (index, episode_index, frame_index) are not the source tables' data rows")
 
     def source(e, k):
         if v3:
