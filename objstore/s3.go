@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +107,10 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
+	attempts := 8
+	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("AWS_MAX_ATTEMPTS"))); err == nil && n > 0 {
+		attempts = n
+	}
 	cfg, err := config.LoadDefaultConfig(ctx,
 		// A library prints nothing: the SDK's log lines (an instance
 		// role's "falling back to IMDSv1") go nowhere.
@@ -112,7 +118,7 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 		config.WithHTTPClient(newHTTPClient(tmo)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
-				so.MaxAttempts = 8
+				so.MaxAttempts = attempts
 				so.MaxBackoff = 10 * time.Second
 				so.RateLimiter = ratelimit.None
 				so.Retryables = append(so.Retryables, retry.IsErrorRetryableFunc(retryableAnswer))
@@ -196,6 +202,26 @@ func (s *S3) redact(msg string) string {
 	return msg
 }
 
+// transportTimeout reports whether err is a bound of the HTTP client
+// passing (which also matches context.DeadlineExceeded), not the caller's
+// deadline.
+func transportTimeout(err error) bool {
+	var se *StallError
+	var ne *net.OpError
+	return errors.As(err, &se) || (errors.As(err, &ne) && ne.Timeout()) ||
+		strings.Contains(err.Error(), "timeout awaiting response headers") || strings.Contains(err.Error(), "TLS handshake timeout")
+}
+
+// timeoutText words a request that timed out: connecting, or waiting for
+// the answer.
+func (s *S3) timeoutText(err error) string {
+	var ne *net.OpError
+	if errors.As(err, &ne) && ne.Op == "dial" {
+		return fmt.Sprintf("cannot connect to the store within %s (the bound is set by %s)", s.timeouts.Connect, EnvConnectTimeout)
+	}
+	return fmt.Sprintf("the store did not answer within %s (the bound is set by %s)", s.timeouts.Idle, EnvTimeout)
+}
+
 // isDeserialization reports whether err is an answer that could not be
 // read whole or understood.
 func isDeserialization(err error) bool {
@@ -218,7 +244,7 @@ func (s *S3) fail(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !transportTimeout(err)) {
 		return fmt.Errorf("%s: %s: %w", s.url(name), op, err)
 	}
 	code, text := "", ""
@@ -255,7 +281,7 @@ func (s *S3) fail(op, name string, err error) error {
 		case errors.As(err, &se):
 			what = "the store stopped answering: " + se.Error()
 		case errors.As(err, &te) && te.Timeout():
-			what = fmt.Sprintf("the store did not answer within %s (the bound is set by %s and %s)", s.timeouts.Idle, EnvTimeout, EnvConnectTimeout)
+			what = s.timeoutText(err)
 		case isDeserialization(err):
 			what = "the store's answer could not be read"
 			if status != 0 {
@@ -474,7 +500,9 @@ func (s *S3) failRead(name string, off int64, err error, attempts int) error {
 	if errors.As(err, &api) || errors.As(err, &hs) {
 		e := s.fail("read", name, err)
 		var se *s3Error
-		if errors.As(e, &se) && !strings.Contains(se.msg, "attempts)") && !strings.Contains(se.msg, "every retry)") {
+		if errors.As(e, &se) && se.kind == ErrUnavailable {
+			// Each request was one attempt of this loop's.
+			se.msg = strings.TrimSuffix(strings.TrimSuffix(se.msg, " (after every retry)"), " (after 1 attempts)")
 			se.msg += fmt.Sprintf(" (after %d attempts)", attempts)
 		}
 		return e
@@ -486,7 +514,7 @@ func (s *S3) failRead(name string, off int64, err error, attempts int) error {
 	case errors.As(err, &st):
 		what = "the store stopped answering: " + st.Error()
 	case errors.As(err, &te) && te.Timeout():
-		what = fmt.Sprintf("the store did not answer within %s (the bound is set by %s and %s)", s.timeouts.Idle, EnvTimeout, EnvConnectTimeout)
+		what = s.timeoutText(err)
 	}
 	return &s3Error{msg: s.redact(fmt.Sprintf("%s: read at %d: %s (after %d attempts)", s.url(name), off, what, attempts)), kind: ErrUnavailable}
 }
@@ -521,14 +549,13 @@ func (s *S3) Stat(ctx context.Context, name string) (Info, error) {
 
 // List implements Store.
 func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error {
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+	in := &s3.ListObjectsV2Input{
 		Bucket: &s.bucket,
 		Prefix: aws.String(s.key(prefix)),
-	})
+	}
 	var infos []Info
-	for p.HasMorePages() {
-		s.stats.request()
-		page, err := p.NextPage(ctx)
+	for {
+		page, err := s.listPage(ctx, in)
 		if err != nil {
 			return s.fail("list", prefix, err)
 		}
@@ -536,6 +563,10 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 			name := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
 			infos = append(infos, Info{Name: name, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)})
 		}
+		if !aws.ToBool(page.IsTruncated) || aws.ToString(page.NextContinuationToken) == "" {
+			break
+		}
+		in.ContinuationToken = page.NextContinuationToken
 	}
 	// ListObjectsV2 returns keys in UTF-8 byte order; sorted again in case
 	// a server does not.
@@ -546,6 +577,38 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 		}
 	}
 	return nil
+}
+
+// errNotListing is an answer to a listing that is not one (an HTML page
+// of a proxy, say): well-formed enough to parse, but naming no bucket.
+var errNotListing = &smithy.DeserializationError{Err: errors.New("the answer is not a ListBucketResult")}
+
+// listPage sends one ListObjectsV2 request, retried (within the attempts)
+// when the answer, parsed, is not a listing at all: the SDK reads any
+// XML, or HTML, as an empty page.
+func (s *S3) listPage(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+	attempts := max(s.retryer.MaxAttempts(), 1)
+	for attempt := 1; ; attempt++ {
+		s.stats.request()
+		page, err := s.client.ListObjectsV2(ctx, in)
+		if err != nil || page.Name != nil {
+			return page, err
+		}
+		if attempt >= attempts {
+			return nil, fmt.Errorf("%w (after %d attempts)", errNotListing, attempts)
+		}
+		delay, derr := s.retryer.RetryDelay(attempt, errNotListing)
+		if derr != nil {
+			delay = time.Second
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // Put implements Store: one PUT up to the part size, a multipart upload of
