@@ -48,7 +48,9 @@ func bpBounded(t *testing.T, env []string, args ...string) result {
 }
 
 // Request kinds a fault applies to.
-func rangedGet(r *http.Request) bool { return r.Method == http.MethodGet && r.Header.Get("Range") != "" }
+func rangedGet(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.Header.Get("Range") != ""
+}
 func listing(r *http.Request) bool {
 	return r.Method == http.MethodGet && r.URL.Query().Has("list-type")
 }
