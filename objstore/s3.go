@@ -212,6 +212,42 @@ func transportTimeout(err error) bool {
 		strings.Contains(err.Error(), "timeout awaiting response headers") || strings.Contains(err.Error(), "TLS handshake timeout")
 }
 
+// unavailableText words a request that got no usable answer after every
+// attempt: why, and how many attempts were made.
+func (s *S3) unavailableText(err error, code string, status int) string {
+	var ne *net.OpError
+	var se *StallError
+	var te interface{ Timeout() bool }
+	var what string
+	switch {
+	case errors.As(err, &se):
+		what = "the store stopped answering: " + se.Error()
+	case errors.As(err, &te) && te.Timeout():
+		what = s.timeoutText(err)
+	case isDeserialization(err):
+		what = "the store's answer could not be read"
+		if status != 0 {
+			what += fmt.Sprintf(" (HTTP %d)", status)
+		}
+	case errors.As(err, &ne):
+		what = "cannot reach the store: " + ne.Err.Error()
+	case code != "":
+		what = "the store keeps failing: " + code
+	default:
+		what = fmt.Sprintf("the store keeps failing (HTTP %d)", status)
+	}
+	var re interface{ MaxAttempts() int }
+	if errors.As(err, &re) {
+		what += fmt.Sprintf(" (after %d attempts)", re.MaxAttempts())
+	} else if m := sdkAttempts.FindStringSubmatch(err.Error()); m != nil {
+		what += " (after " + m[1] + " attempts)"
+	}
+	return what
+}
+
+// sdkAttempts finds the attempts the SDK's retryer made in its error.
+var sdkAttempts = regexp.MustCompile(`exceeded maximum number of attempts, (\d+)`)
+
 // timeoutText words a request that timed out: connecting, or waiting for
 // the answer.
 func (s *S3) timeoutText(err error) string {
@@ -273,33 +309,7 @@ func (s *S3) fail(op, name string, err error) error {
 		kind, what = ErrNotExist, "no such object"
 	case status == 0 || status >= 500 || isDeserialization(err):
 		// No answer, or the server kept failing, after every retry.
-		kind = ErrUnavailable
-		var ne *net.OpError
-		var se *StallError
-		var te interface{ Timeout() bool }
-		switch {
-		case errors.As(err, &se):
-			what = "the store stopped answering: " + se.Error()
-		case errors.As(err, &te) && te.Timeout():
-			what = s.timeoutText(err)
-		case isDeserialization(err):
-			what = "the store's answer could not be read"
-			if status != 0 {
-				what += fmt.Sprintf(" (HTTP %d)", status)
-			}
-		case errors.As(err, &ne):
-			what = "cannot reach the store: " + ne.Err.Error()
-		case code != "":
-			what = "the store keeps failing: " + code
-		default:
-			what = fmt.Sprintf("the store keeps failing (HTTP %d)", status)
-		}
-		var re interface{ MaxAttempts() int }
-		if errors.As(err, &re) {
-			what += fmt.Sprintf(" (after %d attempts)", re.MaxAttempts())
-		} else if strings.Contains(err.Error(), "exceeded maximum number of attempts") {
-			what += " (after every retry)"
-		}
+		kind, what = ErrUnavailable, s.unavailableText(err, code, status)
 	}
 	var msg string
 	switch {
@@ -502,7 +512,7 @@ func (s *S3) failRead(name string, off int64, err error, attempts int) error {
 		var se *s3Error
 		if errors.As(e, &se) && se.kind == ErrUnavailable {
 			// Each request was one attempt of this loop's.
-			se.msg = strings.TrimSuffix(strings.TrimSuffix(se.msg, " (after every retry)"), " (after 1 attempts)")
+			se.msg = strings.TrimSuffix(se.msg, " (after 1 attempts)")
 			se.msg += fmt.Sprintf(" (after %d attempts)", attempts)
 		}
 		return e
