@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -46,6 +47,9 @@ type S3 struct {
 	secrets     []string // credential strings that must never reach a message
 	timeouts    Timeouts
 	retryer     aws.Retryer
+	// slow is the HTTP client of requests a server works on before it
+	// answers (copies, completing an upload): SlowFactor times the bound.
+	slow aws.HTTPClient
 }
 
 var _ Store = (*S3)(nil)
@@ -155,6 +159,10 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 		}
 	})
 	st.retryer = st.client.Options().Retryer
+	st.slow = cfg.HTTPClient
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		st.slow = withTimeouts(bc, Timeouts{Connect: tmo.Connect, Idle: SlowFactor * tmo.Idle})
+	}
 	if cfg.Credentials != nil {
 		if c, err := cfg.Credentials.Retrieve(ctx); err == nil {
 			for _, s := range []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken} {
@@ -704,12 +712,15 @@ func (s *S3) putMultipart(ctx context.Context, name string, r io.ReaderAt, size 
 	if _, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-	}); err != nil {
+	}, s.slowly); err != nil {
 		return s.fail("complete upload", name, err)
 	}
 	done = true
 	return nil
 }
+
+// slowly sends a request through the client with the longer bound.
+func (s *S3) slowly(o *s3.Options) { o.HTTPClient = s.slow }
 
 // abortUpload abandons a multipart upload, with a context of its own: the
 // caller's may be what was cancelled.
@@ -781,7 +792,7 @@ func (s *S3) Copy(ctx context.Context, from, to string) error {
 		s.stats.request()
 		if _, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 			Bucket: &s.bucket, Key: aws.String(s.key(to)), CopySource: aws.String(s.copySource(from)),
-		}); err != nil {
+		}, s.slowly); err != nil {
 			return s.fail("copy from "+s.url(from)+" to", to, err)
 		}
 	} else if err := s.copyParts(ctx, from, to, src); err != nil {
@@ -826,7 +837,7 @@ func (s *S3) copyParts(ctx context.Context, from, to string, src Info) error {
 			Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
 			CopySource:      aws.String(s.copySource(from)),
 			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
-		})
+		}, s.slowly)
 		if err != nil {
 			return s.fail(fmt.Sprintf("copy part %d of %d", num, nparts), to, err)
 		}
@@ -846,7 +857,7 @@ func (s *S3) copyParts(ctx context.Context, from, to string, src Info) error {
 	if _, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-	}); err != nil {
+	}, s.slowly); err != nil {
 		return s.fail("complete copy", to, err)
 	}
 	done = true
