@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -213,9 +214,58 @@ func TestS3Errors(t *testing.T) {
 		}
 	}
 	// Bad locations.
-	for _, loc := range []string{"s3://", "s3://UPPER/x", "s3://a/x", "s3://bucket/a//b", "s3://bucket/../x"} {
-		if _, err := objstore.Open(ctx, loc, objstore.Options{}); err == nil {
-			t.Errorf("Open(%q) accepted", loc)
+	for _, loc := range []string{"s3://", "s3://UPPER/x", "s3://a/x", "s3://bucket/a//b", "s3://bucket/../x",
+		"s3://bucket//x", "s3://bucket/x//", "s3://KEYID:SeCrEtKeY@bucket/x", "s3://KEYID@bucket/x"} {
+		_, err := objstore.Open(ctx, loc, objstore.Options{})
+		if !errors.Is(err, objstore.ErrBadLocation) {
+			t.Errorf("Open(%q): %v, want ErrBadLocation", loc, err)
+		} else if strings.Contains(err.Error(), "SeCrEtKeY") || strings.Contains(err.Error(), "KEYID") {
+			t.Errorf("Open(%q): the error carries the credential: %v", loc, err)
+		}
+	}
+	for _, loc := range []string{"s3://bucket", "s3://bucket/", "s3://bucket/x/", "s3://bucket/a@b/c"} {
+		if _, _, err := objstore.ParseS3(loc); err != nil {
+			t.Errorf("ParseS3(%q): %v", loc, err)
+		}
+	}
+}
+
+// TestTimeoutsFromEnv: the bounds take Go durations or seconds, and refuse
+// anything else.
+func TestTimeoutsFromEnv(t *testing.T) {
+	for _, c := range []struct {
+		idle, connect string
+		want          objstore.Timeouts
+		ok            bool
+	}{
+		{"", "", objstore.Timeouts{Connect: objstore.DefaultConnectTimeout, Idle: objstore.DefaultIdleTimeout}, true},
+		{"2", "1.5", objstore.Timeouts{Connect: 1500 * time.Millisecond, Idle: 2 * time.Second}, true},
+		{"2m", "45s", objstore.Timeouts{Connect: 45 * time.Second, Idle: 2 * time.Minute}, true},
+		{"soon", "", objstore.Timeouts{}, false},
+		{"0", "", objstore.Timeouts{}, false},
+		{"", "-3s", objstore.Timeouts{}, false},
+	} {
+		env := map[string]string{objstore.EnvTimeout: c.idle, objstore.EnvConnectTimeout: c.connect}
+		got, err := objstore.TimeoutsFromEnv(func(k string) string { return env[k] })
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("%q, %q: %+v, %v; want %+v (ok %v)", c.idle, c.connect, got, err, c.want, c.ok)
+		}
+		if err != nil && !errors.Is(err, objstore.ErrSetting) {
+			t.Errorf("%q, %q: %v does not match ErrSetting", c.idle, c.connect, err)
+		}
+	}
+}
+
+// TestUserinfoRedacted: a credential typed into a location never leaves
+// RedactLocation.
+func TestUserinfoRedacted(t *testing.T) {
+	for in, want := range map[string]string{
+		"s3://AK:SECRET@bkt/x":           "s3://[redacted]@bkt/x",
+		"copy s3://AK@bkt to s3://b/c@d": "copy s3://[redacted]@bkt to s3://b/c@d",
+		"s3://bkt/x@y":                   "s3://bkt/x@y",
+	} {
+		if got := objstore.RedactLocation(in); got != want {
+			t.Errorf("RedactLocation(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -44,6 +47,9 @@ type S3 struct {
 	secrets     []string // credential strings that must never reach a message
 	timeouts    Timeouts
 	retryer     aws.Retryer
+	// slow is the HTTP client of requests a server works on before it
+	// answers (copies, completing an upload): SlowFactor times the bound.
+	slow aws.HTTPClient
 }
 
 var _ Store = (*S3)(nil)
@@ -105,6 +111,10 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
+	attempts := 8
+	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("AWS_MAX_ATTEMPTS"))); err == nil && n > 0 {
+		attempts = n
+	}
 	cfg, err := config.LoadDefaultConfig(ctx,
 		// A library prints nothing: the SDK's log lines (an instance
 		// role's "falling back to IMDSv1") go nowhere.
@@ -112,7 +122,7 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 		config.WithHTTPClient(newHTTPClient(tmo)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(so *retry.StandardOptions) {
-				so.MaxAttempts = 8
+				so.MaxAttempts = attempts
 				so.MaxBackoff = 10 * time.Second
 				so.RateLimiter = ratelimit.None
 				so.Retryables = append(so.Retryables, retry.IsErrorRetryableFunc(retryableAnswer))
@@ -149,6 +159,10 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 		}
 	})
 	st.retryer = st.client.Options().Retryer
+	st.slow = cfg.HTTPClient
+	if bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		st.slow = withTimeouts(bc, Timeouts{Connect: tmo.Connect, Idle: SlowFactor * tmo.Idle})
+	}
 	if cfg.Credentials != nil {
 		if c, err := cfg.Credentials.Retrieve(ctx); err == nil {
 			for _, s := range []string{c.AccessKeyID, c.SecretAccessKey, c.SessionToken} {
@@ -196,6 +210,62 @@ func (s *S3) redact(msg string) string {
 	return msg
 }
 
+// transportTimeout reports whether err is a bound of the HTTP client
+// passing (which also matches context.DeadlineExceeded), not the caller's
+// deadline.
+func transportTimeout(err error) bool {
+	var se *StallError
+	var ne *net.OpError
+	return errors.As(err, &se) || (errors.As(err, &ne) && ne.Timeout()) ||
+		strings.Contains(err.Error(), "timeout awaiting response headers") || strings.Contains(err.Error(), "TLS handshake timeout")
+}
+
+// unavailableText words a request that got no usable answer after every
+// attempt: why, and how many attempts were made.
+func (s *S3) unavailableText(err error, code string, status int) string {
+	var ne *net.OpError
+	var se *StallError
+	var te interface{ Timeout() bool }
+	var what string
+	switch {
+	case errors.As(err, &se):
+		what = "the store stopped answering: " + se.Error()
+	case errors.As(err, &te) && te.Timeout():
+		what = s.timeoutText(err)
+	case isDeserialization(err):
+		what = "the store's answer could not be read"
+		if status != 0 {
+			what += fmt.Sprintf(" (HTTP %d)", status)
+		}
+	case errors.As(err, &ne):
+		what = "cannot reach the store: " + ne.Err.Error()
+	case code != "":
+		what = "the store keeps failing: " + code
+	default:
+		what = fmt.Sprintf("the store keeps failing (HTTP %d)", status)
+	}
+	var re interface{ MaxAttempts() int }
+	if errors.As(err, &re) {
+		what += fmt.Sprintf(" (after %d attempts)", re.MaxAttempts())
+	} else if m := sdkAttempts.FindStringSubmatch(err.Error()); m != nil {
+		what += " (after " + m[1] + " attempts)"
+	}
+	return what
+}
+
+// sdkAttempts finds the attempts the SDK's retryer made in its error.
+var sdkAttempts = regexp.MustCompile(`exceeded maximum number of attempts, (\d+)`)
+
+// timeoutText words a request that timed out: connecting, or waiting for
+// the answer.
+func (s *S3) timeoutText(err error) string {
+	var ne *net.OpError
+	if errors.As(err, &ne) && ne.Op == "dial" {
+		return fmt.Sprintf("cannot connect to the store within %s (the bound is set by %s)", s.timeouts.Connect, EnvConnectTimeout)
+	}
+	return fmt.Sprintf("the store did not answer within %s (the bound is set by %s)", s.timeouts.Idle, EnvTimeout)
+}
+
 // isDeserialization reports whether err is an answer that could not be
 // read whole or understood.
 func isDeserialization(err error) bool {
@@ -218,7 +288,7 @@ func (s *S3) fail(op, name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !transportTimeout(err)) {
 		return fmt.Errorf("%s: %s: %w", s.url(name), op, err)
 	}
 	code, text := "", ""
@@ -247,33 +317,7 @@ func (s *S3) fail(op, name string, err error) error {
 		kind, what = ErrNotExist, "no such object"
 	case status == 0 || status >= 500 || isDeserialization(err):
 		// No answer, or the server kept failing, after every retry.
-		kind = ErrUnavailable
-		var ne *net.OpError
-		var se *StallError
-		var te interface{ Timeout() bool }
-		switch {
-		case errors.As(err, &se):
-			what = "the store stopped answering: " + se.Error()
-		case errors.As(err, &te) && te.Timeout():
-			what = fmt.Sprintf("the store did not answer within %s (the bound is set by %s and %s)", s.timeouts.Idle, EnvTimeout, EnvConnectTimeout)
-		case isDeserialization(err):
-			what = "the store's answer could not be read"
-			if status != 0 {
-				what += fmt.Sprintf(" (HTTP %d)", status)
-			}
-		case errors.As(err, &ne):
-			what = "cannot reach the store: " + ne.Err.Error()
-		case code != "":
-			what = "the store keeps failing: " + code
-		default:
-			what = fmt.Sprintf("the store keeps failing (HTTP %d)", status)
-		}
-		var re interface{ MaxAttempts() int }
-		if errors.As(err, &re) {
-			what += fmt.Sprintf(" (after %d attempts)", re.MaxAttempts())
-		} else if strings.Contains(err.Error(), "exceeded maximum number of attempts") {
-			what += " (after every retry)"
-		}
+		kind, what = ErrUnavailable, s.unavailableText(err, code, status)
 	}
 	var msg string
 	switch {
@@ -474,7 +518,9 @@ func (s *S3) failRead(name string, off int64, err error, attempts int) error {
 	if errors.As(err, &api) || errors.As(err, &hs) {
 		e := s.fail("read", name, err)
 		var se *s3Error
-		if errors.As(e, &se) && !strings.Contains(se.msg, "attempts)") && !strings.Contains(se.msg, "every retry)") {
+		if errors.As(e, &se) && se.kind == ErrUnavailable {
+			// Each request was one attempt of this loop's.
+			se.msg = strings.TrimSuffix(se.msg, " (after 1 attempts)")
 			se.msg += fmt.Sprintf(" (after %d attempts)", attempts)
 		}
 		return e
@@ -486,7 +532,7 @@ func (s *S3) failRead(name string, off int64, err error, attempts int) error {
 	case errors.As(err, &st):
 		what = "the store stopped answering: " + st.Error()
 	case errors.As(err, &te) && te.Timeout():
-		what = fmt.Sprintf("the store did not answer within %s (the bound is set by %s and %s)", s.timeouts.Idle, EnvTimeout, EnvConnectTimeout)
+		what = s.timeoutText(err)
 	}
 	return &s3Error{msg: s.redact(fmt.Sprintf("%s: read at %d: %s (after %d attempts)", s.url(name), off, what, attempts)), kind: ErrUnavailable}
 }
@@ -521,14 +567,13 @@ func (s *S3) Stat(ctx context.Context, name string) (Info, error) {
 
 // List implements Store.
 func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error {
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+	in := &s3.ListObjectsV2Input{
 		Bucket: &s.bucket,
 		Prefix: aws.String(s.key(prefix)),
-	})
+	}
 	var infos []Info
-	for p.HasMorePages() {
-		s.stats.request()
-		page, err := p.NextPage(ctx)
+	for {
+		page, err := s.listPage(ctx, in)
 		if err != nil {
 			return s.fail("list", prefix, err)
 		}
@@ -536,6 +581,10 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 			name := strings.TrimPrefix(aws.ToString(o.Key), s.prefix)
 			infos = append(infos, Info{Name: name, Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)})
 		}
+		if !aws.ToBool(page.IsTruncated) || aws.ToString(page.NextContinuationToken) == "" {
+			break
+		}
+		in.ContinuationToken = page.NextContinuationToken
 	}
 	// ListObjectsV2 returns keys in UTF-8 byte order; sorted again in case
 	// a server does not.
@@ -546,6 +595,38 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 		}
 	}
 	return nil
+}
+
+// errNotListing is an answer to a listing that is not one (an HTML page
+// of a proxy, say): well-formed enough to parse, but naming no bucket.
+var errNotListing = &smithy.DeserializationError{Err: errors.New("the answer is not a ListBucketResult")}
+
+// listPage sends one ListObjectsV2 request, retried (within the attempts)
+// when the answer, parsed, is not a listing at all: the SDK reads any
+// XML, or HTML, as an empty page.
+func (s *S3) listPage(ctx context.Context, in *s3.ListObjectsV2Input) (*s3.ListObjectsV2Output, error) {
+	attempts := max(s.retryer.MaxAttempts(), 1)
+	for attempt := 1; ; attempt++ {
+		s.stats.request()
+		page, err := s.client.ListObjectsV2(ctx, in)
+		if err != nil || page.Name != nil {
+			return page, err
+		}
+		if attempt >= attempts {
+			return nil, fmt.Errorf("%w (after %d attempts)", errNotListing, attempts)
+		}
+		delay, derr := s.retryer.RetryDelay(attempt, errNotListing)
+		if derr != nil {
+			delay = time.Second
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // Put implements Store: one PUT up to the part size, a multipart upload of
@@ -631,12 +712,15 @@ func (s *S3) putMultipart(ctx context.Context, name string, r io.ReaderAt, size 
 	if _, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-	}); err != nil {
+	}, s.slowly); err != nil {
 		return s.fail("complete upload", name, err)
 	}
 	done = true
 	return nil
 }
+
+// slowly sends a request through the client with the longer bound.
+func (s *S3) slowly(o *s3.Options) { o.HTTPClient = s.slow }
 
 // abortUpload abandons a multipart upload, with a context of its own: the
 // caller's may be what was cancelled.
@@ -708,7 +792,7 @@ func (s *S3) Copy(ctx context.Context, from, to string) error {
 		s.stats.request()
 		if _, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 			Bucket: &s.bucket, Key: aws.String(s.key(to)), CopySource: aws.String(s.copySource(from)),
-		}); err != nil {
+		}, s.slowly); err != nil {
 			return s.fail("copy from "+s.url(from)+" to", to, err)
 		}
 	} else if err := s.copyParts(ctx, from, to, src); err != nil {
@@ -753,7 +837,7 @@ func (s *S3) copyParts(ctx context.Context, from, to string, src Info) error {
 			Bucket: &s.bucket, Key: &key, UploadId: up.UploadId, PartNumber: &num,
 			CopySource:      aws.String(s.copySource(from)),
 			CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, off+n-1)),
-		})
+		}, s.slowly)
 		if err != nil {
 			return s.fail(fmt.Sprintf("copy part %d of %d", num, nparts), to, err)
 		}
@@ -773,7 +857,7 @@ func (s *S3) copyParts(ctx context.Context, from, to string, src Info) error {
 	if _, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &s.bucket, Key: &key, UploadId: up.UploadId,
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
-	}); err != nil {
+	}, s.slowly); err != nil {
 		return s.fail("complete copy", to, err)
 	}
 	done = true

@@ -36,6 +36,11 @@ const (
 	EnvTimeout = "BPCONVERT_S3_TIMEOUT"
 	// EnvConnectTimeout sets Timeouts.Connect.
 	EnvConnectTimeout = "BPCONVERT_S3_CONNECT_TIMEOUT"
+
+	// SlowFactor multiplies Timeouts.Idle for the answer of a request
+	// the server works on before it answers: a server-side copy, the
+	// completion of a multipart upload.
+	SlowFactor = 10
 )
 
 // ErrSetting is matched by errors for a setting of object storage that
@@ -102,9 +107,15 @@ func (t Timeouts) withDefaults() (Timeouts, error) {
 // moves no byte either way for t.Idle while a request uses it fails. The
 // failures are timeouts, which the retryer retries like resets.
 func newHTTPClient(t Timeouts) *awshttp.BuildableClient {
+	return withTimeouts(awshttp.NewBuildableClient(), t)
+}
+
+// withTimeouts is b (its TLS settings kept: a CA bundle the configuration
+// added) with the bounds of t.
+func withTimeouts(b *awshttp.BuildableClient, t Timeouts) *awshttp.BuildableClient {
 	dialer := &net.Dialer{Timeout: t.Connect, KeepAlive: 30 * time.Second}
 	// The SDK's own read timeout is off: idleConn bounds both directions.
-	return awshttp.NewBuildableClient().WithReadTimeout(0).WithTransportOptions(func(tr *http.Transport) {
+	return b.WithReadTimeout(0).WithTransportOptions(func(tr *http.Transport) {
 		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {

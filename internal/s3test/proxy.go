@@ -9,10 +9,14 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Fault is what a Proxy does to one request.
@@ -66,6 +70,7 @@ type Proxy struct {
 	delay    time.Duration
 	swap     func(path string) string
 	closed   chan struct{}
+	server   *Server
 	requests atomic.Int64
 	faults   atomic.Int64
 	sent     atomic.Int64
@@ -84,7 +89,7 @@ func NewProxy(t testing.TB, s *Server) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), ln: ln, closed: make(chan struct{})}
+	p := &Proxy{Endpoint: "http://" + ln.Addr().String(), ln: ln, closed: make(chan struct{}), server: s}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a stopped server's refusals are expected
 	p.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -141,20 +146,21 @@ func (p *Proxy) serveFault(f Fault, w http.ResponseWriter, r *http.Request, rp *
 		p.faults.Add(1)
 		rp.ServeHTTP(&cutWriter{ResponseWriter: w, p: p, r: r, fault: f}, r)
 	case IgnoreRange:
+		// The request is signed with its Range: the proxy asks for the
+		// whole object itself.
 		p.faults.Add(1)
-		r.Header.Del("Range")
-		rp.ServeHTTP(&countingWriter{ResponseWriter: w, n: &p.sent}, r)
+		p.getAs(w, r, r.URL.Path, false)
 	case Swap:
 		p.mu.Lock()
 		swap := p.swap
 		p.mu.Unlock()
-		if swap != nil {
-			p.faults.Add(1)
-			r.URL.Path = swap(r.URL.Path)
-			r.URL.RawPath = ""
-			r.Header.Del("If-Match") // the other object's answer, as a cache keyed wrongly gives
+		if swap == nil {
+			return false
 		}
-		rp.ServeHTTP(&countingWriter{ResponseWriter: w, n: &p.sent}, r)
+		p.faults.Add(1)
+		// The other object's range and headers, as a cache keyed wrongly
+		// gives, fetched by the proxy (the request is signed for its path).
+		p.getAs(w, r, swap(r.URL.Path), true)
 	case GarbageXML:
 		p.faults.Add(1)
 		w.Header().Set("Content-Type", "application/xml")
@@ -168,6 +174,38 @@ func (p *Proxy) serveFault(f Fault, w http.ResponseWriter, r *http.Request, rp *
 		return false
 	}
 	return true
+}
+
+// getAs answers r with the object at path (/BUCKET/KEY) as the server
+// gives it to the proxy's own request: with r's Range when withRange, the
+// whole object otherwise.
+func (p *Proxy) getAs(w http.ResponseWriter, r *http.Request, path string, withRange bool) {
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	in := &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	if rg := r.Header.Get("Range"); withRange && rg != "" {
+		in.Range = aws.String(rg)
+	}
+	out, err := p.server.Client().GetObject(r.Context(), in)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer out.Body.Close()
+	h := w.Header()
+	h.Set("ETag", aws.ToString(out.ETag))
+	h.Set("Content-Length", strconv.FormatInt(aws.ToInt64(out.ContentLength), 10))
+	if out.LastModified != nil {
+		h.Set("Last-Modified", out.LastModified.UTC().Format(http.TimeFormat))
+	}
+	h.Set("Content-Type", aws.ToString(out.ContentType))
+	status := http.StatusOK
+	if out.ContentRange != nil {
+		h.Set("Content-Range", *out.ContentRange)
+		status = http.StatusPartialContent
+	}
+	w.WriteHeader(status)
+	n, _ := io.Copy(w, out.Body)
+	p.sent.Add(n)
 }
 
 // hold keeps a stalled request until the client leaves, the proxy closes
