@@ -586,7 +586,8 @@ func (r *remote) wait() error {
 
 // commit uploads everything staged but the shards (tables, manifest, any
 // other file) and temporary files (IsTemp: a killed run's half-written
-// manifest is no part of the output), then the record, only if no other run committed first, and
+// manifest is no part of the output), then the record, only if no other
+// run committed first (or this run did, its answer lost: ownCommit), and
 // removes the pending record.
 func (r *remote) commit(stageDir string, rec []byte) error {
 	if err := r.wait(); err != nil {

@@ -78,7 +78,8 @@ func holdShard(proxy *s3test.Proxy, name string) (release func()) {
 // temporary file reaches the store. The messages after a signal say how
 // many complete shards the bucket keeps, that the same command resumes and
 // that --restart discards them; a different conversion into that
-// destination is told what it holds. pack into a bucket likewise.
+// destination is told what it holds. pack into a bucket, and a part
+// (--part 1/1) committed beside its destination, likewise.
 func TestS3ResumeFromBucket(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, "bkt")
@@ -91,21 +92,32 @@ func TestS3ResumeFromBucket(t *testing.T) {
 		writeTree(t, files, map[string]string{fmt.Sprintf("d%d/f%02d.bin", i%3, i): strings.Repeat(string(rune('a'+i%26)), 30000+i)})
 	}
 	env := proxy.Env(srv)
+	// Commands: convert-wds, pack, and "part": convert-wds --part 1/1.
 	args := func(command, dst, staging string, extra ...string) []string {
-		if command == "pack" {
+		switch command {
+		case "pack":
 			return append([]string{"pack", "--max-members", "10", "--staging", staging, files, dst}, extra...)
+		case "part":
+			extra = append([]string{"--part", "1/1"}, extra...)
 		}
 		return append([]string{"convert-wds", "--yes", "--max-members", "10", "--staging", staging, src, dst}, extra...)
 	}
 	// media is where a command puts its shards in the destination.
-	media := map[string]string{"convert-wds": "media/", "pack": ""}
+	media := map[string]string{"convert-wds": "media/", "pack": "", "part": "media/"}
+	// at is where a command's run into s3://bkt/NAME writes.
+	at := func(command, name string) string {
+		if command == "part" {
+			return "." + name + ".bpconvert-parts/part-0001-of-0001"
+		}
+		return name
+	}
 	want := map[string]map[string][]byte{}
 	for command := range media {
 		if r := bpS3(t, env, args(command, "s3://bkt/clean-"+command, filepath.Join(root, "staging-clean"))...); r.code != 0 {
 			t.Fatalf("uninterrupted run: %+v", r)
 		}
-		want[command] = storeTree(t, srv, "bkt", "clean-"+command)
-		if n, _ := filepath.Glob(srv.Path("bkt", "clean-"+command+"/"+media[command]+"pack-*.zip")); len(n) < 5 {
+		want[command] = storeTree(t, srv, "bkt", at(command, "clean-"+command))
+		if n, _ := filepath.Glob(srv.Path("bkt", at(command, "clean-"+command)+"/"+media[command]+"pack-*.zip")); len(n) < 5 {
 			t.Fatalf("the uninterrupted %s wrote %d shards; the test needs at least 5", command, len(n))
 		}
 	}
@@ -123,11 +135,12 @@ func TestS3ResumeFromBucket(t *testing.T) {
 		{"sigterm fresh staging", "convert-wds", syscall.SIGTERM, 143, "fresh", false},
 		{"pack sigint", "pack", syscall.SIGINT, 130, "same", false},
 		{"pack sigterm", "pack", syscall.SIGTERM, 143, "same", false},
+		{"part sigint", "part", syscall.SIGINT, 130, "fresh", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			prefix := strings.ReplaceAll(c.name, " ", "-")
-			dst := "s3://bkt/" + prefix
-			staging := filepath.Join(root, "staging-"+prefix)
+			name := strings.ReplaceAll(c.name, " ", "-")
+			dst, prefix := "s3://bkt/"+name, at(c.command, name)
+			staging := filepath.Join(root, "staging-"+name)
 			shardIn := func(name string) bool { return exists(srv.Path("bkt", prefix+"/"+media[c.command]+name)) }
 			release := holdShard(proxy, prefix+"/"+media[c.command]+"pack-0001.zip")
 			defer release()
@@ -172,7 +185,7 @@ func TestS3ResumeFromBucket(t *testing.T) {
 				for slices.ContainsFunc(have, func(p string) bool { return filepath.Base(p) == fmt.Sprintf("pack-%04d.zip", n) }) {
 					n++
 				}
-				checkStopMessage(t, se.String(), dst, n)
+				checkStopMessage(t, se.String(), "s3://bkt/"+prefix, n)
 			}
 			if c.tmpFile {
 				if len(stagedMedia) != 1 {
@@ -198,7 +211,7 @@ func TestS3ResumeFromBucket(t *testing.T) {
 				}
 			}
 			if c.rerun == "fresh" {
-				staging = filepath.Join(root, "staging-"+prefix+"-new")
+				staging = filepath.Join(root, "staging-"+name+"-new")
 			}
 			r := bpS3(t, env, args(c.command, dst, staging)...)
 			if r.code != 0 {
