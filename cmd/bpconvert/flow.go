@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ type convertFlags struct {
 	refBase      refBaseFlag
 	dryRun       bool
 	yes          bool
+	explain      bool
 	restart      bool
 	staging      string
 	// part is --part I/N, for the converters that take it (registerPart).
@@ -51,6 +53,7 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.Var(&c.refBase, convert.RefBaseOption, convert.RefBaseHelp)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
+	fs.BoolVar(&c.explain, "explain", false, "show the plan's explanations (how keys, samples, readers and shard limits work), once per topic")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
 	fs.StringVar(&c.staging, "staging", "", "local directory that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
 }
@@ -113,11 +116,16 @@ func (r *refBaseFlag) Set(s string) error {
 	return nil
 }
 
-// withShardNote adds the note on the shard limits (the member cap and why
-// it matters to readers) to a plan that writes packs.
+// withShardNote adds the explanation of the shard limits (the member cap
+// and why it matters to readers) to a plan that writes packs: a note when
+// --max-members raised the cap above the default, as that concerns this run.
 func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
 	if len(p.Layout) > 0 {
-		p.Notes = append(p.Notes, c.pack().ShardNote())
+		if c.pack().Members() > convert.DefaultMaxMembers {
+			p.Notes = append(p.Notes, c.pack().ShardNote())
+		} else {
+			p.Explain("shards", c.pack().ShardNote())
+		}
 		if n := c.pack().RefNote(); n != "" {
 			p.Notes = append(p.Notes, n)
 		}
@@ -125,8 +133,13 @@ func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
 	return p
 }
 
+// render writes p as text, with its explanations under --explain.
+func (c *convertFlags) render(w io.Writer, p plan.Plan) error {
+	return plan.RenderTextWith(w, p, plan.TextOptions{Explain: c.explain})
+}
+
 // notRecorded are flags that do not change what a run writes.
-var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "restart": true, "staging": true}
+var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "explain": true, "restart": true, "staging": true}
 
 // identify records what the run produces: the command, every flag that
 // shapes the output (defaults included) and the identity of every source
@@ -387,7 +400,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	p = cf.withShardNote(p)
 	if err != nil {
 		if len(p.Entries) > 0 && !e.quiet {
-			plan.RenderText(e.stderr, p) // the plan lists every problem found
+			cf.render(e.stderr, p) // the plan lists every problem found
 			fmt.Fprintln(e.stderr)
 		}
 		if len(p.Entries) > 0 && (e.json || e.summaryFile != "") {
@@ -407,14 +420,14 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 			}
 			return jsonDoc(bytes.TrimRight(b.Bytes(), "\n")), nil
 		}
-		return nil, plan.RenderText(e.stdout, p)
+		return nil, cf.render(e.stdout, p)
 	}
 	planOut := e.stdout
 	if e.json {
 		planOut = e.stderr // stdout carries only the final summary
 	}
 	if !e.quiet || !cf.yes {
-		if err := plan.RenderText(planOut, p); err != nil {
+		if err := cf.render(planOut, p); err != nil {
 			return nil, err
 		}
 		fmt.Fprintln(planOut)
@@ -432,7 +445,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 				return nil, err
 			}
 			p = cf.withShardNote(p)
-			if err := plan.RenderText(planOut, p); err != nil {
+			if err := cf.render(planOut, p); err != nil {
 				return nil, err
 			}
 			fmt.Fprintln(planOut)
