@@ -205,6 +205,37 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (string
 	return abs, stage.CheckDest(abs)
 }
 
+// next says in p.Next what a real run would do with a destination that is
+// not empty, for a dry run: find it done, refuse it (returned, for the dry
+// run to exit as the real run would), or resume from staged shards. It
+// reads and changes nothing.
+func (c *convertFlags) next(ctx context.Context, p *plan.Plan) error {
+	if c.dst == "" || !c.part.Whole() {
+		return nil
+	}
+	done, err := c.doneAt(ctx, c.dst, c.record, "", "choose a new destination directory, or remove this one to convert again")
+	var ue *usageError
+	switch {
+	case done != nil:
+		p.Next = fmt.Sprintf("A real run would do nothing: %s holds this conversion's finished output (already done, exit 0).", c.dst)
+		return nil
+	case errors.As(err, &ue):
+		p.Next = fmt.Sprintf("A real run would refuse (exit 2): %s; %s.", ue.msg, ue.hint)
+		return err
+	case err != nil:
+		return err
+	}
+	if objstore.IsRemote(c.dst) {
+		return nil
+	}
+	staging := stage.Path(c.dst)
+	if shards, err := packcore.ListShards(filepath.Join(staging, convert.MediaDir)); err == nil && len(shards) > 0 {
+		p.Next = fmt.Sprintf("A real run would resume: %s staged in %s by an interrupted run of this command are kept (--restart discards them).",
+			plan.CountText(int64(len(shards)), "complete shards"), staging)
+	}
+	return nil
+}
+
 // alreadyDone reports whether the destination holds a finished run's
 // output: nil when it holds none; a summary with status already_done (and
 // the totals of what the destination holds for this run) when that run had
@@ -413,14 +444,21 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 		return nil, err
 	}
 	if cf.dryRun {
+		refused := cf.next(ctx, &p)
 		if e.json {
 			var b bytes.Buffer
 			if err := plan.RenderJSON(&b, p); err != nil {
 				return nil, err
 			}
+			if refused != nil {
+				return failedPlan{Plan: json.RawMessage(bytes.TrimSpace(b.Bytes()))}, refused
+			}
 			return jsonDoc(bytes.TrimRight(b.Bytes(), "\n")), nil
 		}
-		return nil, cf.render(e.stdout, p)
+		if err := cf.render(e.stdout, p); err != nil {
+			return nil, err
+		}
+		return nil, refused
 	}
 	planOut := e.stdout
 	if e.json {
