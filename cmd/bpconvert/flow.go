@@ -45,10 +45,14 @@ type convertFlags struct {
 	dst    string // absolute destination, set by destination
 	// command is the converter's name, for messages (set by register).
 	command string
+	// flags are the converter's flags, for the command line that repeats
+	// an interactive choice (set by register).
+	flags *flag.FlagSet
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
 	c.command = fs.Name()
+	c.flags = fs
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
 	fs.Var(&c.refBase, convert.RefBaseOption, convert.RefBaseHelp)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
@@ -487,6 +491,9 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 				return nil, err
 			}
 			fmt.Fprintln(planOut)
+			if line := cf.scripted(e.operands, chosen); line != "" {
+				fmt.Fprintf(e.stderr, "bpconvert: the same choice without prompts:\n  %s\n", line)
+			}
 		}
 	}
 	if !cf.yes {
@@ -514,6 +521,52 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 		plan.RenderSummaryText(e.stderr, sum)
 	}
 	return sum, nil
+}
+
+// scripted is the command line that makes the choice of names without a
+// terminal: the flags given, the operands, each name as --column (--field
+// for a nested field of convert-parquet) and --yes.
+func (c *convertFlags) scripted(ops *operands, names []string) string {
+	if c.flags == nil || ops == nil {
+		return ""
+	}
+	args := []string{"bpconvert", c.command}
+	c.flags.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "column", "field", "yes":
+			return
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if f.Value.String() == "true" {
+				args = append(args, "--"+f.Name)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name, f.Value.String())
+	})
+	args = append(args, ops.srcs...)
+	args = append(args, ops.dst)
+	for _, n := range names {
+		if c.command == "convert-parquet" && strings.ContainsAny(n, ".\\") {
+			args = append(args, "--field", n)
+		} else {
+			args = append(args, "--column", n)
+		}
+	}
+	args = append(args, "--yes")
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// characters that need no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,@+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // choose shows a multi-select of the plan's selectable entries, each with
