@@ -122,10 +122,10 @@ func (r *refBaseFlag) Set(s string) error {
 
 // withShardNote adds the explanation of the shard limits (the member cap
 // and why it matters to readers) to a plan that writes packs: a note when
-// --max-members raised the cap above the default, as that concerns this run.
+// --max-members or --max-pack-bytes changed them, as that concerns this run.
 func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
 	if len(p.Layout) > 0 {
-		if c.pack().Members() > convert.DefaultMaxMembers {
+		if pk := c.pack(); pk.Members() != convert.DefaultMaxMembers || (pk.MaxPackBytes > 0 && pk.MaxPackBytes != packcore.DefaultMaxPackBytes) {
 			p.Notes = append(p.Notes, c.pack().ShardNote())
 		} else {
 			p.Explain("shards", c.pack().ShardNote())
