@@ -350,7 +350,6 @@ func (in *inspection) plan(dest string) plan.Plan {
 	if in.dirs > 0 {
 		p.Entries = append(p.Entries, plan.Entry{Name: "directories", Kind: "tar entries",
 			Detail: plan.CountText(in.dirs, "dirs") + ", no payload", Action: plan.ActionSkip, Fidelity: plan.FidelitySkipped})
-		p.Explain("keys", "Directories hold no bytes and are skipped; keys keep their paths.")
 	}
 
 	p.Layout = []plan.Output{{Path: MediaDir + "/pack-NNNN.zip", Description: in.packDescription(stdin)},
@@ -373,6 +372,9 @@ func (in *inspection) plan(dest string) plan.Plan {
 	}
 	p.Explain("fields", fields+".")
 	p.Explain("keys", keyRule+"; bytes are copied unchanged. A duplicate key, an unsafe name (absolute or with \"..\"), a device or FIFO, or a truncated shard stops the conversion, and nothing is written.")
+	if in.dirs > 0 {
+		p.Explain("keys", "Directories hold no bytes and are skipped; keys keep their paths.")
+	}
 	if stdin {
 		p.Notes = append(p.Notes, "The source is standard input, which can be read only once: members, keys and samples are checked while converting, and nothing was read for this plan.")
 	} else {
