@@ -448,21 +448,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 		return nil, err
 	}
 	if cf.dryRun {
-		refused := cf.next(ctx, &p)
-		if e.json {
-			var b bytes.Buffer
-			if err := plan.RenderJSON(&b, p); err != nil {
-				return nil, err
-			}
-			if refused != nil {
-				return failedPlan{Plan: json.RawMessage(bytes.TrimSpace(b.Bytes()))}, refused
-			}
-			return jsonDoc(bytes.TrimRight(b.Bytes(), "\n")), nil
-		}
-		if err := cf.render(e.stdout, p); err != nil {
-			return nil, err
-		}
-		return nil, refused
+		return e.dryRun(ctx, cf, p)
 	}
 	planOut := e.stdout
 	if e.json {
@@ -567,6 +553,27 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// dryRun prints the plan p of a --dry-run, with what a real run would do
+// with the destination as it is (see convertFlags.next); it fails as a real
+// run would when that run would refuse the destination.
+func (e *env) dryRun(ctx context.Context, cf *convertFlags, p plan.Plan) (any, error) {
+	refused := cf.next(ctx, &p)
+	if e.json {
+		var b bytes.Buffer
+		if err := plan.RenderJSON(&b, p); err != nil {
+			return nil, err
+		}
+		if refused != nil {
+			return failedPlan{Plan: json.RawMessage(bytes.TrimSpace(b.Bytes()))}, refused
+		}
+		return jsonDoc(bytes.TrimRight(b.Bytes(), "\n")), nil
+	}
+	if err := cf.render(e.stdout, p); err != nil {
+		return nil, err
+	}
+	return nil, refused
 }
 
 // choose shows a multi-select of the plan's selectable entries, each with
