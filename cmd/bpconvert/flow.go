@@ -234,7 +234,7 @@ func (c *convertFlags) next(ctx context.Context, p *plan.Plan) error {
 	}
 	staging := stage.Path(c.dst)
 	if shards, err := packcore.ListShards(filepath.Join(staging, convert.MediaDir)); err == nil && len(shards) > 0 {
-		p.Next = fmt.Sprintf("A real run would resume: %s staged in %s by an interrupted run of this command are kept (--restart discards them).",
+		p.Next = fmt.Sprintf("A real run would resume: %s staged in %s by an interrupted run are reused when that run was this same conversion (--restart discards them).",
 			plan.CountText(int64(len(shards)), "complete shards"), staging)
 	}
 	return nil
