@@ -39,7 +39,14 @@ type Evidence struct {
 	// file metadata or a full read), not the sample's; NonNull and the
 	// sizes stay the sample's.
 	Nulls *int64 `json:"nulls,omitempty"`
+	// NotSampled is set when no value was read for the plan (a plan made from metadata
+	// only, under --yes): the sizes, kinds and Sampled are then zero because nothing
+	// was counted, not because the entry is empty.
+	NotSampled bool `json:"not_sampled,omitempty"`
 }
+
+// NotSampledText is what text plans show for figures a plan did not read.
+const NotSampledText = "not sampled (--yes plans from metadata)"
 
 // Add records one inspected, non-null value of size bytes. kind is its sniffed label;
 // an empty kind is not recorded.

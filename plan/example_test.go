@@ -26,10 +26,8 @@ func ExampleRenderText() {
 	// Output:
 	// Parquet at /data/train.parquet - 1,000 rows, 2.0 MiB
 	//
-	//   image                     binary column  extract
-	//           1,000 values, 4 sampled, JPEG, 2.4 KiB mean (2.0 KiB-2.9 KiB)
-	//       -> extracted into packs, rewritten to blob references
-	//           bytes lossless, SCHEMA CHANGES
+	//   field  kind           action   evidence                                                       fidelity
+	//   image  binary column  extract  1,000 values, 4 sampled, JPEG, 2.4 KiB mean (2.0 KiB-2.9 KiB)  bytes lossless, SCHEMA CHANGES
 	//
 	// Output in /data/out
 	//   media/pack-NNNN.zip  blob packs
@@ -42,5 +40,5 @@ func ExampleRenderJSON() {
 		panic(err)
 	}
 	// Output:
-	// {"schema":"bpconvert.plan/v1","source":{"format":"Lance","version":"","path":"/data/x.lance","counts":{"rows":0},"details":[],"bytes":0},"dest":"","entries":[],"layout":[],"notes":[],"warnings":[]}
+	// {"schema":"bpconvert.plan/v1","source":{"format":"Lance","version":"","path":"/data/x.lance","counts":{"rows":0},"details":[],"bytes":0},"dest":"","entries":[],"layout":[],"notes":[],"explanations":[],"warnings":[]}
 }

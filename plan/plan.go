@@ -36,10 +36,39 @@ type Plan struct {
 	Entries []Entry `json:"entries"`
 	// Layout lists what will be written under Dest.
 	Layout []Output `json:"layout"`
-	// Notes are remarks for the reader, one paragraph each (lines may be split with "\n").
+	// Notes are remarks on this run for the reader, one paragraph each (lines may be
+	// split with "\n").
 	Notes []string `json:"notes"`
+	// Explanations say how the conversion treats the source in general (the rules for
+	// keys, samples, readers, shard limits), the same from run to run: text plans show
+	// them only when asked ([TextOptions.Explain]), JSON plans always.
+	Explanations []Explanation `json:"explanations"`
+	// Next says what a real run would do with the destination as it is now, when that
+	// is not simply to write it: refuse it (and why), find it done, or resume. Text
+	// plans show it on their last line.
+	Next string `json:"next,omitempty"`
 	// Warnings are things the user should know before confirming.
 	Warnings []string `json:"warnings"`
+}
+
+// Explanation is a paragraph on one topic ("keys", "samples", "readers", "shards").
+type Explanation struct {
+	// Topic names what the paragraph explains, in one lower-case word.
+	Topic string `json:"topic"`
+	// Text is the paragraph.
+	Text string `json:"text"`
+}
+
+// Explain appends an explanation on topic to the plan, or, when the plan explains
+// topic already, appends text to that paragraph.
+func (p *Plan) Explain(topic, text string) {
+	for i := range p.Explanations {
+		if p.Explanations[i].Topic == topic {
+			p.Explanations[i].Text += " " + text
+			return
+		}
+	}
+	p.Explanations = append(p.Explanations, Explanation{Topic: topic, Text: text})
 }
 
 // Source describes the input of a conversion.
@@ -221,6 +250,7 @@ func normalize(p Plan) Plan {
 	p.Source.Details = orEmpty(p.Source.Details)
 	p.Layout = orEmpty(p.Layout)
 	p.Notes = orEmpty(p.Notes)
+	p.Explanations = orEmpty(p.Explanations)
 	p.Warnings = orEmpty(p.Warnings)
 	entries := make([]Entry, len(p.Entries))
 	for i, e := range p.Entries {

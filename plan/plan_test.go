@@ -466,3 +466,68 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestExplanations: explanations merge by topic, stay out of the text
+// unless asked for (one line names their topics), come back once per topic
+// with TextOptions.Explain, and are always in the JSON.
+func TestExplanations(t *testing.T) {
+	p := Plan{Source: Source{Format: "WebDataset", Bytes: -1}, Notes: []string{"Key check: 3 keys."}}
+	p.Explain("keys", "Keys are names.")
+	p.Explain("readers", "Readers read.")
+	p.Explain("keys", "Directories are skipped.")
+	if len(p.Explanations) != 2 || p.Explanations[0].Text != "Keys are names. Directories are skipped." {
+		t.Fatalf("explanations %+v, want two topics, keys merged", p.Explanations)
+	}
+	var short, long, js bytes.Buffer
+	if err := RenderText(&short, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := RenderTextWith(&long, p, TextOptions{Explain: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := RenderJSON(&js, p); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(short.String(), "Keys are") || !strings.Contains(short.String(), "  Key check: 3 keys.\n  (--explain: keys, readers)\n") {
+		t.Errorf("text without Explain:\n%s", short.String())
+	}
+	for _, x := range []string{"Keys are names. Directories are skipped.", "Readers read.", "Key check"} {
+		if strings.Count(long.String(), x) != 1 {
+			t.Errorf("text with Explain shows %q %d times:\n%s", x, strings.Count(long.String(), x), long.String())
+		}
+		if !strings.Contains(js.String(), x) {
+			t.Errorf("JSON lacks %q: %s", x, js.String())
+		}
+	}
+	if strings.Contains(long.String(), "--explain") {
+		t.Errorf("text with Explain still points at --explain:\n%s", long.String())
+	}
+}
+
+// TestNotSampled: evidence of a plan that read no value says so instead of
+// counting zeros; Next is the text's last line and JSON's "next".
+func TestNotSampled(t *testing.T) {
+	for _, tc := range []struct {
+		ev   Evidence
+		want string
+	}{
+		{Evidence{Values: 3000, NotSampled: true}, "3,000 values, " + NotSampledText},
+		{Evidence{Unit: "members", NotSampled: true}, NotSampledText},
+		{Evidence{Unit: "members"}, "0 members"},
+	} {
+		if got := EvidenceText(tc.ev); got != tc.want {
+			t.Errorf("EvidenceText(%+v) = %q, want %q", tc.ev, got, tc.want)
+		}
+	}
+	p := Plan{Source: Source{Format: "Lance", Bytes: -1}, Warnings: []string{"w"}, Next: "A real run would refuse (exit 2)."}
+	var text, js bytes.Buffer
+	if err := RenderText(&text, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := RenderJSON(&js, p); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(text.String(), "\n\nA real run would refuse (exit 2).\n") || !strings.Contains(js.String(), `"next":"A real run would refuse (exit 2)."`) {
+		t.Errorf("Next not last in text or absent from JSON:\n%s\n%s", text.String(), js.String())
+	}
+}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -10,76 +11,55 @@ import (
 
 // Column widths and indents of text plans.
 const (
-	minNameWidth = 24 // entry names are padded to the longest name, at least this wide
 	maxNameWidth = 40 // longer names are not padded further; they push their line right
-	detailIndent = "          "
-	arrowIndent  = "      -> "
+	maxEvidWidth = 72 // longer evidence is not padded further; it pushes the fidelity right
+	noteIndent   = "      -> "
 )
 
-// RenderText writes p as aligned text for people, in this shape:
+// TextOptions choose what [RenderTextWith] shows.
+type TextOptions struct {
+	// Explain adds the plan's explanations, one paragraph per topic.
+	Explain bool
+}
+
+// RenderText writes p as aligned text for people without its explanations; see
+// [RenderTextWith].
+func RenderText(w io.Writer, p Plan) error { return RenderTextWith(w, p, TextOptions{}) }
+
+// RenderTextWith writes p as aligned text for people, in this shape:
 //
 //	Lance 2.1 at /data/coco.lance - 118,287 rows, 18.0 GiB
 //
-//	  image                     binary column  extract
-//	          118,287 values, 32 sampled, JPEG, 163.2 KiB mean (12.1 KiB-1.1 MiB)
-//	      -> extracted to media/, column rewritten to blob references
-//	          bytes lossless, SCHEMA CHANGES
-//	  other columns             columns        copy
-//	          id, caption
-//	      -> copied unchanged
-//	          lossless
+//	  field          kind           action   evidence                                    fidelity
+//	  image          binary column  extract  118,287 values, 32 sampled, JPEG, 163.2 KiB mean  bytes lossless, SCHEMA CHANGES
+//	      -> (an entry's notes, one line each)
+//	  other columns  columns        copy     id, caption                                 lossless
 //
 //	Output in /data/out
 //	  media/pack-NNNN.zip  blob packs
 //	  table.lance          the rewritten dataset
 //
-//	  (plan notes, one indented paragraph each)
+//	  (the plan's notes on this run, one line or paragraph each)
+//	  (--explain: keys, readers)
 //
 //	Warnings
 //	  - (one line per warning)
 //
-// Names are padded to the longest entry name (at least 24, at most 40 characters) and
-// kinds to the longest kind, counting runes. Sizes use [HumanBytes], counts [Thousands].
-// Text that comes from the source (names, paths, notes) is shown quoted, Go-style, if it
-// holds control characters or invalid UTF-8, so a column name cannot move the cursor.
-// The output ends with a newline. RenderText writes with one call to w.
-func RenderText(w io.Writer, p Plan) error {
+//	(what a real run would do with the destination, when the plan says)
+//
+// One line per entry: its name, kind, action, detail and evidence, and fidelity, each
+// column padded to its longest value (names to at most 40 runes, evidence to at most
+// 72). The explanations follow the notes only with opts.Explain, one paragraph per
+// topic; otherwise one line names their topics. Sizes use [HumanBytes], counts
+// [Thousands]. Text that comes from the source (names, paths, notes) is shown quoted,
+// Go-style, if it holds control characters or invalid UTF-8, so a column name cannot
+// move the cursor. The output ends with a newline. RenderTextWith writes with one call
+// to w.
+func RenderTextWith(w io.Writer, p Plan, opts TextOptions) error {
 	var b strings.Builder
 	b.WriteString(header(p.Source))
 	b.WriteString("\n\n")
-
-	nameW, kindW := minNameWidth, 0
-	for _, e := range p.Entries {
-		nameW = max(nameW, min(width(e.Name), maxNameWidth))
-		kindW = max(kindW, width(e.Kind))
-	}
-	if len(p.Entries) == 0 {
-		b.WriteString("  (no entries: nothing to convert)\n")
-	}
-	for _, e := range p.Entries {
-		line := "  " + pad(e.Name, nameW) + "  " + pad(e.Kind, kindW)
-		if e.Action != "" {
-			line += "  " + safe(string(e.Action))
-		}
-		b.WriteString(strings.TrimRight(line, " "))
-		b.WriteByte('\n')
-		if e.Detail != "" {
-			b.WriteString(detailIndent + safe(e.Detail) + "\n")
-		}
-		if e.Evidence != nil {
-			b.WriteString(detailIndent + EvidenceText(*e.Evidence) + "\n")
-		}
-		notes := e.Notes
-		if len(notes) == 0 && e.Action != "" {
-			notes = []string{e.Action.Describe()}
-		}
-		for _, n := range notes {
-			b.WriteString(arrowIndent + safe(n) + "\n")
-		}
-		if e.Fidelity != "" {
-			b.WriteString(detailIndent + safe(e.Fidelity.Describe()) + "\n")
-		}
-	}
+	writeEntries(&b, p.Entries)
 
 	if len(p.Layout) > 0 || p.Dest != "" {
 		b.WriteString("\nOutput")
@@ -97,8 +77,22 @@ func RenderText(w io.Writer, p Plan) error {
 		}
 	}
 
-	for _, n := range p.Notes {
-		b.WriteByte('\n')
+	paragraphs := p.Notes
+	var topics []string
+	for _, x := range p.Explanations {
+		if opts.Explain {
+			paragraphs = append(paragraphs, x.Text)
+		} else if !slices.Contains(topics, x.Topic) {
+			topics = append(topics, x.Topic)
+		}
+	}
+	if len(topics) > 0 {
+		paragraphs = append(paragraphs, "(--explain: "+strings.Join(topics, ", ")+")")
+	}
+	for i, n := range paragraphs {
+		if i == 0 || opts.Explain {
+			b.WriteByte('\n')
+		}
 		for _, line := range strings.Split(n, "\n") {
 			b.WriteString(strings.TrimRight("  "+safe(line), " "))
 			b.WriteByte('\n')
@@ -111,8 +105,55 @@ func RenderText(w io.Writer, p Plan) error {
 			b.WriteString("  - " + safe(warn) + "\n")
 		}
 	}
+	if p.Next != "" {
+		b.WriteString("\n" + safe(p.Next) + "\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeEntries writes the table of entries: a heading, then one line per entry
+// followed by its notes.
+func writeEntries(b *strings.Builder, entries []Entry) {
+	if len(entries) == 0 {
+		b.WriteString("  (no entries: nothing to convert)\n")
+		return
+	}
+	evidence := make([]string, len(entries))
+	nameW, kindW, actW, evW := len("field"), len("kind"), len("action"), len("evidence")
+	for i, e := range entries {
+		var parts []string
+		if e.Detail != "" {
+			parts = append(parts, safe(e.Detail))
+		}
+		if e.Evidence != nil {
+			parts = append(parts, EvidenceText(*e.Evidence))
+		}
+		evidence[i] = strings.Join(parts, "; ")
+		nameW = max(nameW, min(width(e.Name), maxNameWidth))
+		kindW = max(kindW, width(e.Kind))
+		actW = max(actW, width(string(e.Action)))
+		evW = max(evW, min(utf8.RuneCountInString(evidence[i]), maxEvidWidth))
+	}
+	row := func(name, kind, action, ev, fidelity string) {
+		line := "  " + pad(name, nameW) + "  " + pad(kind, kindW) + "  " + pad(action, actW) + "  " + padded(ev, evW) + "  " + safe(fidelity)
+		b.WriteString(strings.TrimRight(line, " ") + "\n")
+	}
+	row("field", "kind", "action", "evidence", "fidelity")
+	for i, e := range entries {
+		row(e.Name, e.Kind, string(e.Action), evidence[i], e.Fidelity.Describe())
+		for _, n := range e.Notes {
+			b.WriteString(noteIndent + safe(n) + "\n")
+		}
+	}
+}
+
+// padded returns s, already made safe, padded with spaces to n runes.
+func padded(s string, n int) string {
+	if w := utf8.RuneCountInString(s); w < n {
+		s += strings.Repeat(" ", n-w)
+	}
+	return s
 }
 
 // header is the first line of a text plan: format, version, path, counts, details, size.
@@ -192,6 +233,12 @@ func EvidenceText(e Evidence) string {
 	unit := e.Unit
 	if unit == "" {
 		unit = "values"
+	}
+	if e.NotSampled {
+		if e.Values > 0 {
+			return CountText(e.Values, unit) + ", " + NotSampledText
+		}
+		return NotSampledText
 	}
 	parts := []string{CountText(e.Values, unit)}
 	exhaustive := e.Sampled >= e.Values

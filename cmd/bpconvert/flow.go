@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ type convertFlags struct {
 	refBase      refBaseFlag
 	dryRun       bool
 	yes          bool
+	explain      bool
 	restart      bool
 	staging      string
 	// part is --part I/N, for the converters that take it (registerPart).
@@ -43,14 +45,19 @@ type convertFlags struct {
 	dst    string // absolute destination, set by destination
 	// command is the converter's name, for messages (set by register).
 	command string
+	// flags are the converter's flags, for the command line that repeats
+	// an interactive choice (set by register).
+	flags *flag.FlagSet
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
 	c.command = fs.Name()
+	c.flags = fs
 	registerPackLimits(fs, &c.maxPackBytes, &c.maxMembers, &c.noManifest, convert.DefaultMaxMembers)
 	fs.Var(&c.refBase, convert.RefBaseOption, convert.RefBaseHelp)
 	fs.BoolVar(&c.dryRun, "dry-run", false, "print the plan and exit without writing anything")
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
+	fs.BoolVar(&c.explain, "explain", false, "show the plan's explanations (how keys, samples, readers and shard limits work), once per topic")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
 	fs.StringVar(&c.staging, "staging", "", "local directory that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
 }
@@ -113,11 +120,16 @@ func (r *refBaseFlag) Set(s string) error {
 	return nil
 }
 
-// withShardNote adds the note on the shard limits (the member cap and why
-// it matters to readers) to a plan that writes packs.
+// withShardNote adds the explanation of the shard limits (the member cap
+// and why it matters to readers) to a plan that writes packs: a note when
+// --max-members or --max-pack-bytes changed them, as that concerns this run.
 func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
 	if len(p.Layout) > 0 {
-		p.Notes = append(p.Notes, c.pack().ShardNote())
+		if pk := c.pack(); pk.Members() != convert.DefaultMaxMembers || (pk.MaxPackBytes > 0 && pk.MaxPackBytes != packcore.DefaultMaxPackBytes) {
+			p.Notes = append(p.Notes, c.pack().ShardNote())
+		} else {
+			p.Explain("shards", c.pack().ShardNote())
+		}
 		if n := c.pack().RefNote(); n != "" {
 			p.Notes = append(p.Notes, n)
 		}
@@ -125,8 +137,13 @@ func (c *convertFlags) withShardNote(p plan.Plan) plan.Plan {
 	return p
 }
 
+// render writes p as text, with its explanations under --explain.
+func (c *convertFlags) render(w io.Writer, p plan.Plan) error {
+	return plan.RenderTextWith(w, p, plan.TextOptions{Explain: c.explain})
+}
+
 // notRecorded are flags that do not change what a run writes.
-var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "restart": true, "staging": true}
+var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "explain": true, "restart": true, "staging": true}
 
 // identify records what the run produces: the command, every flag that
 // shapes the output (defaults included) and the identity of every source
@@ -190,6 +207,37 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (string
 		return abs, nil
 	}
 	return abs, stage.CheckDest(abs)
+}
+
+// next says in p.Next what a real run would do with a destination that is
+// not empty, for a dry run: find it done, refuse it (returned, for the dry
+// run to exit as the real run would), or resume from staged shards. It
+// reads and changes nothing.
+func (c *convertFlags) next(ctx context.Context, p *plan.Plan) error {
+	if c.dst == "" || !c.part.Whole() {
+		return nil
+	}
+	done, err := c.doneAt(ctx, c.dst, c.record, "", "choose a new destination directory, or remove this one to convert again")
+	var ue *usageError
+	switch {
+	case done != nil:
+		p.Next = fmt.Sprintf("A real run would do nothing: %s holds this conversion's finished output (already done, exit 0).", c.dst)
+		return nil
+	case errors.As(err, &ue):
+		p.Next = fmt.Sprintf("A real run would refuse (exit 2): %s; %s.", ue.msg, ue.hint)
+		return err
+	case err != nil:
+		return err
+	}
+	if objstore.IsRemote(c.dst) {
+		return nil
+	}
+	staging := stage.Path(c.dst)
+	if shards, err := packcore.ListShards(filepath.Join(staging, convert.MediaDir)); err == nil && len(shards) > 0 {
+		p.Next = fmt.Sprintf("A real run would resume: %s staged in %s by an interrupted run are reused when that run was this same conversion (--restart discards them).",
+			plan.CountText(int64(len(shards)), "complete shards"), staging)
+	}
+	return nil
 }
 
 // alreadyDone reports whether the destination holds a finished run's
@@ -390,7 +438,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	}
 	if err != nil {
 		if len(p.Entries) > 0 && !e.quiet {
-			plan.RenderText(e.stderr, p) // the plan lists every problem found
+			cf.render(e.stderr, p) // the plan lists every problem found
 			fmt.Fprintln(e.stderr)
 		}
 		if len(p.Entries) > 0 && (e.json || e.summaryFile != "") {
@@ -403,21 +451,14 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 		return nil, err
 	}
 	if cf.dryRun {
-		if e.json {
-			var b bytes.Buffer
-			if err := plan.RenderJSON(&b, p); err != nil {
-				return nil, err
-			}
-			return jsonDoc(bytes.TrimRight(b.Bytes(), "\n")), nil
-		}
-		return nil, plan.RenderText(e.stdout, p)
+		return e.dryRun(ctx, cf, p)
 	}
 	planOut := e.stdout
 	if e.json {
 		planOut = e.stderr // stdout carries only the final summary
 	}
 	if !e.quiet || !cf.yes {
-		if err := plan.RenderText(planOut, p); err != nil {
+		if err := cf.render(planOut, p); err != nil {
 			return nil, err
 		}
 		fmt.Fprintln(planOut)
@@ -435,10 +476,13 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 				return nil, err
 			}
 			p = cf.withShardNote(p)
-			if err := plan.RenderText(planOut, p); err != nil {
+			if err := cf.render(planOut, p); err != nil {
 				return nil, err
 			}
 			fmt.Fprintln(planOut)
+			if line := cf.scripted(e.operands, chosen); line != "" {
+				fmt.Fprintf(e.stderr, "bpconvert: the same choice without prompts:\n  %s\n", line)
+			}
 		}
 	}
 	if !cf.yes {
@@ -466,6 +510,73 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 		plan.RenderSummaryText(e.stderr, sum)
 	}
 	return sum, nil
+}
+
+// scripted is the command line that makes the choice of names without a
+// terminal: the flags given, the operands, each name as --column (--field
+// for a nested field of convert-parquet) and --yes.
+func (c *convertFlags) scripted(ops *operands, names []string) string {
+	if c.flags == nil || ops == nil {
+		return ""
+	}
+	args := []string{"bpconvert", c.command}
+	c.flags.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "column", "field", "yes":
+			return
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if f.Value.String() == "true" {
+				args = append(args, "--"+f.Name)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name, f.Value.String())
+	})
+	args = append(args, ops.srcs...)
+	args = append(args, ops.dst)
+	for _, n := range names {
+		if c.command == "convert-parquet" && strings.ContainsAny(n, ".\\") {
+			args = append(args, "--field", n)
+		} else {
+			args = append(args, "--column", n)
+		}
+	}
+	args = append(args, "--yes")
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// characters that need no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=,@+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// dryRun prints the plan p of a --dry-run, with what a real run would do
+// with the destination as it is (see convertFlags.next); it fails as a real
+// run would when that run would refuse the destination.
+func (e *env) dryRun(ctx context.Context, cf *convertFlags, p plan.Plan) (any, error) {
+	refused := cf.next(ctx, &p)
+	if e.json {
+		var b bytes.Buffer
+		if err := plan.RenderJSON(&b, p); err != nil {
+			return nil, err
+		}
+		if refused != nil {
+			return failedPlan{Plan: json.RawMessage(bytes.TrimSpace(b.Bytes()))}, refused
+		}
+		return jsonDoc(bytes.TrimRight(b.Bytes(), "\n")), nil
+	}
+	if err := cf.render(e.stdout, p); err != nil {
+		return nil, err
+	}
+	return nil, refused
 }
 
 // choose shows a multi-select of the plan's selectable entries, each with

@@ -47,6 +47,11 @@ func TestConvertLanceCLI(t *testing.T) {
 		if doc := lastJSON(t, r); doc["status"] != "ok" || doc["blobs"].(float64) < 1 {
 			t.Fatalf("summary %v", doc)
 		}
+		// The plan (on stderr, under --json) read no value: it says so
+		// instead of counting 0 of them.
+		if !strings.Contains(r.stderr, plan.NotSampledText) || strings.Contains(r.stderr, " 0 values") || strings.Contains(r.stderr, "0 members") {
+			t.Fatalf("the --yes plan counts values it did not read:\n%s", r.stderr)
+		}
 		r = bp(t, "lance-inspect", filepath.Join(dst, "table.lance"), "--rows", "2")
 		if r.code != exitOK || !strings.Contains(r.stdout, "zip://") || !strings.Contains(r.stdout, "utf8") {
 			t.Fatalf("lance-inspect of the output: %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -14,7 +14,8 @@ import (
 
 // TestDefaultMemberCap: converters cap shards at convert.DefaultMaxMembers
 // members unless --max-members says otherwise, and the plan says which cap
-// applies and why it matters to readers.
+// applies and why it matters to readers: among its notes when the flag
+// changed it, under --explain for the default.
 func TestDefaultMemberCap(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -36,7 +37,11 @@ func TestDefaultMemberCap(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dst := filepath.Join(dir, "out-"+c.name)
 			args := append([]string{"convert-wds"}, c.flags...)
-			r := bp(t, append(append(args, "--dry-run", shards[0]), dst)...)
+			dry := append(args, "--dry-run")
+			if c.flags == nil {
+				dry = append(dry, "--explain")
+			}
+			r := bp(t, append(append(dry, shards[0]), dst)...)
 			if r.code != 0 || !strings.Contains(strings.Join(strings.Fields(r.stdout), " "), c.note) {
 				t.Fatalf("dry run: exit %d, plan lacks %q:\n%s%s", r.code, c.note, r.stdout, r.stderr)
 			}

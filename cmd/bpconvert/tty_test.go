@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,8 @@ func (r *tmuxRun) exitCode() int {
 
 // TestTerminalPrompts drives convert-parquet's prompts on a terminal: a
 // table without Hugging Face metadata makes the user choose payload columns
-// in a multi-select, the plan is shown again, and a confirmation follows.
+// in a multi-select, the plan is shown again with the command that makes
+// the same choice without prompts, and a confirmation follows.
 func TestTerminalPrompts(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -109,6 +111,26 @@ func TestTerminalPrompts(t *testing.T) {
 		r.keys("y")
 		if code := r.exitCode(); code != 0 {
 			t.Fatalf("exit %d:\n%s", code, r.screen())
+		}
+		// The choice is printed as the command that makes it without
+		// prompts; run, it converts the same.
+		// (-J joins the lines the terminal wrapped; -S takes the history.)
+		joined, _ := exec.Command("tmux", "-S", r.sock, "capture-pane", "-p", "-J", "-S", "-500", "-t", "bp").Output()
+		prefix := "bpconvert convert-parquet " + src + " " + dst + " --column "
+		i := strings.Index(string(joined), prefix)
+		if i < 0 {
+			t.Fatalf("no equivalent command %q... on the screen:\n%s", prefix, joined)
+		}
+		line := strings.Fields(strings.SplitN(string(joined[i:]), "\n", 2)[0])
+		if j := slices.Index(line, "--yes"); j < 0 {
+			t.Fatalf("the equivalent command has no --yes: %q", line)
+		} else {
+			line = line[:j+1]
+		}
+		again := filepath.Join(t.TempDir(), "again")
+		line[3] = again
+		if r2 := bp(t, line[1:]...); r2.code != 0 {
+			t.Fatalf("%q: exit %d: %s", line, r2.code, r2.stderr)
 		}
 		set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{})
 		if err != nil {

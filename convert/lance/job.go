@@ -228,7 +228,8 @@ func (j *Job) planFor(ctx context.Context, selected []string) (plan.Plan, error)
 	}
 	for _, c := range j.cands {
 		if c.ev == nil && j.opts.QuickPlan {
-			c.ev = &columnEvidence{} // not read: the plan is not shown
+			// Not read: the plan says so rather than count zeros.
+			c.ev = &columnEvidence{ev: plan.Evidence{Values: int64(j.ds.NumRows()), NotSampled: true}}
 		}
 		if c.ev == nil {
 			ev, err := j.evidence(ctx, c)

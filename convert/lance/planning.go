@@ -76,8 +76,13 @@ func (j *Job) plan() plan.Plan {
 	p.Entries = append(p.Entries, plan.Entry{Name: "other columns", Kind: "columns", Detail: strings.Join(kept, ", "),
 		Action: plan.ActionCopy, Fidelity: plan.FidelityLossless, Notes: []string{copyNote}})
 
-	p.Layout = []plan.Output{{Path: convert.MediaDir + "/pack-NNNN.zip",
-		Description: fmt.Sprintf("%s, %s", plan.CountText(members, "members"), plan.HumanBytes(bytes))}}
+	packs := fmt.Sprintf("%s, %s", plan.CountText(members, "members"), plan.HumanBytes(bytes))
+	for _, c := range j.cands {
+		if j.selected(c) && c.ev.ev.NotSampled {
+			packs = "members and size " + plan.NotSampledText
+		}
+	}
+	p.Layout = []plan.Output{{Path: convert.MediaDir + "/pack-NNNN.zip", Description: packs}}
 	if !j.opts.NoManifest {
 		p.Layout = append(p.Layout, plan.Output{Path: convert.MediaDir + "/" + packcore.ManifestName, Description: "size and SHA-256 of every pack shard"})
 	}
@@ -100,7 +105,7 @@ func (j *Job) plan() plan.Plan {
 	if j.opts.RefBase != "" {
 		refs = "The" // the note on --ref-base says what references are
 	}
-	p.Notes = append(p.Notes, refs+
+	p.Explain("readers", refs+
 		" schema metadata key \""+MetaKey+"\" records what was extracted. Lance readers read "+TableDir+" as is; "+
 		"payload bytes are read by resolving the references (bpconvert, or any zip reader).")
 	for _, ix := range j.rw.Indices {

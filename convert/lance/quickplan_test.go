@@ -3,15 +3,19 @@ package lance
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
 // TestQuickPlan: with QuickPlan the plan gathers no evidence (no value is
 // read for it), and the conversion writes the same packs and table as with
-// the full plan.
+// the full plan. The quick plan's text says its figures were not sampled
+// rather than show zeros it never counted.
 func TestQuickPlan(t *testing.T) {
 	t.Parallel()
 	src := filepath.Join("..", "..", "lancefmt", "testdata", "lance", "s_blob_2_1.lance")
@@ -35,6 +39,15 @@ func TestQuickPlan(t *testing.T) {
 		}
 		if (sampled == 0) != quick {
 			t.Fatalf("QuickPlan %v: %d values sampled for the plan", quick, sampled)
+		}
+		// A figure the plan did not count is said to be not sampled, never 0.
+		var text strings.Builder
+		if err := plan.RenderText(&text, p); err != nil {
+			t.Fatal(err)
+		}
+		zero := regexp.MustCompile(`\b0 (values|members)\b|\b0 B\b`)
+		if quick != strings.Contains(text.String(), plan.NotSampledText) || quick && zero.MatchString(text.String()) {
+			t.Fatalf("QuickPlan %v: the text plan says %q (or a 0 it did not count) where it should not:\n%s", quick, plan.NotSampledText, text.String())
 		}
 		sum, err := j.Run(ctx, nil)
 		if err != nil {

@@ -16,7 +16,7 @@ const (
 	noteSplit    = "split into one container per episode, copied packet for packet"
 	noteInterval = "copied unchanged into media/, episodes indexed by [from_ns, to_ns)"
 	noteReencode = "file(s) keep their concatenated layout, addressed by interval; cutting them would need a re-encode"
-	schemaNote   = "A rewritten table no longer matches the LeRobot schema: readers\nmust resolve blob references instead of reading frame bytes."
+	schemaNote   = "A rewritten table no longer matches the LeRobot schema: readers must resolve blob references instead of reading frame bytes."
 )
 
 // Plan describes what Convert will do, for dst. It touches nothing on disk.
@@ -120,7 +120,7 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 		p.Layout = append(p.Layout, ins.framesOutput()...)
 	}
 	if ins.Tables != nil {
-		p.Notes = append(p.Notes, schemaNote)
+		p.Explain("readers", schemaNote)
 	}
 	return p
 }

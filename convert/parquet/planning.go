@@ -55,7 +55,7 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 		p.Entries = append(p.Entries, ins.candidateEntry(c, sel))
 	}
 
-	entries, copied := ins.tableEntries(sel)
+	entries, copied := ins.tableEntries(sel, tableFidelity(p.Entries))
 	p.Entries = append(p.Entries, entries...)
 	if len(ins.Others) > 0 {
 		e := plan.Entry{
@@ -106,12 +106,10 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 		ext = "arrow"
 	}
 	if ins.opts.RefBase == "" { // else the note on --ref-base says what they are
-		p.Notes = append(p.Notes, "References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).")
+		p.Explain("references", "References are zip://KEY::"+MediaDir+"/pack-NNNN.zip, relative to the dataset root (the output directory).")
 	}
-	p.Notes = append(p.Notes,
-		"Member keys: <field>/<table path without ."+ext+">/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.",
-		readersNote(disk != nil),
-	)
+	p.Explain("keys", "Member keys: <field>/<table path without ."+ext+">/<row:012d><ext> (list elements add -<index:04d>); one placement group per row.")
+	p.Explain("readers", readersNote(disk != nil))
 	if sel.Default {
 		p.Notes = append(p.Notes, "Selected by default: the fields that Hugging Face metadata declares as media.")
 	}
@@ -187,7 +185,7 @@ func (ins *Inspection) candidateEntry(c Candidate, sel Selection) plan.Entry {
 
 // tableEntries are the plan's entries of the tables: those sel rewrites,
 // and those it copies (returned too, for the layout).
-func (ins *Inspection) tableEntries(sel Selection) (entries []plan.Entry, copied []*Table) {
+func (ins *Inspection) tableEntries(sel Selection, fidelity plan.Fidelity) (entries []plan.Entry, copied []*Table) {
 	disk := ins.in.disk
 	var rewritten []*Table
 	var rrows int64
@@ -211,7 +209,7 @@ func (ins *Inspection) tableEntries(sel Selection) (entries []plan.Entry, copied
 			Kind:     "Arrow IPC tables",
 			Detail:   fmt.Sprintf("%s, %s; written again as Arrow IPC streams at the same paths, one record batch for each of the source's", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
 			Action:   plan.ActionRewrite,
-			Fidelity: plan.FidelitySchemaChanges,
+			Fidelity: fidelity,
 			Notes:    []string{"other columns and the schema metadata kept; state.json, dataset_dict.json and dataset_info.json kept too, so that datasets.load_from_disk(DST) reads the output"},
 		})
 	} else if len(rewritten) > 0 {
@@ -220,7 +218,7 @@ func (ins *Inspection) tableEntries(sel Selection) (entries []plan.Entry, copied
 			Kind:     "tables",
 			Detail:   fmt.Sprintf("%s, %s; same row groups, codecs, column order and nullability", plan.CountText(int64(len(rewritten)), "tables"), plan.CountText(rrows, "rows")),
 			Action:   plan.ActionRewrite,
-			Fidelity: plan.FidelitySchemaChanges,
+			Fidelity: fidelity,
 			Notes:    []string{"rewritten to the same relative paths; other columns and metadata kept"},
 		})
 	}
@@ -234,6 +232,33 @@ func (ins *Inspection) tableEntries(sel Selection) (entries []plan.Entry, copied
 		})
 	}
 	return entries, copied
+}
+
+// tableFidelity is the verdict on the rewritten tables, taken from their
+// extracted fields' so that the two never disagree: the schema changes when
+// any field's does, a source path is dropped when any field's is.
+func tableFidelity(fields []plan.Entry) plan.Fidelity {
+	var changes, dropped bool
+	for _, e := range fields {
+		if e.Action != plan.ActionExtract {
+			continue
+		}
+		switch e.Fidelity {
+		case plan.FidelitySchemaChanges:
+			changes = true
+		case plan.FidelityPathDropped:
+			dropped = true
+		case plan.FidelitySchemaChangesPathDropped:
+			changes, dropped = true, true
+		}
+	}
+	switch {
+	case changes && dropped:
+		return plan.FidelitySchemaChangesPathDropped
+	case dropped:
+		return plan.FidelityPathDropped
+	}
+	return plan.FidelitySchemaChanges
 }
 
 func candidateKind(c Candidate) string {

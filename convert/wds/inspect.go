@@ -291,7 +291,13 @@ func (in *inspection) plan(dest string) plan.Plan {
 		Dest:   dest,
 	}
 	p.Source.Counts = plan.Counts{{Name: "shards", N: int64(len(in.srcs.Shards))}}
-	if !stdin {
+	// unread: no shard was read for the plan (Options.QuickPlan), so there
+	// is nothing to count.
+	unread := !stdin && len(in.srcs.Shards) > 0 && in.remote+in.skipped == len(in.srcs.Shards)
+	if unread {
+		p.Source.Details = append(p.Source.Details, "members and samples "+plan.NotSampledText)
+	}
+	if !stdin && !unread {
 		p.Source.Counts = append(p.Source.Counts,
 			plan.Count{Name: "members", N: in.members},
 			plan.Count{Name: "samples", N: in.smp.samples})
@@ -322,31 +328,28 @@ func (in *inspection) plan(dest string) plan.Plan {
 		ev := fs.ev
 		ev.Unit, ev.Values = "members", ev.Sampled
 		e := plan.Entry{Name: f, Kind: "tar members", Evidence: &ev, Action: plan.ActionExtract, Fidelity: plan.FidelityLossless}
-		e.Notes = []string{"members of " + MediaDir + "/pack-NNNN.zip, byte for byte"}
-		switch {
-		case o.NoTable:
-		case o.inline(f):
+		if !o.NoTable && o.inline(f) {
 			e.Notes = []string{"text stored inline in column " + quoteField(f) + " of " + TableName + ", byte for byte; not packed"}
-		default:
-			e.Notes = append(e.Notes, "referenced from column "+quoteField(f)+" of "+TableName)
 		}
 		p.Entries = append(p.Entries, e)
+	}
+	if len(names) == 0 && unread {
+		// Nothing was read: the fields are unknown, not absent.
+		p.Entries = append(p.Entries, plan.Entry{Name: "members", Kind: "tar members", Detail: plan.NotSampledText,
+			Action: plan.ActionExtract, Fidelity: plan.FidelityLossless})
 	}
 	if in.outside.ev.Sampled > 0 {
 		ev := in.outside.ev
 		ev.Unit, ev.Values = "members", ev.Sampled
-		e := plan.Entry{Name: "members in no sample", Kind: "tar members", Evidence: &ev, Action: plan.ActionExtract, Fidelity: plan.FidelityLossless,
-			Notes: []string{"members of " + MediaDir + "/pack-NNNN.zip, byte for byte",
-				"names WebDataset skips (no extension, __name__): not in " + TableName}}
-		if o.NoTable {
-			e.Notes = e.Notes[:1]
+		e := plan.Entry{Name: "members in no sample", Kind: "tar members", Evidence: &ev, Action: plan.ActionExtract, Fidelity: plan.FidelityLossless}
+		if !o.NoTable {
+			e.Notes = []string{"names WebDataset skips (no extension, __name__): not in " + TableName}
 		}
 		p.Entries = append(p.Entries, e)
 	}
 	if in.dirs > 0 {
 		p.Entries = append(p.Entries, plan.Entry{Name: "directories", Kind: "tar entries",
-			Detail: plan.CountText(in.dirs, "dirs") + ", no payload", Action: plan.ActionSkip, Fidelity: plan.FidelitySkipped,
-			Notes: []string{"skipped: directories hold no bytes; keys keep their paths"}})
+			Detail: plan.CountText(in.dirs, "dirs") + ", no payload", Action: plan.ActionSkip, Fidelity: plan.FidelitySkipped})
 	}
 
 	p.Layout = []plan.Output{{Path: MediaDir + "/pack-NNNN.zip", Description: in.packDescription(stdin)},
@@ -363,7 +366,15 @@ func (in *inspection) plan(dest string) plan.Plan {
 	if o.ShardPrefix {
 		keyRule += ", prefixed with the shard's name (" + in.srcs.Shards[0].Stem + "/...)"
 	}
-	p.Notes = append(p.Notes, keyRule+"; bytes are copied unchanged. A duplicate key, an unsafe name (absolute or with \"..\"), a device or FIFO, or a truncated shard stops the conversion, and nothing is written.")
+	fields := "Each field's members are stored byte for byte in " + MediaDir + "/pack-NNNN.zip"
+	if !o.NoTable {
+		fields += " and referenced from the column of " + TableName + " named after the field (a field named with --inline is stored in its column instead)"
+	}
+	p.Explain("fields", fields+".")
+	p.Explain("keys", keyRule+"; bytes are copied unchanged. A duplicate key, an unsafe name (absolute or with \"..\"), a device or FIFO, or a truncated shard stops the conversion, and nothing is written.")
+	if in.dirs > 0 {
+		p.Explain("keys", "Directories hold no bytes and are skipped; keys keep their paths.")
+	}
 	if stdin {
 		p.Notes = append(p.Notes, "The source is standard input, which can be read only once: members, keys and samples are checked while converting, and nothing was read for this plan.")
 	} else {
@@ -385,6 +396,9 @@ func (in *inspection) plan(dest string) plan.Plan {
 			}
 		}
 		check := fmt.Sprintf("Key check: %s (%s): %s, no duplicates.", which, how, plan.CountText(in.members, "keys"))
+		if unread {
+			check = "Key check: no tar header read for this plan."
+		}
 		if in.nproblem > 0 {
 			check = fmt.Sprintf("Key check: %s (%s): %s, listed under warnings; the conversion would stop at the first.", which, how, plan.CountText(int64(in.nproblem), "problems"))
 		}
@@ -394,15 +408,15 @@ func (in *inspection) plan(dest string) plan.Plan {
 		p.Notes = append(p.Notes, check)
 	}
 	if o.NoTable {
-		p.Notes = append(p.Notes, "Samples: no table is written (--no-table), so WebDataset's grouping is only reported: a sample key that reappears after other members, or a field repeated within a sample, shows as a warning.")
+		p.Explain("samples", "Samples: no table is written (--no-table), so WebDataset's grouping is only reported: a sample key that reappears after other members, or a field repeated within a sample, shows as a warning.")
 	} else {
-		p.Notes = append(p.Notes, "Samples: members are grouped as WebDataset groups them (adjacent members whose names agree up to the first dot of the file name; the rest, lower-cased, is the field). A sample key that reappears later (WebDataset would yield the sample twice) or a field repeated within a sample (WebDataset refuses it) stops the conversion.")
+		p.Explain("samples", "Samples: members are grouped as WebDataset groups them (adjacent members whose names agree up to the first dot of the file name; the rest, lower-cased, is the field). A sample key that reappears later (WebDataset would yield the sample twice) or a field repeated within a sample (WebDataset refuses it) stops the conversion.")
 	}
 	if in.links > 0 || stdin {
-		p.Notes = append(p.Notes, "Links: a hard link, or a symbolic link to a member converted before it, becomes a member holding its target's bytes, copied back from the pack; links elsewhere stop the conversion.")
+		p.Explain("links", "Links: a hard link, or a symbolic link to a member converted before it, becomes a member holding its target's bytes, copied back from the pack; links elsewhere stop the conversion.")
 	}
 	if !o.NoTable {
-		p.Notes = append(p.Notes, "Readers: WebDataset's loader does not read packs; every parquet reader reads "+TableName+" as is, and a sample's bytes are read by resolving its references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). `bpconvert verify DST --against SRC` proves the result equal to the source.")
+		p.Explain("readers", "Readers: WebDataset's loader does not read packs; every parquet reader reads "+TableName+" as is, and a sample's bytes are read by resolving its references through the packs (fsspec's zip:// protocol; examples/fsspec/packrefs.py does it fast). `bpconvert verify DST --against SRC` proves the result equal to the source.")
 	}
 	if len(in.srcs.Ignored) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Ignored %s in %s not named like tar shards: %s.",
