@@ -32,7 +32,9 @@ if ! version=$(git describe --tags --dirty 2>/dev/null); then
 fi
 pyversion=$($pack pep440 "$version")
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
-export GOFLAGS="-trimpath -buildvcs=true"
+# No VCS stamp: the version string names the revision, and the files do not
+# depend on untracked files in the checkout.
+export GOFLAGS="-trimpath -buildvcs=false"
 ldflags="-s -w -X main.version=$version"
 
 work=$(mktemp -d)
