@@ -32,7 +32,9 @@ if ! version=$(git describe --tags --dirty 2>/dev/null); then
 fi
 pyversion=$($pack pep440 "$version")
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
-export GOFLAGS="-trimpath -buildvcs=true"
+# No VCS stamp: the version string names the revision, and the files do not
+# depend on untracked files in the checkout.
+export GOFLAGS="-trimpath -buildvcs=false"
 ldflags="-s -w -X main.version=$version"
 
 work=$(mktemp -d)
@@ -69,9 +71,15 @@ go_licenses() {
     for f in "$dir"/LICENSE* "$dir"/LICENCE* "$dir"/COPYING* "$dir"/NOTICE* "$dir"/PATENTS*; do
       [ -f "$f" ] && cp "$f" "$dest/$mod/" && n=$((n + 1))
     done
+    # A module without a licence file states its licence in its README
+    # (github.com/mattn/go-localereader v0.0.1: MIT): ship that.
     if [ -z "$(ls -A "$dest/$mod")" ]; then
-      echo "dist: module $mod ($dir) has no licence file" >&2
-      return 1
+      for f in "$dir"/README*; do [ -f "$f" ] && cp "$f" "$dest/$mod/"; done
+      if [ -z "$(ls -A "$dest/$mod")" ]; then
+        echo "dist: module $mod ($dir) has no licence file and no README" >&2
+        return 1
+      fi
+      echo "dist: module $mod has no licence file; its README is shipped instead" >&2
     fi
   done < <(GOOS=$1 GOARCH=$2 CGO_ENABLED=$([ -n "$3" ] && echo 1 || echo 0) \
              $GO list -deps -tags "$3" -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Dir}}{{end}}{{end}}' ./cmd/bpconvert | sort -u)
