@@ -158,6 +158,11 @@ func treeKind(root string) Kind {
 // lerobot reports whether p is a LeRobot info.json (it names a
 // codebase_version).
 func lerobot(p string) bool {
+	// Only a regular file is read: a FIFO or a device would block or
+	// never end.
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
+		return false
+	}
 	b, err := os.ReadFile(p)
 	if err != nil || len(b) > 1<<20 {
 		return false

@@ -1,8 +1,11 @@
+//go:build unix
+
 package detect
 
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -27,6 +30,7 @@ func TestPath(t *testing.T) {
 		{"info.json of something else", map[string]string{"r/meta/info.json": `{"name": "x"}`, "r/data/x.parquet": ""}, "r", Parquet},
 		{"output", map[string]string{"o/.bpconvert.json": "{}", "o/samples.parquet": "", "o/media/pack-0000.zip": ""}, "o", Output},
 		{"nothing known", map[string]string{"e/readme.txt": ""}, "e", Unknown},
+		{"info.json a FIFO", map[string]string{"r/meta/info.json": "fifo"}, "r", Unknown},
 		{"deeper than three levels", map[string]string{"e/a/b/c/d/x.parquet": ""}, "e", Unknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,6 +39,13 @@ func TestPath(t *testing.T) {
 				p := filepath.Join(root, name)
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
+				}
+				if body == "fifo" {
+					// Path must not wait for a writer that never comes.
+					if err := syscall.Mkfifo(p, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
 				}
 				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 					t.Fatal(err)

@@ -214,7 +214,7 @@ func TestAirflowDAG(t *testing.T) {
 	}
 	t.Logf("stopped part 2/3 (pid %d) with SIGTERM", pid)
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`\[error\s*\] bpconvert: stopped \(SIGTERM\); \d+ complete shards? kept in ` + regexp.QuoteMeta(staging)),
+		regexp.MustCompile(`\[error\s*\] bpconvert: interrupted \(SIGTERM\); \d+ complete shards? kept in ` + regexp.QuoteMeta(staging)),
 		regexp.MustCompile(`bpconvert convert-wds exited 143`),
 		regexp.MustCompile(`resuming an interrupted run: \d+ complete shards? verified`),
 		regexp.MustCompile(`against .*: 240 payloads compared, .* 0 mismatches`),

@@ -27,12 +27,7 @@ const (
 // interrupted is the cancellation cause set by a signal.
 type interrupted struct{ sig syscall.Signal }
 
-func (i interrupted) Error() string {
-	if i.sig == syscall.SIGINT {
-		return "interrupted (SIGINT)"
-	}
-	return "stopped (" + signalName(i.sig) + ")"
-}
+func (i interrupted) Error() string { return "interrupted (" + signalName(i.sig) + ")" }
 
 // signalName is a signal's conventional name (SIGTERM), for messages.
 func signalName(sig syscall.Signal) string {

@@ -50,7 +50,7 @@ func TestSignalRemovesOutput(t *testing.T) {
 			if !ok || ee.ExitCode() != tc.code {
 				t.Fatalf("exit: %v, want %d\n%s", err, tc.code, se.String())
 			}
-			if !strings.Contains(se.String(), "interrupted (SIGINT)") && !strings.Contains(se.String(), "stopped (SIGTERM)") {
+			if !strings.Contains(se.String(), "interrupted (SIGINT)") && !strings.Contains(se.String(), "interrupted (SIGTERM)") {
 				t.Errorf("stderr does not say it was interrupted:\n%s", se.String())
 			}
 			if exists(dst) || exists(staging) {

@@ -89,7 +89,7 @@ func TestSigtermKeepsShards(t *testing.T) {
 			if kept < 2 || exists(final) {
 				t.Fatalf("after %v: %d shards kept, final %v", tc.sig, kept, exists(final))
 			}
-			for _, want := range []string{"\nbpconvert: " + map[syscall.Signal]string{syscall.SIGINT: "interrupted (SIGINT)", syscall.SIGTERM: "stopped (SIGTERM)"}[tc.sig] + "; ",
+			for _, want := range []string{"\nbpconvert: " + map[syscall.Signal]string{syscall.SIGINT: "interrupted (SIGINT)", syscall.SIGTERM: "interrupted (SIGTERM)"}[tc.sig] + "; ",
 				"complete shards kept in " + staging, "rerun the same command to resume", "--restart"} {
 				if !strings.Contains("\n"+se.String(), want) {
 					t.Fatalf("stderr lacks %q:\n%s", want, se.String())
