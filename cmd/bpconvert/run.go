@@ -121,20 +121,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var result any
 	var err error
 	if a, ok := credentialArg(args[1:]); ok {
-		// Refused before anything runs, and never echoed whole.
-		err = &usageError{msg: fmt.Sprintf("%s: %s: %v: credentials do not belong in a location", cmd.name, objstore.RedactLocation(a), objstore.ErrBadLocation),
-			hint: "give the credentials as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (AWS_PROFILE), and name object storage as s3://BUCKET/PREFIX"}
-		for i, a := range args[1:] {
-			if a == "--summary-file" || a == "-summary-file" {
-				if i+2 < len(args) {
-					e.summaryFile = args[i+2]
-				}
-			} else if v, ok := strings.CutPrefix(strings.TrimLeft(a, "-"), "summary-file="); ok {
-				e.summaryFile = v
-			} else if a == "--json" || a == "-json" {
-				e.json = true
-			}
-		}
+		err = e.refuseCredentials(cmd.name, a, args[1:])
 	} else {
 		result, err = cmd.run(ctx, e, args[1:])
 	}
@@ -146,22 +133,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = e.explainInput(err)
 		code = exitCode(ctx, err)
 	}
-	if err != nil {
-		e.clearBars()
-	}
-	if errors.Is(err, errAborted) {
-		fmt.Fprintln(stderr, "bpconvert: aborted; nothing was written")
-	} else if ke := (*keptError)(nil); err != nil && code >= 128 && errors.As(err, &ke) {
-		fmt.Fprintf(stderr, "bpconvert: %s; %s kept in %s for a retry\n", context.Cause(ctx), plan.CountText(int64(ke.shards), "complete shards"), ke.staging)
-		fmt.Fprintf(stderr, "bpconvert: hint: %s\n", hintFor(err))
-	} else if err != nil && code >= 128 {
-		fmt.Fprintf(stderr, "bpconvert: %s; temporary output removed, nothing was written\n", context.Cause(ctx))
-	} else if err != nil {
-		fmt.Fprintf(stderr, "bpconvert: error: %s\n", objstore.RedactLocation(err.Error()))
-		if h := hintFor(err); h != "" {
-			fmt.Fprintf(stderr, "bpconvert: hint: %s\n", h)
-		}
-	}
+	e.report(ctx, stderr, err, code)
 	var doc []byte
 	if d, ok := result.(jsonDoc); ok && err == nil {
 		doc = d
@@ -181,6 +153,48 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		stdout.Write(append(doc, '\n'))
 	}
 	return code
+}
+
+// report prints, on the process's stderr, how a command that failed or was
+// interrupted ended: the error and its hint, or what an interruption kept
+// or removed.
+func (e *env) report(ctx context.Context, stderr io.Writer, err error, code int) {
+	if err == nil {
+		return
+	}
+	e.clearBars()
+	if errors.Is(err, errAborted) {
+		fmt.Fprintln(stderr, "bpconvert: aborted; nothing was written")
+	} else if ke := (*keptError)(nil); code >= 128 && errors.As(err, &ke) {
+		fmt.Fprintf(stderr, "bpconvert: %s; %s kept in %s for a retry\n", context.Cause(ctx), plan.CountText(int64(ke.shards), "complete shards"), ke.staging)
+		fmt.Fprintf(stderr, "bpconvert: hint: %s\n", hintFor(err))
+	} else if code >= 128 {
+		fmt.Fprintf(stderr, "bpconvert: %s; temporary output removed, nothing was written\n", context.Cause(ctx))
+	} else {
+		fmt.Fprintf(stderr, "bpconvert: error: %s\n", objstore.RedactLocation(err.Error()))
+		if h := hintFor(err); h != "" {
+			fmt.Fprintf(stderr, "bpconvert: hint: %s\n", h)
+		}
+	}
+}
+
+// refuseCredentials is the error for an argument a that names an s3://
+// location with credentials in it: refused before anything runs, and never
+// echoed whole. The --summary-file and --json of args still apply.
+func (e *env) refuseCredentials(name, a string, args []string) error {
+	for i, arg := range args {
+		if arg == "--summary-file" || arg == "-summary-file" {
+			if i+1 < len(args) {
+				e.summaryFile = args[i+1]
+			}
+		} else if v, ok := strings.CutPrefix(strings.TrimLeft(arg, "-"), "summary-file="); ok {
+			e.summaryFile = v
+		} else if arg == "--json" || arg == "-json" {
+			e.json = true
+		}
+	}
+	return &usageError{msg: fmt.Sprintf("%s: %s: %v: credentials do not belong in a location", name, objstore.RedactLocation(a), objstore.ErrBadLocation),
+		hint: "give the credentials as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile (AWS_PROFILE), and name object storage as s3://BUCKET/PREFIX"}
 }
 
 // credentialArg returns an argument that names an s3:// location with

@@ -282,6 +282,39 @@ func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walk
 	return in.smp.endShard()
 }
 
+// keyCheck is the plan's note on the key check the inspection made (unread:
+// no shard was read for the plan).
+func (in *inspection) keyCheck(unread bool) string {
+	how := "payloads skipped by seeking"
+	if comp := in.compressed(); comp != "" {
+		how = comp + " shards decompressed to get past payloads, which takes about as long as converting them"
+	}
+	// Shards left out of the plan (Options.QuickPlan) are named as such:
+	// the check covers only the shards read.
+	which := "every tar header read"
+	var later []string
+	if in.skipped > 0 || in.remote > 0 {
+		which = "the tar headers of the " + plan.CountText(int64(len(in.srcs.Shards)-in.skipped-in.remote), "shards") + " read"
+		if in.skipped > 0 {
+			later = append(later, plan.CountText(int64(in.skipped), "compressed shards"))
+		}
+		if in.remote > 0 {
+			later = append(later, plan.CountText(int64(in.remote), "shards")+" in object storage")
+		}
+	}
+	check := fmt.Sprintf("Key check: %s (%s): %s, no duplicates.", which, how, plan.CountText(in.members, "keys"))
+	if unread {
+		check = "Key check: no tar header read for this plan."
+	}
+	if in.nproblem > 0 {
+		check = fmt.Sprintf("Key check: %s (%s): %s, listed under warnings; the conversion would stop at the first.", which, how, plan.CountText(int64(in.nproblem), "problems"))
+	}
+	if len(later) > 0 {
+		check += " The keys of the " + strings.Join(later, " and ") + " not read are checked by the conversion as it reads them."
+	}
+	return check
+}
+
 // plan renders what the pass found.
 func (in *inspection) plan(dest string) plan.Plan {
 	o := in.opts
@@ -378,34 +411,7 @@ func (in *inspection) plan(dest string) plan.Plan {
 	if stdin {
 		p.Notes = append(p.Notes, "The source is standard input, which can be read only once: members, keys and samples are checked while converting, and nothing was read for this plan.")
 	} else {
-		how := "payloads skipped by seeking"
-		if comp := in.compressed(); comp != "" {
-			how = comp + " shards decompressed to get past payloads, which takes about as long as converting them"
-		}
-		// Shards left out of the plan (Options.QuickPlan) are named as such:
-		// the check covers only the shards read.
-		which := "every tar header read"
-		var later []string
-		if in.skipped > 0 || in.remote > 0 {
-			which = "the tar headers of the " + plan.CountText(int64(len(in.srcs.Shards)-in.skipped-in.remote), "shards") + " read"
-			if in.skipped > 0 {
-				later = append(later, plan.CountText(int64(in.skipped), "compressed shards"))
-			}
-			if in.remote > 0 {
-				later = append(later, plan.CountText(int64(in.remote), "shards")+" in object storage")
-			}
-		}
-		check := fmt.Sprintf("Key check: %s (%s): %s, no duplicates.", which, how, plan.CountText(in.members, "keys"))
-		if unread {
-			check = "Key check: no tar header read for this plan."
-		}
-		if in.nproblem > 0 {
-			check = fmt.Sprintf("Key check: %s (%s): %s, listed under warnings; the conversion would stop at the first.", which, how, plan.CountText(int64(in.nproblem), "problems"))
-		}
-		if len(later) > 0 {
-			check += " The keys of the " + strings.Join(later, " and ") + " not read are checked by the conversion as it reads them."
-		}
-		p.Notes = append(p.Notes, check)
+		p.Notes = append(p.Notes, in.keyCheck(unread))
 	}
 	if o.NoTable {
 		p.Explain("samples", "Samples: no table is written (--no-table), so WebDataset's grouping is only reported: a sample key that reappears after other members, or a field repeated within a sample, shows as a warning.")
