@@ -234,7 +234,7 @@ func TestS3ResumeFromBucket(t *testing.T) {
 func TestS3LostCommitAnswer(t *testing.T) {
 	t.Parallel()
 	srv := s3test.Start(t, "bkt")
-	lossy := s3test.NewLossyProxy(t, srv)
+	lossy := s3test.NewProxy(t, srv)
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
 	wdsSource(t, src, 1, 20, 20000)
@@ -246,16 +246,16 @@ func TestS3LostCommitAnswer(t *testing.T) {
 	}
 	want := storeTree(t, srv, "bkt", "clean")
 	var once sync.Once
-	lossy.LoseAnswers(func(r *http.Request) bool {
-		lose := false
+	lossy.SetFaults(func(_ int, r *http.Request) s3test.Fault {
+		f := s3test.Pass
 		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/lost/.bpconvert.json") {
-			once.Do(func() { lose = true })
+			once.Do(func() { f = s3test.LoseAnswer })
 		}
-		return lose
+		return f
 	})
 	r := bpS3(t, lossy.Env(srv), args("s3://bkt/lost")...)
-	if lossy.Lost() != 1 {
-		t.Fatalf("%d answers lost, want 1: %+v", lossy.Lost(), r)
+	if lossy.Faults() != 1 {
+		t.Fatalf("%d answers lost, want 1: %+v", lossy.Faults(), r)
 	}
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0:\n%s", r.code, r.stderr)
@@ -279,16 +279,16 @@ func TestS3LostCommitAnswer(t *testing.T) {
 		t.Fatalf("finalize: %+v", r)
 	}
 	once = sync.Once{}
-	lossy.LoseAnswers(func(r *http.Request) bool {
-		lose := false
+	lossy.SetFaults(func(_ int, r *http.Request) s3test.Fault {
+		f := s3test.Pass
 		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/lost-joined/.bpconvert.json") {
-			once.Do(func() { lose = true })
+			once.Do(func() { f = s3test.LoseAnswer })
 		}
-		return lose
+		return f
 	})
 	r = bpS3(t, lossy.Env(srv), "finalize", "--json", "s3://bkt/lost-joined")
-	if lossy.Lost() != 2 {
-		t.Fatalf("finalize: %d answers lost in all, want 2: %+v", lossy.Lost(), r)
+	if lossy.Faults() != 2 {
+		t.Fatalf("finalize: %d answers lost in all, want 2: %+v", lossy.Faults(), r)
 	}
 	if r.code != 0 {
 		t.Fatalf("finalize: exit %d, want 0:\n%s", r.code, r.stderr)
