@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,25 +22,7 @@ import (
 // record included: the same names and the same bytes.
 func sameObjects(t *testing.T, got, want map[string][]byte) {
 	t.Helper()
-	var names []string
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		g, ok := got[n]
-		switch {
-		case !ok:
-			t.Errorf("%s: missing", n)
-		case !bytes.Equal(g, want[n]):
-			t.Errorf("%s: %d bytes differ from the uninterrupted run's %d", n, len(g), len(want[n]))
-		}
-	}
-	for n := range got {
-		if _, ok := want[n]; !ok {
-			t.Errorf("%s: not in the uninterrupted run's output", n)
-		}
-	}
+	compareObjects(t, got, want, "")
 }
 
 // holdShard makes the proxy hold every PUT of the shard named name (a path
