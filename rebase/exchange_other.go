@@ -1,0 +1,23 @@
+//go:build !linux
+
+package rebase
+
+import (
+	"fmt"
+	"os"
+)
+
+// exchange swaps the directories a and b with two renames (the system has
+// no exchanging rename): b is missing between them, and a run cut short
+// there leaves the old directory at b+".old", to be put back by hand.
+func exchange(a, b string) error {
+	old := b + ".old"
+	if err := os.Rename(b, old); err != nil {
+		return fmt.Errorf("exchange %s and %s: %w", a, b, err)
+	}
+	if err := os.Rename(a, b); err != nil {
+		os.Rename(old, b)
+		return fmt.Errorf("exchange %s and %s: %w", a, b, err)
+	}
+	return os.Rename(old, a)
+}
