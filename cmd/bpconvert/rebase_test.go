@@ -1,0 +1,477 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/packcore"
+)
+
+// refPattern finds references in text and in the raw bytes of JSON and
+// uncompressed Arrow files.
+var refPattern = regexp.MustCompile(`zip://[^"\s\x00]*?::[^"\s\x00]*?pack-[0-9]+\.zip`)
+
+// refsAll returns the references of every table of a converted dataset:
+// refsIn's (parquet and Lance), then those in its JSON files (the LeRobot
+// video index) and Arrow files (save_to_disk data), in path order.
+func refsAll(t *testing.T, dst string) []string {
+	t.Helper()
+	refs := refsIn(t, dst)
+	err := filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == convert.MediaDir || strings.HasSuffix(p, ".lance")) {
+			return filepath.SkipDir
+		}
+		if d.Name() == convert.RecordName || !(strings.HasSuffix(p, ".json") || strings.HasSuffix(p, ".arrow")) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		refs = append(refs, refPattern.FindAllString(string(b), -1)...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refs
+}
+
+// rebased returns refs with their shards named under base ("" for
+// relative to the root).
+func rebased(t *testing.T, refs []string, base string) []string {
+	t.Helper()
+	out := make([]string, len(refs))
+	for i, ref := range refs {
+		key, shard, err := packcore.ParseRef(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := convert.MediaDir
+		if base != "" {
+			dir = base + "/" + convert.MediaDir
+		}
+		out[i] = packcore.FormatRef(key, dir+"/"+filepath.Base(shard))
+	}
+	return out
+}
+
+// treeState is what a rebase must leave alone (the pack directory: each
+// file's identity, size and time) or change (the tables: their bytes).
+type treeState struct {
+	packs  map[string]os.FileInfo
+	tables map[string]string
+}
+
+func stateOf(t *testing.T, dst string) treeState {
+	t.Helper()
+	s := treeState{packs: map[string]os.FileInfo{}, tables: map[string]string{}}
+	err := filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dst, p)
+		if strings.HasPrefix(rel, convert.MediaDir+string(filepath.Separator)) {
+			fi, err := os.Stat(p)
+			s.packs[rel] = fi
+			return err
+		}
+		b, err := os.ReadFile(p)
+		s.tables[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// samePacks fails unless the pack directory holds the same files as
+// before, not written since (same inode, size and modification time).
+func samePacks(t *testing.T, before, after treeState) {
+	t.Helper()
+	if len(before.packs) != len(after.packs) || len(after.packs) == 0 {
+		t.Fatalf("pack directory: %d files, before %d", len(after.packs), len(before.packs))
+	}
+	for name, fi := range before.packs {
+		got, ok := after.packs[name]
+		if !ok || !os.SameFile(fi, got) || got.Size() != fi.Size() || !got.ModTime().Equal(fi.ModTime()) {
+			t.Fatalf("pack file %s was written or replaced", name)
+		}
+	}
+}
+
+// readElsewhere runs testdata/rebase_read.py (kind wds, hf or lance) on
+// dst from a directory that is not its root and checks that every reader
+// it uses read every payload as the source holds it.
+func readElsewhere(t *testing.T, py, kind, src, dst string, want ...string) {
+	t.Helper()
+	cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "cmd", "bpconvert", "testdata", "rebase_read.py"), kind, src, dst)
+	cmd.Dir, cmd.Env = t.TempDir(), hfEnv(t)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("rebase_read.py %s %s: %v\n%s", kind, dst, err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var r struct {
+		Readers    []string
+		Checked    int
+		Mismatches []string
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("rebase_read.py printed %s: %v", out, err)
+	}
+	if r.Checked < 60 || len(r.Mismatches) > 0 {
+		t.Fatalf("rebase_read.py %s %s: %d payloads checked, mismatches %v", kind, dst, r.Checked, r.Mismatches)
+	}
+	for _, w := range want {
+		if !slices.Contains(r.Readers, w) {
+			t.Fatalf("rebase_read.py %s %s: readers %v, want %s among them", kind, dst, r.Readers, w)
+		}
+	}
+}
+
+// mediaRefElsewhere runs the LeRobot frames check (MediaRef, and
+// PackSet.open handed to FFmpeg's decoder, against the source's camera
+// files decoded by the ffmpeg CLI) on dst from another directory.
+func mediaRefElsewhere(t *testing.T, py, src, dst string) {
+	t.Helper()
+	script := filepath.Join(testtool.RepoRoot(t), "convert", "lerobot", "testdata", "mediaref_check.py")
+	cmd := exec.Command(py, script, dst, src, "5", "100", "ceil")
+	cmd.Dir, cmd.Env = t.TempDir(), hfEnv(t)
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("mediaref_check.py: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var r struct {
+		Checked, Mismatches int
+		Problems            []string
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.Checked != 100 || r.Mismatches != 0 || len(r.Problems) > 0 {
+		t.Fatalf("mediaref_check.py on %s: %s (%v)", dst, out, err)
+	}
+}
+
+// readmeSamples writes the README's sample inputs (shards/, hf/,
+// data.lance: scripts/readme_data.py with the pinned datasets, pyarrow and
+// pylance) into a new directory and returns it.
+func readmeSamples(t *testing.T, py string) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "scripts", "readme_data.py"))
+	cmd.Dir, cmd.Env = dir, hfEnv(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("readme_data.py: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestRebase converts each kind of input (WebDataset tars from Python's
+// tarfile, a Hugging Face dataset and a save_to_disk one written by
+// datasets, a LeRobot v3.0 dataset, a Lance table written by pylance) with
+// the default, relative references, reads it from another directory
+// (DuckDB, PackSet, fsspec, pylance, MediaRef), moves it, and rebases it
+// onto its new absolute path: every reference of every table (parquet,
+// Arrow, Lance, the video index, the frames table) then names its shard
+// under that path and nothing else changed in it, the pack files are the
+// very same files (not written), the run record names the base, verify
+// (and verify --against the source) passes, and the readers, Hugging Face
+// datasets decoding the images included, read every payload from another
+// directory. A dry run writes nothing, a second rebase finds nothing to
+// do, and rebasing back to "." gives the first references again.
+func TestRebase(t *testing.T) {
+	t.Parallel()
+	py := testtool.Python(t)
+	samples := readmeSamples(t, py)
+	hfRoot := t.TempDir()
+	gen := exec.Command(py, filepath.Join("testdata", "hfwrite.py"), filepath.Join(hfRoot, "src"), filepath.Join(hfRoot, "disk"))
+	gen.Env = hfEnv(t)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("hfwrite.py: %v\n%s", err, out)
+	}
+	hfCols := []string{"--column", "image", "--column", "audio", "--column", "frames", "--column", "thumb"}
+	at := func(p string) string { return filepath.Join(samples, p) }
+	cases := []struct {
+		name, kind, src string
+		args            []string
+		// read checks the output from another directory; abs is true once
+		// its references name the root by an absolute path.
+		read func(t *testing.T, dst string, abs bool)
+	}{
+		{name: "webdataset", src: at("shards"), args: []string{"convert-wds"},
+			read: func(t *testing.T, dst string, abs bool) {
+				readElsewhere(t, py, "wds", at("shards"), dst, "duckdb", "packset", "fsspec")
+			}},
+		{name: "hugging face", src: at("hf"), args: []string{"convert-parquet"},
+			read: func(t *testing.T, dst string, abs bool) {
+				want := []string{"duckdb", "packset", "fsspec"}
+				if abs {
+					want = append(want, "datasets")
+				}
+				readElsewhere(t, py, "hf", at("hf"), dst, want...)
+			}},
+		{name: "hugging face all features", src: filepath.Join(hfRoot, "src"), args: append([]string{"convert-parquet"}, hfCols...),
+			read: func(t *testing.T, dst string, abs bool) {
+				if abs {
+					r := hfRead(t, py, filepath.Join(hfRoot, "src"), dst, t.TempDir())
+					if r.Error != nil || len(r.Mismatches) > 0 || r.Payloads != 158 || r.Decoded != 39 {
+						t.Fatalf("datasets: error %v, mismatches %v, %d payloads, %d decoded", r.Error, r.Mismatches, r.Payloads, r.Decoded)
+					}
+				}
+			}},
+		{name: "save_to_disk", src: filepath.Join(hfRoot, "disk"), args: append([]string{"convert-parquet"}, hfCols...),
+			read: func(t *testing.T, dst string, abs bool) {
+				if abs {
+					r := hfRead(t, py, filepath.Join(hfRoot, "disk"), dst, t.TempDir(), "disk")
+					if r.Error != nil || len(r.Mismatches) > 0 || r.Payloads != 158 {
+						t.Fatalf("datasets: error %v, mismatches %v, %d payloads", r.Error, r.Mismatches, r.Payloads)
+					}
+				}
+			}},
+		{name: "lerobot", args: []string{"convert-lerobot"},
+			read: func(t *testing.T, dst string, abs bool) {
+				mediaRefElsewhere(t, py, filepath.Join(lerobotFixtureRoot(t), "v3.0"), dst)
+			}},
+		{name: "lance", src: at("data.lance"), args: []string{"convert-lance", "--column", "image"},
+			read: func(t *testing.T, dst string, abs bool) {
+				readElsewhere(t, py, "lance", at("data.lance"), dst, "pylance", "packset", "fsspec")
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := tc.src
+			if src == "" {
+				src = filepath.Join(lerobotFixtureRoot(t), "v3.0")
+			}
+			dst := filepath.Join(t.TempDir(), "ds")
+			args := append(append(append([]string{}, tc.args...), src, dst), "--yes", "--quiet", "--max-members", "16")
+			if r := bp(t, args...); r.code != exitOK {
+				t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+			}
+			refs := refsAll(t, dst)
+			if len(refs) < 10 {
+				t.Fatalf("%d references in the tables", len(refs))
+			}
+			tc.read(t, dst, false)
+			before := stateOf(t, dst)
+
+			// A dry run plans and writes nothing.
+			r := bp(t, "rebase", dst, "--ref-base", "/elsewhere/ds", "--dry-run", "--json")
+			if r.code != exitOK {
+				t.Fatalf("rebase --dry-run: exit %d: %s", r.code, r.stderr)
+			}
+			var doc struct {
+				Plan struct {
+					Tables []struct{ Path string }
+					To     string
+				}
+			}
+			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Plan.To != "/elsewhere/ds" || len(doc.Plan.Tables) == 0 {
+				t.Fatalf("rebase --dry-run --json printed %s (%v)", r.stdout, err)
+			}
+			if after := stateOf(t, dst); !maps.Equal(before.tables, after.tables) {
+				t.Fatal("rebase --dry-run changed a table")
+			}
+
+			moved := filepath.Join(t.TempDir(), "moved")
+			if err := os.Rename(dst, moved); err != nil {
+				t.Fatal(err)
+			}
+			r = bp(t, "rebase", moved, "--ref-base", moved)
+			if r.code != exitOK || !strings.Contains(r.stdout, "references will resolve from the absolute base "+moved) {
+				t.Fatalf("rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
+			}
+			after := stateOf(t, moved)
+			samePacks(t, before, after)
+			if got, want := refsAll(t, moved), rebased(t, refs, moved); !slices.Equal(got, want) {
+				t.Fatalf("after the rebase, %d references:\n%.400q\nwant %d:\n%.400q", len(got), got, len(want), want)
+			}
+			rec, err := convert.ReadRecord(moved)
+			if err != nil || rec.Options[convert.RefBaseOption] != moved {
+				t.Fatalf("run record after the rebase: %+v (%v)", rec, err)
+			}
+			for _, v := range [][]string{{"verify", moved}, {"verify", moved, "--against", src}} {
+				if r := bp(t, v...); r.code != exitOK {
+					t.Fatalf("%v: exit %d: %s%s", v, r.code, r.stdout, r.stderr)
+				}
+			}
+			tc.read(t, moved, true)
+
+			// Again: nothing to write.
+			r = bp(t, "rebase", moved, "--ref-base", moved, "--json")
+			if r.code != exitOK || !strings.Contains(r.stdout, `"written":0`) {
+				t.Fatalf("second rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
+			}
+			if again := stateOf(t, moved); !maps.Equal(after.tables, again.tables) {
+				t.Fatal("a second rebase onto the same base changed a table")
+			}
+
+			// Back to references relative to the root.
+			if r := bp(t, "rebase", moved, "--ref-base", ".", "--quiet"); r.code != exitOK {
+				t.Fatalf("rebase --ref-base .: exit %d: %s", r.code, r.stderr)
+			}
+			if got := refsAll(t, moved); !slices.Equal(got, refs) {
+				t.Fatalf("rebased back to the root, %d references:\n%.400q\nwant the converter's %d:\n%.400q", len(got), got, len(refs), refs)
+			}
+			samePacks(t, before, stateOf(t, moved))
+			if r := bp(t, "verify", moved); r.code != exitOK {
+				t.Fatalf("verify: exit %d: %s%s", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestRebaseKilled kills a rebase of a LeRobot output (tables with
+// references: the frames table and the video index) at its start, while
+// it writes a table (a temporary file exists), between two tables (the
+// frames table replaced) and not at all: after every kill, each table
+// holds references of one base, old or new, verify passes, and a rerun
+// completes the rebase, leaving no temporary file.
+func TestRebaseKilled(t *testing.T) {
+	t.Parallel()
+	dst := filepath.Join(t.TempDir(), "ds")
+	if r := bp(t, "convert-lerobot", filepath.Join(lerobotFixtureRoot(t), "v3.0"), dst, "--yes", "--quiet"); r.code != exitOK {
+		t.Fatalf("convert-lerobot: exit %d: %s", r.code, r.stderr)
+	}
+	refs := refsAll(t, dst)
+	frames := filepath.Join(dst, "video_frames.parquet")
+	writing := func() bool {
+		found := false
+		filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+			found = found || err == nil && strings.HasPrefix(d.Name(), ".rebase-")
+			return nil
+		})
+		return found
+	}
+	bases := []string{"/data/a", "s3://bucket/b"}
+	mixed := 0
+	for i, when := range []string{"at its start", "while it writes a table", "between two tables", "never"} {
+		base := bases[i%2]
+		first, err := os.Stat(frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(binPath, "rebase", dst, "--ref-base", base, "--quiet")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		trigger := map[string]func() bool{
+			"at its start":            func() bool { return true },
+			"while it writes a table": writing,
+			"between two tables": func() bool {
+				fi, err := os.Stat(frames)
+				return err == nil && !os.SameFile(fi, first)
+			},
+			"never": func() bool { return false },
+		}[when]
+	watch:
+		for range 100000 { // at most 20 s: the run ends long before
+			select {
+			case <-done:
+				break watch
+			default:
+			}
+			if trigger() {
+				cmd.Process.Signal(syscall.SIGKILL)
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		<-done
+		if r := bp(t, "verify", dst); r.code != exitOK {
+			t.Fatalf("killed %s: verify: exit %d: %s%s", when, r.code, r.stdout, r.stderr)
+		}
+		seen := map[string]bool{}
+		for _, ref := range refsAll(t, dst) {
+			_, shard, _ := packcore.ParseRef(ref)
+			seen[shard[:strings.LastIndex(shard, "/")]] = true
+		}
+		if len(seen) > 1 {
+			mixed++
+		}
+		for dir := range seen {
+			if dir != bases[0]+"/media" && dir != bases[1]+"/media" && dir != "media" {
+				t.Fatalf("killed %s: a reference names %s", when, dir)
+			}
+		}
+		if r := bp(t, "rebase", dst, "--ref-base", base, "--quiet"); r.code != exitOK {
+			t.Fatalf("rerun after a kill %s: exit %d: %s", when, r.code, r.stderr)
+		}
+		if got := refsAll(t, dst); !slices.Equal(got, rebased(t, refs, base)) {
+			t.Fatalf("rerun after a kill %s: references %.300q", when, got)
+		}
+		if writing() {
+			t.Errorf("after the rerun following a kill %s: a temporary file is left", when)
+		}
+	}
+	t.Logf("%d of the kills left tables of two bases", mixed)
+}
+
+// TestRebaseRefused: a base that cannot resolve (the rules of a
+// converter's --ref-base), no --ref-base, a dataset in a bucket, a
+// directory no converter wrote and an unjoined part are refused, each with
+// its exit code and a message naming the reason, and nothing is written.
+func TestRebaseRefused(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	wdsSrc := filepath.Join(root, "wds")
+	wdsShards(t, wdsSrc, 2, 10, 300)
+	dst := filepath.Join(root, "ds")
+	if r := bp(t, "convert-wds", wdsSrc, dst, "--yes", "--quiet"); r.code != exitOK {
+		t.Fatalf("convert-wds: exit %d: %s", r.code, r.stderr)
+	}
+	part := filepath.Join(root, "parted")
+	if r := bp(t, "convert-wds", wdsSrc, part, "--yes", "--quiet", "--part", "1/2"); r.code != exitOK {
+		t.Fatalf("convert-wds --part 1/2: exit %d: %s", r.code, r.stderr)
+	}
+	partDir := convert.PartDir(part, convert.Part{I: 1, N: 2})
+	plain := filepath.Join(root, "plain")
+	writeTree(t, plain, map[string]string{"a.txt": "a"})
+	before := stateOf(t, dst)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{dst, "--ref-base", "data/ds"}, exitUsage, "bare relative path"},
+		{[]string{dst, "--ref-base", "a::b"}, exitUsage, `"::"`},
+		{[]string{dst, "--ref-base", "s3://"}, exitUsage, "names no location"},
+		{[]string{dst}, exitUsage, "--ref-base is required"},
+		{[]string{"s3://bucket/ds", "--ref-base", "/x"}, exitUsage, "on this machine"},
+		{[]string{plain, "--ref-base", "/x"}, exitInvalid, "not a dataset a bpconvert converter wrote"},
+		{[]string{filepath.Join(root, "absent"), "--ref-base", "/x"}, exitInvalid, "absent: no such file"},
+	} {
+		r := bp(t, append([]string{"rebase"}, tc.args...)...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("rebase %v: exit %d (want %d): %s", tc.args, r.code, tc.code, r.stderr)
+		}
+	}
+	if r := bp(t, "rebase", partDir, "--ref-base", "/x"); r.code != exitInvalid || !strings.Contains(r.stderr, "finalize") {
+		t.Errorf("rebase of part %s: exit %d: %s", partDir, r.code, r.stderr)
+	}
+	if after := stateOf(t, dst); !maps.Equal(before.tables, after.tables) {
+		t.Fatal("a refused rebase changed a table")
+	}
+}
