@@ -193,15 +193,16 @@ func isTemp(rel string) bool {
 
 // Where says, for people, where references with base resolve from.
 func Where(base string) string {
+	ex := "zip://KEY::" + mediaRef(base) + "/pack-NNNN.zip"
 	switch {
 	case base == "":
-		return "relative to the dataset root (zip://KEY::media/pack-NNNN.zip): PackSet, bpconvert verify, ls and cat read them wherever the dataset is; readers that resolve paths from their working directory (datasets' Image, Audio and Video features, fsspec, MediaRef) need the root joined, or an absolute base (bpconvert rebase DST --ref-base /absolute/path/of/DST)"
+		return "relative to the dataset root (" + ex + "), wherever it is; readers that resolve paths from their working directory (datasets, fsspec, MediaRef) need the root joined"
 	case isURL(base):
-		return "from " + base + " (zip://KEY::" + mediaRef(base) + "/pack-NNNN.zip): any reader resolves them once the dataset is there, through the file system of the URL's scheme"
+		return "from " + base + " (" + ex + "), once the dataset is there"
 	case path.IsAbs(base):
-		return "from the absolute base " + base + " (zip://KEY::" + mediaRef(base) + "/pack-NNNN.zip): any reader resolves them from any directory while the dataset is there; after a move, bpconvert rebase it again"
+		return "from " + base + " (" + ex + "), in any directory, while the dataset is there"
 	}
-	return "from " + base + ", relative to the directory a reader works in (zip://KEY::" + mediaRef(base) + "/pack-NNNN.zip)"
+	return "from " + base + " (" + ex + "), relative to the directory a reader works in"
 }
 
 func isURL(s string) bool {

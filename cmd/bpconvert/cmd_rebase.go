@@ -57,17 +57,17 @@ func cmdRebase(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.infof("rebased %s: %s written again (%s), %s already had the new base; packs untouched",
-		pos[0], plan.CountText(int64(res.Tables-res.Unchanged), "tables"), plan.HumanBytes(res.Bytes), plan.CountText(int64(res.Unchanged), "tables"))
+	e.infof("rebased %s: %d of %s written again (%s read); packs untouched",
+		pos[0], res.Tables-res.Unchanged, plan.CountText(int64(res.Tables), "tables"), plan.HumanBytes(res.Bytes))
 	return rebaseResult{Plan: p, Written: res.Tables - res.Unchanged, Unchanged: res.Unchanged}, nil
 }
 
 // writeRebasePlan prints what a rebase will do.
 func writeRebasePlan(w io.Writer, p *rebase.Plan) {
 	fmt.Fprintf(w, "Rebase %s (written by %s)\n", p.Dataset, p.Command)
-	fmt.Fprintf(w, "  references now resolve %s\n", rebase.Where(p.From))
-	fmt.Fprintf(w, "  references will resolve %s\n", rebase.Where(p.To))
-	fmt.Fprintf(w, "  tables written again: %s, %s; %s untouched\n", plan.CountText(int64(len(p.Tables)), "tables"),
+	fmt.Fprintf(w, "  references resolve now %s\n", rebase.Where(p.From))
+	fmt.Fprintf(w, "  and will resolve %s\n", rebase.Where(p.To))
+	fmt.Fprintf(w, "  tables to write again: %s, %s; %s untouched\n", plan.CountText(int64(len(p.Tables)), "tables"),
 		plan.HumanBytes(p.Bytes), plan.CountText(int64(p.Shards), "pack shards"))
 	for _, t := range p.Tables {
 		fmt.Fprintf(w, "    %s (%s)\n", t.Path, plan.HumanBytes(t.Bytes))

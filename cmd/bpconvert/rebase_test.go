@@ -298,7 +298,7 @@ func TestRebase(t *testing.T) {
 				t.Fatal(err)
 			}
 			r = bp(t, "rebase", moved, "--ref-base", moved)
-			if r.code != exitOK || !strings.Contains(r.stdout, "references will resolve from the absolute base "+moved) {
+			if r.code != exitOK || !strings.Contains(r.stdout, "will resolve from "+moved+" (zip://KEY::"+moved+"/media/pack-NNNN.zip), in any directory") {
 				t.Fatalf("rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
 			}
 			after := stateOf(t, moved)
