@@ -475,3 +475,38 @@ func TestRebaseRefused(t *testing.T) {
 		t.Fatal("a refused rebase changed a table")
 	}
 }
+
+// TestPlanSaysWhereReferencesResolve: a converter's plan (text and JSON)
+// has a note saying where the output's references resolve from: the
+// dataset root by default (and how to make them absolute), or the base
+// --ref-base names (and how to follow a move).
+func TestPlanSaysWhereReferencesResolve(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(t.TempDir(), "wds")
+	wdsShards(t, src, 1, 5, 100)
+	for _, c := range []struct {
+		base string
+		want []string
+	}{
+		{"", []string{"References resolve from the dataset root (zip://KEY::media/pack-NNNN.zip)", "bpconvert rebase DST --ref-base /absolute/path/of/DST"}},
+		{"/data/ds", []string{"zip://KEY::/data/ds/media/pack-NNNN.zip", "from any directory while the dataset stays at /data/ds", "bpconvert rebase DST --ref-base NEW"}},
+		{"s3://bucket/ds", []string{"zip://KEY::s3://bucket/ds/media/pack-NNNN.zip", "once the dataset is at s3://bucket/ds"}},
+	} {
+		args := []string{"convert-wds", src, filepath.Join(t.TempDir(), "out"), "--dry-run"}
+		if c.base != "" {
+			args = append(args, "--ref-base", c.base)
+		}
+		text := bp(t, args...)
+		js := bp(t, append(args, "--json")...)
+		var p struct{ Notes []string }
+		if err := json.Unmarshal([]byte(js.stdout), &p); err != nil || text.code != exitOK {
+			t.Fatalf("%v: exit %d, %v: %s", args, text.code, err, text.stderr)
+		}
+		notes := strings.Join(p.Notes, "\n")
+		for _, w := range c.want {
+			if !strings.Contains(strings.Join(strings.Fields(text.stdout), " "), w) || !strings.Contains(notes, w) {
+				t.Errorf("--ref-base %q: the plan does not say %q:\n%s\nJSON notes %q", c.base, w, text.stdout, p.Notes)
+			}
+		}
+	}
+}
