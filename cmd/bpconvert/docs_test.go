@@ -190,3 +190,35 @@ func runDocBlock(t *testing.T, lang, text, dir, py string, env []string) (string
 	}
 	return out.String(), code
 }
+
+// devNotes are what user docs leave to the developers' pages
+// (development.md, performance.md, architecture.md): test names and files,
+// and dated figures.
+var devNotes = regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]*|\b[a-z0-9_]+_test\.go\b|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b`)
+
+// TestUserDocsForUsers checks that the pages written for users (README.md
+// and docs/*.md but the developers' pages) name no test, no test file and
+// no date: those belong in docs/development.md and docs/performance.md.
+func TestUserDocsForUsers(t *testing.T) {
+	repo := testtool.RepoRoot(t)
+	pages, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(repo, "README.md"))
+	dev := map[string]bool{"development.md": true, "performance.md": true, "architecture.md": true}
+	for _, page := range pages {
+		if dev[filepath.Base(page)] {
+			continue
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := devNotes.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q belongs in docs/development.md or docs/performance.md, not in a page for users", filepath.Base(page), i+1, m)
+			}
+		}
+	}
+}
