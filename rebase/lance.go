@@ -10,6 +10,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lance"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/packcore"
 )
 
 // maxRef bounds one reference read from a Lance table.
@@ -81,6 +82,19 @@ func (p *Plan) rebaseLance(ctx context.Context, rel string) (bool, error) {
 	return true, os.RemoveAll(tmp)
 }
 
+// lanceNotes says what a rebase of the Lance dataset rel drops: the
+// versions before the latest, which the rewritten dataset does not carry.
+func (p *Plan) lanceNotes(ctx context.Context, rel string) error {
+	ds, err := lancefmt.Open(ctx, filepath.Join(p.Dataset, filepath.FromSlash(rel)), lancefmt.OpenOptions{})
+	if err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	if n := len(ds.Versions()); n > 1 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s has %d versions: it is written again as one version, the latest (%d); the others, and tags naming them, are not kept", rel, n, ds.Version()))
+	}
+	return nil
+}
+
 // lanceValues reads the references of one column and renames them,
 // reporting whether any changed.
 func (p *Plan) lanceValues(ctx context.Context, ds *lancefmt.Dataset, name string) (*lanceColumn, bool, error) {
@@ -116,7 +130,12 @@ func (p *Plan) lanceValues(ctx context.Context, ds *lancefmt.Dataset, name strin
 		if !held {
 			return nil, false, fmt.Errorf("column %q: fragment %d, row %d: a value of %d bytes is no reference", name, v.Fragment, v.Row, v.Size)
 		}
-		ref, err := p.rename(string(b))
+		ref := string(b)
+		if _, _, perr := packcore.ParseRef(ref); perr == nil {
+			// A value that is no reference (an external URI kept as it
+			// was) stays as it is.
+			ref, err = p.rename(ref)
+		}
 		if err != nil {
 			return nil, false, fmt.Errorf("column %q: fragment %d, row %d: %w", name, v.Fragment, v.Row, err)
 		}

@@ -86,6 +86,8 @@ type Plan struct {
 	Bytes int64 `json:"bytes"`
 	// Shards counts the pack shards the references may name (untouched).
 	Shards int `json:"shards"`
+	// Notes say what people should know before the run.
+	Notes []string `json:"notes"`
 
 	shards      map[string]bool
 	toolVersion string
@@ -165,6 +167,13 @@ func (p *Plan) findTables(ctx context.Context, joiners func(rel string) convert.
 		}
 	}
 	slices.SortFunc(p.Tables, func(a, b Table) int { return strings.Compare(a.Path, b.Path) })
+	for _, t := range p.Tables {
+		if t.Kind == "lance" {
+			if err := p.lanceNotes(ctx, t.Path); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

@@ -72,4 +72,7 @@ func writeRebasePlan(w io.Writer, p *rebase.Plan) {
 	for _, t := range p.Tables {
 		fmt.Fprintf(w, "    %s (%s)\n", t.Path, plan.HumanBytes(t.Bytes))
 	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 }

@@ -510,3 +510,70 @@ func TestPlanSaysWhereReferencesResolve(t *testing.T) {
 		}
 	}
 }
+
+// appendRows appends, with pylance, two rows to the Lance table of a
+// convert-lance output: a copy of its first row, and one whose image is
+// an https:// URI (as --external keep leaves a value stored outside).
+const appendRows = `
+import sys, lance, pyarrow as pa
+d = lance.dataset(sys.argv[1])
+t = d.to_table(limit=1)
+u = t.set_column(t.schema.get_field_index("image"), "image", pa.array(["https://example.com/x.png"], pa.string()))
+lance.write_dataset(pa.concat_tables([t, u]), sys.argv[1], mode="append")
+`
+
+// readLance prints, with pylance, a Lance table's versions, rows and image
+// column as JSON.
+const readLance = `
+import sys, json, lance
+d = lance.dataset(sys.argv[1])
+print(json.dumps({"versions": len(d.versions()), "images": d.to_table(columns=["image"])["image"].to_pylist()}))
+`
+
+// TestRebaseLanceVersions: a convert-lance output that pylance appended
+// to (a second version, with a value that is no reference) is rebased as
+// one version, the latest: the plan says so, every row of the latest
+// version is there with its reference rebased, and the URI is kept.
+func TestRebaseLanceVersions(t *testing.T) {
+	t.Parallel()
+	py := testtool.Python(t)
+	samples := readmeSamples(t, py)
+	dst := filepath.Join(t.TempDir(), "ds")
+	if r := bp(t, "convert-lance", "--column", "image", filepath.Join(samples, "data.lance"), dst, "--yes", "--quiet"); r.code != exitOK {
+		t.Fatalf("convert-lance: exit %d: %s", r.code, r.stderr)
+	}
+	table := filepath.Join(dst, "table.lance")
+	if out, err := exec.Command(py, "-c", appendRows, table).CombinedOutput(); err != nil {
+		t.Fatalf("append: %v\n%s", err, out)
+	}
+	read := func() (versions int, images []string) {
+		out, err := exec.Command(py, "-c", readLance, table).Output()
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		var doc struct {
+			Versions int
+			Images   []string
+		}
+		if err := json.Unmarshal(out, &doc); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		return doc.Versions, doc.Images
+	}
+	n, before := read()
+	if n != 2 || len(before) != 66 {
+		t.Fatalf("after the append: %d versions, %d rows", n, len(before))
+	}
+	r := bp(t, "rebase", dst, "--ref-base", "/data/ds")
+	if r.code != exitOK || !strings.Contains(r.stdout, "table.lance has 2 versions: it is written again as one version, the latest (2)") {
+		t.Fatalf("rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	n, after := read()
+	if n != 1 || len(after) != len(before) {
+		t.Fatalf("after the rebase: %d versions, %d rows", n, len(after))
+	}
+	want := rebased(t, before[:65], "/data/ds")
+	if !slices.Equal(after[:65], want) || after[64] != after[0] || after[65] != "https://example.com/x.png" {
+		t.Fatalf("after the rebase: images %.300q", after)
+	}
+}
