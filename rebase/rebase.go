@@ -111,6 +111,9 @@ func New(ctx context.Context, dir string, opts Options) (*Plan, error) {
 	}
 	rec, err := convert.ReadRecord(abs)
 	if errors.Is(err, fs.ErrNotExist) {
+		if names, _ := packcore.ListShards(abs); len(names) > 0 {
+			return nil, convert.Invalid("rebase", abs, errors.New("a pack directory holds no table: the references to its members are in tables of your own"))
+		}
 		return nil, convert.Invalid("rebase", abs, fmt.Errorf("no %s: not a dataset a bpconvert converter wrote", convert.RecordName))
 	}
 	if err != nil {

@@ -447,6 +447,10 @@ func TestRebaseRefused(t *testing.T) {
 		t.Fatalf("convert-wds --part 1/2: exit %d: %s", r.code, r.stderr)
 	}
 	partDir := convert.PartDir(part, convert.Part{I: 1, N: 2})
+	packDir := filepath.Join(root, "packed")
+	if r := bp(t, "pack", wdsSrc, packDir, "--quiet"); r.code != exitOK {
+		t.Fatalf("pack: exit %d: %s", r.code, r.stderr)
+	}
 	plain := filepath.Join(root, "plain")
 	writeTree(t, plain, map[string]string{"a.txt": "a"})
 	before := stateOf(t, dst)
@@ -461,6 +465,7 @@ func TestRebaseRefused(t *testing.T) {
 		{[]string{dst}, exitUsage, "--ref-base is required"},
 		{[]string{"s3://bucket/ds", "--ref-base", "/x"}, exitUsage, "on this machine"},
 		{[]string{plain, "--ref-base", "/x"}, exitInvalid, "not a dataset a bpconvert converter wrote"},
+		{[]string{packDir, "--ref-base", "/x"}, exitInvalid, "a pack directory holds no table"},
 		{[]string{filepath.Join(root, "absent"), "--ref-base", "/x"}, exitInvalid, "absent: no such file"},
 	} {
 		r := bp(t, append([]string{"rebase"}, tc.args...)...)
