@@ -10,7 +10,8 @@
 // dataset as its only part), and a Lance table as a new one-version dataset
 // with its reference columns replaced, as convert-lance writes it. Pack
 // shards and manifests are never opened for writing, so the work is in
-// proportion to the tables' bytes. Each table is written under a temporary
+// proportion to the tables' bytes. A run holds a lock on the dataset root,
+// so two runs do not interleave. Each table is written under a temporary
 // name beside it and renamed over it (a Lance directory is exchanged with
 // its rewritten twin in one rename where the system has one), so a reader
 // sees a table old or new, whole; a run cut short leaves tables of either
@@ -35,6 +36,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/filelock"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -261,6 +263,14 @@ type Result struct {
 // replaced only once its new version is complete; running Run again after
 // an interruption completes the rebase.
 func (p *Plan) Run(ctx context.Context) (*Result, error) {
+	lock, err := filelock.LockDir(p.Dataset)
+	if errors.Is(err, filelock.ErrLocked) {
+		return nil, fmt.Errorf("rebase: %s: another process is rebasing it: %w", p.Dataset, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rebase: %w", err)
+	}
+	defer lock.Close()
 	if err := removeTemps(ctx, p.Dataset); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/filelock"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -476,6 +477,15 @@ func TestRebaseRefused(t *testing.T) {
 	if r := bp(t, "rebase", partDir, "--ref-base", "/x"); r.code != exitInvalid || !strings.Contains(r.stderr, "finalize") {
 		t.Errorf("rebase of part %s: exit %d: %s", partDir, r.code, r.stderr)
 	}
+	// A rebase already running (its lock held here) refuses a second one.
+	lock, err := filelock.LockDir(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := bp(t, "rebase", dst, "--ref-base", "/x"); r.code != exitFailure || !strings.Contains(r.stderr, "another process is rebasing it") {
+		t.Errorf("rebase of a locked dataset: exit %d: %s", r.code, r.stderr)
+	}
+	lock.Close()
 	if after := stateOf(t, dst); !maps.Equal(before.tables, after.tables) {
 		t.Fatal("a refused rebase changed a table")
 	}
