@@ -264,81 +264,90 @@ func TestRebase(t *testing.T) {
 			if src == "" {
 				src = filepath.Join(lerobotFixtureRoot(t), "v3.0")
 			}
-			dst := filepath.Join(t.TempDir(), "ds")
-			args := append(append(append([]string{}, tc.args...), src, dst), "--yes", "--quiet", "--max-members", "16")
-			if r := bp(t, args...); r.code != exitOK {
-				t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
-			}
-			refs := refsAll(t, dst)
-			if len(refs) < 10 {
-				t.Fatalf("%d references in the tables", len(refs))
-			}
-			tc.read(t, dst, false)
-			before := stateOf(t, dst)
-
-			// A dry run plans and writes nothing.
-			r := bp(t, "rebase", dst, "--ref-base", "/elsewhere/ds", "--dry-run", "--json")
-			if r.code != exitOK {
-				t.Fatalf("rebase --dry-run: exit %d: %s", r.code, r.stderr)
-			}
-			var doc struct {
-				Plan struct {
-					Tables []struct{ Path string }
-					To     string
-				}
-			}
-			if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Plan.To != "/elsewhere/ds" || len(doc.Plan.Tables) == 0 {
-				t.Fatalf("rebase --dry-run --json printed %s (%v)", r.stdout, err)
-			}
-			if after := stateOf(t, dst); !maps.Equal(before.tables, after.tables) {
-				t.Fatal("rebase --dry-run changed a table")
-			}
-
-			moved := filepath.Join(t.TempDir(), "moved")
-			if err := os.Rename(dst, moved); err != nil {
-				t.Fatal(err)
-			}
-			r = bp(t, "rebase", moved, "--ref-base", moved)
-			if r.code != exitOK || !strings.Contains(r.stdout, "will resolve from "+moved+" (zip://KEY::"+moved+"/media/pack-NNNN.zip), in any directory") {
-				t.Fatalf("rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
-			}
-			after := stateOf(t, moved)
-			samePacks(t, before, after)
-			if got, want := refsAll(t, moved), rebased(t, refs, moved); !slices.Equal(got, want) {
-				t.Fatalf("after the rebase, %d references:\n%.400q\nwant %d:\n%.400q", len(got), got, len(want), want)
-			}
-			rec, err := convert.ReadRecord(moved)
-			if err != nil || rec.Options[convert.RefBaseOption] != moved {
-				t.Fatalf("run record after the rebase: %+v (%v)", rec, err)
-			}
-			for _, v := range [][]string{{"verify", moved}, {"verify", moved, "--against", src}} {
-				if r := bp(t, v...); r.code != exitOK {
-					t.Fatalf("%v: exit %d: %s%s", v, r.code, r.stdout, r.stderr)
-				}
-			}
-			tc.read(t, moved, true)
-
-			// Again: nothing to write.
-			r = bp(t, "rebase", moved, "--ref-base", moved, "--json")
-			if r.code != exitOK || !strings.Contains(r.stdout, `"written":0`) {
-				t.Fatalf("second rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
-			}
-			if again := stateOf(t, moved); !maps.Equal(after.tables, again.tables) {
-				t.Fatal("a second rebase onto the same base changed a table")
-			}
-
-			// Back to references relative to the root.
-			if r := bp(t, "rebase", moved, "--ref-base", ".", "--quiet"); r.code != exitOK {
-				t.Fatalf("rebase --ref-base .: exit %d: %s", r.code, r.stderr)
-			}
-			if got := refsAll(t, moved); !slices.Equal(got, refs) {
-				t.Fatalf("rebased back to the root, %d references:\n%.400q\nwant the converter's %d:\n%.400q", len(got), got, len(refs), refs)
-			}
-			samePacks(t, before, stateOf(t, moved))
-			if r := bp(t, "verify", moved); r.code != exitOK {
-				t.Fatalf("verify: exit %d: %s%s", r.code, r.stdout, r.stderr)
-			}
+			rebaseRoundTrip(t, src, tc.args, tc.read)
 		})
+	}
+}
+
+// rebaseRoundTrip converts src with args (the converter and its flags),
+// reads the output from another directory, plans a rebase without writing,
+// moves the output, rebases it onto its new path and checks what TestRebase
+// says, reads it again, rebases it again (nothing to do) and back to ".".
+func rebaseRoundTrip(t *testing.T, src string, conv []string, read func(t *testing.T, dst string, abs bool)) {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "ds")
+	args := append(append(append([]string{}, conv...), src, dst), "--yes", "--quiet", "--max-members", "16")
+	if r := bp(t, args...); r.code != exitOK {
+		t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+	}
+	refs := refsAll(t, dst)
+	if len(refs) < 10 {
+		t.Fatalf("%d references in the tables", len(refs))
+	}
+	read(t, dst, false)
+	before := stateOf(t, dst)
+
+	// A dry run plans and writes nothing.
+	r := bp(t, "rebase", dst, "--ref-base", "/elsewhere/ds", "--dry-run", "--json")
+	if r.code != exitOK {
+		t.Fatalf("rebase --dry-run: exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		Plan struct {
+			Tables []struct{ Path string }
+			To     string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Plan.To != "/elsewhere/ds" || len(doc.Plan.Tables) == 0 {
+		t.Fatalf("rebase --dry-run --json printed %s (%v)", r.stdout, err)
+	}
+	if after := stateOf(t, dst); !maps.Equal(before.tables, after.tables) {
+		t.Fatal("rebase --dry-run changed a table")
+	}
+
+	moved := filepath.Join(t.TempDir(), "moved")
+	if err := os.Rename(dst, moved); err != nil {
+		t.Fatal(err)
+	}
+	r = bp(t, "rebase", moved, "--ref-base", moved)
+	if r.code != exitOK || !strings.Contains(r.stdout, "will resolve from "+moved+" (zip://KEY::"+moved+"/media/pack-NNNN.zip), in any directory") {
+		t.Fatalf("rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	after := stateOf(t, moved)
+	samePacks(t, before, after)
+	if got, want := refsAll(t, moved), rebased(t, refs, moved); !slices.Equal(got, want) {
+		t.Fatalf("after the rebase, %d references:\n%.400q\nwant %d:\n%.400q", len(got), got, len(want), want)
+	}
+	rec, err := convert.ReadRecord(moved)
+	if err != nil || rec.Options[convert.RefBaseOption] != moved {
+		t.Fatalf("run record after the rebase: %+v (%v)", rec, err)
+	}
+	for _, v := range [][]string{{"verify", moved}, {"verify", moved, "--against", src}} {
+		if r := bp(t, v...); r.code != exitOK {
+			t.Fatalf("%v: exit %d: %s%s", v, r.code, r.stdout, r.stderr)
+		}
+	}
+	read(t, moved, true)
+
+	// Again: nothing to write.
+	r = bp(t, "rebase", moved, "--ref-base", moved, "--json")
+	if r.code != exitOK || !strings.Contains(r.stdout, `"written":0`) {
+		t.Fatalf("second rebase: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	if again := stateOf(t, moved); !maps.Equal(after.tables, again.tables) {
+		t.Fatal("a second rebase onto the same base changed a table")
+	}
+
+	// Back to references relative to the root.
+	if r := bp(t, "rebase", moved, "--ref-base", ".", "--quiet"); r.code != exitOK {
+		t.Fatalf("rebase --ref-base .: exit %d: %s", r.code, r.stderr)
+	}
+	if got := refsAll(t, moved); !slices.Equal(got, refs) {
+		t.Fatalf("rebased back to the root, %d references:\n%.400q\nwant the converter's %d:\n%.400q", len(got), got, len(refs), refs)
+	}
+	samePacks(t, before, stateOf(t, moved))
+	if r := bp(t, "verify", moved); r.code != exitOK {
+		t.Fatalf("verify: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
