@@ -24,9 +24,11 @@
 package rebase
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -328,17 +330,44 @@ func (p *Plan) rebaseTable(ctx context.Context, t Table) (bool, error) {
 	return true, atomicfile.SyncDir(filepath.Dir(src))
 }
 
-// sameBytes reports whether two files hold the same bytes.
+// sameBytes reports whether two files hold the same bytes, reading both
+// in step.
 func sameBytes(a, b string) (bool, error) {
-	x, err := os.ReadFile(a)
+	fa, err := os.Open(a)
 	if err != nil {
 		return false, err
 	}
-	y, err := os.ReadFile(b)
+	defer fa.Close()
+	fb, err := os.Open(b)
 	if err != nil {
 		return false, err
 	}
-	return string(x) == string(y), nil
+	defer fb.Close()
+	sa, err := fa.Stat()
+	if err != nil {
+		return false, err
+	}
+	sb, err := fb.Stat()
+	if err != nil || sa.Size() != sb.Size() {
+		return false, err
+	}
+	x, y := make([]byte, 1<<20), make([]byte, 1<<20)
+	for {
+		n, errA := io.ReadFull(fa, x)
+		m, errB := io.ReadFull(fb, y)
+		if n != m || !bytes.Equal(x[:n], y[:m]) {
+			return false, nil
+		}
+		if errA == io.EOF || errA == io.ErrUnexpectedEOF {
+			return errB == io.EOF || errB == io.ErrUnexpectedEOF, nil
+		}
+		if errA != nil {
+			return false, errA
+		}
+		if errB != nil {
+			return false, errB
+		}
+	}
 }
 
 // removeTemps removes what an interrupted run left: files and Lance

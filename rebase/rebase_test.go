@@ -1,6 +1,8 @@
 package rebase
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,4 +91,34 @@ func cleanBase(t *testing.T, base string) string {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSameBytes compares files of equal and unequal contents and sizes,
+// across the 1 MiB blocks it reads.
+func TestSameBytes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	big := strings.Repeat("abcdefgh", 300_000) // 2.4 MB: three blocks
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"", "", true},
+		{"x", "x", true},
+		{big, big, true},
+		{big, big[:len(big)-1] + "z", false},
+		{big, big + "a", false},
+		{"x", "y", false},
+	} {
+		pa, pb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+		if err := os.WriteFile(pa, []byte(c.a), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(pb, []byte(c.b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := sameBytes(pa, pb); err != nil || got != c.want {
+			t.Errorf("sameBytes of %d and %d bytes = %v, %v; want %v", len(c.a), len(c.b), got, err, c.want)
+		}
+	}
 }
