@@ -5,13 +5,15 @@ package rebase
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // exchange swaps the directories a and b with two renames (the system has
 // no exchanging rename): b is missing between them, and a run cut short
-// there leaves the old directory at b+".old", to be put back by hand.
+// there leaves the old directory under oldPrefix, which the next run
+// puts back (see removeTemps).
 func exchange(a, b string) error {
-	old := b + ".old"
+	old := filepath.Join(filepath.Dir(b), oldPrefix+filepath.Base(b))
 	if err := os.Rename(b, old); err != nil {
 		return fmt.Errorf("exchange %s and %s: %w", a, b, err)
 	}

@@ -47,6 +47,11 @@ import (
 // the tables; a run removes those an earlier, interrupted run left.
 const tempPrefix = ".rebase-"
 
+// oldPrefix starts the name a table directory has while it is being
+// exchanged by two renames (systems without an exchanging rename): a run
+// that finds one whose table is missing puts it back.
+const oldPrefix = tempPrefix + "old-"
+
 // Options configure New.
 type Options struct {
 	// Base is what the references will call the dataset root, as
@@ -386,6 +391,15 @@ func removeTemps(ctx context.Context, root string) error {
 		}
 		if d.IsDir() && p == filepath.Join(root, convert.MediaDir) {
 			return filepath.SkipDir
+		}
+		if name, ok := strings.CutPrefix(d.Name(), oldPrefix); ok {
+			orig := filepath.Join(filepath.Dir(p), name)
+			if _, err := os.Lstat(orig); errors.Is(err, fs.ErrNotExist) {
+				if err := os.Rename(p, orig); err != nil {
+					return fmt.Errorf("rebase: %w", err)
+				}
+				return filepath.SkipDir
+			}
 		}
 		if strings.HasPrefix(d.Name(), tempPrefix) {
 			if err := os.RemoveAll(p); err != nil {

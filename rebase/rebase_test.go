@@ -122,3 +122,30 @@ func TestSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestRemoveTemps: what an interrupted run left is removed, outside the
+// pack directory only, and a table directory left under its exchange name
+// while the table itself is missing is put back.
+func TestRemoveTemps(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, p := range []string{".rebase-samples.parquet", "data/.rebase-x.parquet", ".rebase-table.lance/data/a.lance",
+		".rebase-old-t2.lance/_versions/1.manifest", "media/.rebase-keep", "data/x.parquet"} {
+		p = filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeTemps(t.Context(), root); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{".rebase-samples.parquet": false, "data/.rebase-x.parquet": false, ".rebase-table.lance": false,
+		".rebase-old-t2.lance": false, "t2.lance/_versions/1.manifest": true, "media/.rebase-keep": true, "data/x.parquet": true} {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(p))); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", p, err == nil, want)
+		}
+	}
+}
