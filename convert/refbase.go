@@ -114,7 +114,7 @@ func shardIn(ref, dir string) (key, file string, err error) {
 func (o PackOptions) RefNote() string {
 	if o.RefBase == "" {
 		return "References resolve from the dataset root (zip://KEY::" + MediaDir + "/pack-NNNN.zip) wherever it is moved: " +
-			"bpconvert verify, ls and cat and blobpack's PackSet read them as they are; readers that resolve paths from their working directory " +
+			"bpconvert verify, ls, cat and blobpack's PackSet read them as they are; readers that resolve paths from their working directory " +
 			"(Hugging Face datasets' Image, Audio and Video features, fsspec, MediaRef) need the root's path joined, " +
 			"or the references rewritten to an absolute base with bpconvert rebase DST --ref-base /absolute/path/of/DST (or a URL once uploaded)."
 	}
