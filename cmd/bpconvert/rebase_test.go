@@ -188,7 +188,7 @@ func readmeSamples(t *testing.T, py string) string {
 
 // TestRebase converts each kind of input (WebDataset tars from Python's
 // tarfile, a Hugging Face dataset and a save_to_disk one written by
-// datasets, a LeRobot v3.0 dataset, a Lance table written by pylance) with
+// datasets, LeRobot v3.0 and v2.1 datasets, a Lance table written by pylance) with
 // the default, relative references, reads it from another directory
 // (DuckDB, PackSet, fsspec, pylance, MediaRef), moves it, and rebases it
 // onto its new absolute path: every reference of every table (parquet,
@@ -213,6 +213,7 @@ func TestRebase(t *testing.T) {
 	at := func(p string) string { return filepath.Join(samples, p) }
 	cases := []struct {
 		name, kind, src string
+		lerobot         string // a LeRobot fixture, the source when src is ""
 		args            []string
 		// read checks the output from another directory; abs is true once
 		// its references name the root by an absolute path.
@@ -248,9 +249,13 @@ func TestRebase(t *testing.T) {
 					}
 				}
 			}},
-		{name: "lerobot", args: []string{"convert-lerobot"},
+		{name: "lerobot v3.0", lerobot: "v3.0", args: []string{"convert-lerobot"},
 			read: func(t *testing.T, dst string, abs bool) {
 				mediaRefElsewhere(t, py, filepath.Join(lerobotFixtureRoot(t), "v3.0"), dst)
+			}},
+		{name: "lerobot v2.1", lerobot: "v2.1", args: []string{"convert-lerobot"},
+			read: func(t *testing.T, dst string, abs bool) {
+				mediaRefElsewhere(t, py, filepath.Join(lerobotFixtureRoot(t), "v2.1"), dst)
 			}},
 		{name: "lance", src: at("data.lance"), args: []string{"convert-lance", "--column", "image"},
 			read: func(t *testing.T, dst string, abs bool) {
@@ -262,7 +267,7 @@ func TestRebase(t *testing.T) {
 			t.Parallel()
 			src := tc.src
 			if src == "" {
-				src = filepath.Join(lerobotFixtureRoot(t), "v3.0")
+				src = filepath.Join(lerobotFixtureRoot(t), tc.lerobot)
 			}
 			rebaseRoundTrip(t, src, tc.args, tc.read)
 		})
