@@ -113,10 +113,9 @@ func shardIn(ref, dir string) (key, file string, err error) {
 // names.
 func (o PackOptions) RefNote() string {
 	if o.RefBase == "" {
-		return "References resolve from the dataset root (zip://KEY::" + MediaDir + "/pack-NNNN.zip) wherever it is moved: " +
-			"bpconvert verify, ls, cat and blobpack's PackSet read them as they are; readers that resolve paths from their working directory " +
-			"(Hugging Face datasets' Image, Audio and Video features, fsspec, MediaRef) need the root's path joined, " +
-			"or the references rewritten to an absolute base with bpconvert rebase DST --ref-base /absolute/path/of/DST (or a URL once uploaded)."
+		// One line of a plan: what readers that resolve paths from their
+		// working directory need is in the README and docs/reading.md.
+		return "References resolve from the dataset root, wherever it moves; for datasets or fsspec in any directory: bpconvert rebase DST --ref-base /absolute/path/of/DST"
 	}
 	ex := "zip://KEY::" + refDir(o.RefBase, MediaDir) + "/pack-NNNN.zip"
 	where := "a reader resolves them from any directory while the dataset stays at " + o.RefBase +

@@ -517,7 +517,7 @@ func TestPlanSaysWhereReferencesResolve(t *testing.T) {
 		base string
 		want []string
 	}{
-		{"", []string{"References resolve from the dataset root (zip://KEY::media/pack-NNNN.zip)", "bpconvert rebase DST --ref-base /absolute/path/of/DST"}},
+		{"", []string{"References resolve from the dataset root, wherever it moves", "bpconvert rebase DST --ref-base /absolute/path/of/DST"}},
 		{"/data/ds", []string{"zip://KEY::/data/ds/media/pack-NNNN.zip", "from any directory while the dataset stays at /data/ds", "bpconvert rebase DST --ref-base NEW"}},
 		{"s3://bucket/ds", []string{"zip://KEY::s3://bucket/ds/media/pack-NNNN.zip", "once the dataset is at s3://bucket/ds"}},
 	} {
