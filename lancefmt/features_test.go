@@ -71,8 +71,8 @@ const lanceWriterTwins = flagMixedFileVersions | flagFragmentReuseIndex | flagMa
 
 // TestFeatureTableAgainstLance checks featureTable's lanceReads against
 // Lance itself: fixtures/lance14/flags.py sets each bit in the manifest of a
-// table pylance 14.0.2 wrote (with stable row ids, so bit 1 describes it)
-// and opens it with pylance 14.0.2.
+// table pylance 14.0.3 wrote (with stable row ids, so bit 1 describes it)
+// and opens it with pylance 14.0.3.
 func TestFeatureTableAgainstLance(t *testing.T) {
 	t.Parallel()
 	py := testtool.Python(t)
