@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -371,7 +372,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	if err := checkChunks(pf, t.Size); err != nil {
 		return inputErr(t.Rel, -1, "", "%w", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{PreAllocBinaryData: true}, mem)
+	fr, _, err := newArrowReader(pf, pqarrow.ArrowReadProperties{PreAllocBinaryData: true}, mem)
 	if err != nil {
 		return inputErr(t.Rel, -1, "", "schema: %w", err)
 	}
@@ -504,7 +505,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		if err != nil {
 			return err
 		}
-		wrec := forWriter(outRec, tw.schema)
+		wrec := forWriter(outRec, tw.schema, tc.opts.Allocator)
 		outRec.Release()
 		err = fw.WriteBuffered(wrec)
 		wrec.Release()
@@ -534,6 +535,9 @@ type tableWriter struct {
 	fw         *pqarrow.FileWriter
 	schema     *arrow.Schema // the writer's: outSchema with pinned leaves
 	writerOpen bool
+	// mem, when not nil, reads the file back after it is written to
+	// build the column indexes of its repeated leaves again (colindex.go).
+	mem memory.Allocator
 }
 
 // nullBytes reports whether the output leaf c of top-level column root is
@@ -616,7 +620,11 @@ func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, pf *file.
 		f.Abort()
 		return nil, fmt.Errorf("parquet: %s: %w", tc.t.Rel, err)
 	}
-	return &tableWriter{f: f, fw: fw, schema: ws, writerOpen: true}, nil
+	tw := &tableWriter{f: f, fw: fw, schema: ws, writerOpen: true}
+	if tc.pageIndex {
+		tw.mem = mem
+	}
+	return tw, nil
 }
 
 // commit closes the writer and renames the file into place; name is the
@@ -625,6 +633,12 @@ func (tw *tableWriter) commit(name string) error {
 	tw.writerOpen = false
 	if err := tw.fw.Close(); err != nil {
 		return fmt.Errorf("parquet: %s: %w", name, err)
+	}
+	if tw.mem != nil {
+		if err := fixColumnIndexes(tw.f.File, tw.mem); err != nil {
+			tw.f.Abort()
+			return fmt.Errorf("parquet: %s: column indexes: %w", name, err)
+		}
 	}
 	return tw.f.Commit()
 }

@@ -484,11 +484,7 @@ func inspectTable(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 	if err := checkChunks(pf, f.size); err != nil {
 		return nil, inputErr(f.rel, -1, "", "%w", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, opts.Allocator)
-	if err != nil {
-		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
-	}
-	sc, err := fr.Schema()
+	fr, sc, err := newArrowReader(pf, pqarrow.ArrowReadProperties{}, opts.Allocator)
 	if err != nil {
 		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
 	}
