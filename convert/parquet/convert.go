@@ -28,6 +28,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -372,7 +373,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	if err := checkChunks(pf, t.Size); err != nil {
 		return inputErr(t.Rel, -1, "", "%w", err)
 	}
-	fr, _, err := newArrowReader(pf, pqarrow.ArrowReadProperties{PreAllocBinaryData: true}, mem)
+	fr, _, err := pqread.Open(pf, pqarrow.ArrowReadProperties{PreAllocBinaryData: true}, mem)
 	if err != nil {
 		return inputErr(t.Rel, -1, "", "schema: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
@@ -484,7 +485,7 @@ func inspectTable(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 	if err := checkChunks(pf, f.size); err != nil {
 		return nil, inputErr(f.rel, -1, "", "%w", err)
 	}
-	fr, sc, err := newArrowReader(pf, pqarrow.ArrowReadProperties{}, opts.Allocator)
+	fr, sc, err := pqread.Open(pf, pqarrow.ArrowReadProperties{}, opts.Allocator)
 	if err != nil {
 		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
 	}
