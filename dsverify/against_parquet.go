@@ -424,6 +424,15 @@ func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel stri
 				continue
 			case s.str:
 				continue // not a payload
+			case s.bytes == nil && remoteCell(s.path) && packcore.IsRef(o.text):
+				// a remote value fetched and packed (convert-parquet
+				// --fetch-remote): verify does not fetch it again; the
+				// member must be there and read back whole
+				a.FetchedURIs++
+				key, _, _ := packcore.ParseRef(o.text)
+				p.Ref = o.text
+				v.compared(a, 0, readableMember(set, key), p)
+				continue
 			case s.bytes == nil && remoteCell(s.path):
 				// a remote value, kept as it is (convert-parquet without
 				// --strict-remote)

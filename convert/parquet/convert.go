@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/fetch"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
@@ -927,6 +929,9 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		}
 		group = fmt.Sprintf("%s#%d", tc.t.Rel, id.row)
 	}
+	if fromPath && isRemoteCell(srcName) && tc.opts.Fetch != nil {
+		return tc.packFetched(b.String(), srcName, group, id.row, col)
+	}
 	if fromPath && isRemoteCell(srcName) && !tc.opts.StrictRemote {
 		// a file elsewhere (hf://, https://, s3://): kept as it is
 		tc.remote++
@@ -962,6 +967,30 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 	ref, err := tc.w.AddBytes(b.String(), data, group)
 	if err != nil {
 		return "", tc.packErr(id.row, col, err)
+	}
+	tc.prog.Add(1, int64(len(data)))
+	return ref, nil
+}
+
+// packFetched fetches the file the URL srcName names and packs it under
+// key (its extension added). A URL that names nothing, or too large a
+// file, is invalid input; a server that cannot be reached is a failure.
+func (tc *tableConv) packFetched(key, srcName, group string, row int64, col string) (string, error) {
+	data, err := tc.opts.Fetch.Fetch(tc.ctx, srcName)
+	if errors.Is(err, fetch.ErrNotFound) || errors.Is(err, fetch.ErrTooLarge) || errors.Is(err, fetch.ErrUnsupported) {
+		return "", inputErr(tc.t.Rel, row, col, "%w", err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("parquet: %s: row %d: column %q: %w", tc.t.Rel, row, col, err)
+	}
+	name := srcName
+	if u, err := url.Parse(srcName); err == nil {
+		name = u.Path
+	}
+	key += sniff.Ext(name, data[:min(len(data), sniff.PrefixLen)])
+	ref, err := tc.w.AddBytes(key, data, group)
+	if err != nil {
+		return "", tc.packErr(row, col, err)
 	}
 	tc.prog.Add(1, int64(len(data)))
 	return ref, nil

@@ -93,6 +93,9 @@ type Options struct {
 	// datasets write them; by default such a value is kept as it is, its
 	// path unchanged, and counted (Result.Remote).
 	StrictRemote bool
+	// Fetch, when set, fetches the file of such a value (its path a URL)
+	// and packs it like a local file; StrictRemote then has no effect.
+	Fetch RemoteFetcher
 
 	// general makes every table take the general path, and poison fills
 	// reused page buffers with a pattern (tests compare the direct path
@@ -826,6 +829,11 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 // conversion packs it), so it counts as a value of its size and kind; a
 // path that names no file under the root is a warning, since the
 // conversion stops there.
+// RemoteFetcher fetches the whole file a URL names (fetch.Fetcher).
+type RemoteFetcher interface {
+	Fetch(ctx context.Context, url string) ([]byte, error)
+}
+
 func (in *inputs) sampleFile(ctx context.Context, rel string, c *Candidate, name string, strictRemote bool, warnings *[]string) {
 	if isRemoteCell(name) && !strictRemote {
 		c.Remote++
