@@ -75,7 +75,8 @@ type feature struct {
 // rewrite would leave wrong (7, 10). pylance 14.0.3's Python API does not
 // set 7 or 10 on its own (compact_files(defer_index_remap=True) writes a
 // legacy fragment reuse index, which sets no bit; create_scalar_index takes
-// no covering columns), so TestFeatureTable checks every refusal on a
+// no covering columns; TestFeatureBitsPylanceLeaves checks both against
+// the pinned pylance), so TestFeatureTable checks every refusal on a
 // manifest built with the bit, and TestFeatureTableAgainstLance what Lance
 // does with each bit.
 var featureTable = [...]feature{
