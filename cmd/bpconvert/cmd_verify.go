@@ -81,6 +81,9 @@ func cmdVerify(ctx context.Context, e *env, args []string) (any, error) {
 		if a.KeptURIs > 0 {
 			inline += fmt.Sprintf(" (%s kept as their URI, compared with the source's)", plan.Thousands(a.KeptURIs))
 		}
+		if a.FetchedURIs > 0 {
+			inline += fmt.Sprintf(" (%s fetched from their URL when converted: read back, not fetched again)", plan.Thousands(a.FetchedURIs))
+		}
 		fmt.Fprintf(out, "against %s (%s): %s compared%s, %s (%s), %s\n", a.Source, a.Format,
 			plan.CountText(a.Payloads, "payloads"), inline, plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
 			mismatches(a.Mismatches))
