@@ -15,8 +15,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/lerobot/lerobottest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	"github.com/bpconvert/bpconvert/internal/testtool/packtest"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
@@ -466,7 +466,7 @@ func TestNoSplitEpisodes(t *testing.T) {
 	if res.Cut != 0 || res.Videos != 3 || res.IndexEntries != 12 {
 		t.Errorf("result %+v, want 3 whole files, 12 index entries, nothing cut", res)
 	}
-	set, ix := packtest.LeRobotOutput(t, dst)
+	set, ix := lerobottest.LeRobotOutput(t, dst)
 	spans := episodeSpans(t, src)
 	for _, e := range ix.Episodes {
 		member, _, _ := packcore.ParseRef(e.Ref)

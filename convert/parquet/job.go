@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // Job converts parquet tables or a Hugging Face dataset.

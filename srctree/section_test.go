@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // TestOpenSection: a section of a file reads as a file of its own, locally
