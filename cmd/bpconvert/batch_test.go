@@ -260,13 +260,10 @@ func killResume(t *testing.T, root string, args func(dst string) []string) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(60 * time.Second); len(packShards(filepath.Join(staging, "media"))) < tc.at; {
-				if time.Now().After(deadline) || exists(dst) {
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatalf("the run ended or stalled before %d shards were complete", tc.at)
-				}
-				time.Sleep(time.Millisecond)
+			if !waitShards(staging, tc.at, dst) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("the run ended or stalled before %d shards were complete", tc.at)
 			}
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -302,6 +299,21 @@ func killResume(t *testing.T, root string, args func(dst string) []string) {
 func packShards(dir string) []string {
 	m, _ := filepath.Glob(filepath.Join(dir, "pack-*.zip"))
 	return m
+}
+
+// waitShards waits up to a minute, looking every millisecond, for n complete
+// pack shards in staging's media directory, and says whether they came
+// before the run ended (final exists) or the minute passed.
+func waitShards(staging string, n int, final string) bool {
+	ended := false
+	met := testtool.WaitFor(60*time.Second, time.Millisecond, func() bool {
+		if len(packShards(filepath.Join(staging, "media"))) >= n {
+			return true
+		}
+		ended = exists(final)
+		return ended
+	})
+	return met && !ended
 }
 
 // TestSeveralSources: convert-wds takes the shards a shell glob gives.
