@@ -40,9 +40,6 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		}
 		src = strings.TrimSuffix(src, "/")
 		stats = &objstore.Stats{}
-		if !objstore.IsRemote(dst) {
-			check = "" // a local destination cannot overlap a bucket
-		}
 	}
 	absDst, err := cf.destination(ctx, check, dst)
 	if err != nil {

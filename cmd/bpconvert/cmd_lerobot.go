@@ -58,9 +58,6 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 		if tree.Empty() {
 			return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
 		}
-		if !objstore.IsRemote(pos[1]) {
-			check = "" // a local destination cannot overlap a bucket
-		}
 	}
 	absDst, err := cf.destination(ctx, check, pos[1])
 	if err != nil {

@@ -72,9 +72,7 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		if file != "" {
 			src = tree.Path(file)
 		}
-		if check = src; !objstore.IsRemote(dst) {
-			check = "" // a local destination cannot overlap a bucket
-		}
+		check = src // a local destination cannot overlap it (convert.CheckDisjoint)
 	}
 	absDst, err := cf.destination(ctx, check, dst)
 	if err != nil {

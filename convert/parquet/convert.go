@@ -104,7 +104,7 @@ type Result struct {
 // "_type": "Value"}, a stale ARROW:schema is replaced by a fresh one (only
 // when the source had one), and MetaKey records what was done. Tables
 // without selected fields and all other files are copied unchanged.
-func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, opts Options, prog progress.Counter) (*Result, error) {
+func Convert(ctx context.Context, ins *Inspection, sel Selection, dst convert.Dest, opts Options, prog progress.Counter) (*Result, error) {
 	prog = progress.OrNop(prog)
 	opts = opts.withDefaults()
 	if len(sel.Paths) == 0 {

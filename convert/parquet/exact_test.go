@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -60,7 +61,7 @@ func TestKeptColumnsExact(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", d.Name(), err)
 		}
-		if _, err := Convert(ctx, ins, sel, filepath.Join(dst, d.Name()), Options{}, nil); err != nil {
+		if _, err := Convert(ctx, ins, sel, converttest.Dest(t, filepath.Join(dst, d.Name())), Options{}, nil); err != nil {
 			t.Fatalf("%s: %v", d.Name(), err)
 		}
 	}
