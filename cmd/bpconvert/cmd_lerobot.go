@@ -10,6 +10,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/srctree"
 )
 
@@ -80,6 +81,11 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if stats != nil {
+		cf.fetched = func() *plan.Fetched {
+			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+		}
 	}
 	res, err := e.runJob(ctx, &cf, job)
 	if stats == nil || err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/srctree"
 )
 
@@ -98,6 +99,11 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if stats != nil {
+		cf.fetched = func() *plan.Fetched {
+			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+		}
 	}
 	res, err := e.runJob(ctx, &cf, job)
 	if stats == nil || err != nil {

@@ -44,6 +44,9 @@ type convertFlags struct {
 	// flags are the converter's flags, for the command line that repeats
 	// an interactive choice (set by register).
 	flags *flag.FlagSet
+	// fetched, for a source in object storage, says what reading it has
+	// fetched so far, for the plan of a dry run; nil for a local source.
+	fetched func() *plan.Fetched
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
@@ -442,6 +445,9 @@ func shellQuote(s string) string {
 func (e *env) dryRun(ctx context.Context, cf *convertFlags, p plan.Plan) (any, error) {
 	refused := cf.next(ctx, &p)
 	if e.json {
+		if refused == nil && cf.fetched != nil {
+			p.Fetched = cf.fetched()
+		}
 		var b bytes.Buffer
 		if err := plan.RenderJSON(&b, p); err != nil {
 			return nil, err
