@@ -43,6 +43,7 @@ func commands() []command {
 		{"convert-lance", "SRC DST", "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied", cmdConvertLance},
 		{"lance-inspect", "DATASET", "describe a Lance dataset: versions, schema, fragments, column encodings, first rows", cmdLanceInspect},
 		{"finalize", "DST", "join the parts of a conversion split with --part I/N into DST (renames, no payload copied)", cmdFinalize},
+		{"rebase", "DST", "rewrite what the tables' references call the dataset root (--ref-base), after a move or before an upload; packs untouched", cmdRebase},
 		// Converters register here.
 	}
 }
