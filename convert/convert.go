@@ -19,6 +19,7 @@ package convert
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/bpconvert/bpconvert/packcore"
@@ -31,7 +32,14 @@ import (
 const MediaDir = "media"
 
 // Job is one conversion of a source into a destination, built by a
-// converter's NewJob.
+// converter's NewJob. Every converter holds one contract:
+//
+//   - NewJob checks the options and reads the source's metadata at most (a
+//     manifest, a listing); it writes nothing.
+//   - Plan reads what the plan needs, the first time it is called, and
+//     keeps it; a later call (a new selection) reuses what was read.
+//   - Run carries out the last plan; called before any Plan it fails with
+//     ErrNotPlanned, whatever the converter.
 type Job interface {
 	// Plan computes the plan for a selection of the plan's selectable
 	// entries: nil selects what the options named (or the converter's
@@ -46,6 +54,10 @@ type Job interface {
 	// nothing is left in the destination.
 	Run(ctx context.Context, prog progress.Counter) (plan.Summary, error)
 }
+
+// ErrNotPlanned is the error of a Job's Run called before its Plan: Run
+// carries out the plan that Plan computed, and there is none yet.
+var ErrNotPlanned = errors.New("run called before the plan was made")
 
 // Chooser is implemented by jobs that may need the user to choose payload
 // entries: NeedChoice returns a *UsageError saying what to name when the
@@ -97,13 +109,9 @@ type PackOptions struct {
 	// Restart discards an interrupted run's staged work instead of
 	// resuming it.
 	Restart bool
-	// Staging is where a run into object storage stages its output on
-	// local disk (see StagingDir; the system's temporary directory when
-	// ""). At most StagedShards shards are there at once.
-	Staging string
 	// Part, when set, makes the run one part of a split conversion: the
 	// converter takes its share of the work (see Part.Range) and Begin
-	// commits it to PartDir(dst, Part) for Finalize to join.
+	// commits it beside the destination (Dest.Part) for Finalize to join.
 	Part Part
 	// RefBase is what references call the dataset root (see CheckRefBase,
 	// which it has passed): "" for the default, relative to the root

@@ -70,20 +70,19 @@ type FinalizeResult struct {
 // A missing or incomplete part, parts made from different plans or sources,
 // or a dst that holds other output is a *UsageError; a key that two parts
 // both wrote is an *InputError.
-func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResult, error) {
-	if objstore.IsRemote(dst) {
-		return finalizeRemote(ctx, dst, o)
-	}
+func Finalize(ctx context.Context, dst Dest, o FinalizeOptions) (FinalizeResult, error) {
+	return dst.finalize(ctx, o)
+}
+
+// finalize joins the parts of a local destination.
+func (d localDest) finalize(ctx context.Context, o FinalizeOptions) (FinalizeResult, error) {
 	var res FinalizeResult
-	dst, err := filepath.Abs(dst)
-	if err != nil {
-		return res, err
-	}
-	partsDir := PartsDir(dst)
+	dst := d.dir
+	partsDir := partsDir(dst)
 	parts, recs, err := readParts(ctx, partsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		// No parts: a finished Finalize removed them, or there were none.
-		if rec, rerr := ReadRecord(dst); rerr == nil {
+		if rec, rerr := readRecord(dst); rerr == nil {
 			res.AlreadyDone, res.Command = true, rec.Command
 			return res, nil
 		}
@@ -95,7 +94,7 @@ func Finalize(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResul
 	}
 	joined := recs[0].Whole()
 	res.Command, res.Parts = joined.Command, len(parts)
-	if old, err := ReadRecord(dst); err == nil {
+	if old, err := readRecord(dst); err == nil {
 		if diff := joined.Diff(old); len(diff) > 0 {
 			return res, &UsageError{Err: fmt.Errorf("finalize: %s: %w: %s", dst, ErrDifferentRun, strings.Join(diff, "; ")),
 				Hint: "finalize into the destination the parts were converted for"}
@@ -159,7 +158,7 @@ func readParts(ctx context.Context, partsDir string) ([]string, []*Record, error
 		return []string{"rm -rf " + shellQuote(filepath.Join(partsDir, fmt.Sprintf("part-*-of-%04d", n))) + " " +
 			shellQuote(filepath.Join(partsDir, fmt.Sprintf(".part-*-of-%04d%s", n, stage.Suffix)))}
 	}
-	return l.check(ctx, partsDir, func(loc string) (*Record, error) { return ReadRecord(loc) }, rm)
+	return l.check(ctx, partsDir, func(loc string) (*Record, error) { return readRecord(loc) }, rm)
 }
 
 // partListing is what a parts directory holds, per number of parts N: the
@@ -446,10 +445,10 @@ func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel
 	return joinFiles(ctx, dir, parts, joiners, rename)
 }
 
-// Totals counts the members, payload bytes and shards of the packs in the
+// totals counts the members, payload bytes and shards of the packs in the
 // media directory of dir (a converted destination or part), reading each
 // shard's central directory.
-func Totals(dir string) (members, bytes int64, shards int, err error) {
+func totals(dir string) (members, bytes int64, shards int, err error) {
 	media := filepath.Join(dir, MediaDir)
 	names, err := packcore.ListShards(media)
 	if errors.Is(err, fs.ErrNotExist) {

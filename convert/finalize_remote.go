@@ -35,11 +35,13 @@ type remoteParts struct {
 	partsLoc string // the parts' location, s3://…
 }
 
-func openRemoteParts(ctx context.Context, dst string, stats *objstore.Stats) (*remoteParts, error) {
-	partsLoc, err := PartsLocation(dst)
+func openRemoteParts(ctx context.Context, d *bucketDest, stats *objstore.Stats) (*remoteParts, error) {
+	dst := d.loc
+	parts, err := d.Parts()
 	if err != nil {
 		return nil, err
 	}
+	partsLoc := parts.Location()
 	bucket, prefix, err := objstore.ParseS3(dst)
 	if err != nil {
 		return nil, err
@@ -67,8 +69,8 @@ func (r *remoteParts) partObjects(ctx context.Context) (map[string][]objstore.In
 	return out, err
 }
 
-// finalizeRemote is Finalize for a destination in object storage, whose
-// parts were committed beside it (PartsLocation). Each part's shards are
+// finalize joins the parts of a destination in object storage, which were
+// committed beside it (Dest.Parts). Each part's shards are
 // copied into the destination's pack directory under their new numbers by
 // server-side copies, so no payload byte passes through this machine and
 // the parts stay whole until the joined output is committed; the tables
@@ -76,9 +78,9 @@ func (r *remoteParts) partObjects(ctx context.Context) (map[string][]objstore.In
 // last, only if absent, and the parts are removed after it. A pending
 // record put first makes a killed Finalize resumable and keeps any other
 // run out.
-func finalizeRemote(ctx context.Context, dst string, o FinalizeOptions) (FinalizeResult, error) {
+func (d *bucketDest) finalize(ctx context.Context, o FinalizeOptions) (FinalizeResult, error) {
 	var res FinalizeResult
-	rp, err := openRemoteParts(ctx, dst, o.Stats)
+	rp, err := openRemoteParts(ctx, d, o.Stats)
 	if err != nil {
 		return res, err
 	}

@@ -47,25 +47,27 @@ type OutputOptions struct {
 }
 
 // CheckDisjoint returns an error wrapping stage.ErrOverlap when dst is src,
-// lies inside it or holds it: two local paths are compared with symlinks
-// resolved (a file source by its directory; see stage.CheckDisjoint), two
-// s3:// locations by bucket and prefix; a local path and an s3:// location
-// never overlap, and "" or "-" (standard input) is no path.
-func CheckDisjoint(src, dst string) error {
-	if src == "" || src == "-" || dst == "" {
+// lies inside it or holds it: a local source and destination are compared
+// with symlinks resolved (a file source by its directory; see
+// stage.CheckDisjoint), two s3:// locations by bucket and prefix; a local
+// path and an s3:// location never overlap, and "" or "-" (standard input)
+// is no path.
+func CheckDisjoint(src string, dst Dest) error {
+	if src == "" || src == "-" || dst == nil {
 		return nil
 	}
-	switch r1, r2 := objstore.IsRemote(src), objstore.IsRemote(dst); {
+	loc := dst.Location()
+	switch r1, r2 := objstore.IsRemote(src), dst.Remote(); {
 	case r1 && r2:
-		a, b := strings.TrimSuffix(src, "/")+"/", strings.TrimSuffix(dst, "/")+"/"
+		a, b := strings.TrimSuffix(src, "/")+"/", loc+"/"
 		if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
-			return fmt.Errorf("%s and %s: %w", src, dst, stage.ErrOverlap)
+			return fmt.Errorf("%s and %s: %w", src, loc, stage.ErrOverlap)
 		}
 		return nil
 	case r1 || r2:
 		return nil
 	}
-	return stage.CheckDisjoint(src, dst)
+	return stage.CheckDisjoint(src, loc)
 }
 
 // packDir returns PackDir with its default.
@@ -113,31 +115,34 @@ type Output struct {
 	reused, reusedBytes int64
 }
 
-// Begin starts the output for destination dst, which must be absent or an
-// empty directory, or an s3:// location holding nothing (see beginRemote).
-func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
+// Begin starts the output for destination dst, which must be absent or
+// an empty directory, or an s3:// location holding nothing or only the
+// shards of an interrupted run of the same conversion. A part
+// (o.Pack.Part) is staged and committed beside the destination (Dest.Part);
+// the destination itself appears when Finalize joins the parts.
+func Begin(ctx context.Context, dst Dest, o OutputOptions) (*Output, error) {
 	for _, src := range o.Sources {
 		if err := CheckDisjoint(src, dst); err != nil {
 			return nil, err
 		}
 	}
-	if objstore.IsRemote(dst) {
-		return beginRemote(ctx, dst, o)
+	if !o.Pack.Part.Whole() {
+		d, err := dst.Part(o.Pack.Part)
+		if err != nil {
+			return nil, err
+		}
+		dst = d
 	}
-	abs, err := filepath.Abs(dst)
-	if err != nil {
-		return nil, err
-	}
+	return dst.begin(ctx, o)
+}
+
+// begin starts an output staged beside the directory (stage.BeginWith).
+func (d localDest) begin(ctx context.Context, o OutputOptions) (*Output, error) {
 	var rec []byte
 	if o.Pack.Record != nil {
 		rec = o.Pack.Record.Encode()
 	}
-	if !o.Pack.Part.Whole() {
-		// A part is staged and committed beside the destination; the
-		// destination itself appears when Finalize joins the parts.
-		abs = PartDir(abs, o.Pack.Part)
-	}
-	st, err := stage.BeginWith(abs, stage.Options{Record: rec, Resume: rec != nil && !o.Pack.Restart})
+	st, err := stage.BeginWith(d.dir, stage.Options{Record: rec, Resume: rec != nil && !o.Pack.Restart})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +154,7 @@ func Begin(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
 			return nil, err
 		}
 	}
-	out, err := beginWriter(ctx, abs, st, o, st.Resumed, nil, nil)
+	out, err := beginWriter(ctx, d.dir, st, o, st.Resumed, nil, nil)
 	if err != nil {
 		st.Abort()
 		return nil, err

@@ -2,12 +2,9 @@ package convert
 
 import (
 	"fmt"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // Part names one of N parts of a conversion split across processes
@@ -98,51 +95,15 @@ func (p Part) Range(sizes []int64) (lo, hi int) {
 // parts, beside it: ".DST.bpconvert-parts".
 const PartsSuffix = ".bpconvert-parts"
 
-// PartsDir returns the directory holding dst's parts.
-func PartsDir(dst string) string {
+// partsDir returns the directory holding the parts of dst, a local
+// directory.
+func partsDir(dst string) string {
 	return filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+PartsSuffix)
 }
 
-// PartDir returns the directory that part p of dst is committed to.
-func PartDir(dst string, p Part) string {
-	return filepath.Join(PartsDir(dst), PartName(p))
-}
-
-// PartsLocation is PartsDir for dst, a local directory or an s3://
-// location: s3://BUCKET/PREFIX/NAME keeps its parts under the prefix
-// PREFIX/.NAME.bpconvert-parts beside it. A bucket's root has nothing
-// beside it, so it takes no parts.
-func PartsLocation(dst string) (string, error) {
-	if !objstore.IsRemote(dst) {
-		abs, err := filepath.Abs(dst)
-		if err != nil {
-			return "", err
-		}
-		return PartsDir(abs), nil
-	}
-	bucket, prefix, err := objstore.ParseS3(dst)
-	if err != nil {
-		return "", err
-	}
-	if prefix == "" {
-		return "", &UsageError{Err: fmt.Errorf("%s: --part needs a destination under a prefix, which its parts are kept beside", dst),
-			Hint: fmt.Sprintf("convert into s3://%s/NAME", bucket)}
-	}
-	dir, base := path.Split(prefix)
-	return "s3://" + bucket + "/" + objstore.Join(dir, "."+base+PartsSuffix), nil
-}
-
-// PartLocation is PartDir for dst, a local directory or an s3:// location
-// (see PartsLocation).
-func PartLocation(dst string, p Part) (string, error) {
-	parts, err := PartsLocation(dst)
-	if err != nil {
-		return "", err
-	}
-	if objstore.IsRemote(parts) {
-		return parts + "/" + PartName(p), nil
-	}
-	return filepath.Join(parts, PartName(p)), nil
+// partDir returns the directory that part p of dst is committed to.
+func partDir(dst string, p Part) string {
+	return filepath.Join(partsDir(dst), PartName(p))
 }
 
 // PartName is the directory name of part p: part-0002-of-0008.

@@ -188,9 +188,9 @@ func (r *Record) Encode() []byte {
 // maxRecord bounds a run record read whole.
 const maxRecord = 1 << 24
 
-// ReadRecord reads the record of a committed destination; it returns
-// fs.ErrNotExist (wrapped) when dst holds none.
-func ReadRecord(dst string) (*Record, error) {
+// readRecord reads the record of a committed local destination; it
+// returns fs.ErrNotExist (wrapped) when dst holds none.
+func readRecord(dst string) (*Record, error) {
 	b, err := srcfile.ReadFile(filepath.Join(dst, RecordName), maxRecord)
 	if err != nil {
 		return nil, srcfile.Named("read", filepath.Join(dst, RecordName), err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -71,52 +70,6 @@ func StagingDir(root, dst string) string {
 	return filepath.Join(root, "bpconvert-"+hex.EncodeToString(sum[:8]))
 }
 
-// CheckDest returns an error unless dst can take a new run's output: a
-// local directory that is absent or empty (stage.CheckDest), or an s3://
-// location that holds nothing, or only the shards of an interrupted run
-// (which Begin resumes or, with a different record, refuses).
-func CheckDest(ctx context.Context, dst string) error {
-	if !objstore.IsRemote(dst) {
-		return stage.CheckDest(dst)
-	}
-	st, err := objstore.Open(ctx, dst, objstore.Options{})
-	if err != nil {
-		return err
-	}
-	rs, err := readRemoteState(ctx, st, MediaDir)
-	if err != nil {
-		return err
-	}
-	switch {
-	case rs.committed != nil:
-		return fmt.Errorf("%s: %w and holds a committed conversion", dst, stage.ErrExists)
-	case rs.pending == nil && (rs.others > 0 || len(rs.shards) > 0):
-		return fmt.Errorf("%s: %w and is not empty", dst, stage.ErrExists)
-	}
-	return nil
-}
-
-// ReadRecordAt reads the record committed at dst, a local directory or an
-// s3:// location; a missing one gives an error matching fs.ErrNotExist.
-func ReadRecordAt(ctx context.Context, dst string) (*Record, error) {
-	if !objstore.IsRemote(dst) {
-		return ReadRecord(dst)
-	}
-	st, err := objstore.Open(ctx, dst, objstore.Options{})
-	if err != nil {
-		return nil, err
-	}
-	b, err := objstore.ReadAll(ctx, st, RecordName, maxRecord)
-	if err != nil {
-		return nil, err
-	}
-	var r Record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s/%s: %w", dst, RecordName, err)
-	}
-	return &r, nil
-}
-
 // remoteState is what a destination in object storage holds.
 type remoteState struct {
 	committed []byte // its RecordName, or nil
@@ -155,27 +108,19 @@ func readRemoteState(ctx context.Context, st objstore.Store, packDir string) (re
 	return rs, err
 }
 
-// beginRemote is Begin for a destination in object storage: the output is
-// staged on local disk (StagingDir), each finished shard is uploaded while
-// the next is written and then removed from the staging directory, and
-// Commit puts the tables, the manifest and, last and only if absent, the
-// record. A run that finds an interrupted run's shards in the store (its
-// pending record equal to this run's) resumes from them.
-func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, error) {
-	if !o.Pack.Part.Whole() {
-		// A part is committed beside the destination (PartLocation); the
-		// destination itself appears when Finalize joins the parts.
-		loc, err := PartLocation(dst, o.Pack.Part)
-		if err != nil {
-			return nil, err
-		}
-		dst = loc
-	}
+// begin starts an output in object storage: the output is staged on
+// local disk (StagingDir), each finished shard is uploaded while the next
+// is written and then removed from the staging directory, and Commit puts
+// the tables, the manifest and, last and only if absent, the record. A run
+// that finds an interrupted run's shards in the store (its pending record
+// equal to this run's) resumes from them.
+func (d *bucketDest) begin(ctx context.Context, o OutputOptions) (*Output, error) {
+	dst := d.loc
 	stats := o.Stats
 	if stats == nil {
 		stats = &objstore.Stats{}
 	}
-	st, err := objstore.Open(ctx, dst, objstore.Options{Stats: stats})
+	st, err := d.open(ctx, stats)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +152,7 @@ func beginRemote(ctx context.Context, dst string, o OutputOptions) (*Output, err
 			return nil, err
 		}
 	}
-	local := StagingDir(o.Pack.Staging, dst)
+	local := StagingDir(d.staging, dst)
 	sg, err := stage.BeginWith(local, stage.Options{Record: rec, Resume: rec != nil && !o.Pack.Restart})
 	if err != nil {
 		return nil, err
@@ -275,28 +220,6 @@ func differentPending(dst string, rs remoteState, rec *Record) error {
 	}
 	return &UsageError{Err: fmt.Errorf("%s: %w: it holds %s of %s (%s)%s", dst, ErrDifferentRun, plan.CountText(int64(len(rs.shards)), "complete shards"), what, PendingName, tail),
 		Hint: "rerun that run's command to finish it, rerun this one with --restart to discard what it left, or choose another destination"}
-}
-
-// DiscardAt removes a committed output from loc, an s3:// location, so a
-// rerun can replace it: the pending record goes up first and the record is
-// removed next, so a crash on the way leaves an interrupted run that a rerun
-// with --restart clears, never a committed output with objects missing.
-func DiscardAt(ctx context.Context, loc string) error {
-	st, err := objstore.Open(ctx, loc, objstore.Options{})
-	if err != nil {
-		return err
-	}
-	rec, err := objstore.ReadAll(ctx, st, RecordName, maxRecord)
-	if err != nil {
-		return err
-	}
-	if err := st.Put(ctx, PendingName, bytes.NewReader(rec), int64(len(rec)), objstore.PutOptions{}); err != nil {
-		return err
-	}
-	if err := st.Delete(ctx, RecordName); err != nil {
-		return err
-	}
-	return clearRemote(ctx, st)
 }
 
 // clearRemote removes every object under an interrupted run's destination.
@@ -404,76 +327,6 @@ func contiguous(have map[int]bool) int {
 		n++
 	}
 	return n
-}
-
-// Kept is what a run into object storage that was stopped left for a rerun
-// to resume (see KeptAt).
-type Kept struct {
-	// Pending is set when the store holds the run's pending record: a rerun
-	// of the same conversion resumes, a different one is refused.
-	Pending bool
-	// Shards counts the complete shards a rerun reuses: those numbered
-	// without a gap from pack-0000, in the store or staged locally.
-	Shards int
-	// Staged counts those of Shards staged locally, not uploaded yet, in
-	// Staging.
-	Staged  int
-	Staging string
-	// After counts the shards in the store that follow a missing one; a
-	// rerun writes them again (see remote.keepPrefix).
-	After int
-}
-
-// KeptAt returns what a stopped run into dst, an s3:// location (a part's,
-// PartLocation, for a run of one part), left for a rerun: packDir is its
-// pack directory (OutputOptions.PackDir), stagingRoot its --staging, rec
-// its record. A destination whose pending record is not rec's holds
-// nothing of the run.
-func KeptAt(ctx context.Context, dst, packDir, stagingRoot string, rec *Record) (Kept, error) {
-	if packDir == "" {
-		packDir = MediaDir
-	}
-	var k Kept
-	if rec == nil {
-		return k, nil
-	}
-	st, err := objstore.Open(ctx, dst, objstore.Options{})
-	if err != nil {
-		return k, err
-	}
-	rs, err := readRemoteState(ctx, st, packDir)
-	if err != nil || rs.committed != nil || !bytes.Equal(rs.pending, rec.Encode()) {
-		return k, err
-	}
-	k.Pending = true
-	have := map[int]bool{}
-	for _, in := range rs.shards {
-		if i, ok := shardIndex(path.Base(in.Name)); ok {
-			have[i] = true
-		}
-	}
-	staging := stage.Path(StagingDir(stagingRoot, dst))
-	staged := map[int]bool{}
-	if names, err := packcore.ListShards(filepath.Join(staging, filepath.FromSlash(packDir))); err == nil {
-		for _, n := range names {
-			if i, ok := shardIndex(n); ok && !have[i] {
-				staged[i], have[i] = true, true
-			}
-		}
-	}
-	k.Shards = contiguous(have)
-	for i := range have {
-		switch {
-		case i < k.Shards && staged[i]:
-			k.Staged++
-		case i > k.Shards && !staged[i]:
-			k.After++
-		}
-	}
-	if k.Staged > 0 {
-		k.Staging = staging
-	}
-	return k, nil
 }
 
 // shardIndex returns the number of a shard named by the writer's default
@@ -639,37 +492,4 @@ func ownCommit(ctx context.Context, st objstore.Store, rec []byte) (bool, error)
 		return false, err
 	}
 	return bytes.Equal(b, rec), nil
-}
-
-// TotalsAt is Totals for dst, a local directory or an s3:// location (each
-// shard's central directory read with ranged reads).
-func TotalsAt(ctx context.Context, dst string) (members, bytes int64, shards int, err error) {
-	if !objstore.IsRemote(dst) {
-		return Totals(dst)
-	}
-	st, err := objstore.Open(ctx, dst, objstore.Options{})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	rs, err := readRemoteState(ctx, st, MediaDir)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	for _, in := range rs.shards {
-		obj, err := st.Open(ctx, in.Name)
-		if err != nil {
-			return 0, 0, 0, err
-		}
-		d, err := packcore.ReadDirectory(obj, obj.Size())
-		obj.Close()
-		if err != nil {
-			return 0, 0, 0, fmt.Errorf("%s/%s: %w", dst, in.Name, err)
-		}
-		for _, e := range d.Entries {
-			members++
-			bytes += e.Size
-		}
-		shards++
-	}
-	return members, bytes, shards, nil
 }

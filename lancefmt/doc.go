@@ -1,4 +1,4 @@
-// Package lance reads Lance datasets (the columnar table format of the Lance
+// Package lancefmt reads Lance datasets (the columnar table format of the Lance
 // project and LanceDB) in pure Go and yields their rows as arrow-go record
 // batches.
 //

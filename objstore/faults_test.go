@@ -24,11 +24,9 @@ import (
 // named) when every attempt meets it, within the bounds, and fails with
 // ErrChanged when the object is replaced between two reads.
 func TestReadFaults(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bkt")
-	srv.SetEnv(t)
 	proxy := s3test.NewProxy(t, srv)
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.Endpoint)
-	t.Setenv("AWS_MAX_ATTEMPTS", "3")
 	proxy.SetSwap(func(p string) string { return strings.Replace(p, "/a.bin", "/b.bin", 1) })
 	ctx := context.Background()
 	a, b := make([]byte, 3<<20), make([]byte, 3<<20)
@@ -42,7 +40,9 @@ func TestReadFaults(t *testing.T) {
 	}
 	put("a.bin", a)
 	put("b.bin", b)
-	st, err := objstore.Open(ctx, "s3://bkt", objstore.Options{Timeouts: objstore.Timeouts{Connect: time.Second, Idle: time.Second}})
+	o := reach(srv, objstore.Options{Timeouts: objstore.Timeouts{Connect: time.Second, Idle: time.Second}, MaxAttempts: 3})
+	o.Endpoint = proxy.Endpoint
+	st, err := objstore.Open(ctx, "s3://bkt", o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,6 +125,26 @@ type Options struct {
 	// Timeouts bound every request (S3); a zero bound is taken from the
 	// environment (EnvTimeout, EnvConnectTimeout) or its default.
 	Timeouts Timeouts
+	// Endpoint, when set, is the S3 service's URL (http://HOST:PORT for a
+	// server of one's own), used instead of AWS_ENDPOINT_URL_S3 or
+	// AWS_ENDPOINT_URL, with path-style addressing.
+	Endpoint string
+	// Credentials, when their key ID is set, are used instead of those the
+	// AWS configuration finds (environment, shared files, instance role).
+	Credentials Credentials
+	// Region, when set, is used instead of the configured one.
+	Region string
+	// MaxAttempts bounds the attempts of one request (S3); 0 means
+	// AWS_MAX_ATTEMPTS from the environment, or 8.
+	MaxAttempts int
+}
+
+// Credentials are an S3 access key, given as a value rather than found in
+// the environment; they appear in no message.
+type Credentials struct {
+	// AccessKeyID and SecretAccessKey are the key pair; SessionToken is
+	// set for temporary credentials.
+	AccessKeyID, SecretAccessKey, SessionToken string
 }
 
 // MaxSingleCopy is the largest object S3 copies in one CopyObject request.

@@ -21,12 +21,21 @@ import (
 	"github.com/bpconvert/bpconvert/objstore"
 )
 
+// reach returns o with what reaches srv as root (endpoint, region, the
+// root key), given as values rather than taken from the environment, so
+// the tests that use it run in parallel.
+func reach(srv *s3test.Server, o objstore.Options) objstore.Options {
+	o.Endpoint = srv.Endpoint
+	o.Region = "us-east-1"
+	o.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+	return o
+}
+
 // stores returns a local store and one on a real S3 server, both empty.
 func stores(t *testing.T) map[string]objstore.Store {
 	srv := s3test.Start(t, "bucket-a")
-	srv.SetEnv(t)
 	ctx := context.Background()
-	remote, err := objstore.Open(ctx, "s3://bucket-a/some/prefix", objstore.Options{PartSize: 5 << 20, Concurrency: 3})
+	remote, err := objstore.Open(ctx, "s3://bucket-a/some/prefix", reach(srv, objstore.Options{PartSize: 5 << 20, Concurrency: 3}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +55,7 @@ func random(t *testing.T, n int) []byte {
 }
 
 func TestStores(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for kind, st := range stores(t) {
 		t.Run(kind, func(t *testing.T) {
@@ -146,6 +156,7 @@ func TestStores(t *testing.T) {
 
 // TestConditionalPutRace: of many puts racing for one name, one wins.
 func TestConditionalPutRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for kind, st := range stores(t) {
 		t.Run(kind, func(t *testing.T) {
@@ -176,11 +187,11 @@ func TestConditionalPutRace(t *testing.T) {
 }
 
 func TestS3Errors(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "real-bucket")
-	srv.SetEnv(t)
 	ctx := context.Background()
 	// A bucket that does not exist.
-	st, err := objstore.Open(ctx, "s3://missing-bucket/x", objstore.Options{})
+	st, err := objstore.Open(ctx, "s3://missing-bucket/x", reach(srv, objstore.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,9 +204,9 @@ func TestS3Errors(t *testing.T) {
 		t.Fatalf("list of a missing bucket: %v", err)
 	}
 	// Wrong credentials: refused, and neither key is in the message.
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "WRONGSECRETwrongsecretWRONGSECRET")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKWRONGKEYID")
-	st, err = objstore.Open(ctx, "s3://real-bucket/x", objstore.Options{})
+	wrong := reach(srv, objstore.Options{})
+	wrong.Credentials = objstore.Credentials{AccessKeyID: "AKWRONGKEYID", SecretAccessKey: "WRONGSECRETwrongsecretWRONGSECRET"}
+	st, err = objstore.Open(ctx, "s3://real-bucket/x", wrong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +227,7 @@ func TestS3Errors(t *testing.T) {
 	// Bad locations.
 	for _, loc := range []string{"s3://", "s3://UPPER/x", "s3://a/x", "s3://bucket/a//b", "s3://bucket/../x",
 		"s3://bucket//x", "s3://bucket/x//", "s3://KEYID:SeCrEtKeY@bucket/x", "s3://KEYID@bucket/x"} {
-		_, err := objstore.Open(ctx, loc, objstore.Options{})
+		_, err := objstore.Open(ctx, loc, reach(srv, objstore.Options{}))
 		if !errors.Is(err, objstore.ErrBadLocation) {
 			t.Errorf("Open(%q): %v, want ErrBadLocation", loc, err)
 		} else if strings.Contains(err.Error(), "SeCrEtKeY") || strings.Contains(err.Error(), "KEYID") {
@@ -233,6 +244,7 @@ func TestS3Errors(t *testing.T) {
 // TestTimeoutsFromEnv: the bounds take Go durations or seconds, and refuse
 // anything else.
 func TestTimeoutsFromEnv(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		idle, connect string
 		want          objstore.Timeouts
@@ -259,6 +271,7 @@ func TestTimeoutsFromEnv(t *testing.T) {
 // TestUserinfoRedacted: a credential typed into a location never leaves
 // RedactLocation.
 func TestUserinfoRedacted(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"s3://AK:SECRET@bkt/x":           "s3://[redacted]@bkt/x",
 		"copy s3://AK@bkt to s3://b/c@d": "copy s3://[redacted]@bkt to s3://b/c@d",
@@ -273,14 +286,14 @@ func TestUserinfoRedacted(t *testing.T) {
 // TestAbortUploads: a multipart upload left by a killed run is found and
 // abandoned.
 func TestAbortUploads(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bkt")
-	srv.SetEnv(t)
 	ctx := context.Background()
 	c := srv.Client()
 	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("ds/media/pack-0003.zip")}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := objstore.Open(ctx, "s3://bkt/ds", objstore.Options{})
+	st, err := objstore.Open(ctx, "s3://bkt/ds", reach(srv, objstore.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +308,7 @@ func TestAbortUploads(t *testing.T) {
 }
 
 func TestSeqReader(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for kind, st := range stores(t) {
 		t.Run(kind, func(t *testing.T) {
@@ -328,11 +342,11 @@ func TestSeqReader(t *testing.T) {
 // through this process; names that need escaping copy too, and a missing
 // source matches ErrNotExist.
 func TestCopy(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bucket-c")
-	srv.SetEnv(t)
 	ctx := context.Background()
 	stats := &objstore.Stats{}
-	remote, err := objstore.Open(ctx, "s3://bucket-c/p", objstore.Options{PartSize: 5 << 20, MaxCopySize: 6 << 20, Stats: stats})
+	remote, err := objstore.Open(ctx, "s3://bucket-c/p", reach(srv, objstore.Options{PartSize: 5 << 20, MaxCopySize: 6 << 20, Stats: stats}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,6 +407,7 @@ func TestCopy(t *testing.T) {
 // multipart upload on S3, and reads it back; a missing file is an error
 // that leaves no object.
 func TestPutFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	want := random(t, 6<<20+7) // two parts of 5 MiB on S3
 	p := filepath.Join(t.TempDir(), "table.parquet")

@@ -15,11 +15,11 @@ import (
 // server lists every member; over large members it fetches one window per
 // member, over small ones the object about once.
 func TestRangeReader(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "bucket-r")
-	srv.SetEnv(t)
 	ctx := context.Background()
 	stats := &objstore.Stats{}
-	st, err := objstore.Open(ctx, "s3://bucket-r/p", objstore.Options{Stats: stats})
+	st, err := objstore.Open(ctx, "s3://bucket-r/p", reach(srv, objstore.Options{Stats: stats}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -111,23 +112,7 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
-	attempts := 8
-	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("AWS_MAX_ATTEMPTS"))); err == nil && n > 0 {
-		attempts = n
-	}
-	cfg, err := config.LoadDefaultConfig(ctx,
-		// A library prints nothing: the SDK's log lines (an instance
-		// role's "falling back to IMDSv1") go nowhere.
-		config.WithLogger(logging.Nop{}),
-		config.WithHTTPClient(newHTTPClient(tmo)),
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(so *retry.StandardOptions) {
-				so.MaxAttempts = attempts
-				so.MaxBackoff = 10 * time.Second
-				so.RateLimiter = ratelimit.None
-				so.Retryables = append(so.Retryables, retry.IsErrorRetryableFunc(retryableAnswer))
-			})
-		}))
+	cfg, err := config.LoadDefaultConfig(ctx, configOptions(o, tmo)...)
 	if err != nil {
 		return nil, fmt.Errorf("s3://%s: loading the AWS configuration: %w: %s", bucket, ErrSetting, err)
 	}
@@ -151,6 +136,9 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 	st.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.Logger = logging.Nop{}
 		so.DisableLogOutputChecksumValidationSkipped = true
+		if o.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.Endpoint)
+		}
 		if so.BaseEndpoint != nil {
 			so.UsePathStyle = true
 		}
@@ -178,6 +166,41 @@ func openS3(ctx context.Context, loc string, o Options) (*S3, error) {
 		}
 	}
 	return st, nil
+}
+
+// configOptions are the AWS configuration's settings for o: the request
+// bounds, retries, and what o gives instead of the environment (region,
+// credentials; the endpoint is set on the client, where the environment's
+// would otherwise win).
+func configOptions(o Options, tmo Timeouts) []func(*config.LoadOptions) error {
+	attempts := o.MaxAttempts
+	if attempts <= 0 {
+		attempts = 8
+		if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("AWS_MAX_ATTEMPTS"))); err == nil && n > 0 {
+			attempts = n
+		}
+	}
+	opts := []func(*config.LoadOptions) error{
+		// A library prints nothing: the SDK's log lines (an instance
+		// role's "falling back to IMDSv1") go nowhere.
+		config.WithLogger(logging.Nop{}),
+		config.WithHTTPClient(newHTTPClient(tmo)),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = attempts
+				so.MaxBackoff = 10 * time.Second
+				so.RateLimiter = ratelimit.None
+				so.Retryables = append(so.Retryables, retry.IsErrorRetryableFunc(retryableAnswer))
+			})
+		}),
+	}
+	if o.Region != "" {
+		opts = append(opts, config.WithRegion(o.Region))
+	}
+	if c := o.Credentials; c.AccessKeyID != "" {
+		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, c.SessionToken)))
+	}
+	return opts
 }
 
 // retryableAnswer retries an answer that could not be read whole or

@@ -49,6 +49,9 @@ type Plan struct {
 	Next string `json:"next,omitempty"`
 	// Warnings are things the user should know before confirming.
 	Warnings []string `json:"warnings"`
+	// Fetched, for a source in object storage, says what planning fetched
+	// from it; nil for a local source.
+	*Fetched
 }
 
 // Explanation is a paragraph on one topic ("keys", "samples", "readers", "shards").

@@ -57,6 +57,17 @@ type Summary struct {
 	// Upload describes the uploads of a run into object storage; nil for
 	// a destination on local disk.
 	Upload *Upload `json:"upload,omitempty"`
+	// Fetched, for a source in object storage, says what the run fetched
+	// from it; nil for a local source.
+	*Fetched
+}
+
+// Fetched says what reading a source in object storage fetched.
+type Fetched struct {
+	// BytesFetched counts the object bytes read from the store.
+	BytesFetched int64 `json:"bytes_fetched"`
+	// Requests counts the requests sent to it.
+	Requests int64 `json:"fetch_requests"`
 }
 
 // Upload is what a run into object storage sent and the bounds it kept.

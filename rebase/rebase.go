@@ -118,7 +118,11 @@ func New(ctx context.Context, dir string, opts Options) (*Plan, error) {
 	} else if !st.IsDir() {
 		return nil, convert.Invalid("rebase", abs, errors.New("not a directory"))
 	}
-	rec, err := convert.ReadRecord(abs)
+	dest, err := convert.ParseDest(abs, "")
+	if err != nil {
+		return nil, err
+	}
+	rec, err := dest.ReadRecord(ctx)
 	if errors.Is(err, fs.ErrNotExist) {
 		if names, _ := packcore.ListShards(abs); len(names) > 0 {
 			return nil, convert.Invalid("rebase", abs, errors.New("a pack directory holds no table: the references to its members are in tables of your own"))
@@ -302,7 +306,7 @@ func (p *Plan) Run(ctx context.Context) (*Result, error) {
 			res.Unchanged++
 		}
 	}
-	if err := p.writeRecord(); err != nil {
+	if err := p.writeRecord(ctx); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -414,8 +418,12 @@ func removeTemps(ctx context.Context, root string) error {
 }
 
 // writeRecord sets the run record's ref-base option to the new base.
-func (p *Plan) writeRecord() error {
-	rec, err := convert.ReadRecord(p.Dataset)
+func (p *Plan) writeRecord(ctx context.Context) error {
+	dest, err := convert.ParseDest(p.Dataset, "")
+	if err != nil {
+		return fmt.Errorf("rebase: %w", err)
+	}
+	rec, err := dest.ReadRecord(ctx)
 	if err != nil {
 		return fmt.Errorf("rebase: %w", err)
 	}

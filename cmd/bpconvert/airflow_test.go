@@ -187,21 +187,22 @@ func TestAirflowDAG(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		for deadline := time.Now().Add(4 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		testtool.WaitFor(4*time.Minute, time.Millisecond, func() bool {
 			select {
 			case <-done:
-				return
+				return true
 			default:
 			}
 			if len(packShards(filepath.Join(staging, "media"))) < 1 {
-				continue
+				return false
 			}
-			if pid := findProcess(binPath, "--part", "2/3"); pid > 0 {
+			pid := findProcess(binPath, "--part", "2/3")
+			if pid > 0 {
 				syscall.Kill(pid, syscall.SIGTERM)
 				stopped <- pid
-				return
 			}
-		}
+			return pid > 0
+		})
 	}()
 	out, ok := a.dagsTest(t, conf)
 	close(done)

@@ -575,13 +575,9 @@ func TestSignalEndsBlockedStdinRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Close()
-	deadline := time.Now().Add(badCaseTimeout)
-	for !exists(stage.Path(dst)) || !readingFD(cmd.Process.Pid, 0) {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the conversion never blocked in a read of standard input:\n%s", se.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testtool.WaitFor(badCaseTimeout, 20*time.Millisecond, func() bool { return exists(stage.Path(dst)) && readingFD(cmd.Process.Pid, 0) }) {
+		cmd.Process.Kill()
+		t.Fatalf("the conversion never blocked in a read of standard input:\n%s", se.String())
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)

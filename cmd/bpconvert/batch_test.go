@@ -176,132 +176,25 @@ func TestSummaryFileCheckedFirst(t *testing.T) {
 	}
 }
 
-// TestKillResume kills convert-wds with SIGKILL at several points (after the
-// first shard, in the middle, near the end), reruns it, and checks that the
-// rerun reuses the complete shards and that every file of the result has
-// the bytes of an uninterrupted run. --restart discards the staged work.
-func TestKillResume(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("converts 240 MB several times; skipped with -short")
-	}
-	root := t.TempDir()
-	shards := wdsShards(t, root, 4, 60, 1<<20)
-	killResume(t, root, func(dst string) []string {
-		return append(append(append([]string{"convert-wds"}, shards...), dst), "--max-pack-bytes", "8MiB", "--yes", "--json")
-	})
-}
-
-// TestKillResumeParquet does the same for convert-parquet on a 100 MB table
-// that DuckDB writes.
-func TestKillResumeParquet(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("converts 100 MB several times; skipped with -short")
-	}
-	parquetFixtureRoot(t) // the fixtures project is installed
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	os.MkdirAll(src, 0o755)
-	script := filepath.Join("..", "..", "fixtures", "parquet", "bench.mjs")
-	if out, err := exec.Command("node", script, filepath.Join(src, "t.parquet"), "1600", "65536", "128").CombinedOutput(); err != nil {
-		t.Fatalf("bench.mjs: %v\n%s", err, out)
-	}
-	killResume(t, root, func(dst string) []string {
-		return []string{"convert-parquet", src, dst, "--column", "image", "--max-pack-bytes", "4MiB", "--yes", "--json"}
-	})
-}
-
-// TestKillResumeLance does the same for convert-lance on a 100 MB binary
-// column of a Lance 2.1 dataset that the Lance library writes.
-func TestKillResumeLance(t *testing.T) {
-	t.Parallel()
-	if testing.Short() {
-		t.Skip("converts 100 MB several times; skipped with -short")
-	}
-	testtool.Require(t, "node")
-	if _, err := os.Stat(filepath.Join("..", "..", "fixtures", "lance", "node_modules")); err != nil {
-		testtool.Missing(t, "fixtures/lance/node_modules is missing: run npm ci --prefix fixtures/lance")
-	}
-	root := t.TempDir()
-	script := filepath.Join("..", "..", "fixtures", "lance", "bench.mjs")
-	if out, err := exec.Command("node", script, filepath.Join(root, "src"), "1600", "65536", "2.1").CombinedOutput(); err != nil {
-		t.Fatalf("bench.mjs: %v\n%s", err, out)
-	}
-	src := filepath.Join(root, "src", "bench_2_1.lance")
-	killResume(t, root, func(dst string) []string {
-		return []string{"convert-lance", src, dst, "--column", "data", "--max-pack-bytes", "4MiB", "--yes", "--json"}
-	})
-}
-
-// killResume runs the command args(dst) to completion once (the clean
-// run), then, for each kill point, starts it, kills it with SIGKILL once
-// that many shards are complete, reruns it and compares every file with
-// the clean run's.
-func killResume(t *testing.T, root string, args func(dst string) []string) {
-	t.Helper()
-	clean := filepath.Join(root, "clean")
-	if r := bp(t, args(clean)...); r.code != 0 {
-		t.Fatalf("clean run: %+v", r)
-	}
-	total := len(packShards(filepath.Join(clean, "media")))
-	if total < 20 {
-		t.Fatalf("clean run wrote %d shards; the test needs many", total)
-	}
-	for _, tc := range []struct {
-		name    string
-		at      int // complete shards in staging before the kill
-		restart bool
-	}{{"first shard", 1, false}, {"middle", total / 2, false}, {"near the end", total - 3, false}, {"restart", total / 2, true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			dst := filepath.Join(root, strings.ReplaceAll(tc.name, " ", "-"))
-			staging := filepath.Join(root, "."+filepath.Base(dst)+".bpconvert-staging")
-			cmd := exec.Command(binPath, args(dst)...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			for deadline := time.Now().Add(60 * time.Second); len(packShards(filepath.Join(staging, "media"))) < tc.at; {
-				if time.Now().After(deadline) || exists(dst) {
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatalf("the run ended or stalled before %d shards were complete", tc.at)
-				}
-				time.Sleep(time.Millisecond)
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
-			if exists(dst) {
-				t.Skipf("the run finished before it was killed")
-			}
-			kept := len(packShards(filepath.Join(staging, "media")))
-			rerun := args(dst)
-			if tc.restart {
-				rerun = append(rerun, "--restart")
-			}
-			r := bp(t, rerun...)
-			if r.code != 0 {
-				t.Fatalf("rerun: %+v", r)
-			}
-			resumed := strings.Contains(r.stderr, "resuming an interrupted run")
-			if resumed == tc.restart {
-				t.Errorf("rerun after %d shards (restart %v) resumed %v:\n%s", kept, tc.restart, resumed, r.stderr)
-			}
-			t.Logf("killed with %d of %d shards complete", kept, total)
-			sameTree(t, dst, clean)
-			if exists(staging) {
-				t.Error("staging directory left after the rerun")
-			}
-			if r := bp(t, "verify", filepath.Join(dst, "media")); r.code != 0 {
-				t.Fatalf("verify: %+v", r)
-			}
-		})
-	}
-}
-
 // packShards lists the complete pack shards in dir.
 func packShards(dir string) []string {
 	m, _ := filepath.Glob(filepath.Join(dir, "pack-*.zip"))
 	return m
+}
+
+// waitShards waits up to a minute, looking every millisecond, for n complete
+// pack shards in staging's media directory, and says whether they came
+// before the run ended (final exists) or the minute passed.
+func waitShards(staging string, n int, final string) bool {
+	ended := false
+	met := testtool.WaitFor(60*time.Second, time.Millisecond, func() bool {
+		if len(packShards(filepath.Join(staging, "media"))) >= n {
+			return true
+		}
+		ended = exists(final)
+		return ended
+	})
+	return met && !ended
 }
 
 // TestSeveralSources: convert-wds takes the shards a shell glob gives.

@@ -5,26 +5,10 @@ import (
 	"flag"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/convert/lance"
-	"github.com/bpconvert/bpconvert/convert/lerobot"
-	"github.com/bpconvert/bpconvert/convert/parquet"
-	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/convert/formats"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 )
-
-// tableJoiners names, per converter command, how the tables that the
-// parts of a split conversion write are joined (each converter's Joiner);
-// a command missing here does not take --part.
-func tableJoiners(command string) (func(rel string) convert.TableJoiner, bool) {
-	j, ok := map[string]func(string) convert.TableJoiner{
-		"convert-wds":     wds.Joiner,
-		"convert-parquet": parquet.Joiner,
-		"convert-lerobot": lerobot.Joiner,
-		"convert-lance":   lance.Joiner,
-	}[command]
-	return j, ok
-}
 
 func cmdFinalize(ctx context.Context, e *env, args []string) (any, error) {
 	fset := flag.NewFlagSet("finalize", flag.ContinueOnError)
@@ -34,13 +18,17 @@ func cmdFinalize(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, err
 	}
 	stats := &objstore.Stats{}
-	res, err := convert.Finalize(ctx, pos[0], convert.FinalizeOptions{Joiners: tableJoiners, Stats: stats, Staging: *staging})
+	dst, err := convert.ParseDest(pos[0], "")
+	if err != nil {
+		return nil, err
+	}
+	res, err := convert.Finalize(ctx, dst, convert.FinalizeOptions{Joiners: formats.Joiners, Stats: stats, Staging: *staging})
 	if err != nil {
 		return nil, err
 	}
 	sum := plan.Summary{Status: plan.StatusOK, Format: res.Command, Dest: pos[0], Blobs: res.Members, Bytes: res.Bytes, Shards: int64(res.Shards),
 		Counts: plan.Counts{{Name: "parts", N: int64(res.Parts)}}}
-	if objstore.IsRemote(pos[0]) {
+	if dst.Remote() {
 		// Shards are copied inside the store: only tables and manifests
 		// pass through this machine.
 		sum.Upload = &plan.Upload{Requests: stats.Requests(), Bytes: stats.BytesWritten()}

@@ -10,6 +10,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lance"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
 )
 
 func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
@@ -40,9 +41,6 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 		}
 		src = strings.TrimSuffix(src, "/")
 		stats = &objstore.Stats{}
-		if !objstore.IsRemote(dst) {
-			check = "" // a local destination cannot overlap a bucket
-		}
 	}
 	absDst, err := cf.destination(ctx, check, dst)
 	if err != nil {
@@ -66,6 +64,11 @@ func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
 			return nil, lanceStoreError(src, err)
 		}
 		return nil, err
+	}
+	if stats != nil {
+		cf.fetched = func() *plan.Fetched {
+			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+		}
 	}
 	res, err := e.runJob(ctx, &cf, job)
 	if stats == nil || err != nil {

@@ -9,8 +9,9 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // cmdLerobot parses convert-lerobot's flags into a lerobot.Job, handing it
@@ -58,9 +59,6 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 		if tree.Empty() {
 			return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
 		}
-		if !objstore.IsRemote(pos[1]) {
-			check = "" // a local destination cannot overlap a bucket
-		}
 	}
 	absDst, err := cf.destination(ctx, check, pos[1])
 	if err != nil {
@@ -83,6 +81,11 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if stats != nil {
+		cf.fetched = func() *plan.Fetched {
+			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+		}
 	}
 	res, err := e.runJob(ctx, &cf, job)
 	if stats == nil || err != nil {

@@ -86,7 +86,11 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 			}
 		})
 		rec := &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: "pack", Options: opts, Sources: files}
-		if old, err := convert.ReadRecordAt(ctx, dst); err == nil {
+		d, err := convert.ParseDest(dst, staging)
+		if err != nil {
+			return nil, err
+		}
+		if old, err := d.ReadRecord(ctx); err == nil {
 			if diff := rec.Diff(old); len(diff) > 0 {
 				return nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
 					hint: "choose a new destination, or remove this one to pack again"}
@@ -103,9 +107,9 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 			}
 		}
 		prog := e.newProgress("pack")
-		out, err = convert.Begin(ctx, dst, convert.OutputOptions{
+		out, err = convert.Begin(ctx, d, convert.OutputOptions{
 			Pack: convert.PackOptions{MaxPackBytes: int64(pf.maxPackBytes), MaxMembers: pf.maxMembers, NoManifest: pf.noManifest,
-				Record: rec, Staging: staging},
+				Record: rec},
 			PackDir:  ".",
 			RefBase:  refBase,
 			Progress: prog,
@@ -128,7 +132,7 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		if err != nil && ctx.Err() != nil {
 			// Stopped by a signal: the shards uploaded stay for a rerun.
 			out.Abort()
-			return nil, keptInBucket(ctx, err, dst, ".", staging, rec)
+			return nil, keptInBucket(ctx, err, convert.Target{Dest: d, Record: rec}, ".")
 		}
 		if err != nil {
 			return nil, err

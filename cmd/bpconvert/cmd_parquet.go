@@ -8,8 +8,9 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert/fetch"
 	"github.com/bpconvert/bpconvert/convert/parquet"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // stringList is a repeatable string flag.
@@ -82,9 +83,7 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 		if file != "" {
 			src = tree.Path(file)
 		}
-		if check = src; !objstore.IsRemote(dst) {
-			check = "" // a local destination cannot overlap a bucket
-		}
+		check = src // a local destination cannot overlap it (convert.CheckDisjoint)
 	}
 	absDst, err := cf.destination(ctx, check, dst)
 	if err != nil {
@@ -111,6 +110,11 @@ func cmdParquet(ctx context.Context, e *env, args []string) (any, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if stats != nil {
+		cf.fetched = func() *plan.Fetched {
+			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+		}
 	}
 	res, err := e.runJob(ctx, &cf, job)
 	if stats == nil || err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bpconvert/bpconvert/convert/formats"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/rebase"
@@ -43,7 +44,7 @@ func cmdRebase(ctx context.Context, e *env, args []string) (any, error) {
 		return nil, &usageError{msg: fmt.Sprintf("rebase: %s: rebase works on a dataset on this machine", objstore.RedactLocation(pos[0])),
 			hint: "rebase the local copy to where it will be read (--ref-base s3://BUCKET/PREFIX), then upload it"}
 	}
-	p, err := rebase.New(ctx, pos[0], rebase.Options{Base: string(base), Joiners: tableJoiners, ToolVersion: buildVersion()})
+	p, err := rebase.New(ctx, pos[0], rebase.Options{Base: string(base), Joiners: formats.Joiners, ToolVersion: buildVersion()})
 	if err != nil {
 		return nil, err
 	}

@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/formats"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // TestConvertersTable: the converters are the convert-* rows of the
-// README's commands table, and each of them is wired alike: it is a
-// command of the CLI with the same summary, it takes every flag the
-// converters share, finalize knows its joiner, and docs/converters.md has
-// its section. The CLI has no converter the table lacks.
+// README's commands table and the entries of formats.All, and each of them
+// is wired alike: its Format has the README's operands and summary and a
+// joiner for finalize, it is a command of the CLI with the same summary,
+// it takes every flag the converters share, and docs/converters.md has its
+// section. Neither the CLI nor formats.All has a converter the table lacks.
 func TestConvertersTable(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile(filepath.Join(testtool.RepoRoot(t), "README.md"))
@@ -39,6 +41,10 @@ func TestConvertersTable(t *testing.T) {
 			cli[c.name] = c
 		}
 	}
+	listed := map[string]formats.Format{}
+	for _, f := range formats.All {
+		listed[f.Command] = f
+	}
 	shared := []string{"-dry-run", "-yes", "-restart", "-staging", "-part", "-ref-base", "-max-pack-bytes", "-max-members", "-no-manifest"}
 	for _, row := range rows {
 		name, args, summary := row[1], row[2], strings.TrimSpace(row[3])
@@ -57,8 +63,13 @@ func TestConvertersTable(t *testing.T) {
 					t.Errorf("help %s lacks %s", name, f)
 				}
 			}
-			if _, ok := tableJoiners(name); !ok {
-				t.Errorf("finalize has no joiner for %s", name)
+			f, ok := listed[name]
+			delete(listed, name)
+			if !ok {
+				t.Fatalf("in the README's table, not in formats.All")
+			}
+			if f.Args != args || f.Summary != summary || f.Joiner == nil || f.Name == "" {
+				t.Errorf("formats.All has %+v, README %q %q", f, args, summary)
 			}
 			if !regexp.MustCompile("(?m)^## .*: `" + name + " ").Match(docs) {
 				t.Errorf("docs/converters.md has no section headed `%s ...`", name)
@@ -67,5 +78,8 @@ func TestConvertersTable(t *testing.T) {
 	}
 	for name := range cli {
 		t.Errorf("%s: a command of the CLI, missing from the README's table", name)
+	}
+	for name := range listed {
+		t.Errorf("%s: in formats.All, missing from the README's table", name)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -18,11 +17,11 @@ import (
 // most a few shards at a time, so the estimate there is bounded by them.
 func spaceWarning(cf *convertFlags, p plan.Plan) string {
 	need := p.Source.Bytes
-	if need <= 0 || cf.dst == "" {
+	if need <= 0 || cf.dest == nil {
 		return ""
 	}
-	dir := cf.dst
-	if objstore.IsRemote(cf.dst) {
+	dir := cf.dest.Location()
+	if cf.dest.Remote() {
 		dir = cf.staging
 		if dir == "" {
 			dir = os.TempDir()
@@ -63,11 +62,11 @@ func freeSpace(dir string) (string, int64) {
 // where, how much is free now, and that the run's temporary output is
 // gone; err when the run did not stop for that reason.
 func diskFull(err error, cf *convertFlags) error {
-	if !errors.Is(err, syscall.ENOSPC) || cf == nil || cf.dst == "" {
+	if !errors.Is(err, syscall.ENOSPC) || cf == nil || cf.dest == nil {
 		return err
 	}
-	dir := cf.dst
-	if objstore.IsRemote(cf.dst) {
+	dir := cf.dest.Location()
+	if cf.dest.Remote() {
 		if dir = cf.staging; dir == "" {
 			dir = os.TempDir()
 		}

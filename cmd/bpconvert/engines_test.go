@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // The paths the engine examples convert; the test puts its own in their
@@ -223,14 +225,12 @@ func TestEngineExamples(t *testing.T) {
 					// The task runs in steps of a millisecond and is looked at
 					// while stopped, so it is killed with a shard staged
 					// however fast it runs on a busy machine.
-					for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+					testtool.WaitFor(60*time.Second, 0, func() bool {
 						syscall.Kill(group, syscall.SIGCONT)
 						time.Sleep(time.Millisecond)
 						syscall.Kill(group, syscall.SIGSTOP)
-						if len(packShards(filepath.Join(staging, "media"))) >= 1 {
-							break
-						}
-					}
+						return len(packShards(filepath.Join(staging, "media"))) >= 1
+					})
 					syscall.Kill(group, syscall.SIGKILL)
 					if err := cmd.Wait(); err == nil {
 						errs[i] = fmt.Sprintf("task %d finished before it was killed", i)

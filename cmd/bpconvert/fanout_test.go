@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 )
@@ -414,7 +414,7 @@ func fanOutCompare(t *testing.T, command, src string, flags []string, against bo
 // consecutive shards adding up to the shards in dir/media).
 func recordText(t *testing.T, dir string, n int) string {
 	t.Helper()
-	rec, err := convert.ReadRecord(dir)
+	rec, err := converttest.Dest(t, dir).ReadRecord(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

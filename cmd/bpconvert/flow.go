@@ -8,20 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/huh"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
-	"github.com/bpconvert/bpconvert/stage"
 )
 
 // convertFlags are the flags every converter takes: the pack settings that
@@ -42,12 +37,16 @@ type convertFlags struct {
 	// record says what the run produces (nil when a source cannot be
 	// identified, such as standard input); see identify.
 	record *convert.Record
-	dst    string // absolute destination, set by destination
+	// dest is the destination, parsed once by destination.
+	dest convert.Dest
 	// command is the converter's name, for messages (set by register).
 	command string
 	// flags are the converter's flags, for the command line that repeats
 	// an interactive choice (set by register).
 	flags *flag.FlagSet
+	// fetched, for a source in object storage, says what reading it has
+	// fetched so far, for the plan of a dry run; nil for a local source.
+	fetched func() *plan.Fetched
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
@@ -95,7 +94,7 @@ func (p *partFlag) Set(s string) error {
 // pack returns the pack settings the flags name, with the run's record.
 func (c *convertFlags) pack() convert.PackOptions {
 	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest,
-		Record: c.record, Restart: c.restart, Part: c.part.Part, Staging: c.staging, RefBase: string(c.refBase)}
+		Record: c.record, Restart: c.restart, Part: c.part.Part, RefBase: string(c.refBase)}
 }
 
 // options are the settings every converter takes, from the flags. The plan
@@ -165,214 +164,96 @@ func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources [
 	return nil
 }
 
-// destination resolves a converter's DST to an absolute path and checks,
-// before anything is planned, that it is absent or empty (or holds a
-// finished run's output, which runJob compares with this run) and (when src
-// is not "") disjoint from the source.
-func (c *convertFlags) destination(ctx context.Context, src, dst string) (string, error) {
+// destination parses a converter's DST, once (convert.ParseDest), and
+// checks before anything is planned that the run may write there (see
+// convert.Target.Check): src is the source it must be disjoint from ("" for
+// none).
+func (c *convertFlags) destination(ctx context.Context, src, dst string) (convert.Dest, error) {
 	if err := checkDestParent(c.command, dst); err != nil {
-		return "", err
+		return nil, err
 	}
-	if objstore.IsRemote(dst) {
-		c.dst = strings.TrimSuffix(dst, "/")
-		if err := convert.CheckDisjoint(src, c.dst); err != nil {
-			return "", err
-		}
-		check := c.dst
-		if !c.part.Whole() {
-			// A part goes beside the destination, which it does not touch.
-			loc, err := convert.PartLocation(c.dst, c.part.Part)
-			if err != nil {
-				return "", err
-			}
-			check = loc
-		}
-		if _, err := convert.ReadRecordAt(ctx, check); err == nil {
-			return c.dst, nil
-		}
-		return c.dst, convert.CheckDest(ctx, check)
-	}
-	if c.staging != "" {
-		return "", usagef("--staging is for destinations in object storage (s3://); a local destination is staged beside itself")
-	}
-	abs, err := filepath.Abs(dst)
+	d, err := convert.ParseDest(dst, c.staging)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	c.dst = abs
-	if err := convert.CheckDisjoint(src, abs); err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(abs, convert.RecordName)); err == nil {
-		return abs, nil
-	}
-	return abs, stage.CheckDest(abs)
+	c.dest = d
+	return d, c.target().Check(ctx, src)
+}
+
+// target is the run's destination side: where, which part, what it
+// records and whether to restart.
+func (c *convertFlags) target() convert.Target {
+	return convert.Target{Dest: c.dest, Part: c.part.Part, Record: c.record, Restart: c.restart}
 }
 
 // next says in p.Next what a real run would do with a destination that is
-// not empty, for a dry run: find it done, refuse it (returned, for the dry
-// run to exit as the real run would), or resume from staged shards. It
-// reads and changes nothing.
+// not empty, for a dry run (see convert.Target.Next); it returns the
+// refusal of a destination a real run would refuse.
 func (c *convertFlags) next(ctx context.Context, p *plan.Plan) error {
-	if c.dst == "" || !c.part.Whole() {
+	if c.dest == nil {
 		return nil
 	}
-	done, err := c.doneAt(ctx, c.dst, c.record, "", "choose a new destination directory, or remove this one to convert again")
-	var ue *usageError
-	switch {
-	case done != nil:
-		p.Next = fmt.Sprintf("A real run would do nothing: %s holds this conversion's finished output (already done, exit 0).", c.dst)
-		return nil
-	case errors.As(err, &ue):
-		p.Next = fmt.Sprintf("A real run would refuse (exit 2): %s; %s.", ue.msg, ue.hint)
-		return err
-	case err != nil:
-		return err
+	next, err := c.target().Next(ctx)
+	if next != "" {
+		p.Next = next
 	}
-	if objstore.IsRemote(c.dst) {
-		return nil
-	}
-	staging := stage.Path(c.dst)
-	if shards, err := packcore.ListShards(filepath.Join(staging, convert.MediaDir)); err == nil && len(shards) > 0 {
-		p.Next = fmt.Sprintf("A real run would resume: %s staged in %s by an interrupted run are reused when that run was this same conversion (--restart discards them).",
-			plan.CountText(int64(len(shards)), "complete shards"), staging)
-	}
-	return nil
+	return err
 }
 
-// alreadyDone reports whether the destination holds a finished run's
-// output: nil when it holds none; a summary with status already_done (and
-// the totals of what the destination holds for this run) when that run had
-// the same command, options and sources; a usage error naming the
-// differences otherwise. A part whose committed output differs is
-// converted again under --restart.
+// alreadyDone reports whether the destination holds this run's finished
+// output (see convert.Target.Done); a dry run does not ask.
 func (c *convertFlags) alreadyDone(ctx context.Context, format string) (*plan.Summary, error) {
-	if c.dst == "" || c.dryRun {
+	if c.dest == nil || c.dryRun {
 		return nil, nil
 	}
-	if c.part.Whole() {
-		return c.doneAt(ctx, c.dst, c.record, format, "choose a new destination directory, or remove this one to convert again")
-	}
-	// A part is done when its own output is committed, or when the parts
-	// have been joined into the destination already.
-	if c.record != nil {
-		sum, err := c.doneAt(ctx, c.dst, c.record.Whole(), format, "choose a new destination directory, or remove this one to convert again")
-		if sum != nil {
-			if old, rerr := convert.ReadRecordAt(ctx, c.dst); rerr == nil {
-				sum.Blobs, sum.Bytes, sum.Shards = 0, 0, 0
-				for _, x := range old.Parts {
-					if x.Part == c.part.String() {
-						sum.Blobs, sum.Bytes, sum.Shards = x.Members, x.Bytes, int64(x.Shards)
-					}
-				}
-			}
-		}
-		if sum != nil || err != nil {
-			return sum, err
-		}
-	}
-	dir, err := convert.PartLocation(c.dst, c.part.Part)
-	if err != nil {
-		return nil, err
-	}
-	if c.restart && c.record != nil && objstore.IsRemote(dir) {
-		if old, err := convert.ReadRecordAt(ctx, dir); err == nil && len(c.record.Diff(old)) > 0 {
-			// Made from other sources or options: its output is replaced.
-			return nil, convert.DiscardAt(ctx, dir)
-		}
-	}
-	if c.restart && c.record != nil {
-		if old, err := convert.ReadRecord(dir); err == nil && len(c.record.Diff(old)) > 0 {
-			// Made from other sources or options: its output is replaced.
-			// It is first renamed to the part's staging name, so a crash
-			// while removing it leaves a part that finalize sees as
-			// incomplete, never one with shards missing.
-			staging := stage.Path(dir)
-			if err := os.RemoveAll(staging); err != nil {
-				return nil, err
-			}
-			if err := os.Rename(dir, staging); err != nil {
-				return nil, err
-			}
-			return nil, os.RemoveAll(staging)
-		}
-	}
-	return c.doneAt(ctx, dir, c.record, format, fmt.Sprintf("its sources or options changed since part %s ran: add --restart to convert the part again (its old output is replaced)", c.part))
-}
-
-// doneAt compares the record committed in dir (if any) with rec; hint is
-// the refusal's hint when they differ.
-func (c *convertFlags) doneAt(ctx context.Context, dir string, rec *convert.Record, format, hint string) (*plan.Summary, error) {
-	old, err := convert.ReadRecordAt(ctx, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if rec == nil {
-		return nil, convert.CheckDest(ctx, dir)
-	}
-	if diff := rec.Diff(old); len(diff) > 0 {
-		return nil, &usageError{msg: fmt.Sprintf("%s: %v: %s", dir, convert.ErrDifferentRun, strings.Join(diff, "; ")), hint: hint}
-	}
-	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: dir}
-	members, bytes, shards, err := convert.TotalsAt(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	sum.Blobs, sum.Bytes, sum.Shards = members, bytes, int64(shards)
-	return &sum, nil
+	return c.target().Done(ctx, format)
 }
 
 // kept returns err as a *keptError when the run was interrupted by a
 // signal that keeps staged work (convert.ErrKeepStaged) and its staging
-// directory holds complete shards, else err.
+// directory holds complete shards, or, for a run into object storage
+// stopped by any signal, when the bucket holds its shards (keptInBucket);
+// else err.
 func (c *convertFlags) kept(ctx context.Context, err error) error {
-	if c.dst != "" && objstore.IsRemote(c.dst) && ctx.Err() != nil {
-		return c.keptRemote(ctx, err)
-	}
-	if c.dst == "" || objstore.IsRemote(c.dst) || !errors.Is(context.Cause(ctx), convert.ErrKeepStaged) {
+	if c.dest == nil {
 		return err
 	}
-	final := c.dst
-	if !c.part.Whole() {
-		final = convert.PartDir(c.dst, c.part.Part)
+	if c.dest.Remote() {
+		if ctx.Err() == nil {
+			return err
+		}
+		return keptInBucket(ctx, err, c.target(), "")
 	}
-	staging := stage.Path(final)
-	shards, lerr := packcore.ListShards(filepath.Join(staging, convert.MediaDir))
-	if lerr != nil || len(shards) == 0 {
+	if !errors.Is(context.Cause(ctx), convert.ErrKeepStaged) {
 		return err
 	}
-	return &keptError{err: err, staging: staging, shards: len(shards)}
+	k, kerr := c.target().Kept(ctx, "")
+	if kerr != nil || k.Shards == 0 {
+		return err
+	}
+	return &keptError{err: err, staging: k.Staging, shards: k.Shards}
 }
 
-// keptRemote is kept for a run into object storage stopped by a signal:
+// keptInBucket is kept for a run into object storage stopped by a signal:
 // whatever the signal, the complete shards it uploaded stay in the bucket
 // with its pending record, for a rerun of the same command to resume (and
 // SIGTERM keeps those staged but not uploaded). The error says how many a
 // rerun reuses and where; err is returned as it is when the bucket holds
-// nothing of the run.
-func (c *convertFlags) keptRemote(ctx context.Context, err error) error {
-	loc := c.dst
-	if !c.part.Whole() {
-		l, perr := convert.PartLocation(c.dst, c.part.Part)
+// nothing of the run. packDir is the run's pack directory ("" for
+// convert.MediaDir).
+func keptInBucket(ctx context.Context, err error, t convert.Target, packDir string) error {
+	loc := t.Dest.Location()
+	if !t.Part.Whole() {
+		d, perr := t.Dest.Part(t.Part)
 		if perr != nil {
 			return err
 		}
-		loc = l
+		loc = d.Location()
 	}
-	return keptInBucket(ctx, err, loc, "", c.staging, c.record)
-}
-
-// keptInBucket is keptRemote for a run of record rec into loc, an s3://
-// location, its packs in packDir ("" for convert.MediaDir), staged under
-// staging (--staging).
-func keptInBucket(ctx context.Context, err error, loc, packDir, staging string, rec *convert.Record) error {
 	// The run's context is cancelled; the look at the bucket is bounded.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	k, kerr := convert.KeptAt(lctx, loc, packDir, staging, rec)
+	k, kerr := t.Kept(lctx, packDir)
 	if kerr != nil || !k.Pending {
 		return err
 	}
@@ -564,6 +445,9 @@ func shellQuote(s string) string {
 func (e *env) dryRun(ctx context.Context, cf *convertFlags, p plan.Plan) (any, error) {
 	refused := cf.next(ctx, &p)
 	if e.json {
+		if refused == nil && cf.fetched != nil {
+			p.Fetched = cf.fetched()
+		}
 		var b bytes.Buffer
 		if err := plan.RenderJSON(&b, p); err != nil {
 			return nil, err

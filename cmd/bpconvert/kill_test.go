@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // TestKillAndRerun kills a pack with SIGKILL mid-shard, re-runs it into the
@@ -27,13 +29,9 @@ func TestKillAndRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	staging := filepath.Join(root, ".dst.bpconvert-staging")
-	deadline := time.Now().Add(30 * time.Second)
-	for !hasTempShard(staging) {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("pack never started a shard")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testtool.WaitFor(30*time.Second, 10*time.Millisecond, func() bool { return hasTempShard(staging) }) {
+		cmd.Process.Kill()
+		t.Fatal("pack never started a shard")
 	}
 	cmd.Process.Kill()
 	cmd.Wait()

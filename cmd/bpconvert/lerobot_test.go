@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/lerobot/lerobottest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	"github.com/bpconvert/bpconvert/internal/testtool/packtest"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
@@ -130,7 +130,7 @@ func testLerobotYes(t *testing.T, root string) {
 	if doc["status"] != "ok" || doc["blobs"] != 7.0 || counts["episode_containers"] != 6.0 || counts["index_entries"] != 12.0 {
 		t.Fatalf("summary %v", doc)
 	}
-	set, ix := packtest.LeRobotOutput(t, dst)
+	set, ix := lerobottest.LeRobotOutput(t, dst)
 	for _, e := range ix.Episodes {
 		if _, err := set.Stat(e.Ref); err != nil {
 			t.Errorf("episode %d %s: %v", e.EpisodeIndex, e.VideoKey, err)
@@ -169,7 +169,7 @@ func testLerobotNoManifest(t *testing.T, root string) {
 	if v := bp(t, "verify", media); v.code != exitOK {
 		t.Errorf("verify: exit %d: %s%s", v.code, v.stdout, v.stderr)
 	}
-	set, ix := packtest.LeRobotOutput(t, dst)
+	set, ix := lerobottest.LeRobotOutput(t, dst)
 	for _, e := range ix.Episodes {
 		if _, err := set.Stat(e.Ref); err != nil {
 			t.Errorf("episode %d %s: %v", e.EpisodeIndex, e.VideoKey, err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/filelock"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -323,7 +324,7 @@ func rebaseRoundTrip(t *testing.T, src string, conv []string, read func(t *testi
 	if got, want := refsAll(t, moved), rebased(t, refs, moved); !slices.Equal(got, want) {
 		t.Fatalf("after the rebase, %d references:\n%.400q\nwant %d:\n%.400q", len(got), got, len(want), want)
 	}
-	rec, err := convert.ReadRecord(moved)
+	rec, err := converttest.Dest(t, moved).ReadRecord(t.Context())
 	if err != nil || rec.Options[convert.RefBaseOption] != moved {
 		t.Fatalf("run record after the rebase: %+v (%v)", rec, err)
 	}
@@ -461,7 +462,11 @@ func TestRebaseRefused(t *testing.T) {
 	if r := bp(t, "convert-wds", wdsSrc, part, "--yes", "--quiet", "--part", "1/2"); r.code != exitOK {
 		t.Fatalf("convert-wds --part 1/2: exit %d: %s", r.code, r.stderr)
 	}
-	partDir := convert.PartDir(part, convert.Part{I: 1, N: 2})
+	partDest, err := converttest.Dest(t, part).Part(convert.Part{I: 1, N: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	partDir := partDest.Location()
 	packDir := filepath.Join(root, "packed")
 	if r := bp(t, "pack", wdsSrc, packDir, "--quiet"); r.code != exitOK {
 		t.Fatalf("pack: exit %d: %s", r.code, r.stderr)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -22,12 +20,7 @@ type remote struct {
 
 // fetched is the part of a summary that says what was read from object
 // storage.
-type fetched struct {
-	// BytesFetched counts the object bytes read from the store.
-	BytesFetched int64 `json:"bytes_fetched"`
-	// Requests counts the requests sent to it.
-	Requests int64 `json:"fetch_requests"`
-}
+type fetched = plan.Fetched
 
 // fetchedBy returns what r fetched (nothing for a local location).
 func fetchedBy(r *remote) *fetched {
@@ -68,24 +61,14 @@ func storeError(cmd string, err error) error {
 }
 
 // withFetched adds what reading a source in object storage fetched to a
-// converter's result: to its summary (a finished or already done run) or
-// to its plan document (--dry-run --json), and in a line on stderr.
+// converter's summary (a finished or already done run), and says it in a
+// line on stderr; a dry run's plan carries it already (see
+// convertFlags.fetched).
 func withFetched(e *env, res any, src string, f *fetched) any {
 	e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), src)
-	switch r := res.(type) {
-	case plan.Summary:
-		return fetchedSummary{Summary: r, fetched: f}
-	case jsonDoc:
-		if b := bytes.TrimSpace(r); len(b) > 1 && b[len(b)-1] == '}' {
-			extra, _ := json.Marshal(f)
-			return jsonDoc(append(append(bytes.Clone(b[:len(b)-1]), ','), extra[1:]...))
-		}
+	if r, ok := res.(plan.Summary); ok {
+		r.Fetched = f
+		return r
 	}
 	return res
-}
-
-// fetchedSummary is a converter's summary with what it fetched.
-type fetchedSummary struct {
-	plan.Summary
-	*fetched
 }

@@ -390,13 +390,9 @@ func TestS3StoppedAndResumed(t *testing.T) {
 		return cmd
 	}
 	waitShards := func(cmd *exec.Cmd, prefix string, n int) {
-		deadline := time.Now().Add(60 * time.Second)
-		for shardsIn(prefix) < n {
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("fewer than %d shards uploaded within 60 s", n)
-			}
-			time.Sleep(5 * time.Millisecond)
+		if !testtool.WaitFor(60*time.Second, 5*time.Millisecond, func() bool { return shardsIn(prefix) >= n }) {
+			cmd.Process.Kill()
+			t.Fatalf("fewer than %d shards uploaded within 60 s", n)
 		}
 	}
 	for _, c := range []struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/plan"
@@ -115,7 +115,7 @@ func TestS3Lerobot(t *testing.T) {
 				t.Errorf("the conversion fetched %d bytes of a %d-byte source (bound %d); summary %v", runBytes, fig.bytes, bound, m)
 			}
 			sameOutput(t, localTree(t, fromStore), want)
-			rec, err := convert.ReadRecord(fromStore)
+			rec, err := converttest.Dest(t, fromStore).ReadRecord(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}

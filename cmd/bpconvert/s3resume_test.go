@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // sameObjects compares two outputs in a store object by object, the run
@@ -132,13 +133,10 @@ func TestS3ResumeFromBucket(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(60 * time.Second); !shardIn("pack-0002.zip") || !shardIn("pack-0003.zip"); {
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatalf("pack-0002 and pack-0003 were not uploaded within 60 s:\n%s", se.String())
-				}
-				time.Sleep(5 * time.Millisecond)
+			if !testtool.WaitFor(60*time.Second, 5*time.Millisecond, func() bool { return shardIn("pack-0002.zip") && shardIn("pack-0003.zip") }) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("pack-0002 and pack-0003 were not uploaded within 60 s:\n%s", se.String())
 			}
 			cmd.Process.Signal(c.sig)
 			cmd.Wait()

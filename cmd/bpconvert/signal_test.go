@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // TestSignalRemovesOutput interrupts a running pack and checks the exit code
@@ -36,13 +38,9 @@ func TestSignalRemovesOutput(t *testing.T) {
 				t.Fatal(err)
 			}
 			staging := filepath.Join(root, ".dst.bpconvert-staging")
-			deadline := time.Now().Add(20 * time.Second)
-			for !hasTempShard(staging) {
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatal("the pack never started writing")
-				}
-				time.Sleep(20 * time.Millisecond)
+			if !testtool.WaitFor(20*time.Second, 20*time.Millisecond, func() bool { return hasTempShard(staging) }) {
+				cmd.Process.Kill()
+				t.Fatal("the pack never started writing")
 			}
 			cmd.Process.Signal(tc.sig)
 			err := cmd.Wait()

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestSigtermKeepsShards stops convert-wds (a whole run and a part) with
@@ -59,13 +58,10 @@ func TestSigtermKeepsShards(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			for deadline := time.Now().Add(60 * time.Second); len(packShards(filepath.Join(staging, "media"))) < 2; {
-				if time.Now().After(deadline) || exists(final) {
-					cmd.Process.Kill()
-					cmd.Wait()
-					t.Fatal("the run ended or stalled before 2 shards were complete")
-				}
-				time.Sleep(time.Millisecond)
+			if !waitShards(staging, 2, final) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatal("the run ended or stalled before 2 shards were complete")
 			}
 			cmd.Process.Signal(tc.sig)
 			err := cmd.Wait()

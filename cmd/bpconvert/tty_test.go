@@ -53,12 +53,8 @@ func (r *tmuxRun) screen() string {
 // waitFor waits until the screen shows text.
 func (r *tmuxRun) waitFor(text string) {
 	r.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(r.screen(), text) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if testtool.WaitFor(60*time.Second, 100*time.Millisecond, func() bool { return strings.Contains(r.screen(), text) }) {
+		return
 	}
 	r.t.Fatalf("screen never showed %q:\n%s", text, r.screen())
 }
@@ -76,14 +72,16 @@ func (r *tmuxRun) keys(keys ...string) {
 // exitCode waits for the program to end and returns its exit code.
 func (r *tmuxRun) exitCode() int {
 	r.t.Helper()
-	deadline := time.Now().Add(120 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(r.status); err == nil && len(b) > 0 && b[len(b)-1] == '\n' {
-			var code int
-			fmt.Sscan(string(b), &code)
-			return code
+	code := -1
+	if testtool.WaitFor(120*time.Second, 100*time.Millisecond, func() bool {
+		b, err := os.ReadFile(r.status)
+		if err != nil || len(b) == 0 || b[len(b)-1] != '\n' {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		fmt.Sscan(string(b), &code)
+		return true
+	}) {
+		return code
 	}
 	r.t.Fatalf("program did not finish:\n%s", r.screen())
 	return -1
@@ -216,11 +214,8 @@ func TestCtrlCKeepsShards(t *testing.T) {
 	args := append(append([]string{"convert-wds"}, shards...), dst, "--max-pack-bytes", "8MiB", "--yes")
 	r := startTmux(t, args...)
 	staging := filepath.Join(root, ".dst.bpconvert-staging")
-	for deadline := time.Now().Add(60 * time.Second); len(packShards(filepath.Join(staging, "media"))) < 2; {
-		if time.Now().After(deadline) || exists(dst) {
-			t.Fatalf("the run ended or stalled before 2 shards were complete:\n%s", r.screen())
-		}
-		time.Sleep(time.Millisecond)
+	if !waitShards(staging, 2, dst) {
+		t.Fatalf("the run ended or stalled before 2 shards were complete:\n%s", r.screen())
 	}
 	r.keys("C-c")
 	if code := r.exitCode(); code != 130 {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
-	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/lancefmt"
 )
 
@@ -73,7 +73,7 @@ func TestOneVersion(t *testing.T) {
 			if err := json.Unmarshal([]byte(*meta), &rec); err != nil || rec.Version != tc.want {
 				t.Errorf("table metadata records version %q (%v), want %q", rec.Version, err, tc.want)
 			}
-			if r, err := convert.ReadRecord(pq); err != nil || r.Version != tc.want {
+			if r, err := converttest.Dest(t, pq).ReadRecord(t.Context()); err != nil || r.Version != tc.want {
 				t.Errorf("run record: %+v, %v; want version %q", r, err, tc.want)
 			}
 

@@ -113,12 +113,9 @@ func TestWDSKillAndRerun(t *testing.T) {
 	if err := intr.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(60 * time.Second); !hasTempShard(filepath.Join(staging, "media")); {
-		if time.Now().After(deadline) {
-			intr.Process.Kill()
-			t.Fatal("conversion never started a shard")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testtool.WaitFor(60*time.Second, 10*time.Millisecond, func() bool { return hasTempShard(filepath.Join(staging, "media")) }) {
+		intr.Process.Kill()
+		t.Fatal("conversion never started a shard")
 	}
 	intr.Process.Signal(syscall.SIGINT)
 	if err := intr.Wait(); err == nil || intr.ProcessState.ExitCode() != 130 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -37,7 +38,7 @@ func TestRunPeakLargePages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := testtool.LanceBench(t, tc.rows, 100<<10, tc.oneFragment)
 			ctx := t.Context()
-			j, err := NewJob(ctx, src, filepath.Join(t.TempDir(), "out"), Options{Columns: []string{"data"}, Options: convert.Options{QuickPlan: true}})
+			j, err := NewJob(ctx, src, converttest.Dest(t, filepath.Join(t.TempDir(), "out")), Options{Columns: []string{"data"}, Options: convert.Options{QuickPlan: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +97,7 @@ func TestRunStoredZstdValues(t *testing.T) {
 	src := testtool.LanceBench(t, rows, 100<<10, true)
 	ctx := t.Context()
 	dst := filepath.Join(t.TempDir(), "out")
-	j, err := NewJob(ctx, src, dst, Options{Columns: []string{"data"}, Options: convert.Options{QuickPlan: true}})
+	j, err := NewJob(ctx, src, converttest.Dest(t, dst), Options{Columns: []string{"data"}, Options: convert.Options{QuickPlan: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

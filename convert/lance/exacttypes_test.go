@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -50,7 +51,7 @@ func TestKeptColumnsExactLance(t *testing.T) {
 		if !ok {
 			continue
 		}
-		j, err := NewJob(t.Context(), filepath.Join(src, d.Name()), filepath.Join(dst, name), Options{Columns: []string{"payload"}})
+		j, err := NewJob(t.Context(), filepath.Join(src, d.Name()), converttest.Dest(t, filepath.Join(dst, name)), Options{Columns: []string{"payload"}})
 		if err == nil {
 			_, err = j.Plan(t.Context(), nil, progress.Nop{})
 		}

@@ -62,12 +62,15 @@ type candidate struct {
 
 // Job converts one version of one Lance dataset.
 type Job struct {
-	src, dst string
-	opts     Options
-	ds       *lancefmt.Dataset
-	cands    []*candidate
-	sel      []*candidate
-	rw       *lancefmt.RewritePlan
+	src   string
+	dst   convert.Dest
+	opts  Options
+	ds    *lancefmt.Dataset
+	cands []*candidate
+	sel   []*candidate
+	rw    *lancefmt.RewritePlan
+	// planned is set once a plan was made (Run requires one).
+	planned bool
 }
 
 var (
@@ -78,7 +81,7 @@ var (
 // NewJob opens the dataset at src, a local directory or s3://BUCKET/PREFIX
 // (the version opts name), and checks the named columns. Nothing is read
 // beyond the listing of _versions and the manifest.
-func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
+func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
 	if opts.External == "" {
 		opts.External = ExternalCopy
 	}
@@ -239,5 +242,6 @@ func (j *Job) planFor(ctx context.Context, selected []string) (plan.Plan, error)
 			c.ev = ev
 		}
 	}
+	j.planned = true
 	return j.plan(), nil
 }

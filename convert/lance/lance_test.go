@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -94,7 +95,7 @@ func TestConvertDatasets(t *testing.T) {
 		t.Run(tc.dataset, func(t *testing.T) {
 			src := filepath.Join(root, tc.dataset+".lance")
 			dst := filepath.Join(t.TempDir(), "out")
-			j, err := NewJob(t.Context(), src, dst, Options{Columns: tc.columns, Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: 1000}}})
+			j, err := NewJob(t.Context(), src, converttest.Dest(t, dst), Options{Columns: tc.columns, Options: convert.Options{PackOptions: convert.PackOptions{MaxMembers: 1000}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -201,23 +202,25 @@ func TestSelection(t *testing.T) {
 	blob := filepath.Join(root, "blob1_2_1.lance")
 	var ue *convert.UsageError
 
-	if _, err := NewJob(ctx, types, t.TempDir(), Options{Columns: []string{"nope"}}); !errors.As(err, &ue) {
+	if _, err := NewJob(ctx, types, converttest.Dest(t, t.TempDir()), Options{Columns: []string{"nope"}}); !errors.As(err, &ue) {
 		t.Errorf("unknown column: %v, want a usage error", err)
 	}
-	if _, err := NewJob(ctx, types, t.TempDir(), Options{Columns: []string{"i8"}}); !errors.As(err, &ue) {
+	if _, err := NewJob(ctx, types, converttest.Dest(t, t.TempDir()), Options{Columns: []string{"i8"}}); !errors.As(err, &ue) {
 		t.Errorf("non-binary column: %v, want a usage error", err)
 	}
-	j, err := NewJob(ctx, types, t.TempDir(), Options{})
+	j, err := NewJob(ctx, types, converttest.Dest(t, t.TempDir()), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := j.NeedChoice(); !errors.As(err, &ue) {
 		t.Errorf("no blob column, none named: %v, want a usage error", err)
 	}
-	j, err = NewJob(ctx, blob, t.TempDir(), Options{})
+	unplanned := filepath.Join(t.TempDir(), "out")
+	j, err = NewJob(ctx, blob, converttest.Dest(t, unplanned), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	converttest.RunBeforePlan(t, j, unplanned)
 	if err := j.NeedChoice(); err != nil {
 		t.Errorf("blob column: %v", err)
 	}
@@ -228,7 +231,7 @@ func TestSelection(t *testing.T) {
 	if len(j.sel) != 1 || j.sel[0].blob != 1 || p.Entries[0].Action != "extract" {
 		t.Errorf("default selection %v, plan %+v", j.sel, p.Entries)
 	}
-	if _, err := NewJob(ctx, blob, t.TempDir(), Options{Version: 99}); !errors.Is(err, convert.ErrInvalidInput) || !errors.Is(err, lancefmt.ErrVersionNotFound) {
+	if _, err := NewJob(ctx, blob, converttest.Dest(t, t.TempDir()), Options{Version: 99}); !errors.Is(err, convert.ErrInvalidInput) || !errors.Is(err, lancefmt.ErrVersionNotFound) {
 		t.Errorf("missing version: %v", err)
 	}
 }

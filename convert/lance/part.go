@@ -18,7 +18,7 @@ import (
 
 // PartFile is what one part of a split conversion (convert.Part) writes in
 // place of the table: which dataset, version and columns it converted, and
-// the references of its fragments' rows. Finalize (JoinParts) gathers the
+// the references of its fragments' rows. Finalize (JoinTable) gathers the
 // parts' references and writes the table once, from the source, so the
 // table's pages are copied once and no part needs another's.
 const PartFile = "lance-part.json"
@@ -114,23 +114,23 @@ func (j *Job) writePart(dir string, names []string, cols []*refs) error {
 	return atomicfile.WriteFile(filepath.Join(dir, PartFile), b, 0o644)
 }
 
-var _ convert.TableJoiner = JoinParts
+var _ convert.TableJoiner = JoinTable
 
 // Joiner names the convert.TableJoiner of each file that the parts of a
-// split Lance conversion write: JoinParts for the part's record (PartFile),
+// split Lance conversion write: JoinTable for the part's record (PartFile),
 // which rewrites the dataset once for every part; nil for the rest.
 func Joiner(rel string) convert.TableJoiner {
 	if rel == PartFile {
-		return JoinParts
+		return JoinTable
 	}
 	return nil
 }
 
-// JoinParts is the convert.TableJoiner of PartFile: it reads every part's
+// JoinTable is the convert.TableJoiner of PartFile: it reads every part's
 // references, renumbers them with rename, and writes the rewritten table
 // (TableDir, beside out; out itself is not written) from the source
 // dataset the parts name, as an undivided run writes it.
-func JoinParts(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) error {
+func JoinTable(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) error {
 	var first *partDoc
 	merged := []map[uint64][]*string{}
 	for i, p := range parts {

@@ -33,7 +33,7 @@ func (j *Job) plan() plan.Plan {
 			Details: []string{fmt.Sprintf("version %d of %d", j.ds.Version(), len(j.ds.Versions()))},
 			Bytes:   onDisk,
 		},
-		Dest: j.dst,
+		Dest: j.dst.Location(),
 	}
 	if deleted := physical - int64(j.ds.NumRows()); deleted > 0 {
 		p.Source.Counts = append(p.Source.Counts, plan.Count{Name: "deleted rows", N: deleted})

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
@@ -139,7 +140,7 @@ func TestPylance14(t *testing.T) {
 				opts.External = ExternalKeep
 			}
 			err := func() error {
-				j, err := NewJob(t.Context(), src, dst, opts)
+				j, err := NewJob(t.Context(), src, converttest.Dest(t, dst), opts)
 				if err != nil {
 					return err
 				}
@@ -280,7 +281,7 @@ func TestPylance14ManagedPastObject(t *testing.T) {
 	if err := os.Truncate(obj, 5000); err != nil {
 		t.Fatal(err)
 	}
-	j, err := NewJob(t.Context(), src, filepath.Join(t.TempDir(), "out"), Options{Columns: []string{"blob"}})
+	j, err := NewJob(t.Context(), src, converttest.Dest(t, filepath.Join(t.TempDir(), "out")), Options{Columns: []string{"blob"}})
 	if err != nil {
 		t.Fatal(err)
 	}

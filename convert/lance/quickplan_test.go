@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -23,7 +24,7 @@ func TestQuickPlan(t *testing.T) {
 	var outs []string
 	for _, quick := range []bool{false, true} {
 		dst := filepath.Join(t.TempDir(), "out")
-		j, err := NewJob(ctx, src, dst, Options{Options: convert.Options{QuickPlan: quick}})
+		j, err := NewJob(ctx, src, converttest.Dest(t, dst), Options{Options: convert.Options{QuickPlan: quick}})
 		if err != nil {
 			t.Fatal(err)
 		}

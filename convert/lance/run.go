@@ -50,6 +50,9 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 
 func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
 	prog = progress.OrNop(prog)
+	if !j.planned {
+		return plan.Summary{}, fmt.Errorf("lance: %w", convert.ErrNotPlanned)
+	}
 	if len(j.sel) == 0 {
 		return plan.Summary{}, j.NeedChoice()
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/progress"
@@ -32,7 +33,7 @@ func TestSharedBlobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	j, err := NewJob(ctx, src, dst, Options{})
+	j, err := NewJob(ctx, src, converttest.Dest(t, dst), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkRunLarge(b *testing.B) {
 			}
 			ctx := context.Background()
 			for i := 0; i < b.N; i++ {
-				j, err := NewJob(ctx, s.dir, filepath.Join(b.TempDir(), "out"), Options{Options: convert.Options{QuickPlan: true}, Columns: cols})
+				j, err := NewJob(ctx, s.dir, converttest.Dest(b, filepath.Join(b.TempDir(), "out")), Options{Options: convert.Options{QuickPlan: true}, Columns: cols})
 				if err != nil {
 					b.Fatal(err)
 				}

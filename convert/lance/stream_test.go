@@ -78,7 +78,11 @@ func convertChild() {
 			}
 		}
 		stats := &objstore.Stats{}
-		j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
+		dst, err := convert.ParseDest(cj.Dst, "")
+		if err != nil {
+			return err
+		}
+		j, err := NewJob(ctx, cj.Src, dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
 		if err != nil {
 			return err
 		}

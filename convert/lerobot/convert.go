@@ -22,12 +22,11 @@ import (
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/internal/workpool"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/srctree"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -87,23 +86,16 @@ type videoBlob struct {
 // <path without suffix>/episode_<N:06d><suffix>. Cutting writes every episode
 // container of the dataset to the staging directory before packing them, so
 // it needs free space for one more copy of the cut files.
-func Convert(ctx context.Context, ins *Inspection, dst string, prog progress.Counter) (*Result, error) {
+func Convert(ctx context.Context, ins *Inspection, dst convert.Dest, prog progress.Counter) (*Result, error) {
 	res, err := convertTo(ctx, ins, dst, prog)
 	return res, storeFirst(ins.Dataset.tree, err)
 }
 
-func convertTo(ctx context.Context, ins *Inspection, dst string, prog progress.Counter) (*Result, error) {
+func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog progress.Counter) (*Result, error) {
 	o := ins.Options
 	d := ins.Dataset
 	prog = progress.OrNop(prog)
-	absDst := dst
-	if !objstore.IsRemote(dst) {
-		var err error
-		if absDst, err = filepath.Abs(dst); err != nil {
-			return nil, err
-		}
-	}
-	out, err := convert.Begin(ctx, absDst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog})
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@
 //	                          cell {uri, pts_ns} (FramesFile)
 //
 // The dataset is a local directory or a prefix in a bucket (s3://), read
-// through internal/srctree by relative names, each file once where a local
+// through srctree by relative names, each file once where a local
 // conversion reads it once (a camera file's plan reads its MP4 boxes only).
 // Image features inside the tables are read from a local directory only; a
 // dataset stored as Lance is read from a bucket too (its tables through

@@ -15,9 +15,9 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // ImageMode says what happens to image features stored inside the tables.

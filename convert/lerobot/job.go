@@ -2,20 +2,19 @@ package lerobot
 
 import (
 	"context"
-	"errors"
-	"path/filepath"
+	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
 
 // Job converts a LeRobot dataset.
 type Job struct {
-	src, dst string
-	opts     Options
-	ins      *Inspection
+	src  string
+	dst  convert.Dest
+	opts Options
+	ins  *Inspection
 }
 
 var _ convert.Job = (*Job)(nil)
@@ -24,7 +23,7 @@ var _ convert.Job = (*Job)(nil)
 // its s3:// location; see Options.Tree) into dst, absent or empty. A
 // dataset with video features needs opts.Engine. Nothing is read yet but
 // the options.
-func NewJob(_ context.Context, src, dst string, opts Options) (*Job, error) {
+func NewJob(_ context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
@@ -36,13 +35,6 @@ func NewJob(_ context.Context, src, dst string, opts Options) (*Job, error) {
 // entries (the options choose what is converted), so selected is ignored;
 // the inspection reports no progress.
 func (j *Job) Plan(ctx context.Context, _ []string, _ progress.Counter) (plan.Plan, error) {
-	dst := j.dst
-	if !objstore.IsRemote(dst) {
-		var err error
-		if dst, err = filepath.Abs(j.dst); err != nil {
-			return plan.Plan{}, err
-		}
-	}
 	if j.ins == nil {
 		var ins *Inspection
 		var err error
@@ -56,14 +48,14 @@ func (j *Job) Plan(ctx context.Context, _ []string, _ progress.Counter) (plan.Pl
 		}
 		j.ins = ins
 	}
-	return j.ins.Plan(dst), nil
+	return j.ins.Plan(j.dst.Location()), nil
 }
 
 // Run converts the dataset as planned, reporting progress to prog, and
 // returns the summary.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
 	if j.ins == nil {
-		return plan.Summary{}, errors.New("lerobot: Run called before Plan")
+		return plan.Summary{}, fmt.Errorf("lerobot: %w", convert.ErrNotPlanned)
 	}
 	res, err := Convert(ctx, j.ins, j.dst, prog)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -37,16 +38,14 @@ func TestJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			dst := filepath.Join(t.TempDir(), "out")
-			job, err := NewJob(ctx, dataset(t, tc.base), dst, Options{
+			job, err := NewJob(ctx, dataset(t, tc.base), converttest.Dest(t, dst), Options{
 				Options: convert.Options{PackOptions: convert.PackOptions{NoManifest: tc.noManifest}},
 				Engine:  testEngine(t, tc.video),
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := job.Run(ctx, progress.Nop{}); err == nil {
-				t.Fatal("Run before Plan succeeded")
-			}
+			converttest.RunBeforePlan(t, job, dst)
 			var p plan.Plan
 			for range 2 {
 				var err error

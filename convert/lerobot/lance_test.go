@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -80,7 +81,7 @@ func convertDataset(t *testing.T, src string) (*Inspection, string) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if _, err := Convert(ctx, ins, dst, nil); err != nil {
+	if _, err := Convert(ctx, ins, converttest.Dest(t, dst), nil); err != nil {
 		t.Fatal(err)
 	}
 	return ins, dst
@@ -298,7 +299,7 @@ func TestLanceRefusals(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Inspect: %v", err)
 				}
-				_, err = Convert(ctx, ins, dst, nil)
+				_, err = Convert(ctx, ins, converttest.Dest(t, dst), nil)
 				for _, p := range []string{dst, stage.Path(dst)} {
 					if _, serr := os.Lstat(p); !errors.Is(serr, os.ErrNotExist) {
 						t.Errorf("%s exists after a refused conversion", p)

@@ -15,8 +15,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
+	"github.com/bpconvert/bpconvert/convert/lerobot/lerobottest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
-	"github.com/bpconvert/bpconvert/internal/testtool/packtest"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
@@ -136,7 +137,7 @@ func TestConvertVersions(t *testing.T) {
 			if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("planning created %s", dst)
 			}
-			res, err := Convert(ctx, ins, dst, nil)
+			res, err := Convert(ctx, ins, converttest.Dest(t, dst), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -459,14 +460,14 @@ func TestNoSplitEpisodes(t *testing.T) {
 		t.Errorf("plan entry %s: %s %q", top, e.Action, e.Notes)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, dst, nil)
+	res, err := Convert(ctx, ins, converttest.Dest(t, dst), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Cut != 0 || res.Videos != 3 || res.IndexEntries != 12 {
 		t.Errorf("result %+v, want 3 whole files, 12 index entries, nothing cut", res)
 	}
-	set, ix := packtest.LeRobotOutput(t, dst)
+	set, ix := lerobottest.LeRobotOutput(t, dst)
 	spans := episodeSpans(t, src)
 	for _, e := range ix.Episodes {
 		member, _, _ := packcore.ParseRef(e.Ref)
@@ -497,7 +498,7 @@ func TestEpisodeShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, dst, nil)
+	res, err := Convert(ctx, ins, converttest.Dest(t, dst), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -671,7 +672,7 @@ func TestConvertFailureLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if _, err := Convert(ctx, ins, dst, nil); !errors.Is(err, convert.ErrInvalidInput) || !strings.Contains(err.Error(), "data/chunk-000/link.parquet") {
+	if _, err := Convert(ctx, ins, converttest.Dest(t, dst), nil); !errors.Is(err, convert.ErrInvalidInput) || !strings.Contains(err.Error(), "data/chunk-000/link.parquet") {
 		t.Fatalf("Convert: %v; want a refusal of link.parquet", err)
 	}
 	for _, p := range []string{dst, stage.Path(dst)} {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/plan"
 )
@@ -135,7 +136,7 @@ func TestMediaRefFrames(t *testing.T) {
 			if !slices.ContainsFunc(ins.Plan(dst).Layout, func(o plan.Output) bool { return o.Path == FramesFile }) {
 				t.Errorf("the plan's layout does not list %s", FramesFile)
 			}
-			res, err := Convert(ctx, ins, dst, nil)
+			res, err := Convert(ctx, ins, converttest.Dest(t, dst), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

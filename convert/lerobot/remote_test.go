@@ -13,10 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/s3test"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // uploadDataset puts every file of a generated dataset under bucket/prefix
@@ -78,10 +79,10 @@ func TestRemoteSource(t *testing.T) {
 			}
 			planned := st.BytesRead()
 			ldst, rdst := filepath.Join(t.TempDir(), "l"), filepath.Join(t.TempDir(), "r")
-			if _, err := Convert(ctx, local, ldst, nil); err != nil {
+			if _, err := Convert(ctx, local, converttest.Dest(t, ldst), nil); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Convert(ctx, remote, rdst, nil)
+			res, err := Convert(ctx, remote, converttest.Dest(t, rdst), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

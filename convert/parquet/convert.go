@@ -32,11 +32,11 @@ import (
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/sniff"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // MetaKey is the key-value metadata key under which Convert records what it
@@ -108,7 +108,7 @@ type Result struct {
 // "_type": "Value"}, a stale ARROW:schema is replaced by a fresh one (only
 // when the source had one), and MetaKey records what was done. Tables
 // without selected fields and all other files are copied unchanged.
-func Convert(ctx context.Context, ins *Inspection, sel Selection, dst string, opts Options, prog progress.Counter) (*Result, error) {
+func Convert(ctx context.Context, ins *Inspection, sel Selection, dst convert.Dest, opts Options, prog progress.Counter) (*Result, error) {
 	prog = progress.OrNop(prog)
 	opts = opts.withDefaults()
 	if len(sel.Paths) == 0 {

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -181,7 +182,7 @@ func convertChecked(t *testing.T, src string, opts Options, columns []string, fi
 		t.Fatalf("selected %v, want %v", got, wantPaths)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, sel, dst, opts, nil)
+	res, err := Convert(ctx, ins, sel, converttest.Dest(t, dst), opts, nil)
 	if err != nil {
 		t.Fatalf("Convert: %v", err)
 	}
@@ -511,7 +512,7 @@ func TestParquetSourceIsSymlink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Convert(context.Background(), ins, sel, filepath.Join(t.TempDir(), "out"), Options{}, nil); err != nil {
+	if _, err := Convert(context.Background(), ins, sel, converttest.Dest(t, filepath.Join(t.TempDir(), "out")), Options{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := stage.CheckDisjoint(link, filepath.Join(root, "hf", "x")); !errors.Is(err, stage.ErrOverlap) {
@@ -589,7 +590,7 @@ func TestParquetBadInput(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				_, err = Convert(context.Background(), ins, sel, dst, opts, nil)
+				_, err = Convert(context.Background(), ins, sel, converttest.Dest(t, dst), opts, nil)
 				return err
 			}()
 			if err == nil {
@@ -703,7 +704,7 @@ func TestParquetCancel(t *testing.T) {
 				t.Fatal(err)
 			}
 			dst := filepath.Join(t.TempDir(), "out")
-			_, err = Convert(ctx, ins, sel, dst, opts, prog)
+			_, err = Convert(ctx, ins, sel, converttest.Dest(t, dst), opts, prog)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("error %v, want context.Canceled", err)
 			}
@@ -736,7 +737,7 @@ func TestParquetArrowSchemaReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if _, err := Convert(ctx, ins, sel, dst, Options{}, nil); err != nil {
+	if _, err := Convert(ctx, ins, sel, converttest.Dest(t, dst), Options{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	pf, err := file.OpenParquetFile(filepath.Join(dst, "t.parquet"), false)
@@ -906,7 +907,7 @@ func convertPlain(t *testing.T, ctx context.Context, root string, opts Options) 
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	res, err := Convert(ctx, ins, sel, dst, opts, nil)
+	res, err := Convert(ctx, ins, sel, converttest.Dest(t, dst), opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -72,7 +73,7 @@ func TestDirectMatchesGeneral(t *testing.T) {
 						t.Fatal(err)
 					}
 					outs[i] = filepath.Join(t.TempDir(), "out")
-					res, err := Convert(context.Background(), ins, sel, outs[i], opts, nil)
+					res, err := Convert(context.Background(), ins, sel, converttest.Dest(t, outs[i]), opts, nil)
 					if err != nil {
 						t.Fatal(err)
 					}

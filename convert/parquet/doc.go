@@ -19,7 +19,7 @@
 //	DST/media/pack-NNNN.zip            the payloads, referenced as
 //	                                   zip://KEY::media/pack-NNNN.zip
 //
-// The source is read through internal/srctree, so it may be a directory on
+// The source is read through srctree, so it may be a directory on
 // this machine or a prefix (or a single table object) in a bucket
 // (InspectTree): there every read is ranged, each table's footer and then
 // its column chunks, and the package itself speaks to no store.

@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -75,7 +76,7 @@ func TestKeptColumnsExact(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", d.Name(), err)
 		}
-		if _, err := Convert(ctx, ins, sel, filepath.Join(dst, d.Name()), Options{}, nil); err != nil {
+		if _, err := Convert(ctx, ins, sel, converttest.Dest(t, filepath.Join(dst, d.Name())), Options{}, nil); err != nil {
 			t.Fatalf("seed %s: %s: %v", seed, d.Name(), err)
 		}
 		n, err := sameColumnIndexes(filepath.Join(src, d.Name(), "data.parquet"), filepath.Join(dst, d.Name(), "data.parquet"), cols)

@@ -21,8 +21,8 @@ import (
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/capalloc"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/sniff"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // Hugging Face save_to_disk directories.

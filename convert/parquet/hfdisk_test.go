@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -315,10 +316,11 @@ func TestHFDiskJob(t *testing.T) {
 	src := filepath.Join(root, "dict")
 	dst := filepath.Join(t.TempDir(), "out")
 	rec := diskRecord(t, src, convert.Part{})
-	job, err := NewJob(ctx, src, dst, Options{Columns: []string{"image"}, Options: convert.Options{PackOptions: convert.PackOptions{Record: rec}}})
+	job, err := NewJob(ctx, src, converttest.Dest(t, dst), Options{Columns: []string{"image"}, Options: convert.Options{PackOptions: convert.PackOptions{Record: rec}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	converttest.RunBeforePlan(t, job, dst)
 	p, err := job.Plan(ctx, nil, progress.Nop{})
 	if err != nil {
 		t.Fatal(err)
@@ -360,7 +362,7 @@ func TestHFDiskJob(t *testing.T) {
 	if sum.Format != back.Source.Format || sum.Blobs != 24 {
 		t.Errorf("summary %+v, want 24 blobs (the images with bytes)", sum)
 	}
-	got, err := convert.ReadRecord(dst)
+	got, err := converttest.Dest(t, dst).ReadRecord(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,11 +409,11 @@ func TestHFDiskParts(t *testing.T) {
 				if sel, err = ins.Select(nil, nil); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := Convert(ctx, ins, sel, dst, opts, nil); err != nil {
+				if _, err := Convert(ctx, ins, sel, converttest.Dest(t, dst), opts, nil); err != nil {
 					t.Fatalf("part %s: %v", p, err)
 				}
 			}
-			res, err := convert.Finalize(ctx, dst, convert.FinalizeOptions{Joiners: func(string) (func(string) convert.TableJoiner, bool) {
+			res, err := convert.Finalize(ctx, converttest.Dest(t, dst), convert.FinalizeOptions{Joiners: func(string) (func(string) convert.TableJoiner, bool) {
 				return func(rel string) convert.TableJoiner {
 					if strings.HasSuffix(rel, ".arrow") {
 						return JoinArrowTable
@@ -518,7 +520,7 @@ func TestHFDiskBadInput(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				_, err = Convert(context.Background(), ins, sel, dst, opts, nil)
+				_, err = Convert(context.Background(), ins, sel, converttest.Dest(t, dst), opts, nil)
 				return err
 			}()
 			if err == nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/internal/srctree"
+	"github.com/bpconvert/bpconvert/srctree"
 	"github.com/bpconvert/bpconvert/stage"
 )
 

@@ -8,17 +8,19 @@ import (
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // Job converts parquet tables or a Hugging Face dataset.
 type Job struct {
-	ins  *Inspection
-	dst  string
-	opts Options
-	sel  Selection
+	ins *Inspection
+	dst convert.Dest
+	// planned is set once a plan was made (Run requires one).
+	planned bool
+	opts    Options
+	sel     Selection
 }
 
 var (
@@ -30,7 +32,7 @@ var (
 // Face dataset or save_to_disk directory; see Inspect: footers and a
 // sample of values) and returns the job converting it into dst, absent or
 // empty, with the selection opts.Columns and opts.Fields name.
-func NewJob(ctx context.Context, src, dst string, opts Options) (*Job, error) {
+func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
 	var ins *Inspection
 	var err error
 	if opts.Tree != nil {
@@ -76,11 +78,15 @@ func (j *Job) Plan(_ context.Context, selected []string, _ progress.Counter) (pl
 	if err != nil {
 		return plan.Plan{}, usage(err)
 	}
-	return j.ins.Plan(j.sel, j.dst), nil
+	j.planned = true
+	return j.ins.Plan(j.sel, j.dst.Location()), nil
 }
 
 // Run converts the planned selection.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
+	if !j.planned {
+		return plan.Summary{}, fmt.Errorf("parquet: %w", convert.ErrNotPlanned)
+	}
 	res, err := Convert(ctx, j.ins, j.sel, j.dst, j.opts, prog)
 	if err != nil {
 		return plan.Summary{}, usage(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -30,7 +31,11 @@ type childJob struct {
 func convertChild() {
 	testtool.ChildMain(childEnv, func(cj childJob, out io.Writer) error {
 		ctx := context.Background()
-		j, err := NewJob(ctx, cj.Src, cj.Dst, Options{Columns: cj.Columns, general: cj.General})
+		dst, err := convert.ParseDest(cj.Dst, "")
+		if err != nil {
+			return err
+		}
+		j, err := NewJob(ctx, cj.Src, dst, Options{Columns: cj.Columns, general: cj.General})
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/plan"
 )
@@ -64,7 +65,7 @@ func TestDottedFieldNames(t *testing.T) {
 			}
 		}
 		dst := filepath.Join(t.TempDir(), "out")
-		res, err := Convert(ctx, ins, sel, dst, Options{}, nil)
+		res, err := Convert(ctx, ins, sel, converttest.Dest(t, dst), Options{}, nil)
 		if err != nil {
 			t.Fatalf("convert %s: %v", name, err)
 		}
@@ -134,7 +135,7 @@ func TestPlanCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if _, err := Convert(context.Background(), ins, sel, dst, Options{}, nil); err != nil {
+	if _, err := Convert(context.Background(), ins, sel, converttest.Dest(t, dst), Options{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	check := "import sys, pyarrow.parquet as pq\n" +

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -69,7 +70,7 @@ func BenchmarkConvertLarge(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := Convert(ctx, ins, sel, filepath.Join(b.TempDir(), "out"), Options{}, nil); err != nil {
+					if _, err := Convert(ctx, ins, sel, converttest.Dest(b, filepath.Join(b.TempDir(), "out")), Options{}, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -72,7 +72,7 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	if opts.dst == "" {
+	if opts.dst == nil {
 		return nil, errors.New("wds: no destination given")
 	}
 	pc = progress.OrNop(pc)

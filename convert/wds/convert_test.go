@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/offheap"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -230,7 +231,7 @@ func runConversion(t *testing.T, src string, paths, names []string, opts Options
 	// freed, none left mapped.
 	off := offheap.NewAllocator()
 	mem := memory.NewCheckedAllocator(off)
-	opts.src, opts.dst, opts.mem = src, out, mem
+	opts.src, opts.dst, opts.mem = src, converttest.Dest(t, out), mem
 	pc := &countingProgress{}
 	res, err := convertShards(context.Background(), opts, pc)
 	if err != nil {
@@ -354,7 +355,7 @@ func TestConvertRealShards(t *testing.T) {
 	t.Run("directory without prefix", func(t *testing.T) {
 		// mpdata.tar and tendata.tar both hold samples 000000...: the table
 		// cannot hold both, and the error says what to do.
-		_, err := convertShards(context.Background(), Options{src: dir, dst: filepath.Join(t.TempDir(), "out")}, nil)
+		_, err := convertShards(context.Background(), Options{src: dir, dst: converttest.Dest(t, filepath.Join(t.TempDir(), "out"))}, nil)
 		var ie *InputError
 		if !errors.As(err, &ie) || !errors.Is(err, ErrInvalidInput) || ie.Hint != HintShardPrefix {
 			t.Fatalf("err = %v, want an input error with the --shard-prefix hint", err)
@@ -388,7 +389,7 @@ func TestConvertStdin(t *testing.T) {
 		}
 		defer f.Close()
 		out := filepath.Join(t.TempDir(), "out")
-		if _, err := convertShards(context.Background(), Options{src: "-", dst: out, Stdin: f, StdinName: "train-7", ShardPrefix: true, NoTable: true}, nil); err != nil {
+		if _, err := convertShards(context.Background(), Options{src: "-", dst: converttest.Dest(t, out), Stdin: f, StdinName: "train-7", ShardPrefix: true, NoTable: true}, nil); err != nil {
 			t.Fatal(err)
 		}
 		set, err := packcore.OpenSet(filepath.Join(out, MediaDir), packcore.SetOptions{})

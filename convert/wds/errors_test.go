@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -97,7 +98,7 @@ func TestConvertRefusesBadShards(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "out")
 			opts := c.opts
-			opts.src, opts.dst = src, out
+			opts.src, opts.dst = src, converttest.Dest(t, out)
 			_, err := convertShards(context.Background(), opts, nil)
 			checkInputError(t, err, shard, c.member, want, c.reason, c.is, c.hint)
 			if _, serr := os.Stat(out); !errors.Is(serr, fs.ErrNotExist) {
@@ -108,13 +109,13 @@ func TestConvertRefusesBadShards(t *testing.T) {
 			}
 
 			// The plan finds the same problem without writing anything.
-			opts.dst = filepath.Join(t.TempDir(), "plan-out")
+			opts.dst = converttest.Dest(t, filepath.Join(t.TempDir(), "plan-out"))
 			p, err := inspect(context.Background(), opts, nil)
 			checkInputError(t, err, shard, c.member, want, c.reason, c.is, c.hint)
 			if c.is != fs.ErrNotExist && len(p.Warnings) == 0 {
 				t.Errorf("plan lists no warning for %v", err)
 			}
-			if _, serr := os.Stat(opts.dst); !errors.Is(serr, fs.ErrNotExist) {
+			if _, serr := os.Stat(opts.dst.Location()); !errors.Is(serr, fs.ErrNotExist) {
 				t.Errorf("Inspect created the destination: %v", serr)
 			}
 		})
@@ -156,7 +157,7 @@ func TestNoTableOnlyWarns(t *testing.T) {
 	for _, name := range []string{"split-sample.tar", "dup-field.tar"} {
 		t.Run(name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
-			opts := Options{src: filepath.Join(dir, "bad", name), dst: out, NoTable: true}
+			opts := Options{src: filepath.Join(dir, "bad", name), dst: converttest.Dest(t, out), NoTable: true}
 			res, err := convertShards(context.Background(), opts, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -167,7 +168,7 @@ func TestNoTableOnlyWarns(t *testing.T) {
 			if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "WebDataset") {
 				t.Errorf("warnings = %q, want one about WebDataset's grouping", res.Warnings)
 			}
-			opts.dst = filepath.Join(t.TempDir(), "plan")
+			opts.dst = converttest.Dest(t, filepath.Join(t.TempDir(), "plan"))
 			p, err := inspect(context.Background(), opts, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -208,7 +209,7 @@ func TestConvertCancelled(t *testing.T) {
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "out")
 	pc := &cancelAfter{n: 3, cancel: cancel}
-	_, err := convertShards(ctx, Options{src: filepath.Join(dir, "good", "ustar.tar"), dst: out}, pc)
+	_, err := convertShards(ctx, Options{src: filepath.Join(dir, "good", "ustar.tar"), dst: converttest.Dest(t, out)}, pc)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -229,7 +230,7 @@ func TestConvertRefusesUsedDestination(t *testing.T) {
 	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := convertShards(context.Background(), Options{src: filepath.Join(dir, "good", "ustar.tar"), dst: out}, nil)
+	_, err := convertShards(context.Background(), Options{src: filepath.Join(dir, "good", "ustar.tar"), dst: converttest.Dest(t, out)}, nil)
 	if !errors.Is(err, stage.ErrExists) {
 		t.Fatalf("err = %v, want stage.ErrExists", err)
 	}
@@ -256,7 +257,7 @@ func TestStaleStagingRemoved(t *testing.T) {
 	}
 	src := filepath.Join(dir, "good", "ustar.tar")
 	runConversion(t, src, []string{src}, []string{src}, Options{})
-	if _, err := convertShards(context.Background(), Options{src: src, dst: out}, nil); err != nil {
+	if _, err := convertShards(context.Background(), Options{src: src, dst: converttest.Dest(t, out)}, nil); err != nil {
 		t.Fatalf("re-run after a stale staging directory: %v", err)
 	}
 	checkOnlyOutputs(t, out, true)
@@ -269,11 +270,11 @@ func TestOptionsRefused(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{"inline without table", Options{src: "x.tar", dst: "y", NoTable: true, Inline: []string{"cls"}}, "need the samples table"},
-		{"inline a column name", Options{src: "x.tar", dst: "y", Inline: []string{"__key__"}}, "not a field name"},
-		{"no source", Options{dst: "y"}, "no source"},
-		{"stdin without reader", Options{src: "-", dst: "y"}, "no reader"},
-		{"unbalanced braces", Options{src: "shards/{000..009.tar", dst: "y"}, "unbalanced braces"},
+		{"inline without table", Options{src: "x.tar", dst: converttest.Dest(t, "y"), NoTable: true, Inline: []string{"cls"}}, "need the samples table"},
+		{"inline a column name", Options{src: "x.tar", dst: converttest.Dest(t, "y"), Inline: []string{"__key__"}}, "not a field name"},
+		{"no source", Options{dst: converttest.Dest(t, "y")}, "no source"},
+		{"stdin without reader", Options{src: "-", dst: converttest.Dest(t, "y")}, "no reader"},
+		{"unbalanced braces", Options{src: "shards/{000..009.tar", dst: converttest.Dest(t, "y")}, "unbalanced braces"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

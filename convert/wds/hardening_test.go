@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -124,7 +125,7 @@ func TestTruncatedInsidePadding(t *testing.T) {
 			}
 			_, err := inspect(context.Background(), Options{src: p}, nil)
 			checkInputError(t, err, p, c.member, c.off, "unexpected EOF", ErrInvalidInput, HintTruncated)
-			_, err = convertShards(context.Background(), Options{src: p, dst: filepath.Join(t.TempDir(), "out")}, nil)
+			_, err = convertShards(context.Background(), Options{src: p, dst: converttest.Dest(t, filepath.Join(t.TempDir(), "out"))}, nil)
 			checkInputError(t, err, p, c.member, c.off, "unexpected EOF", ErrInvalidInput, HintTruncated)
 		}
 	}
@@ -146,7 +147,7 @@ func TestCorruptCompressedStream(t *testing.T) {
 		if out, err := exec.Command("bzip2", "-t", p).CombinedOutput(); err == nil {
 			t.Fatalf("bzip2 -t accepts the damaged stream: %s", out)
 		}
-		_, err := convertShards(context.Background(), Options{src: p, dst: filepath.Join(t.TempDir(), "out")}, nil)
+		_, err := convertShards(context.Background(), Options{src: p, dst: converttest.Dest(t, filepath.Join(t.TempDir(), "out"))}, nil)
 		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "bzip2") || strings.Contains(err.Error(), "holds no tar archive") {
 			t.Errorf("damaged at %d: %v, want a bzip2 decompression error", at, err)
 		}
@@ -180,7 +181,7 @@ with tarfile.open(out, "w", format=tarfile.GNU_FORMAT if fmt == "gnu" else tarfi
 			if run == "inspect" {
 				_, err = inspect(context.Background(), Options{src: p}, nil)
 			} else {
-				_, err = convertShards(context.Background(), Options{src: p, dst: filepath.Join(t.TempDir(), "out")}, nil)
+				_, err = convertShards(context.Background(), Options{src: p, dst: converttest.Dest(t, filepath.Join(t.TempDir(), "out"))}, nil)
 			}
 			checkInputError(t, err, p, anyMember, 1024, "larger than 1 MiB", ErrInvalidInput, "")
 			if !strings.Contains(err.Error(), `member "`+member[format]) {
@@ -216,7 +217,7 @@ func TestShardNotRegular(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := convertShards(context.Background(), Options{src: src, dst: filepath.Join(t.TempDir(), "out")}, nil)
+			_, err := convertShards(context.Background(), Options{src: src, dst: converttest.Dest(t, filepath.Join(t.TempDir(), "out"))}, nil)
 			done <- err
 		}()
 		select {
@@ -241,7 +242,7 @@ func TestStdinCancelled(t *testing.T) {
 	done := make(chan error, 1)
 	began := &readBegun{r: r, began: make(chan struct{})}
 	go func() {
-		_, err := convertShards(ctx, Options{src: "-", dst: out, Stdin: began}, nil)
+		_, err := convertShards(ctx, Options{src: "-", dst: converttest.Dest(t, out), Stdin: began}, nil)
 		done <- err
 	}()
 	select {
@@ -276,7 +277,7 @@ func TestDestinationInsideSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dst := range []string{filepath.Join(src, "out"), filepath.Join(src, "deep", "out")} {
-		if _, err := convertShards(context.Background(), Options{src: src, dst: dst}, nil); !errors.Is(err, stage.ErrOverlap) {
+		if _, err := convertShards(context.Background(), Options{src: src, dst: converttest.Dest(t, dst)}, nil); !errors.Is(err, stage.ErrOverlap) {
 			t.Errorf("Convert into %s: %v, want ErrOverlap", dst, err)
 		}
 		if _, err := os.Stat(dst); !os.IsNotExist(err) {

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/bpconvert/bpconvert/internal/keyindex"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -45,13 +43,9 @@ func inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan,
 	if err != nil {
 		return plan.Plan{}, err
 	}
-	dest := opts.dst
-	if dest != "" {
-		if !objstore.IsRemote(dest) {
-			if dest, err = filepath.Abs(dest); err != nil {
-				return plan.Plan{}, err
-			}
-		}
+	dest := ""
+	if opts.dst != nil {
+		dest = opts.dst.Location()
 	}
 	// The indexes of keys keep their files in the system's temporary
 	// directory (removed from it at once): a plan writes nothing beside

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/plan"
 )
@@ -44,7 +45,7 @@ func TestInspectFixtures(t *testing.T) {
 			}
 			e := expect(t, paths, paths, c.opts.ShardPrefix)
 			opts := c.opts
-			opts.src, opts.dst = filepath.Join(dir, c.src), filepath.Join(t.TempDir(), "out")
+			opts.src, opts.dst = filepath.Join(dir, c.src), converttest.Dest(t, filepath.Join(t.TempDir(), "out"))
 			p, err := inspect(context.Background(), opts, nil)
 			if err != nil {
 				t.Fatalf("Inspect: %v", err)
@@ -85,7 +86,7 @@ func TestInspectFixtures(t *testing.T) {
 			if back.Source.Format != "WebDataset" || len(back.Entries) != len(p.Entries) {
 				t.Errorf("plan JSON read back as %+v", back.Source)
 			}
-			if _, err := os.Stat(opts.dst); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(opts.dst.Location()); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("Inspect wrote the destination: %v", err)
 			}
 		})
@@ -108,7 +109,7 @@ func equalCounts(a, b plan.Counts) bool {
 func TestInspectStdin(t *testing.T) {
 	t.Parallel()
 	r := strings.NewReader("not read")
-	p, err := inspect(context.Background(), Options{src: "-", Stdin: r, dst: filepath.Join(t.TempDir(), "out")}, nil)
+	p, err := inspect(context.Background(), Options{src: "-", Stdin: r, dst: converttest.Dest(t, filepath.Join(t.TempDir(), "out"))}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestInspectGolden(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(testtool.SharedDir(t), "data", "webdataset")
 	dst := filepath.Join(t.TempDir(), "out")
-	p, err := inspect(context.Background(), Options{src: dir, dst: dst, ShardPrefix: true, Inline: []string{"cls"}}, nil)
+	p, err := inspect(context.Background(), Options{src: dir, dst: converttest.Dest(t, dst), ShardPrefix: true, Inline: []string{"cls"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package wds
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/plan"
@@ -24,9 +25,9 @@ var _ convert.Job = (*Job)(nil)
 // joined with "::" (see ExpandShards), an s3:// location of any of these,
 // or "-" for one shard read from opts.Stdin. dst must be absent or empty.
 // Nothing is read yet but the options.
-func NewJob(_ context.Context, src, dst string, opts Options) (*Job, error) {
+func NewJob(_ context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
 	opts.src, opts.dst = src, dst
-	if dst == "" {
+	if dst == nil {
 		return nil, errors.New("wds: no destination given")
 	}
 	if err := opts.withDefaults().check(); err != nil {
@@ -52,6 +53,9 @@ func (j *Job) Plan(ctx context.Context, _ []string, prog progress.Counter) (plan
 
 // Run converts the shards (see convertShards) and returns the summary.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
+	if j.plan == nil {
+		return plan.Summary{}, fmt.Errorf("wds: %w", convert.ErrNotPlanned)
+	}
 	res, err := convertShards(ctx, j.opts, prog)
 	if err != nil {
 		return plan.Summary{}, usage(err)

@@ -20,25 +20,25 @@ import (
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 )
 
-var _ convert.TableJoiner = JoinTables
+var _ convert.TableJoiner = JoinTable
 
 // Joiner names the convert.TableJoiner of each file that the parts of a
-// split WebDataset conversion write: JoinTables for the samples table, nil
+// split WebDataset conversion write: JoinTable for the samples table, nil
 // for the rest.
 func Joiner(rel string) convert.TableJoiner {
 	if rel == TableName {
-		return JoinTables
+		return JoinTable
 	}
 	return nil
 }
 
-// JoinTables joins the samples tables of the parts of a split conversion
+// JoinTable joins the samples tables of the parts of a split conversion
 // (a convert.TableJoiner for TableName): the parts' rows, in part order and
 // so in shard order, with the references of every field that is not
 // inline renumbered by rename. Parts that met different fields get the
 // union of the columns (sorted by name, as one run writes them), null where
 // a part had no such field. parts[i] is "" for a part without a table.
-func JoinTables(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) error {
+func JoinTable(ctx context.Context, out string, parts []string, rename func(part int, ref string) (string, error)) error {
 	mem := memory.DefaultAllocator
 	type partTable struct {
 		pf *file.Reader

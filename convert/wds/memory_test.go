@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -82,7 +83,11 @@ type rssJob struct{ Src, Dst string }
 func rssChild() {
 	testtool.ChildMain(rssChildEnv, func(job rssJob, out io.Writer) error {
 		ctx := context.Background()
-		j, err := NewJob(ctx, job.Src, job.Dst, Options{})
+		dst, err := convert.ParseDest(job.Dst, "")
+		if err != nil {
+			return err
+		}
+		j, err := NewJob(ctx, job.Src, dst, Options{})
 		if err != nil {
 			return err
 		}

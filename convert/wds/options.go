@@ -52,7 +52,8 @@ type Options struct {
 	// DefaultInlineMax); a larger one is an error.
 	InlineMax int64
 	// src and dst are NewJob's.
-	src, dst string
+	src string
+	dst convert.Dest
 
 	// mem is the allocator for the table (tests use a checked one).
 	mem memory.Allocator

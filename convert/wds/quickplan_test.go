@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
@@ -35,6 +36,11 @@ func TestQuickPlan(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
+	job, err := NewJob(ctx, shards, converttest.Dest(t, filepath.Join(root, "unplanned")), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	converttest.RunBeforePlan(t, job, filepath.Join(root, "unplanned"))
 	for _, quick := range []bool{false, true} {
 		p, err := inspect(ctx, Options{src: shards, Options: convert.Options{QuickPlan: quick}}, nil)
 		if err != nil {
@@ -60,7 +66,7 @@ func TestQuickPlan(t *testing.T) {
 		if !strings.Contains(notes, want) || quick && strings.Contains(notes, "decompressed") {
 			t.Fatalf("QuickPlan %v: notes lack %q or say decompressed:\n%s", quick, want, notes)
 		}
-		res, err := convertShards(ctx, Options{src: shards, dst: filepath.Join(root, "out"+map[bool]string{false: "0", true: "1"}[quick]), Options: convert.Options{QuickPlan: quick}}, nil)
+		res, err := convertShards(ctx, Options{src: shards, dst: converttest.Dest(t, filepath.Join(root, "out"+map[bool]string{false: "0", true: "1"}[quick])), Options: convert.Options{QuickPlan: quick}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

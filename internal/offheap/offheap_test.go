@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
 // TestRemapKeepsBytes: growing a region keeps its bytes and zeroes the
@@ -63,13 +65,11 @@ func TestRegionsFreed(t *testing.T) {
 	}
 	r := o.t.r
 	o = nil
-	deadline := time.Now().Add(10 * time.Second)
-	for set.Count() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("regions not freed after the owner became unreachable")
-		}
+	if !testtool.WaitFor(10*time.Second, 10*time.Millisecond, func() bool {
 		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+		return set.Count() == 0
+	}) {
+		t.Fatal("regions not freed after the owner became unreachable")
 	}
 	if r.b != nil || r.mapped {
 		t.Error("region not freed")

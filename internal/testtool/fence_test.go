@@ -113,3 +113,21 @@ func TestLibavFence(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalLayer keeps internal/ at the bottom: its packages (and their
+// tests) import the standard library, outside modules and one another, never
+// a package of a higher layer (packcore, objstore, convert/...). A helper
+// that needs a higher layer lives beside what it serves.
+func TestInternalLayer(t *testing.T) {
+	t.Parallel()
+	lines := goList(t, "-e", "-f",
+		"{{.ImportPath}}|{{join .Imports \" \"}} {{join .TestImports \" \"}} {{join .XTestImports \" \"}}", "./internal/...")
+	for _, line := range lines {
+		pkg, imports, _ := strings.Cut(line, "|")
+		for _, imp := range strings.Fields(imports) {
+			if strings.HasPrefix(imp, module) && !strings.HasPrefix(imp, module+"internal/") {
+				t.Errorf("%s imports %s, a higher layer", pkg, imp)
+			}
+		}
+	}
+}

@@ -1,6 +1,6 @@
 // Package lancestore opens Lance datasets wherever they are stored: a
 // directory on this machine, read by lancefmt itself, or a prefix in
-// object storage (s3://BUCKET/PREFIX), read through internal/srctree: the
+// object storage (s3://BUCKET/PREFIX), read through srctree: the
 // prefix is listed once when the dataset is opened, and every file is read
 // with ranged requests (small reads such as a data file's footer rounded to
 // 16 KiB blocks that are kept for the reads that follow, sequential runs
@@ -20,9 +20,9 @@ import (
 	"io/fs"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // ErrEmpty is matched by Open's error for a prefix in object storage that

@@ -18,8 +18,8 @@ import (
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // files is the dataset both trees hold.
@@ -31,11 +31,20 @@ var files = map[string]string{
 	"videos/cam/episode_000000.mp4":   strings.Repeat("v", 70000),
 }
 
+// reach returns o with what reaches srv as root (endpoint, region, the
+// root key), given as values rather than taken from the environment, so
+// the tests that use it run in parallel.
+func reach(srv *s3test.Server, o objstore.Options) objstore.Options {
+	o.Endpoint = srv.Endpoint
+	o.Region = "us-east-1"
+	o.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
+	return o
+}
+
 // trees returns the same files in a local directory and under a prefix of
 // a bucket of a real S3 server (versitygw), uploaded through the S3 API.
 func trees(t *testing.T) (srv *s3test.Server, local, remote string) {
 	srv = s3test.Start(t, "src")
-	srv.SetEnv(t)
 	local = filepath.Join(t.TempDir(), "ds")
 	if err := os.MkdirAll(filepath.Join(local, "..", "ds2", "meta"), 0o755); err != nil {
 		t.Fatal(err)
@@ -67,11 +76,12 @@ func trees(t *testing.T) (srv *s3test.Server, local, remote string) {
 // Open, ReadFile, Walk, IsDir, the errors for missing files and for names
 // that leave the root.
 func TestTree(t *testing.T) {
-	_, local, remote := trees(t)
+	t.Parallel()
+	srv, local, remote := trees(t)
 	ctx := context.Background()
 	for _, loc := range []string{local, remote} {
 		t.Run(map[bool]string{true: "s3", false: "local"}[objstore.IsRemote(loc)], func(t *testing.T) {
-			tr, err := srctree.Open(ctx, loc, objstore.Options{})
+			tr, err := srctree.Open(ctx, loc, reach(srv, objstore.Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,20 +156,22 @@ func TestTree(t *testing.T) {
 // store's errors; an empty prefix is an empty tree; a local root that is a
 // file is refused.
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	srv, local, _ := trees(t)
 	ctx := context.Background()
-	if _, err := srctree.Open(ctx, "s3://no-such-bucket/x", objstore.Options{}); !errors.Is(err, objstore.ErrNoBucket) {
+	if _, err := srctree.Open(ctx, "s3://no-such-bucket/x", reach(srv, objstore.Options{})); !errors.Is(err, objstore.ErrNoBucket) {
 		t.Errorf("missing bucket: %v", err)
 	}
-	tr, err := srctree.Open(ctx, "s3://src/nothing", objstore.Options{})
+	tr, err := srctree.Open(ctx, "s3://src/nothing", reach(srv, objstore.Options{}))
 	if err != nil || !tr.Empty() {
 		t.Errorf("empty prefix: %v, %v", tr, err)
 	}
-	if _, err := srctree.Open(ctx, filepath.Join(local, "data.txt"), objstore.Options{}); !errors.Is(err, srctree.ErrNotDir) {
+	if _, err := srctree.Open(ctx, filepath.Join(local, "data.txt"), reach(srv, objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) {
 		t.Errorf("a file as the root: %v", err)
 	}
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "WRONG"+srv.SecretKey)
-	if _, err := srctree.Open(ctx, "s3://src/ds", objstore.Options{}); !errors.Is(err, objstore.ErrDenied) {
+	wrong := reach(srv, objstore.Options{})
+	wrong.Credentials.SecretAccessKey = "WRONG" + srv.SecretKey
+	if _, err := srctree.Open(ctx, "s3://src/ds", wrong); !errors.Is(err, objstore.ErrDenied) {
 		t.Errorf("wrong secret: %v", err)
 	}
 }
@@ -172,7 +184,8 @@ func TestOpenErrors(t *testing.T) {
 // names nothing is missing; a local root that is a symbolic link is
 // walked.
 func TestOpenSource(t *testing.T) {
-	_, local, remote := trees(t)
+	t.Parallel()
+	srv, local, remote := trees(t)
 	ctx := context.Background()
 	outside := filepath.Join(t.TempDir(), "elsewhere.parquet")
 	if err := os.WriteFile(outside, []byte("PAR1"), 0o644); err != nil {
@@ -198,7 +211,7 @@ func TestOpenSource(t *testing.T) {
 	} {
 		t.Run(c.loc, func(t *testing.T) {
 			st := &objstore.Stats{}
-			tr, file, err := srctree.OpenSource(ctx, c.loc, objstore.Options{Stats: st})
+			tr, file, err := srctree.OpenSource(ctx, c.loc, reach(srv, objstore.Options{Stats: st}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,11 +276,11 @@ func TestOpenSource(t *testing.T) {
 		})
 	}
 	for _, loc := range []string{remote + "/no-such-thing", "s3://src/nothing"} {
-		if _, _, err := srctree.OpenSource(ctx, loc, objstore.Options{}); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) {
+		if _, _, err := srctree.OpenSource(ctx, loc, reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) {
 			t.Errorf("%s: %v", loc, err)
 		}
 	}
-	if _, _, err := srctree.OpenSource(ctx, filepath.Join(local, "nope"), objstore.Options{}); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := srctree.OpenSource(ctx, filepath.Join(local, "nope"), reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing local file: %v", err)
 	}
 }
@@ -277,8 +290,8 @@ func TestOpenSource(t *testing.T) {
 // growing requests; small reads far apart one block each, nearby ones
 // nothing more; every byte read is the object's.
 func TestRemoteReads(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
-	srv.SetEnv(t)
 	ctx := context.Background()
 	body := make([]byte, 20<<20+12345)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -290,7 +303,7 @@ func TestRemoteReads(t *testing.T) {
 	}
 	open := func(t *testing.T) (srctree.File, *objstore.Stats) {
 		st := &objstore.Stats{}
-		tr, err := srctree.Open(ctx, "s3://src/ds", objstore.Options{Stats: st})
+		tr, err := srctree.Open(ctx, "s3://src/ds", reach(srv, objstore.Options{Stats: st}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,9 +390,8 @@ func TestRemoteReads(t *testing.T) {
 		}
 	})
 	t.Run("server gone", func(t *testing.T) {
-		t.Setenv("AWS_MAX_ATTEMPTS", "1")
 		st := &objstore.Stats{}
-		tr, err := srctree.Open(ctx, "s3://src/ds", objstore.Options{Stats: st})
+		tr, err := srctree.Open(ctx, "s3://src/ds", reach(srv, objstore.Options{Stats: st, MaxAttempts: 1}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // fetch is one ranged GET the server answered: [lo, hi).
@@ -43,7 +43,6 @@ func (l *requestLog) take() []fetch {
 // and returns them, the log and a function that opens the tree afresh.
 func remoteObject(t *testing.T, size int) ([]byte, *requestLog, func(t *testing.T) *srctree.Tree) {
 	srv := s3test.Start(t, "src")
-	srv.SetEnv(t)
 	body := make([]byte, size)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range body {
@@ -53,7 +52,8 @@ func remoteObject(t *testing.T, size int) ([]byte, *requestLog, func(t *testing.
 		t.Fatal(err)
 	}
 	proxy := s3test.NewProxy(t, srv)
-	t.Setenv("AWS_ENDPOINT_URL_S3", proxy.Endpoint)
+	o := reach(srv, objstore.Options{})
+	o.Endpoint = proxy.Endpoint
 	log := &requestLog{}
 	proxy.SetFaults(func(_ int, r *http.Request) s3test.Fault {
 		var lo, hi int64
@@ -68,7 +68,7 @@ func remoteObject(t *testing.T, size int) ([]byte, *requestLog, func(t *testing.
 		return s3test.Pass
 	})
 	open := func(t *testing.T) *srctree.Tree {
-		tr, err := srctree.Open(context.Background(), "s3://src/ds", objstore.Options{})
+		tr, err := srctree.Open(context.Background(), "s3://src/ds", o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,6 +105,7 @@ func readAt(t *testing.T, f srctree.File, body []byte, off, n int64) {
 // is fetched twice, and what is fetched past a stream's end is at most its
 // read-ahead. Of MaxRuns+1 streams, all but two keep their runs.
 func TestInterleavedRuns(t *testing.T) {
+	t.Parallel()
 	// each stream's length, and the distance between their starts: a
 	// stream's read-ahead reaches 12 MiB past its last read
 	const per, apart = 6 << 20, 6<<20 + 2*srctree.MaxAhead
@@ -170,6 +171,7 @@ func TestInterleavedRuns(t *testing.T) {
 // twice MaxAhead for each run, and 8 blocks, after every read, and every
 // byte is fetched once (the spans let go of are those already read).
 func TestKeptBound(t *testing.T) {
+	t.Parallel()
 	const size = 40 << 20
 	body, log, open := remoteObject(t, size)
 	for _, streams := range []int{1, 2} {
@@ -207,6 +209,7 @@ func TestKeptBound(t *testing.T) {
 // copied), every byte once; a read that an exact reader makes of the same
 // size too, without fetching past it.
 func TestLargeRead(t *testing.T) {
+	t.Parallel()
 	body, log, open := remoteObject(t, 40<<20)
 	for _, exact := range []bool{false, true} {
 		tr := open(t)
@@ -241,6 +244,7 @@ func TestLargeRead(t *testing.T) {
 // TestSharedOpen: Files of one object open at once read what the others
 // fetched; once all are closed, a File opened again fetches anew.
 func TestSharedOpen(t *testing.T) {
+	t.Parallel()
 	body, log, open := remoteObject(t, 4<<20)
 	tr := open(t)
 	ctx := context.Background()
@@ -285,6 +289,7 @@ func TestSharedOpen(t *testing.T) {
 // go of it when that File, which read ahead, is closed, and another exact
 // File does not.
 func TestSampleKept(t *testing.T) {
+	t.Parallel()
 	const size = 20 << 20
 	body, log, open := remoteObject(t, size)
 	tr := open(t)
@@ -343,6 +348,7 @@ func TestSampleKept(t *testing.T) {
 // go of and their buffers fetched into again (run with -race: no read
 // copies out of a buffer while a request fills it anew).
 func TestBuffersReused(t *testing.T) {
+	t.Parallel()
 	const size = 48 << 20
 	body, _, open := remoteObject(t, size)
 	tr := open(t)

@@ -1,8 +1,8 @@
-// Package packtest holds test helpers that read what a conversion wrote:
-// its pack set and its video index. It is apart from internal/testtool
-// because packcore's own tests import testtool, which must not import
-// packcore.
-package packtest
+// Package lerobottest holds test helpers that read what a LeRobot
+// conversion wrote: its pack set and its video index. It is for the tests
+// of convert/lerobot and of the CLI, not for programs; it sits beside the
+// converter it serves so that internal/ never imports a higher layer.
+package lerobottest
 
 import (
 	"path/filepath"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // TestOpenSection: a section of a file reads as a file of its own, locally
@@ -16,7 +16,8 @@ import (
 // front to back, whose requests grow, and Stream's) fetch the section's
 // bytes and none of its neighbours'; a section past the end is refused.
 func TestOpenSection(t *testing.T) {
-	_, local, remote := trees(t)
+	t.Parallel()
+	srv, local, remote := trees(t)
 	ctx := context.Background()
 	const name = "videos/cam/episode_000000.mp4"
 	body := []byte(files[name])
@@ -25,7 +26,7 @@ func TestOpenSection(t *testing.T) {
 	for _, loc := range []string{local, remote} {
 		t.Run(map[bool]string{true: "s3", false: "local"}[objstore.IsRemote(loc)], func(t *testing.T) {
 			stats := &objstore.Stats{}
-			tr, err := srctree.Open(ctx, loc, objstore.Options{Stats: stats})
+			tr, err := srctree.Open(ctx, loc, reach(srv, objstore.Options{Stats: stats}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,69 @@
+// Package formats is the one list of the converters: a Format value per
+// converter, saying what the source format is called, which command runs
+// it and how, and how finalize joins the files its split runs write.
+// finalize, the CLI and the test that holds the README's commands table to
+// the code range over All; adding a converter is its package, one line
+// here, its row in the README's table and its section in
+// docs/converters.md.
+//
+// It is not a registry filled at init time: the list is a literal, in the
+// order help shows it, and nothing else adds to it.
+package formats
+
+import (
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/lance"
+	"github.com/bpconvert/bpconvert/convert/lerobot"
+	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/convert/wds"
+)
+
+// Format is one converter.
+type Format struct {
+	// Name is the source format as plans and summaries name it.
+	Name string
+	// Command is the CLI command that runs the converter.
+	Command string
+	// Args are the command's operands as help shows them.
+	Args string
+	// Summary is the command's line in help and in the README's commands
+	// table.
+	Summary string
+	// Joiner names, for each file that the parts of a split run write (by
+	// slash path relative to the output), how finalize joins it: nil for a
+	// file that every part must hold the same.
+	Joiner func(rel string) convert.TableJoiner
+}
+
+// All lists the converters in help order.
+var All = []Format{
+	{Name: "WebDataset", Command: "convert-wds", Args: "SRC DST", Joiner: wds.Joiner,
+		Summary: "convert WebDataset tar shards into packs and a samples.parquet table"},
+	{Name: "Parquet", Command: "convert-parquet", Args: "SRC DST", Joiner: parquet.Joiner,
+		Summary: "move payload columns of parquet tables into packs, columns become references"},
+	{Name: "LeRobot", Command: "convert-lerobot", Args: "SRC DST", Joiner: lerobot.Joiner,
+		Summary: "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs"},
+	{Name: "Lance", Command: "convert-lance", Args: "SRC DST", Joiner: lance.Joiner,
+		Summary: "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied"},
+}
+
+// ByCommand returns the converter that command runs.
+func ByCommand(command string) (Format, bool) {
+	for _, f := range All {
+		if f.Command == command {
+			return f, true
+		}
+	}
+	return Format{}, false
+}
+
+// Joiners returns the joiner of the converter that command runs, in the
+// form convert.FinalizeOptions takes; a command that is no converter has
+// none, and its parts cannot be finalized.
+func Joiners(command string) (func(rel string) convert.TableJoiner, bool) {
+	f, ok := ByCommand(command)
+	if !ok {
+		return nil, false
+	}
+	return f.Joiner, true
+}
