@@ -4,31 +4,22 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
+	flag "github.com/spf13/pflag"
 )
 
-// cmdLerobot parses convert-lerobot's flags into a lerobot.Job, handing it
-// the libav video engine that only this build (tag lerobot) links, and runs
-// it; every LeRobot conversion asks before writing (tables may change).
-func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("convert-lerobot", flag.ContinueOnError)
-	var cf convertFlags
-	cf.register(fset)
-	cf.registerPart(fset, e)
-	images := fset.String("images", string(lerobot.ImagesExtract), "image features inside the tables: extract (into packs, columns become references) or skip")
-	videoMode := fset.String("video", string(lerobot.VideoCopy), "video features: copy (into packs, per episode where possible) or skip")
-	noSplit := fset.Bool("no-split-episodes", false, "keep every v3.0 camera file whole; episodes are addressed by [from_ns, to_ns)")
-	tolerance := fset.Float64("tolerance-frames", lerobot.DefaultToleranceFrames, "how many frames an episode's interval may differ from its length")
-	pos, err := e.parse(fset, args, 2, "SRC DST")
-	if err != nil {
-		return nil, err
-	}
+// runLerobot converts with the libav video engine that only this build
+// (tag lerobot) links; every LeRobot conversion asks before writing (tables
+// may change).
+func runLerobot(ctx context.Context, e *env, fset *flag.FlagSet, o *lerobotFlags, pos []string) (any, error) {
+	cf := &o.cf
+	images, videoMode, noSplit, tolerance := &o.images, &o.video, &o.noSplit, &o.tolerance
+	var err error
 	if m := lerobot.ImageMode(*images); m != lerobot.ImagesExtract && m != lerobot.ImagesSkip {
 		return nil, usagef("convert-lerobot: --images %q: want extract or skip", *images)
 	}
@@ -84,7 +75,7 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.runJob(ctx, &cf, job)
+	res, err := e.runJob(ctx, cf, job)
 	if stats == nil || err != nil {
 		return res, err
 	}

@@ -39,7 +39,7 @@ func TestConvertersTable(t *testing.T) {
 			cli[c.name] = c
 		}
 	}
-	shared := []string{"-dry-run", "-yes", "-restart", "-staging", "-part", "-ref-base", "-max-pack-bytes", "-max-members", "-no-manifest"}
+	shared := []string{"--dry-run", "--yes", "--restart", "--staging", "--part", "--ref-base", "--max-pack-bytes", "--max-members", "--no-manifest"}
 	for _, row := range rows {
 		name, args, summary := row[1], row[2], strings.TrimSpace(row[3])
 		t.Run(name, func(t *testing.T) {

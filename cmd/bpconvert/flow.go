@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -22,6 +21,7 @@ import (
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
+	flag "github.com/spf13/pflag"
 )
 
 // convertFlags are the flags every converter takes: the pack settings that
@@ -59,7 +59,7 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 	fs.BoolVar(&c.explain, "explain", false, "show the plan's explanations (how keys, samples, readers and shard limits work), once per topic")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
-	fs.StringVar(&c.staging, "staging", "", "local directory that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
+	fs.StringVar(&c.staging, "staging", "", "local directory `DIR` that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
 }
 
 // registerPart adds --part, for converters that can split their work;
@@ -77,6 +77,9 @@ type partFlag struct {
 	from   string
 	getenv func(string) string
 }
+
+// Type is the placeholder help shows for a part.
+func (p *partFlag) Type() string { return "I/N" }
 
 // Set parses I/N, auto or auto/N.
 func (p *partFlag) Set(s string) error {
@@ -110,6 +113,9 @@ func (c *convertFlags) options() convert.Options {
 type refBaseFlag string
 
 func (r *refBaseFlag) String() string { return string(*r) }
+
+// Type is the placeholder help shows for a reference base.
+func (r *refBaseFlag) Type() string { return "BASE" }
 
 func (r *refBaseFlag) Set(s string) error {
 	v, err := convert.CheckRefBase(s)
