@@ -191,6 +191,7 @@ func otherFlag(name, bad string) (string, []string) {
 		}
 		fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 		c.define(e, fs)
+		e.commonFlags(fs)
 		for _, f := range flagNames(fs) {
 			if byFlag[f] == nil {
 				all = append(all, f)
@@ -334,4 +335,24 @@ func (e *env) execute(ctx context.Context, args []string) (outcome, bool, error)
 		}
 	}
 	return out, false, err
+}
+
+// flagBeforeCommand is the error and hint for a flag given where the
+// command belongs (bpconvert --colum ...): the commands that take it, or
+// the flag meant.
+func flagBeforeCommand(arg string) (string, string) {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	msg := fmt.Sprintf("%s: a flag where the command belongs (bpconvert COMMAND [flags] ARGS)", arg)
+	s, owners := otherFlag("", name)
+	of := "a flag of " + strings.Join(owners, ", ")
+	if len(owners) > 4 {
+		of, owners = "a flag of every command", []string{"COMMAND"}
+	}
+	switch {
+	case s == "":
+		return msg, "run bpconvert --help for the commands, and bpconvert COMMAND --help for their flags"
+	case s == name:
+		return msg, fmt.Sprintf("--%s is %s: bpconvert %s --%s ...", s, of, owners[0], s)
+	}
+	return msg, fmt.Sprintf("did you mean --%s? %s: bpconvert %s --%s ...", s, of, owners[0], s)
 }

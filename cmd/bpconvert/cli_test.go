@@ -124,6 +124,8 @@ func TestFlagSuggestions(t *testing.T) {
 		{[]string{"verify", "--agianst", "src", "ds"}, "did you mean --against?"},
 		{[]string{"convert-wds", "--colum", "x", "a", dst}, "--column is a flag of convert-parquet and convert-lance, not of convert-wds"},
 		{[]string{"ls", "--frobnicate", "ds"}, "run bpconvert ls --help for its flags"},
+		{[]string{"--colum", "x"}, "did you mean --column? a flag of convert-parquet, convert-lance"},
+		{[]string{"-json", "ls"}, "--json is a flag of every command"},
 	} {
 		r := bp(t, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "bpconvert: hint: "+tc.hint) {

@@ -77,6 +77,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// help CMD is CMD --help.
 		args = []string{args[1], "--help"}
 	}
+	if strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		msg, hint := flagBeforeCommand(args[0])
+		fmt.Fprintf(stderr, "bpconvert: error: %s\nbpconvert: hint: %s\n", msg, hint)
+		return exitUsage
+	}
 	if lookup(args[0]) == nil && !builtinCommands[args[0]] {
 		fmt.Fprintf(stderr, "bpconvert: error: unknown command %q\n", args[0])
 		if s := suggest(args[0]); s != "" {
