@@ -78,8 +78,8 @@ func environment() []envVar {
 		{objstore.EnvConnectTimeout, "bound on connecting to object storage (same forms)"},
 		{strings.Join(convert.IndexVariables(), ", "), "the task index --part auto reads (batch engines set one of them)"},
 		{"AWS_BATCH_JOB_ARRAY_SIZE, BATCH_TASK_COUNT, CLOUD_RUN_TASK_COUNT, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN", "the task count (and Slurm's first task ID) beside the index, for --part auto"},
-		{"NO_COLOR", "set (to anything) for prompts without colour; the focused choice stays marked"},
-		{"TERM", "dumb gives prompts without colour or cursor movement, the focused choice still marked"},
+		{"NO_COLOR", "set (to anything) for prompts without colour; the focused answer is then bracketed: [ Yes ]"},
+		{"TERM", "dumb gives line-by-line prompts: numbered options, the chosen ones ticked, the default answer in capitals"},
 	}
 }
 

@@ -636,7 +636,7 @@ func (e *env) confirm(ctx context.Context) error {
 // runForm runs a huh form on the command's own terminal streams; a user
 // abort becomes errAborted.
 func (e *env) runForm(ctx context.Context, f *huh.Form) error {
-	err := f.WithInput(e.stdin).WithOutput(terminal(e.stderr)).WithShowHelp(true).RunWithContext(ctx)
+	err := f.WithInput(e.stdin).WithOutput(terminal(e.stderr)).WithShowHelp(true).WithTheme(promptTheme(terminal(e.stderr))).RunWithContext(ctx)
 	if errors.Is(err, huh.ErrUserAborted) {
 		return errAborted
 	}
