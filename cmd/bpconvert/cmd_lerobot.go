@@ -4,80 +4,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
-	"github.com/bpconvert/bpconvert/internal/srctree"
-	"github.com/bpconvert/bpconvert/objstore"
 	flag "github.com/spf13/pflag"
 )
 
 // runLerobot converts with the libav video engine that only this build
-// (tag lerobot) links; every LeRobot conversion asks before writing (tables
-// may change).
+// (tag lerobot) links.
 func runLerobot(ctx context.Context, e *env, fset *flag.FlagSet, o *lerobotFlags, pos []string) (any, error) {
-	cf := &o.cf
-	images, videoMode, noSplit, tolerance := &o.images, &o.video, &o.noSplit, &o.tolerance
-	var err error
-	if m := lerobot.ImageMode(*images); m != lerobot.ImagesExtract && m != lerobot.ImagesSkip {
-		return nil, usagef("convert-lerobot: --images %q: want extract or skip", *images)
-	}
-	if m := lerobot.VideoMode(*videoMode); m != lerobot.VideoCopy && m != lerobot.VideoSkip {
-		return nil, usagef("convert-lerobot: --video %q: want copy or skip", *videoMode)
-	}
-	if !(*tolerance > 0) {
-		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
-	}
-	src, check := pos[0], pos[0]
-	e.setOperands(fset.Name(), pos[:1], pos[1])
-	var (
-		tree  *srctree.Tree
-		stats *objstore.Stats
-	)
-	if objstore.IsRemote(src) {
-		// The dataset in the bucket is listed once, here, and every read
-		// of it is counted for the summary.
-		if _, _, err := objstore.ParseS3(src); err != nil {
-			return nil, &usageError{msg: fmt.Sprintf("convert-lerobot: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
-		}
-		stats = &objstore.Stats{}
-		if tree, err = srctree.Open(ctx, src, objstore.Options{Stats: stats}); err != nil {
-			return nil, storeError("convert-lerobot", err)
-		}
-		src = tree.Location()
-		if tree.Empty() {
-			return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
-		}
-		if !objstore.IsRemote(pos[1]) {
-			check = "" // a local destination cannot overlap a bucket
-		}
-	}
-	absDst, err := cf.destination(ctx, check, pos[1])
-	if err != nil {
-		return nil, err
-	}
-	if err := cf.identify(ctx, fset, []string{src}); err != nil {
-		if tree != nil {
-			return nil, storeError("convert-lerobot", err)
-		}
-		return nil, err
-	}
-	job, err := lerobot.NewJob(ctx, src, absDst, lerobot.Options{
-		Options:         cf.options(),
-		Tree:            tree,
-		Images:          lerobot.ImageMode(*images),
-		Video:           lerobot.VideoMode(*videoMode),
-		NoSplitEpisodes: *noSplit,
-		ToleranceFrames: *tolerance,
-		Engine:          libav.Engine{},
-	})
-	if err != nil {
-		return nil, err
-	}
-	res, err := e.runJob(ctx, cf, job)
-	if stats == nil || err != nil {
-		return res, err
-	}
-	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
+	return o.run(ctx, e, fset, pos, libav.Engine{})
 }

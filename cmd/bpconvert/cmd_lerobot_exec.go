@@ -21,11 +21,16 @@ import (
 // (about 60 MiB of resident memory and 0.3 s for its shared libraries).
 const lerobotBinary = "bpconvert-lerobot"
 
-// cmdLerobot replaces this process with bpconvert-lerobot, found beside the
+// runLerobot replaces this process with bpconvert-lerobot, found beside the
 // running executable or on PATH, so the terminal, signals, exit code and
-// output streams are the conversion's own.
-func runLerobot(ctx context.Context, e *env, _ *flag.FlagSet, _ *lerobotFlags, _ []string) (any, error) {
+// output streams are the conversion's own. Without the companion, a dry
+// run plans here, from the dataset's metadata (the camera files are not
+// probed: that needs libav).
+func runLerobot(ctx context.Context, e *env, fset *flag.FlagSet, o *lerobotFlags, pos []string) (any, error) {
 	path, err := findLerobot()
+	if err != nil && o.cf.dryRun {
+		return o.run(ctx, e, fset, pos, nil)
+	}
 	if err != nil {
 		// Not a failure a retry mends: exit 2, as for a missing setting.
 		return nil, &usageError{msg: err.Error(),
