@@ -40,7 +40,7 @@ scale() {
   sbytes=$(du -sb "$work/scale" | cut -f1)
   echo "scale: $sshards shards, $((smb * 1000000 / size)) members of $size bytes, $sbytes bytes; parts $jobs at a time"
   printf '  %5s %12s %14s %10s %12s\n' N "cpu s" "largest part" "parts s" "finalize s"
-  local n
+  local n rows_md=()
   for n in ${SCALE_NS:-1 2 4 8 32 128}; do
     set_aside "$work/sout" "$work/.sout.bpconvert-parts" "$work/sums"
     mkdir -p "$work/sums"
@@ -58,7 +58,15 @@ scale() {
     share=$(python3 -c 'import json, sys; b = [json.load(open(p))["bytes"] for p in sys.argv[1:]]; print(f"{max(b) / sum(b) * 100:.1f}%")' \
       "$work"/sums/*.json)
     printf '  %5s %12s %14s %10.2f %12.3f\n' "$n" "$cpu" "$share" "$(echo "$t1 - $t0" | bc -l)" "$(echo "$t2 - $t1" | bc -l)"
+    rows_md+=("| $n | $cpu s | $share | $(secs "$(echo "$t1 - $t0" | bc -l)") s | $(secs "$(echo "$t2 - $t1" | bc -l)") s |")
   done
+  {
+    echo "Measured by $(bench_head bench/fanout.sh "$work"); one run for each N. \`convert-wds --part I/N\` of $sbytes bytes in $sshards tar shards of $size-byte members, parts $jobs at a time, then \`finalize\`. CPU is every part's user + system time: total work grows by what each part adds (each plans from every shard's headers); finalize grows with N (one table per part to join), not with payload bytes."
+    echo
+    echo "| N | CPU of all parts | largest part's share of the bytes | parts, wall | \`finalize\` |"
+    echo "|---|---|---|---|---|"
+    printf '%s\n' "${rows_md[@]}"
+  } | perf_doc "bench/fanout.sh scale"
 }
 
 if [ "${FANOUT_PAIR:-1}" = 0 ]; then
@@ -116,5 +124,12 @@ echo "input: $nshards shards, $members members of $size bytes, $bytes bytes"
 echo "  whole run:              $twhole s"
 echo "  --part 1/2 + 2/2 (concurrent): $tsplit s   ratio split/whole: $(ratio "$tsplit" "$twhole")x (target <= 1.00)"
 echo "  finalize:               $tfinal s (target < 1 s)"
+{
+  echo "Measured by $(bench_head bench/fanout.sh "$work"); medians of $runs runs, the whole and the split run timed in turns, warm page cache. $bytes bytes in $nshards tar shards of $members members of $size bytes."
+  echo
+  echo "| one undivided \`convert-wds\` | \`--part 1/2\` and \`--part 2/2\` at once | split / whole (target <= 1.00) | \`finalize\` (target < 1 s) |"
+  echo "|---|---|---|---|"
+  echo "| $(secs "$twhole") s | $(secs "$tsplit") s | $(ratio "$tsplit" "$twhole")x | $(secs "$tfinal") s |"
+} | perf_doc bench/fanout.sh
 
 scale

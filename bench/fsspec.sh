@@ -9,6 +9,8 @@
 # PYTHON=/usr/bin/python3 with Debian's python3-fsspec, BPCONVERT=bin/bpconvert)
 # Prints, per member count, the median over ROUNDS of the median of 8 reads.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 bin=${BPCONVERT:-bin/bpconvert}
 py=${PYTHON:-/usr/bin/python3}
 counts=${COUNTS:-256 1024 4096 16384 65535}
@@ -41,6 +43,7 @@ for k in pick:
 print(statistics.median(fresh) * 1000, statistics.median(kept) * 1000, first * 1000)
 PY
 echo "members  per reference, fs per reference (ms)  per reference, fs kept per shard (ms)  opening the kept fs (ms)"
+rows_md=()
 for n in $counts; do
   mkdir -p "$work/src$n"
   "$py" -c 'import os, sys
@@ -52,6 +55,15 @@ for i in range(n):
     "$py" -c 'import sys, statistics
 rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
 a, b, c = (statistics.median(col) for col in zip(*rows))
-print("%7d  %.2f  %.3f  %.1f" % (int(sys.argv[1]), a, b, c))' "$n"
+print("%7d  %.2f  %.3f  %.1f" % (int(sys.argv[1]), a, b, c))' "$n" | tee "$work/row"
+  read -r m a b c <"$work/row"
+  rows_md+=("| $m | $a ms | $b ms | $c ms |")
   rm -rf "$work/src$n" "$work/ds$n"
 done
+{
+  echo "Measured by $(bench_head bench/fsspec.sh "$work") with $("$py" -c 'import fsspec; print("fsspec", fsspec.__version__)'); 1 KiB members, median of $rounds rounds of the median of 8 reads."
+  echo
+  echo "| members in the shard | \`fsspec.open(ref)\` per reference | one zip filesystem per shard, per reference | opening that filesystem once |"
+  echo "|---|---|---|---|"
+  printf '%s\n' "${rows_md[@]}"
+} | perf_doc bench/fsspec.sh

@@ -53,6 +53,7 @@ inproc_median() {
   for _ in $(seq "$n"); do field "$("$@")" seconds; done | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
+rows_md=()
 for v in $versions; do
   ds="$work/db/bench_${v/./_}.lance"
   warm "$ds"
@@ -74,4 +75,13 @@ for v in $versions; do
   echo "  go reader:   wall $tg s ($(mbs "$tg") MB/s), in-process $ig s ($(mbs "$ig") MB/s), peak RSS $rss MiB"
   echo "  lance scan:  wall $tl s ($(mbs "$tl") MB/s), in-process $il s ($(mbs "$il") MB/s)"
   echo "  throughput ratio go/lance: wall $(ratio "$tl" "$tg")x, in-process $(ratio "$il" "$ig")x (target >= 1.0)"
+  rows_md+=("| $v (data storage version $(sfield "$g" storage)), pages $(sfield "$g" encoding) | $(secs "$tl") s; in-process $(secs "$il") s | $(secs "$tg") s; in-process $(secs "$ig") s | $(ratio "$tl" "$tg")x; $(ratio "$il" "$ig")x (target >= 1.0) | $rss MiB |")
 done
+
+{
+  echo "Measured by $(bench_head bench/lance.sh "$work"); medians of $runs runs, warm page cache. A scan of the binary column \`data\` of $rows rows of $size bytes, written by @lancedb/lancedb (fixtures/lance/bench.mjs): bpconvert's reader (lancefmt) against Lance's own scan through lancedb (fixtures/lance/scan.mjs), whole processes and timed inside each. Ratio = lancedb time / bpconvert time."
+  echo
+  echo "| file version | lancedb | bpconvert | ratio: wall; in-process | peak RSS |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "${rows_md[@]}"
+} | perf_doc bench/lance.sh

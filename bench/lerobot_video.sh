@@ -102,6 +102,15 @@ echo "keyframe scan of 2 files (process start included):"
 printf '  ffprobe -skip_frame nokey:           %.3f s\n' "$s_ref"
 printf '  videobench scan:                     %.3f s   (%s x faster; target >= 10)\n' "$s_ours" "$(ratio "$s_ref" "$s_ours")"
 
+{
+  echo "Measured by $(bench_head bench/lerobot_video.sh "$work"); medians of $runs runs, warm page cache, whole processes (start-up included). 2 camera files of 12 episodes x ${secs} s, $size at $fps fps, GOP $gop, each episode encoded on its own and concatenated by packet copy as LeRobot does. Ratio = reference time / bpconvert time."
+  echo
+  echo "| task | reference route | reference | bpconvert (\`convert/lerobot/video\`) | ratio |"
+  echo "|---|---|---|---|---|"
+  echo "| split 12 episodes x 2 cameras | ffprobe keyframes + ffmpeg segment muxer | $(secs "$t_ref") s | $(secs "$t_ours") s | $(ratio "$t_ref" "$t_ours")x (target >= 3) |"
+  echo "| keyframe scan of 2 camera files | \`ffprobe -skip_frame nokey\` | $(secs "$s_ref") s | $(secs "$s_ours") s | $(ratio "$s_ref" "$s_ours")x (target >= 10) |"
+} | perf_doc bench/lerobot_video.sh
+
 if [ "${SKIP_GO_BENCH:-}" != 1 ]; then
   echo "in-process (go test -bench, its own 12 x 10 s 640x480 file, one camera):"
   (cd "$root" && go test -run '^$' -bench 'ScanKeyframes|FFprobeSkipFrameNokey|Split12|SegmentMuxer12' \

@@ -191,6 +191,10 @@ os.replace(tmp, doc)
 PY
 }
 
+# secs SECONDS prints seconds with three decimals (0.192, not .192426248),
+# as the tables perf_doc writes show them.
+secs() { printf '%.3f\n' "$1"; }
+
 # per_gb SECONDS BYTES prints seconds per GB (10^9 bytes), two decimals.
 per_gb() { printf '%.2f\n' "$(echo "scale=4; $1 * 1000000000 / $2" | bc -l)"; }
 

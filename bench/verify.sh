@@ -54,3 +54,12 @@ echo "  verify, no manifest (CRC-32):  $tcrc s  ($(mbs "$tcrc") MB/s), throughpu
 echo "  sha256sum, one after another:  $tsha s  ($(mbs "$tsha") MB/s)"
 echo "  sha256sum, $(nproc) at once:           $tshap s  ($(mbs "$tshap") MB/s)"
 echo "  verify, manifest (+ SHA-256):  $tman s  ($(mbs "$tman") MB/s), ratio verify/sha256sum: $(ratio "$tsha" "$tman")x, verify/parallel sha256sum: $(ratio "$tshap" "$tman")x"
+
+{
+  echo "Measured by $(bench_head bench/verify.sh "$work"); medians of $runs runs each, warm page cache. $nshards shards of $count members of 100 KiB, $(printf '%.3f' "$(echo "$bytes/1000000000" | bc -l)") GB. Ratios are throughput (baseline time / verify time)."
+  echo
+  echo "| case | baseline | \`verify\` | ratio |"
+  echo "|---|---|---|---|"
+  echo "| no manifest: structure and every CRC-32 | \`dd bs=1M\` $(secs "$tdd") s | $(secs "$tcrc") s | $(ratio "$tdd" "$tcrc")x dd (target >= 0.5) |"
+  echo "| with the manifest: + SHA-256 of every shard, shards on all cores | \`sha256sum\` $(secs "$tsha") s; $(nproc) at once $(secs "$tshap") s | $(secs "$tman") s | $(ratio "$tsha" "$tman")x; $(ratio "$tshap" "$tman")x |"
+} | perf_doc bench/verify.sh
