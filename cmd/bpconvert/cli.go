@@ -123,6 +123,11 @@ func (e *env) cobraCommand(ctx context.Context, c command, out *outcome) *cobra.
 	fs.SortFlags = true
 	run := c.define(e, fs)
 	e.commonFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		if vals := f.Annotations[choicesAnnotation]; len(vals) > 0 {
+			cc.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp))
+		}
+	})
 	cc.RunE = func(_ *cobra.Command, operands []string) error {
 		out.name = c.name
 		if c.nargs >= 0 && len(operands) != c.nargs {
@@ -139,6 +144,18 @@ func (e *env) cobraCommand(ctx context.Context, c command, out *outcome) *cobra.
 		return nil
 	}
 	return cc
+}
+
+// choicesAnnotation marks a flag's values, which shell completion offers.
+const choicesAnnotation = "bpconvert_choices"
+
+// choices records the values flag name of fs takes, for shell completion.
+func choices[T ~string](fs *flag.FlagSet, name string, values ...T) {
+	var vals []string
+	for _, v := range values {
+		vals = append(vals, string(v))
+	}
+	fs.SetAnnotation(name, choicesAnnotation, vals)
 }
 
 // exampleText is examples as cobra and help show them, indented.

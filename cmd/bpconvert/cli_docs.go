@@ -102,10 +102,6 @@ func referenceMarkdown() string {
 	for _, v := range environment() {
 		fmt.Fprintf(&b, "- `%s`: %s\n", strings.ReplaceAll(v.name, ", ", "`, `"), v.text)
 	}
-	b.WriteString("\n### Exit codes\n\n")
-	for _, x := range exitCodes {
-		fmt.Fprintf(&b, "- `%d`: %s\n", x.code, strings.Join(strings.Fields(x.text), " "))
-	}
 	b.WriteString("\n" + referenceEnd + "\n")
 	return b.String()
 }

@@ -197,6 +197,10 @@ func TestCompletion(t *testing.T) {
 	if !strings.Contains(r.stdout, "--column\t") {
 		t.Errorf("completing --col: %s", r.stdout)
 	}
+	r = bp(t, "__complete", "convert-lance", "--external", "")
+	if !strings.HasPrefix(r.stdout, "copy\nkeep\n") {
+		t.Errorf("completing --external: %q", r.stdout)
+	}
 	if _, err := exec.LookPath("bash"); err == nil {
 		script := bp(t, "completion", "bash").stdout
 		f := filepath.Join(t.TempDir(), "c.bash")

@@ -20,6 +20,7 @@ func cmdConvertLance(e *env, fset *flag.FlagSet) runFunc {
 	fset.Var(&columns, "column", "column to extract into packs, `NAME` (repeatable; default: every blob column)")
 	version := fset.Uint64("dataset-version", 0, "convert dataset version `N` (default: the latest); --version N is its deprecated spelling")
 	external := fset.String("external", string(lance.ExternalCopy), "external blobs: `MODE` copy (into the packs) or keep (the URI stays the cell's value)")
+	choices(fset, "external", lance.ExternalCopy, lance.ExternalKeep)
 	return func(ctx context.Context, pos []string) (any, error) {
 		src, dst := pos[0], pos[1]
 		e.setOperands(fset.Name(), pos[:1], pos[1])

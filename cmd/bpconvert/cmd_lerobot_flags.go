@@ -33,6 +33,8 @@ func cmdLerobot(e *env, fset *flag.FlagSet) runFunc {
 	o.cf.registerPart(fset, e)
 	fset.StringVar(&o.images, "images", string(lerobot.ImagesExtract), "image features inside the tables: `MODE` extract (into packs, columns become references) or skip")
 	fset.StringVar(&o.video, "video", string(lerobot.VideoCopy), "video features: `MODE` copy (into packs, per episode where possible) or skip")
+	choices(fset, "images", lerobot.ImagesExtract, lerobot.ImagesSkip)
+	choices(fset, "video", lerobot.VideoCopy, lerobot.VideoSkip)
 	fset.BoolVar(&o.noSplit, "no-split-episodes", false, "keep every v3.0 camera file whole; episodes are addressed by [from_ns, to_ns)")
 	fset.Float64Var(&o.tolerance, "tolerance-frames", lerobot.DefaultToleranceFrames, "how many frames `N` an episode's interval may differ from its length")
 	return func(ctx context.Context, pos []string) (any, error) {

@@ -33,6 +33,7 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 	fset.Var(&fields, "field", "nested field `FIELD` to extract, a.b.c with dots between levels (repeatable); a dot or backslash\ninside a name is written \\. or \\\\ (obs.cam\\.front is the field cam.front of obs), as plans name candidates")
 	media := fset.String("hf-media", string(parquet.MediaKeep), "what a Hugging Face media struct<bytes, path> (Image, Audio, ...) becomes, `MODE` keep (the struct stays, bytes null,\n"+
 		"path the reference, so datasets still reads Image()/Audio() features) or string (the reference string, Value(\"string\"));\nplain binary columns always become reference strings")
+	choices(fset, "hf-media", parquet.MediaKeep, parquet.MediaString)
 	keepPath := fset.Bool("keep-path", false, "keep the source path of each extracted media struct in a string field beside it, named FIELD"+parquet.PathSuffix+"\n(image"+parquet.PathSuffix+" beside image; a list beside a list), declared Value(\"string\") in the features; by default it is not kept")
 	strictRemote := fset.Bool("strict-remote", false, "refuse a media value whose bytes are null and whose path is a URL (hf://, https://, s3://, ...),\nas dataset builders write them; by default such a value is kept as it is, its path unchanged, and counted")
 	return func(ctx context.Context, pos []string) (any, error) {
