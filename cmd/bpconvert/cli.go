@@ -27,8 +27,7 @@ type command struct {
 	// them itself.
 	nargs   int
 	summary string
-	// long is help's text after the flags' summary (paragraphs; may be
-	// empty).
+	// long is help's text after the summary (paragraphs; may be empty).
 	long string
 	// examples are shown by help, one command line each, optionally
 	// preceded by "# comment" lines.
@@ -70,8 +69,7 @@ func (e *env) tree(ctx context.Context, out *outcome) *cobra.Command {
 		Short:              "migrate datasets into blob packs",
 		SilenceErrors:      true,
 		SilenceUsage:       true,
-		DisableSuggestions: true,
-		CompletionOptions:  cobra.CompletionOptions{HiddenDefaultCmd: false},
+		DisableSuggestions: true, // run suggests, for commands and flags alike
 	}
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
