@@ -34,11 +34,11 @@
 #             fixtures/lance/bench_blob2.mjs); --yes alone. lancedb 0.31.0's
 #             scan returns blob v2 descriptors, not bytes: no official route
 #   managed   a blob v2 column with lance.blob.managed=true written by
-#             pylance 14.0.2 (the values in _blobs/<uuid>.blob objects;
+#             pylance 14.0.3 (the values in _blobs/<uuid>.blob objects;
 #             fixtures/lance14/bench.py); --yes alone. Official route:
 #             fixtures/lance14/official.py (pylance's scan with
 #             blob_handling="all_binary", zipfile, a new table; no fsync)
-#   onepage   a large_binary "data" column written by pylance 14.0.2 at 2.2
+#   onepage   a large_binary "data" column written by pylance 14.0.3 at 2.2
 #             in one write_dataset call: one full-zip page of about 1 GB
 #             (bench.py onepage); --column data
 #   batches64 the same from record batches of 64 rows: a full-zip page per
@@ -57,7 +57,7 @@
 # a new directory under ${TMPDIR:-/var/tmp}, removed at the end; it needs
 # about 6 x RUNS + 2 GB), BPCONVERT (default bin/bpconvert, built by `make
 # build`), BPCONVERT_PYTHON (default the interpreter of the environment
-# scripts/pyenv.sh makes from scripts/requirements/test.txt: pylance 14.0.2,
+# scripts/pyenv.sh makes from scripts/requirements/test.txt: pylance 14.0.3,
 # blobpack 0.2.0). Needs python3, bc, openssl, and node with
 # fixtures/lance/node_modules (npm ci --prefix fixtures/lance) for the
 # binary, one and blob2 cases.
@@ -117,14 +117,14 @@ make_case() {
       node "$root/fixtures/lance/bench_blob2.mjs" "$src" "$rows" "$size"
       ds="$src/bench_blob2.lance" label="blob v2 at 2.2, appends of 64 MiB (lancedb)" sel="" col=blob;;
     managed)
-      ds="$src/managed.lance" label="managed blob v2 at 2.2 (pylance 14.0.2)" sel="" col=blob
+      ds="$src/managed.lance" label="managed blob v2 at 2.2 (pylance 14.0.3)" sel="" col=blob
       "$py" "$root/fixtures/lance14/bench.py" "$ds" "$rows" "$size" managed 2>/dev/null
       official="'$py' '$root/fixtures/lance14/official.py' '$ds' blob '$work/off-out' >/dev/null 2>&1";;
     onepage)
-      ds="$src/onepage.lance" label="large_binary at 2.2, one write_dataset: one full-zip page (pylance 14.0.2)"
+      ds="$src/onepage.lance" label="large_binary at 2.2, one write_dataset: one full-zip page (pylance 14.0.3)"
       "$py" "$root/fixtures/lance14/bench.py" "$ds" "$rows" "$size" onepage 2>/dev/null;;
     batches64)
-      ds="$src/batches64.lance" label="large_binary at 2.2, one write_dataset of 64-row batches (pylance 14.0.2)"
+      ds="$src/batches64.lance" label="large_binary at 2.2, one write_dataset of 64-row batches (pylance 14.0.3)"
       "$py" "$root/fixtures/lance14/bench.py" "$ds" "$rows" "$size" batches64 2>/dev/null;;
   esac
 }

@@ -108,15 +108,18 @@ func shardIn(ref, dir string) (key, file string, err error) {
 	return key, file, nil
 }
 
-// RefNote is the plan note on what references call the dataset root when
-// --ref-base names it ("" for the default, which each converter's plan
-// states in its own words).
+// RefNote is the plan note that says where the output's references resolve
+// from: relative to the dataset root by default, or from what --ref-base
+// names.
 func (o PackOptions) RefNote() string {
 	if o.RefBase == "" {
-		return ""
+		// One line of a plan: what readers that resolve paths from their
+		// working directory need is in the README and docs/reading.md.
+		return "References resolve from the dataset root, wherever it moves; for datasets or fsspec in any directory: bpconvert rebase DST --ref-base /absolute/path/of/DST"
 	}
 	ex := "zip://KEY::" + refDir(o.RefBase, MediaDir) + "/pack-NNNN.zip"
-	where := "a reader resolves them from any directory while the dataset stays at " + o.RefBase
+	where := "a reader resolves them from any directory while the dataset stays at " + o.RefBase +
+		" (after a move, bpconvert rebase DST --ref-base NEW rewrites them, tables only)"
 	if _, _, ok := packcore.SplitURL(o.RefBase); ok {
 		where = "a reader resolves them once the dataset is at " + o.RefBase + " (fsspec opens such a URL with the file system of its scheme, s3fs for s3://)"
 	} else if !path.IsAbs(o.RefBase) {

@@ -62,6 +62,23 @@ const chunk = 256 << 10
 // sameBytes compares a reader with a pack member, streaming both in
 // parallel. It returns the bytes compared and a reason when they differ
 // ("" when equal).
+// readableMember returns why the member key of set cannot be read whole
+// with its checksum, "" when it can.
+func readableMember(set *packcore.Set, key string) string {
+	if _, err := set.Stat(key); err != nil {
+		return "missing from the pack"
+	}
+	cr, err := set.OpenChecked(key)
+	if err != nil {
+		return fmt.Sprintf("member unreadable: %v", err)
+	}
+	defer cr.Close()
+	if _, err := io.Copy(io.Discard, cr); err != nil {
+		return fmt.Sprintf("member unreadable: %v", err)
+	}
+	return ""
+}
+
 func sameBytes(src io.Reader, set *packcore.Set, key string) (int64, string, error) {
 	m, err := set.Stat(key)
 	if err != nil {

@@ -92,6 +92,10 @@ type Against struct {
 	// KeptURIs counts the external blobs --external keep left as their URI
 	// in the table, compared with the source's URI instead of a member.
 	KeptURIs int64 `json:"kept_uris"`
+	// FetchedURIs counts the remote media values convert-parquet
+	// --fetch-remote packed: their members are read back whole, not
+	// compared with the remote files.
+	FetchedURIs int64 `json:"fetched_uris,omitempty"`
 	// Mismatches counts payloads that differ or are missing.
 	Mismatches int64 `json:"mismatches"`
 	// NotCompared counts blobs that have no byte-identical counterpart in

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
+	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
@@ -129,11 +131,11 @@ func (v *verifier) parquetTable(p, rel string, fn cellFunc) (int64, error) {
 	if len(cols) == 0 {
 		return rows, nil
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, memory.DefaultAllocator)
+	fr, sc, err := pqread.Open(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, memory.DefaultAllocator)
 	if err != nil {
 		return rows, err
 	}
-	rr, err := fr.GetRecordReader(v.ctx, cols, nil)
+	rr, err := fr.GetRecordReader(v.ctx, wholeFixedLists(sd, sc, cols), nil)
 	if err != nil {
 		return rows, err
 	}
@@ -151,6 +153,48 @@ func (v *verifier) parquetTable(p, rel string, fn cellFunc) (int64, error) {
 		return rows, err
 	}
 	return rows, nil
+}
+
+// wholeFixedLists returns the leaves cols of the parquet schema sd with
+// every leaf of each top-level column that holds a fixed-size list (Arrow
+// schema sc) and one of cols: arrow-go reads a part of a struct under a
+// fixed-size list with a type of its own in each batch, which then do not
+// concatenate, and the whole struct right.
+func wholeFixedLists(sd *schema.Schema, sc *arrow.Schema, cols []int) []int {
+	whole := map[string]bool{}
+	for _, c := range cols {
+		root := sd.ColumnRoot(c).Name()
+		if i := sc.FieldIndices(root); len(i) == 1 && hasFixedList(sc.Field(i[0]).Type) {
+			whole[root] = true
+		}
+	}
+	if len(whole) == 0 {
+		return cols
+	}
+	var out []int
+	for i := 0; i < sd.NumColumns(); i++ {
+		if whole[sd.ColumnRoot(i).Name()] || slices.Contains(cols, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// hasFixedList reports whether t is or holds a fixed-size list.
+func hasFixedList(t arrow.DataType) bool {
+	switch tt := t.(type) {
+	case arrow.ExtensionType:
+		return hasFixedList(tt.StorageType())
+	case *arrow.FixedSizeListType:
+		return true
+	case arrow.NestedType:
+		for _, f := range tt.Fields() {
+			if hasFixedList(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // arrowTable reads an Arrow IPC file (a save_to_disk data file that

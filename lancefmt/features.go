@@ -7,8 +7,8 @@ import (
 )
 
 // Feature flags of the table format (Manifest.reader_feature_flags and
-// writer_feature_flags), by bit, as Lance 14 (crates 14.0.2, pylance 14.0.2
-// and 14.0.3) defines them. featureTable says what each means and what this
+// writer_feature_flags), by bit, as Lance 14 (crates 14.0.2, pylance 14.0.3)
+// defines them. featureTable says what each means and what this
 // package does with it.
 const (
 	flagDeletionFiles       = 1 << 0
@@ -63,8 +63,8 @@ type feature struct {
 }
 
 // featureTable lists bits 0-17. lanceReads was measured by setting each bit
-// (and its writer twin where Lance pairs them) in a table pylance 14.0.2
-// wrote and opening it with pylance 14.0.2 (TestFeatureTableAgainstLance).
+// (and its writer twin where Lance pairs them) in a table pylance 14.0.3
+// wrote and opening it with pylance 14.0.3 (TestFeatureTableAgainstLance).
 // Bits pylance writes are converted from real tables in
 // convert/lance (TestPylance14): 0 (types_*), 1 (kitchen, spilled_lineage),
 // 3 and 11 (spilled_lineage), 4 (multibase, clone, ext_base), 8 (mixed), 14
@@ -72,10 +72,11 @@ type feature struct {
 // written; 5 is about writers). The refused bits are ones released Lance 14
 // builds refuse as well (6, 9, 12, 13, 15 as a reader bit, 16, 17), or
 // index features whose row addresses or covering columns a page-copying
-// rewrite would leave wrong (7, 10). pylance 14.0.2's Python API does not
+// rewrite would leave wrong (7, 10). pylance 14.0.3's Python API does not
 // set 7 or 10 on its own (compact_files(defer_index_remap=True) writes a
 // legacy fragment reuse index, which sets no bit; create_scalar_index takes
-// no covering columns), so TestFeatureTable checks every refusal on a
+// no covering columns; TestFeatureBitsPylanceLeaves checks both against
+// the pinned pylance), so TestFeatureTable checks every refusal on a
 // manifest built with the bit, and TestFeatureTableAgainstLance what Lance
 // does with each bit.
 var featureTable = [...]feature{

@@ -71,8 +71,8 @@ const lanceWriterTwins = flagMixedFileVersions | flagFragmentReuseIndex | flagMa
 
 // TestFeatureTableAgainstLance checks featureTable's lanceReads against
 // Lance itself: fixtures/lance14/flags.py sets each bit in the manifest of a
-// table pylance 14.0.2 wrote (with stable row ids, so bit 1 describes it)
-// and opens it with pylance 14.0.2.
+// table pylance 14.0.3 wrote (with stable row ids, so bit 1 describes it)
+// and opens it with pylance 14.0.3.
 func TestFeatureTableAgainstLance(t *testing.T) {
 	t.Parallel()
 	py := testtool.Python(t)
@@ -104,5 +104,49 @@ func TestFeatureTableAgainstLance(t *testing.T) {
 		if got[i].OK != f.lanceReads {
 			t.Errorf("bit %d (%s): pylance 14 opens it: %v (%s), the table says %v", i, f.meaning, got[i].OK, got[i].Error, f.lanceReads)
 		}
+	}
+}
+
+// deferredRemapPy writes, with pylance 14.0.3, a table the way the
+// justification of bits 7 and 10 in featureTable describes: four appends,
+// a BTREE index, then compact_files(defer_index_remap=True).
+const deferredRemapPy = `
+import sys, lance, pyarrow as pa
+out = sys.argv[1]
+t = pa.table({"id": pa.array(range(100)), "v": pa.array([float(i) for i in range(100)])})
+for i in range(4):
+    ds = lance.write_dataset(t.slice(25 * i, 25), out, mode="append", data_storage_version="2.2")
+ds.create_scalar_index("id", "BTREE")
+ds.optimize.compact_files(defer_index_remap=True)
+`
+
+// TestFeatureBitsPylanceLeaves checks, against the pinned pylance, why
+// bits 7 and 10 are justified rather than converted from a real table: a
+// compaction that defers index remapping leaves a table whose reader flags
+// set neither (it opens), and the index API takes no covering columns.
+func TestFeatureBitsPylanceLeaves(t *testing.T) {
+	t.Parallel()
+	py := testtool.Python(t)
+	dir := filepath.Join(t.TempDir(), "d.lance")
+	if out, err := exec.Command(py, "-c", deferredRemapPy, dir).CombinedOutput(); err != nil {
+		t.Fatalf("writing the table: %v\n%s", err, out)
+	}
+	ds, err := Open(context.Background(), dir, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := ds.Manifest().ReaderFeatureFlags; f&(flagCoveredIndex|flagFragmentReuseIndex) != 0 {
+		t.Errorf("reader flags %#x set bit 7 or 10: a real table to convert, no longer only a built manifest", f)
+	}
+	sig := exec.Command(py, "-c", `
+import inspect, lance
+ps = set(inspect.signature(lance.LanceDataset.create_scalar_index).parameters) | set(inspect.signature(lance.LanceDataset.create_index).parameters)
+print(sorted(p for p in ps if "cover" in p))`)
+	out, err := sig.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(out)) != "[]" {
+		t.Errorf("pylance's index API takes covering columns (%s): a real table with bit 7 can be written", out)
 	}
 }

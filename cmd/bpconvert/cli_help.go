@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/fetch"
 	"github.com/bpconvert/bpconvert/objstore"
 	flag "github.com/spf13/pflag"
 )
@@ -78,6 +79,8 @@ func environment() []envVar {
 		{objstore.EnvConnectTimeout, "bound on connecting to object storage (same forms)"},
 		{strings.Join(convert.IndexVariables(), ", "), "the task index --part auto reads (batch engines set one of them)"},
 		{"AWS_BATCH_JOB_ARRAY_SIZE, BATCH_TASK_COUNT, CLOUD_RUN_TASK_COUNT, SLURM_ARRAY_TASK_COUNT, SLURM_ARRAY_TASK_MIN", "the task count (and Slurm's first task ID) beside the index, for --part auto"},
+		{fetch.EnvTimeout + ", " + fetch.EnvMaxBytes, "bounds of convert-parquet --fetch-remote: time per attempt (default 60s) and size per file (default 256 MiB)"},
+		{"HF_ENDPOINT, HF_TOKEN", "the Hugging Face Hub that convert-parquet --fetch-remote reads hf:// paths from, and its token"},
 		{"NO_COLOR", "set (to anything) for prompts without colour; the focused answer is then bracketed: [ Yes ]"},
 		{"TERM", "dumb gives line-by-line prompts: numbered options, the chosen ones ticked, the default answer in capitals"},
 	}

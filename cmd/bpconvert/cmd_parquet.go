@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert/fetch"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
@@ -36,8 +37,17 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 	choices(fset, "hf-media", parquet.MediaKeep, parquet.MediaString)
 	keepPath := fset.Bool("keep-path", false, "keep the source path of each extracted media struct in a string field beside it, named FIELD"+parquet.PathSuffix+"\n(image"+parquet.PathSuffix+" beside image; a list beside a list), declared Value(\"string\") in the features; by default it is not kept")
 	strictRemote := fset.Bool("strict-remote", false, "refuse a media value whose bytes are null and whose path is a URL (hf://, https://, s3://, ...),\nas dataset builders write them; by default such a value is kept as it is, its path unchanged, and counted")
+	fetchRemote := fset.Bool("fetch-remote", false, "fetch the file of each media value whose bytes are null and whose path is a URL (https://, hf:// from HF_ENDPOINT\nwith HF_TOKEN, s3:// with the credentials of s3:// sources) and pack it like a local file, rather than keep the URL;\nbounded by "+fetch.EnvTimeout+" (default 60s an attempt) and "+fetch.EnvMaxBytes+" (default 256 MiB)")
 	return func(ctx context.Context, pos []string) (any, error) {
 		var err error
+		var fetcher parquet.RemoteFetcher
+		if *fetchRemote {
+			f, err := fetch.New(fetch.Options{})
+			if err != nil {
+				return nil, usagef("convert-parquet: --fetch-remote: %v", err)
+			}
+			fetcher = f
+		}
 		if m := parquet.MediaMode(*media); m != parquet.MediaKeep && m != parquet.MediaString {
 			return nil, usagef("convert-parquet: --hf-media %q: want keep or string", *media)
 		}
@@ -98,6 +108,7 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 			KeepPath: *keepPath,
 
 			StrictRemote: *strictRemote,
+			Fetch:        fetcher,
 		})
 		if err != nil {
 			return nil, err

@@ -77,6 +77,9 @@ func cmdVerify(e *env, fset *flag.FlagSet) runFunc {
 			if a.KeptURIs > 0 {
 				inline += fmt.Sprintf(" (%s kept as their URI, compared with the source's)", plan.Thousands(a.KeptURIs))
 			}
+			if a.FetchedURIs > 0 {
+				inline += fmt.Sprintf(" (%s fetched from their URL when converted: read back, not fetched again)", plan.Thousands(a.FetchedURIs))
+			}
 			fmt.Fprintf(out, "against %s (%s): %s compared%s, %s (%s), %s\n", a.Source, a.Format,
 				plan.CountText(a.Payloads, "payloads"), inline, plan.CountText(a.Bytes, "bytes"), plan.HumanBytes(a.Bytes),
 				mismatches(a.Mismatches))

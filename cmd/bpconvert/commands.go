@@ -87,6 +87,13 @@ func commands() []command {
 				"bpconvert finalize ds/",
 				"bpconvert finalize s3://bucket/ds",
 			}},
+		{name: "rebase", args: "DST", nargs: 1, define: cmdRebase,
+			summary: "rewrite what the tables' references call the dataset root (--ref-base), after a move or before an upload; packs untouched",
+			examples: []string{
+				"bpconvert rebase ds/ --ref-base \"$PWD/ds\" --dry-run",
+				"bpconvert rebase ds/ --ref-base s3://bucket/ds",
+				"bpconvert rebase ds/ --ref-base .",
+			}},
 		// Converters register here.
 	}
 }

@@ -27,7 +27,7 @@ func TestLerobotCLI(t *testing.T) {
 }
 
 // testLerobotLance converts the Lance-stored twin of the v3.0 dataset that
-// fixtures/lance14/lerobot.py writes (pylance 14.0.2): the dry run names
+// fixtures/lance14/lerobot.py writes (pylance 14.0.3): the dry run names
 // the storage format and writes nothing, the conversion packs what the
 // parquet twin's does, and a twin whose blob disagrees with file_size is
 // refused with exit 3, naming the table and row.

@@ -10,7 +10,7 @@ import (
 	"github.com/bpconvert/bpconvert/internal/testtool"
 )
 
-// readerSources writes, with pyarrow 26.0.1 and pylance 14.0.2 of the
+// readerSources writes, with pyarrow 26.0.1 and pylance 14.0.3 of the
 // pinned environment, 4,096 rows of random payloads (200 B to 4 KB, a few
 // nulls) as src/train.parquet and src.lance, and the same rows with every
 // payload reversed as other/train.parquet and other.lance.

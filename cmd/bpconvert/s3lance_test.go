@@ -16,7 +16,7 @@ import (
 	"github.com/bpconvert/bpconvert/stage"
 )
 
-// lanceMediaScript writes, with pylance 14.0.2 (the pinned test
+// lanceMediaScript writes, with pylance 14.0.3 (the pinned test
 // environment), the Lance dataset OUT that the object-storage tests read:
 // 50 rows in two fragments (file version 2.2) of an id, a label, a kept
 // binary column "thumb" (2 KiB each) and a blob v2 column "media" whose
@@ -69,7 +69,7 @@ ds = lance.dataset(out)
 ds.tags.create("release", ds.version)
 `
 
-// lanceSameTables compares two Lance datasets with pylance 14.0.2: schema
+// lanceSameTables compares two Lance datasets with pylance 14.0.3: schema
 // and its metadata, every row, the fragments (ids, rows, physical rows),
 // the tags and the indices. It prints the problems, one a line.
 const lanceSameTables = `
@@ -133,7 +133,7 @@ func inspectOutputs(t *testing.T, env []string, loc string, args ...string) (str
 }
 
 // TestS3Lance reads Lance datasets uploaded to a real S3 server
-// (versitygw) through the S3 API: one written by pylance 14.0.2 (blob v2
+// (versitygw) through the S3 API: one written by pylance 14.0.3 (blob v2
 // values inline, packed and dedicated, a deletion, an index, a tag, a kept
 // binary column; 18.6 MB) and two by npm @lancedb/lancedb (Lance 8): a
 // blob v1 column, and a plain binary column among every type (file
@@ -329,7 +329,7 @@ func TestS3LanceErrors(t *testing.T) {
 
 // TestS3LerobotLance converts the Lance-stored twins of the LeRobot v3.0
 // dataset of camera files of noisy frames (fixtures/lance14/lerobot.py,
-// pylance 14.0.2: the camera files inline in the data file, or packed and
+// pylance 14.0.3: the camera files inline in the data file, or packed and
 // dedicated into sidecar files) uploaded to a real S3 server: the plan is
 // the local one and fetches under 10% of the twin (the tables' metadata
 // and rows, meta/, the MP4 boxes); the conversion into a local directory

@@ -336,7 +336,7 @@ func verifyDatasetLeRobot(t *testing.T) {
 }
 
 // TestVerifyLeRobotLance converts the Lance-stored twin of the LeRobot
-// v3.0 fixture (fixtures/lance14/lerobot.py, pylance 14.0.2) and checks
+// v3.0 fixture (fixtures/lance14/lerobot.py, pylance 14.0.3) and checks
 // that verify --against the twin compares the camera file packed whole with
 // its blob in videos.lance, and finds a changed byte in it.
 func TestVerifyLeRobotLance(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 )
 
 // The Lance 14 datasets are written at test time by fixtures/lance14/gen.py
-// with pylance 14.0.2 (pinned in scripts/requirements/test.txt), and each
+// with pylance 14.0.3 (pinned in scripts/requirements/test.txt), and each
 // output is read back by the same library through fixtures/lance14/check.py.
 // Some name their external blobs by absolute path, so they are written
 // where they stay (Local).
@@ -49,8 +49,8 @@ type py14Check struct {
 	Problems     []string          `json:"problems"`
 }
 
-// TestPylance14 converts datasets that pylance 14.0.2 wrote in the shapes
-// Lance 14 users produce and checks every output with pylance 14.0.2: the
+// TestPylance14 converts datasets that pylance 14.0.3 wrote in the shapes
+// Lance 14 users produce and checks every output with pylance 14.0.3: the
 // same fragments, every kept column equal value for value, every extracted
 // value's reference resolving (through the zip shard) to the source's
 // bytes, the output's feature flags describing the output. Shapes bpconvert

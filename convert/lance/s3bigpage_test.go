@@ -68,7 +68,7 @@ func firstValues(t *testing.T, dir, column string, n int) [][]byte {
 }
 
 // TestS3PeakRSSLargePage reads the dataset of one full-zip page of about
-// 1 GB (fixtures/lance14/big.py, pylance 14.0.2, file version 2.2) from a
+// 1 GB (fixtures/lance14/big.py, pylance 14.0.3, file version 2.2) from a
 // real S3 server (versitygw), in a process of its own: the conversion that
 // extracts the column (its values read item by item through a window of
 // ranged reads, never the page whole), then a rewrite that keeps the

@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkRunLarge converts, per layout, ROWS (BPCONVERT_BENCH_ROWS,
-// default 10,000) pseudo-random values of 100 KiB written by pylance 14.0.2
+// default 10,000) pseudo-random values of 100 KiB written by pylance 14.0.3
 // (fixtures/lance14/bench.py) with the CLI's --yes (no evidence pass); run
 // with -cpuprofile or -trace to see where the time goes. Layouts
 // (BPCONVERT_BENCH_LAYOUTS, comma-separated; default all): onepage (one

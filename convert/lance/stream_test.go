@@ -21,7 +21,7 @@ import (
 )
 
 // The large-page datasets are written once per run by
-// fixtures/lance14/big.py with pylance 14.0.2 (about 1.6 GB, 30-60 s on a
+// fixtures/lance14/big.py with pylance 14.0.3 (about 1.6 GB, 30-60 s on a
 // shared 2-core machine).
 var bigPylance14Gen = testtool.Generated{Project: "lance14", Script: "big.py", Python: true}
 
@@ -122,14 +122,14 @@ const (
 // (issue 27).
 const maxRSS128 = 128 << 20
 
-// TestRunPeakRSSPylance14 converts datasets that pylance 14.0.2 wrote in
+// TestRunPeakRSSPylance14 converts datasets that pylance 14.0.3 wrote in
 // one write_dataset call (fixtures/lance14/big.py): a payload column in one
 // full-zip page of about 1 GB (file version 2.2), in one page of 200 MB
 // (2.1, compressible values mixed in), in 122 pages of 16 rows with values
 // of 6 and 20 MiB (2.2; the ones larger than a value scan holds are read
 // in pieces), and a blob v2 column. Each conversion (plan with
 // its evidence pass, then the run) runs in a process of its own whose peak
-// RSS must stay at most 128 MiB; pylance 14.0.2 then reads the output and
+// RSS must stay at most 128 MiB; pylance 14.0.3 then reads the output and
 // the source (fixtures/lance14/check.py: every reference resolves through
 // its zip shard to the source's bytes, every kept column equal), and
 // verify --against, in a process of its own under the same bound, compares
@@ -208,7 +208,7 @@ func pageSizes(t *testing.T, src, column string) (largest uint64, pages int) {
 }
 
 // pylanceCheck compares a conversion's output with its source through
-// fixtures/lance14/check.py (pylance 14.0.2, latest version).
+// fixtures/lance14/check.py (pylance 14.0.3, latest version).
 func pylanceCheck(t *testing.T, py, src, dst, column string) py14Check {
 	t.Helper()
 	ds, err := lancefmt.Open(t.Context(), src, lancefmt.OpenOptions{})

@@ -1,7 +1,7 @@
 package lerobot
 
 // The datasets stored as Lance are the twins of the v3.0 fixture that
-// fixtures/lance14/lerobot.py writes at test time with pylance 14.0.2 (the
+// fixtures/lance14/lerobot.py writes at test time with pylance 14.0.3 (the
 // layout LeRobot's Lance backend reads and lerobot-lancedb writes; the
 // script says how), and their tables are compared with pyarrow by
 // fixtures/lance14/lerobot_tables.py.

@@ -91,9 +91,10 @@ func recipe(t *testing.T) string {
 // B-frames, HEVC, AV1 (v2.0's wrist camera), MPEG-4 part 2; streams that
 // start 1.5 s after 0; 30 fps, whose frame times are not whole nanoseconds;
 // the Lance-stored twin) and decodes 100 random (episode, camera, frame)
-// cells of the frames table through MediaRef and through the docs' recipe,
-// from another directory: each must be the source camera file's frame,
-// pixel for pixel, as the ffmpeg CLI decodes it. The table's schema must be
+// cells of the frames table through MediaRef, through the docs' recipe and
+// through blobpack's PackSet.open handed to FFmpeg's decoder (tensorcodec's
+// VideoDecoder), from another directory: each must be the source camera
+// file's frame, pixel for pixel, as the ffmpeg CLI decodes it. The table's schema must be
 // MediaRef's Arrow form, without Hugging Face metadata (datasets loads it),
 // and its rows the source tables' data rows.
 func TestMediaRefFrames(t *testing.T) {

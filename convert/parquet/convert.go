@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -26,7 +28,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/fetch"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -371,7 +375,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 	if err := checkChunks(pf, t.Size); err != nil {
 		return inputErr(t.Rel, -1, "", "%w", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{PreAllocBinaryData: true}, mem)
+	fr, _, err := pqread.Open(pf, pqarrow.ArrowReadProperties{PreAllocBinaryData: true}, mem)
 	if err != nil {
 		return inputErr(t.Rel, -1, "", "schema: %w", err)
 	}
@@ -504,7 +508,7 @@ func (tc *tableConv) run(ctx context.Context, out string) (err error) {
 		if err != nil {
 			return err
 		}
-		wrec := forWriter(outRec, tw.schema)
+		wrec := forWriter(outRec, tw.schema, tc.opts.Allocator)
 		outRec.Release()
 		err = fw.WriteBuffered(wrec)
 		wrec.Release()
@@ -534,6 +538,9 @@ type tableWriter struct {
 	fw         *pqarrow.FileWriter
 	schema     *arrow.Schema // the writer's: outSchema with pinned leaves
 	writerOpen bool
+	// mem, when not nil, reads the file back after it is written to
+	// build the column indexes of its repeated leaves again (colindex.go).
+	mem memory.Allocator
 }
 
 // nullBytes reports whether the output leaf c of top-level column root is
@@ -616,7 +623,11 @@ func (tc *tableConv) createWriter(out string, outSchema *arrow.Schema, pf *file.
 		f.Abort()
 		return nil, fmt.Errorf("parquet: %s: %w", tc.t.Rel, err)
 	}
-	return &tableWriter{f: f, fw: fw, schema: ws, writerOpen: true}, nil
+	tw := &tableWriter{f: f, fw: fw, schema: ws, writerOpen: true}
+	if tc.pageIndex {
+		tw.mem = mem
+	}
+	return tw, nil
 }
 
 // commit closes the writer and renames the file into place; name is the
@@ -625,6 +636,12 @@ func (tw *tableWriter) commit(name string) error {
 	tw.writerOpen = false
 	if err := tw.fw.Close(); err != nil {
 		return fmt.Errorf("parquet: %s: %w", name, err)
+	}
+	if tw.mem != nil {
+		if err := fixColumnIndexes(tw.f.File, tw.mem); err != nil {
+			tw.f.Abort()
+			return fmt.Errorf("parquet: %s: column indexes: %w", name, err)
+		}
 	}
 	return tw.f.Commit()
 }
@@ -912,6 +929,9 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 		}
 		group = fmt.Sprintf("%s#%d", tc.t.Rel, id.row)
 	}
+	if fromPath && isRemoteCell(srcName) && tc.opts.Fetch != nil {
+		return tc.packFetched(b.String(), srcName, group, id.row, col)
+	}
 	if fromPath && isRemoteCell(srcName) && !tc.opts.StrictRemote {
 		// a file elsewhere (hf://, https://, s3://): kept as it is
 		tc.remote++
@@ -947,6 +967,30 @@ func (tc *tableConv) pack(path []string, id elemID, data []byte, srcName string,
 	ref, err := tc.w.AddBytes(b.String(), data, group)
 	if err != nil {
 		return "", tc.packErr(id.row, col, err)
+	}
+	tc.prog.Add(1, int64(len(data)))
+	return ref, nil
+}
+
+// packFetched fetches the file the URL srcName names and packs it under
+// key (its extension added). A URL that names nothing, or too large a
+// file, is invalid input; a server that cannot be reached is a failure.
+func (tc *tableConv) packFetched(key, srcName, group string, row int64, col string) (string, error) {
+	data, err := tc.opts.Fetch.Fetch(tc.ctx, srcName)
+	if errors.Is(err, fetch.ErrNotFound) || errors.Is(err, fetch.ErrTooLarge) || errors.Is(err, fetch.ErrUnsupported) {
+		return "", inputErr(tc.t.Rel, row, col, "%w", err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("parquet: %s: row %d: column %q: %w", tc.t.Rel, row, col, err)
+	}
+	name := srcName
+	if u, err := url.Parse(srcName); err == nil {
+		name = u.Path
+	}
+	key += sniff.Ext(name, data[:min(len(data), sniff.PrefixLen)])
+	ref, err := tc.w.AddBytes(key, data, group)
+	if err != nil {
+		return "", tc.packErr(row, col, err)
 	}
 	tc.prog.Add(1, int64(len(data)))
 	return ref, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/internal/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
@@ -92,6 +93,9 @@ type Options struct {
 	// datasets write them; by default such a value is kept as it is, its
 	// path unchanged, and counted (Result.Remote).
 	StrictRemote bool
+	// Fetch, when set, fetches the file of such a value (its path a URL)
+	// and packs it like a local file; StrictRemote then has no effect.
+	Fetch RemoteFetcher
 
 	// general makes every table take the general path, and poison fills
 	// reused page buffers with a pattern (tests compare the direct path
@@ -484,11 +488,7 @@ func inspectTable(ctx context.Context, in *inputs, f inputFile, opts Options, wa
 	if err := checkChunks(pf, f.size); err != nil {
 		return nil, inputErr(f.rel, -1, "", "%w", err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, opts.Allocator)
-	if err != nil {
-		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
-	}
-	sc, err := fr.Schema()
+	fr, sc, err := pqread.Open(pf, pqarrow.ArrowReadProperties{}, opts.Allocator)
 	if err != nil {
 		return nil, inputErr(f.rel, -1, "", "schema: %w", err)
 	}
@@ -829,6 +829,11 @@ func sample(ctx context.Context, in *inputs, pf *file.Reader, fr *pqarrow.FileRe
 // conversion packs it), so it counts as a value of its size and kind; a
 // path that names no file under the root is a warning, since the
 // conversion stops there.
+// RemoteFetcher fetches the whole file a URL names (fetch.Fetcher).
+type RemoteFetcher interface {
+	Fetch(ctx context.Context, url string) ([]byte, error)
+}
+
 func (in *inputs) sampleFile(ctx context.Context, rel string, c *Candidate, name string, strictRemote bool, warnings *[]string) {
 	if isRemoteCell(name) && !strictRemote {
 		c.Remote++

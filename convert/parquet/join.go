@@ -2,6 +2,7 @@ package parquet
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
+	"github.com/bpconvert/bpconvert/internal/pqread"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -65,31 +68,32 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		return err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
-	if err != nil {
-		return err
-	}
-	schema, err := fr.Schema()
+	fr, read, err := pqread.Open(pf, pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
 		return err
 	}
 	md := pf.MetaData()
-	// The file's key-value metadata (such as "huggingface" and the
-	// converter's record) is written again: pqarrow shows it in the schema
-	// only when the file stores an Arrow schema.
-	meta := schema.Metadata()
-	keys, vals := meta.Keys(), meta.Values()
+	// The columns keep their exact types (see exact.go), which the part
+	// stored in its Arrow schema. The file's key-value metadata (such as
+	// "huggingface" and the converter's record) is written again, with a
+	// fresh Arrow schema where the part stored one.
 	kv := md.KeyValueMetadata()
+	exact := withoutUnsetIDs(exactFields(read.Fields(), originSchema(kv, mem), md.Schema.Root()))
+	var keys, vals []string
 	for i, k := range kv.Keys() {
-		if k != "ARROW:schema" && meta.FindKey(k) < 0 {
+		if k != arrowSchemaKey {
 			keys, vals = append(keys, k), append(vals, kv.Values()[i])
 		}
 	}
+	if kv.FindValue(arrowSchemaKey) != nil {
+		plain := arrow.NewSchema(exact, nil)
+		keys, vals = append(keys, arrowSchemaKey), append(vals, base64.StdEncoding.EncodeToString(flight.SerializeSchema(plain, mem)))
+	}
 	merged := arrow.NewMetadata(keys, vals)
-	schema = arrow.NewSchema(withoutUnsetIDs(schema.Fields()), &merged)
+	schema := arrow.NewSchema(exact, &merged)
 	props := []pq.WriterProperty{
 		pq.WithAllocator(mem),
-		pq.WithStoreDecimalAsInteger(true),
+		pq.WithStoreDecimalAsInteger(decimalsAsIntegers(md.Schema)),
 		pq.WithMaxRowGroupLength(math.MaxInt32),
 		pq.WithRootName(md.Schema.Root().Name()),
 		pq.WithPageIndexEnabled(hasPageIndex(md)),
@@ -104,17 +108,15 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 	} else {
 		props = append(props, pq.WithCompression(compress.Codecs.Snappy))
 	}
-	var aprops []pqarrow.WriterOption
-	aprops = append(aprops, pqarrow.WithAllocator(mem))
-	if md.KeyValueMetadata().FindValue("ARROW:schema") != nil {
-		aprops = append(aprops, pqarrow.WithStoreSchema())
-	}
+	all := func(string) bool { return true }
+	ws := arrow.NewSchema(writerFields(exact, md.Schema, all, pq.NewWriterProperties(props...)), &merged)
+	aprops := []pqarrow.WriterOption{pqarrow.WithAllocator(mem)}
 	f, err := atomicfile.Create(out, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Abort()
-	fw, err := pqarrow.NewFileWriter(schema, struct{ io.Writer }{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
+	fw, err := pqarrow.NewFileWriter(ws, struct{ io.Writer }{f}, pq.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(aprops...))
 	if err != nil {
 		return err
 	}
@@ -140,38 +142,49 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		if err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
-		cols := make([]arrow.Column, tbl.NumCols())
+		cols := make([]arrow.Array, tbl.NumCols())
 		for c := 0; c < int(tbl.NumCols()); c++ {
 			col := tbl.Column(c)
 			var chunks []arrow.Array
 			for _, ch := range col.Data().Chunks() {
-				nch, err := renameRefs(ch, renameRef, mem)
+				ex := relabel(ch, exact[c].Type)
+				nch, err := renameRefs(ex, renameRef, mem)
+				ex.Release()
 				if err != nil {
 					tbl.Release()
 					return fmt.Errorf("row group %d: column %q: %w", rg, col.Name(), err)
 				}
 				chunks = append(chunks, nch)
 			}
-			chunked := arrow.NewChunked(col.DataType(), chunks)
-			for _, ch := range chunks {
-				ch.Release()
+			joined, err := concatChunks(chunks, exact[c].Type, mem)
+			if err != nil {
+				tbl.Release()
+				return fmt.Errorf("row group %d: column %q: %w", rg, col.Name(), err)
 			}
-			cols[c] = *arrow.NewColumn(schema.Field(c), chunked)
-			chunked.Release()
+			cols[c] = joined
 		}
-		out := array.NewTable(schema, cols, tbl.NumRows())
+		rows := tbl.NumRows()
 		tbl.Release()
-		err = fw.WriteTable(out, max(out.NumRows(), 1))
-		out.Release()
-		for i := range cols {
-			cols[i].Release()
+		rec := array.NewRecordBatch(schema, cols, rows)
+		releaseAll(cols)
+		wrec := forWriter(rec, ws, mem)
+		rec.Release()
+		err = fw.NewBufferedRowGroupChecked()
+		if err == nil {
+			err = fw.WriteBuffered(wrec)
 		}
+		wrec.Release()
 		if err != nil {
 			return err
 		}
 	}
 	if err := fw.Close(); err != nil {
 		return err
+	}
+	if hasPageIndex(md) {
+		if err := fixColumnIndexes(f.File, mem); err != nil {
+			return fmt.Errorf("column indexes: %w", err)
+		}
 	}
 	if !changed {
 		// A table without references (copied unchanged by the converter)
@@ -180,6 +193,20 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		return os.Link(path, out)
 	}
 	return f.Commit()
+}
+
+// concatChunks returns the chunks (released) of one column as one array
+// of type t.
+func concatChunks(chunks []arrow.Array, t arrow.DataType, mem memory.Allocator) (arrow.Array, error) {
+	defer releaseAll(chunks)
+	if len(chunks) == 1 {
+		chunks[0].Retain()
+		return chunks[0], nil
+	}
+	if len(chunks) == 0 {
+		return array.MakeArrayOfNull(mem, t, 0), nil
+	}
+	return array.Concatenate(chunks, mem)
 }
 
 // renameRefs returns arr with every string value (in string columns and

@@ -119,7 +119,9 @@ func (ins *Inspection) Plan(sel Selection, dst string) plan.Plan {
 			remote += c.Remote
 		}
 	}
-	if remote > 0 {
+	if remote > 0 && ins.opts.Fetch != nil {
+		p.Notes = append(p.Notes, fmt.Sprintf("Remote cells: %s in the sample have null bytes and a path that is a URL (hf://, https://, s3://, ...); --fetch-remote fetches each and packs it like a local file.", plan.CountText(remote, "values")))
+	} else if remote > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("Remote cells: %s in the sample have null bytes and a path that is a URL (hf://, https://, s3://, ...); such values are kept as they are, their path unchanged, and counted in the summary (remote_cells). --strict-remote refuses them instead.", plan.CountText(remote, "values")))
 	}
 	var uncounted int64

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	pq "github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
@@ -73,7 +74,8 @@ func decimalsAsIntegers(sd *schema.Schema) bool {
 
 // writerFields returns fields (the output's exact fields) with each kept
 // leaf whose parquet annotation would differ from the source's (src) as a
-// pinnedType. kept reports whether a top-level field is kept whole.
+// pinnedType, and every field in the shape the writer gets right
+// (writerType). kept reports whether a top-level field is kept whole.
 func writerFields(fields []arrow.Field, src *schema.Schema, kept func(string) bool, props *pq.WriterProperties) []arrow.Field {
 	out, err := pqarrow.ToParquet(arrow.NewSchema(fields, nil), props, pqarrow.DefaultWriterProps())
 	if err != nil {
@@ -106,6 +108,9 @@ func writerFields(fields []arrow.Field, src *schema.Schema, kept func(string) bo
 			next := 0
 			wf[i].Type = pinLeaves(f.Type, pins, &next)
 		}
+	}
+	for i := range wf {
+		wf[i].Type = writerType(wf[i].Type, false, props.StoreDecimalAsInteger())
 	}
 	return wf
 }
@@ -220,13 +225,15 @@ func sourceLeafProps(pf *file.Reader) (indexed, allNull map[string]bool) {
 
 // forWriter returns rec with its columns relabelled to the writer's
 // schema ws (pinned leaves); the caller releases it.
-func forWriter(rec arrow.RecordBatch, ws *arrow.Schema) arrow.RecordBatch {
+func forWriter(rec arrow.RecordBatch, ws *arrow.Schema, mem memory.Allocator) arrow.RecordBatch {
 	cols := make([]arrow.Array, rec.NumCols())
 	var made []arrow.Array
 	for i := range cols {
 		cols[i] = rec.Column(i)
 		if t := ws.Field(i).Type; !arrow.TypeEqual(cols[i].DataType(), t) {
-			cols[i] = relabel(cols[i], t)
+			d := toWriterData(cols[i].Data(), t, nil, mem)
+			cols[i] = array.MakeFromData(d)
+			d.Release()
 			made = append(made, cols[i])
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 // LeRobotLance writes dst, the Lance-stored twin of the LeRobot v3.0
 // dataset src (parquet tables and mp4 files), with fixtures/lance14/lerobot.py
-// (pylance 14.0.2 of the pinned Python environment, and ffprobe) in the
+// (pylance 14.0.3 of the pinned Python environment, and ffprobe) in the
 // layout LeRobot's Lance storage backend reads; args are the generator's
 // options (--blob-thresholds, --break). It skips t without the environment
 // or ffprobe, or fails it under BPCONVERT_REQUIRE_TOOLS=1.

@@ -13,8 +13,11 @@ time_base) with the pts and time base ffprobe reads, after checking that
 the table holds ceil() of the same. Either way the table's rows must be the
 source tables' (index, episode_index, frame_index), and its schema
 MediaRef's Arrow form without Hugging Face metadata. SNIPPET, a file of Python that sets
-`frame` from DST, e, i and c, is run for every cell too. Run it from a
-directory other than DST. Prints one JSON object.
+`frame` from DST, e, i and c, is run for every cell too. In "ceil" mode
+every cell's blob is also opened with blobpack's PackSet.open(uri) and the
+file object handed to tensorcodec's VideoDecoder (the FFmpeg decoder
+MediaRef uses), which decodes the frame played at pts_ns: the same pixels
+again. Run it from a directory other than DST. Prints one JSON object.
 """
 
 import glob
@@ -30,7 +33,9 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from blobpack import PackSet
 from mediaref import MediaRef
+from tensorcodec.decoders import VideoDecoder
 
 MEDIAREF = pa.struct({"uri": pa.string(), "pts_ns": pa.int64()})
 
@@ -106,7 +111,8 @@ def main():
         rel = info["video_path"].format(video_key=k, episode_chunk=e // info["chunks_size"], episode_index=e)
         return os.path.join(src, rel), 0
 
-    decoded, probed = {}, {}
+    decoded, probed, opened = {}, {}, {}
+    packs = PackSet(os.path.join(dst, "media"), ref_base="")  # any base: absolute references too
     rng = random.Random(seed)
     checked, mismatches, details = 0, 0, []
     for _ in range(cells):
@@ -134,6 +140,13 @@ def main():
             uri, pts_ns = path, round(exact)
         got = MediaRef(uri=uri, pts_ns=pts_ns).to_ndarray()
         ok = got.shape == want.shape and np.array_equal(got, want)
+        if mode == "ceil":
+            if cell["uri"] not in opened:
+                f = packs.open(cell["uri"])
+                opened[cell["uri"]] = (f, VideoDecoder(f, dimension_order="NHWC"))
+            via = opened[cell["uri"]][1].get_frame_played_at(pts_ns / 1e9).data
+            if via.shape != want.shape or not np.array_equal(via, want):
+                problems.append(f"episode {e} {k} frame {i}: PackSet.open + VideoDecoder decodes another frame")
         if snippet is not None:
             scope = {"DST": dst, "e": e, "i": i, "c": k}
             exec(snippet, scope)
