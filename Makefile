@@ -3,7 +3,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: deps build demo test test-short fixtures-deps pyenv bench lint fuzz-smoke dist test-dist
+.PHONY: deps build demo test test-short fixtures-deps pyenv bench lint fuzz-smoke dist test-dist docs-gen
 
 deps:
 	bash scripts/install-deps.sh
@@ -84,6 +84,11 @@ lint: deps $(STATICCHECK) $(GOCYCLO)
 	@out=$$($(GOCYCLO) -over 40 $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "above cyclomatic complexity 40 (split into named steps):"; echo "$$out"; exit 1; fi
 	@for p in $(CROSS); do echo "go build ./cmd/bpconvert for $$p"; \
 	  GOOS=$${p%/*} GOARCH=$${p#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/bpconvert || exit 1; done
+
+# Rewrites the command reference at the end of docs/commands.md from the
+# command definitions in cmd/bpconvert (TestCommandsDoc fails when they differ).
+docs-gen:
+	$(GO) test -count=1 -run '^TestCommandsDoc$$' ./cmd/bpconvert -args -update-docs
 
 # Every fuzz target for a few seconds each (FUZZTIME=5s).
 fuzz-smoke: deps

@@ -10,10 +10,11 @@ need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok
 # libav*-dev packages go-astiav v0.16.0 links against; zip tools and zstd for
 # cross-checking packs and compressed shards; tmux for terminal tests;
 # python3-fsspec for the test of the fsspec loader pattern (examples/fsspec);
-# python3-venv for the pinned Python test environment (scripts/pyenv.sh).
+# python3-venv for the pinned Python test environment (scripts/pyenv.sh);
+# groff-base to format the man pages bpconvert writes.
 pkgs=(gcc pkg-config patchelf ffmpeg libavcodec-dev libavdevice-dev libavfilter-dev
       libavformat-dev libavutil-dev libswscale-dev unzip zip zstd tmux
-      xz-utils bzip2 python3 python3-venv python3-fsspec)
+      xz-utils bzip2 python3 python3-venv python3-fsspec groff-base)
 missing=()
 for p in "${pkgs[@]}"; do need_pkg "$p" || missing+=("$p"); done
 # Node.js and npm write the Lance and parquet fixtures. A machine may carry

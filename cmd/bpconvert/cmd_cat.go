@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
+	flag "github.com/spf13/pflag"
 )
 
 // catResult is cat's JSON summary (written with --summary-file; stdout
@@ -31,68 +31,65 @@ type catResult struct {
 	*fetched
 }
 
-func cmdCat(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("cat", flag.ContinueOnError)
+func cmdCat(e *env, fset *flag.FlagSet) runFunc {
 	offset := fset.Int64("offset", 0, "start `N` bytes into the blob (a positioned read: nothing before it is read)")
 	length := fset.Int64("length", -1, "write at most `N` bytes (-1: to the end)")
-	pos, err := e.parse(fset, args, -1, "REF|KEY [DIR]")
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) < 1 || len(pos) > 2 {
-		return nil, &usageError{msg: fmt.Sprintf("cat: expected REF|KEY [DIR], got %d argument(s)", len(pos)), hint: "run bpconvert cat --help"}
-	}
-	if e.json {
-		return nil, &usageError{msg: "cat: --json is not available: stdout carries the blob", hint: "use --summary-file PATH for the JSON summary"}
-	}
-	if *offset < 0 || *length < -1 {
-		return nil, usagef("cat: --offset must be 0 or more and --length -1 or more")
-	}
-	dir := ""
-	if len(pos) == 2 {
-		dir = pos[1]
-	}
-	set, name, rem, err := openForCat(ctx, pos[0], dir)
-	if err != nil {
-		return nil, err
-	}
-	defer set.Close()
-	m, err := set.Stat(name)
-	if errors.Is(err, packcore.ErrDuplicateKey) {
-		return nil, &hintError{err: fmt.Errorf("cat: %w", err), hint: "bpconvert ls --json DIR lists each member with its reference, which names its shard"}
-	}
-	if err != nil {
-		return nil, &hintError{err: fmt.Errorf("cat: %w", err), hint: "bpconvert ls DIR lists the keys"}
-	}
-	res := catResult{Key: m.Key, Shard: m.Shard, Size: m.Size, Offset: *offset}
-	if *offset > m.Size {
-		return nil, usagef("cat: --offset %d is past the end of %q (%d bytes)", *offset, m.Key, m.Size)
-	}
-	n := m.Size - *offset
-	if *length >= 0 && *length < n {
-		n = *length
-	}
-	var r io.ReadCloser
-	if *offset == 0 && n == m.Size {
-		// The whole blob: its CRC-32 is checked as it streams.
-		if r, err = set.OpenChecked(name); err != nil {
+	return func(ctx context.Context, pos []string) (any, error) {
+		if len(pos) < 1 || len(pos) > 2 {
+			return nil, &usageError{msg: fmt.Sprintf("cat: expected REF|KEY [DIR], got %d argument(s)", len(pos)), hint: "run bpconvert cat --help"}
+		}
+		if e.json {
+			return nil, &usageError{msg: "cat: --json is not available: stdout carries the blob", hint: "use --summary-file PATH for the JSON summary"}
+		}
+		if *offset < 0 || *length < -1 {
+			return nil, usagef("cat: --offset must be 0 or more and --length -1 or more")
+		}
+		dir := ""
+		if len(pos) == 2 {
+			dir = pos[1]
+		}
+		set, name, rem, err := openForCat(ctx, pos[0], dir)
+		if err != nil {
+			return nil, err
+		}
+		defer set.Close()
+		m, err := set.Stat(name)
+		if errors.Is(err, packcore.ErrDuplicateKey) {
+			return nil, &hintError{err: fmt.Errorf("cat: %w", err), hint: "bpconvert ls --json DIR lists each member with its reference, which names its shard"}
+		}
+		if err != nil {
+			return nil, &hintError{err: fmt.Errorf("cat: %w", err), hint: "bpconvert ls DIR lists the keys"}
+		}
+		res := catResult{Key: m.Key, Shard: m.Shard, Size: m.Size, Offset: *offset}
+		if *offset > m.Size {
+			return nil, usagef("cat: --offset %d is past the end of %q (%d bytes)", *offset, m.Key, m.Size)
+		}
+		n := m.Size - *offset
+		if *length >= 0 && *length < n {
+			n = *length
+		}
+		var r io.ReadCloser
+		if *offset == 0 && n == m.Size {
+			// The whole blob: its CRC-32 is checked as it streams.
+			if r, err = set.OpenChecked(name); err != nil {
+				return nil, fmt.Errorf("cat: %w", err)
+			}
+			res.CRCChecked = true
+		} else if r, err = set.OpenRange(name, *offset, n); err != nil {
 			return nil, fmt.Errorf("cat: %w", err)
 		}
-		res.CRCChecked = true
-	} else if r, err = set.OpenRange(name, *offset, n); err != nil {
-		return nil, fmt.Errorf("cat: %w", err)
-	}
-	defer r.Close()
-	w, err := io.Copy(e.stdout, &ctxReader{ctx: ctx, r: r})
-	res.Bytes = w
-	res.fetched = fetchedBy(rem)
-	if err != nil {
-		if errors.Is(err, packcore.ErrChecksum) {
-			return res, &inputError{err: fmt.Errorf("cat: %q: %w", m.Key, err)}
+		defer r.Close()
+		w, err := io.Copy(e.stdout, &ctxReader{ctx: ctx, r: r})
+		res.Bytes = w
+		res.fetched = fetchedBy(rem)
+		if err != nil {
+			if errors.Is(err, packcore.ErrChecksum) {
+				return res, &inputError{err: fmt.Errorf("cat: %q: %w", m.Key, err)}
+			}
+			return res, fmt.Errorf("cat: %q: %w", m.Key, err)
 		}
-		return res, fmt.Errorf("cat: %q: %w", m.Key, err)
+		return res, nil
 	}
-	return res, nil
 }
 
 // openForCat opens the pack set that resolves arg. A reference's shard path

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	flag "github.com/spf13/pflag"
 )
 
 // lance-inspect describes one version of a Lance dataset: its versions,
@@ -52,69 +52,57 @@ type lanceInspection struct {
 	*fetched
 }
 
-func cmdLanceInspect(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("lance-inspect", flag.ContinueOnError)
+func cmdLanceInspect(e *env, fset *flag.FlagSet) runFunc {
 	var o lanceInspectOptions
 	var cols string
-	fset.Uint64Var(&o.version, "version", 0, "inspect dataset version `N` (default: the latest)")
-	fset.StringVar(&cols, "columns", "", "comma-separated top-level `columns` to describe and print (default: all)")
+	fset.Uint64Var(&o.version, "dataset-version", 0, "inspect dataset version `N` (default: the latest); --version N is its deprecated spelling")
+	fset.StringVar(&cols, "columns", "", "comma-separated top-level columns `NAMES` to describe and print (default: all)")
 	fset.IntVar(&o.rows, "rows", 0, "also print the first `N` rows (JSON lines; under \"rows\" with --json)")
-	e.commonFlags(fset)
-	const argNames = "DATASET"
-	pos, err := parseFlags(fset, args, 1, argNames)
-	if err != nil {
-		if err == flag.ErrHelp {
-			flagHelp(e, fset, argNames)
-			fmt.Fprintln(e.stdout, "\nBinary values print as {size, sha256}; blob columns as handles {size, kind, ref_id, location}.")
-			fmt.Fprintln(e.stdout, "DATASET is a directory or s3://BUCKET/PREFIX; of object storage only the metadata is fetched")
-			fmt.Fprintln(e.stdout, "(with --rows, the pages of those rows too), and the output says how much (bytes_fetched, fetch_requests).")
-			fmt.Fprintln(e.stdout, "Exit 3 when DATASET is not a readable Lance dataset; exit 2 for an unknown --version or column.")
+	return func(ctx context.Context, pos []string) (any, error) {
+		o.versionSet = fset.Changed("dataset-version")
+		if o.versionSet && o.version == 0 {
+			return nil, &usageError{msg: "lance-inspect: --dataset-version 0: Lance versions start at 1", hint: "omit --dataset-version for the latest"}
 		}
-		return nil, err
-	}
-	fset.Visit(func(f *flag.Flag) { o.versionSet = o.versionSet || f.Name == "version" })
-	if o.versionSet && o.version == 0 {
-		return nil, &usageError{msg: "lance-inspect: --version 0: Lance versions start at 1", hint: "omit --version for the latest"}
-	}
-	if o.rows < 0 {
-		return nil, usagef("lance-inspect: --rows %d: want a number of rows >= 0", o.rows)
-	}
-	for _, c := range strings.Split(cols, ",") {
-		if c = strings.TrimSpace(c); c != "" && !contains(o.columns, c) {
-			o.columns = append(o.columns, c)
+		if o.rows < 0 {
+			return nil, usagef("lance-inspect: --rows %d: want a number of rows >= 0", o.rows)
 		}
-	}
-	var stats *objstore.Stats
-	dir := pos[0]
-	if objstore.IsRemote(dir) {
-		if _, _, err := objstore.ParseS3(dir); err != nil {
-			return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		for _, c := range strings.Split(cols, ",") {
+			if c = strings.TrimSpace(c); c != "" && !contains(o.columns, c) {
+				o.columns = append(o.columns, c)
+			}
 		}
-		dir, stats = strings.TrimSuffix(dir, "/"), &objstore.Stats{}
-	}
-	ins, err := inspectLance(ctx, dir, o, stats)
-	if err != nil {
-		return nil, err
-	}
-	if stats != nil {
-		ins.fetched = &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
-		e.infof("read %s in %s from %s", plan.HumanBytes(stats.BytesRead()), plan.CountText(stats.Requests(), "requests"), dir)
-	}
-	for _, f := range ins.Fields {
-		if o.rows > 0 && f.Unsupported != "" && !contains(ins.RowColumns, f.Name) {
-			e.infof("lance-inspect: rows leave out column %q: %s", f.Name, f.Unsupported)
+		var stats *objstore.Stats
+		dir := pos[0]
+		if objstore.IsRemote(dir) {
+			if _, _, err := objstore.ParseS3(dir); err != nil {
+				return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+			}
+			dir, stats = strings.TrimSuffix(dir, "/"), &objstore.Stats{}
 		}
-	}
-	if !e.json {
-		if err := renderLance(e.stdout, ins); err != nil {
+		ins, err := inspectLance(ctx, dir, o, stats)
+		if err != nil {
 			return nil, err
 		}
+		if stats != nil {
+			ins.fetched = &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+			e.infof("read %s in %s from %s", plan.HumanBytes(stats.BytesRead()), plan.CountText(stats.Requests(), "requests"), dir)
+		}
+		for _, f := range ins.Fields {
+			if o.rows > 0 && f.Unsupported != "" && !contains(ins.RowColumns, f.Name) {
+				e.infof("lance-inspect: rows leave out column %q: %s", f.Name, f.Unsupported)
+			}
+		}
+		if !e.json {
+			if err := renderLance(e.stdout, ins); err != nil {
+				return nil, err
+			}
+		}
+		b, err := json.Marshal(ins)
+		if err != nil {
+			return nil, err
+		}
+		return jsonDoc(b), nil
 	}
-	b, err := json.Marshal(ins)
-	if err != nil {
-		return nil, err
-	}
-	return jsonDoc(b), nil
 }
 
 // inspectLance opens the dataset (a directory, or s3://BUCKET/PREFIX whose
@@ -127,13 +115,13 @@ func inspectLance(ctx context.Context, dir string, o lanceInspectOptions, stats 
 		if latest, lerr := lancestore.Open(ctx, dir, lancefmt.OpenOptions{}, stats); lerr == nil {
 			hint = "the dataset has versions " + versionRanges(latest.Versions())
 		}
-		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: --version %d: no such version", dir, o.version), hint: hint}
+		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: --dataset-version %d: no such version", dir, o.version), hint: hint}
 	}
 	var fe *lancefmt.UnsupportedFeaturesError
 	if errors.As(err, &fe) {
 		hint := ""
 		if fe.Readable != 0 {
-			hint = fmt.Sprintf("pass --version %d to inspect that version", fe.Readable)
+			hint = fmt.Sprintf("pass --dataset-version %d to inspect that version", fe.Readable)
 		}
 		return nil, &inputError{err: fmt.Errorf("lance-inspect: %w", err), hint: hint}
 	}

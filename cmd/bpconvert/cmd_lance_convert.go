@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 
@@ -11,70 +10,64 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lance"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	flag "github.com/spf13/pflag"
 )
 
-func cmdConvertLance(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("convert-lance", flag.ContinueOnError)
+func cmdConvertLance(e *env, fset *flag.FlagSet) runFunc {
 	var cf convertFlags
 	cf.register(fset)
 	cf.registerPart(fset, e)
 	var columns stringList
 	fset.Var(&columns, "column", "column to extract into packs, `NAME` (repeatable; default: every blob column)")
-	version := fset.Uint64("version", 0, "convert dataset version `N` (default: the latest)")
-	external := fset.String("external", string(lance.ExternalCopy), "external blobs: copy (into the packs) or keep (the URI stays the cell's value)")
-	pos, err := e.parse(fset, args, 2, "SRC.lance DST")
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(e.stdout, "\nSRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read")
-			fmt.Fprintln(e.stdout, "through ranged requests (manifest, file metadata, then the pages and blobs the run needs);")
-			fmt.Fprintln(e.stdout, "the summary says what was fetched (bytes_fetched, fetch_requests).")
+	version := fset.Uint64("dataset-version", 0, "convert dataset version `N` (default: the latest); --version N is its deprecated spelling")
+	external := fset.String("external", string(lance.ExternalCopy), "external blobs: `MODE` copy (into the packs) or keep (the URI stays the cell's value)")
+	choices(fset, "external", lance.ExternalCopy, lance.ExternalKeep)
+	return func(ctx context.Context, pos []string) (any, error) {
+		src, dst := pos[0], pos[1]
+		e.setOperands(fset.Name(), pos[:1], pos[1])
+		check := src
+		var stats *objstore.Stats
+		if objstore.IsRemote(src) {
+			if _, _, err := objstore.ParseS3(src); err != nil {
+				return nil, &usageError{msg: fmt.Sprintf("convert-lance: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+			}
+			src = strings.TrimSuffix(src, "/")
+			stats = &objstore.Stats{}
 		}
-		return nil, err
-	}
-	src, dst := pos[0], pos[1]
-	e.setOperands(fset.Name(), pos[:1], pos[1])
-	check := src
-	var stats *objstore.Stats
-	if objstore.IsRemote(src) {
-		if _, _, err := objstore.ParseS3(src); err != nil {
-			return nil, &usageError{msg: fmt.Sprintf("convert-lance: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		absDst, err := cf.destination(ctx, check, dst)
+		if err != nil {
+			return nil, err
 		}
-		src = strings.TrimSuffix(src, "/")
-		stats = &objstore.Stats{}
-	}
-	absDst, err := cf.destination(ctx, check, dst)
-	if err != nil {
-		return nil, err
-	}
-	if err := cf.identify(ctx, fset, []string{src}); err != nil {
+		if err := cf.identify(ctx, fset, []string{src}); err != nil {
+			if stats != nil {
+				return nil, lanceStoreError(src, err)
+			}
+			return nil, err
+		}
+		job, err := lance.NewJob(ctx, src, absDst, lance.Options{
+			Options:  cf.options(),
+			Version:  *version,
+			Columns:  columns,
+			External: lance.External(*external),
+			Stats:    stats,
+		})
+		if err != nil {
+			if stats != nil {
+				return nil, lanceStoreError(src, err)
+			}
+			return nil, err
+		}
 		if stats != nil {
-			return nil, lanceStoreError(src, err)
+			cf.fetched = func() *plan.Fetched {
+				return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+			}
 		}
-		return nil, err
-	}
-	job, err := lance.NewJob(ctx, src, absDst, lance.Options{
-		Options:  cf.options(),
-		Version:  *version,
-		Columns:  columns,
-		External: lance.External(*external),
-		Stats:    stats,
-	})
-	if err != nil {
-		if stats != nil {
-			return nil, lanceStoreError(src, err)
+		res, err := e.runJob(ctx, &cf, job)
+		if stats == nil || err != nil {
+			return res, err
 		}
-		return nil, err
+		return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
 	}
-	if stats != nil {
-		cf.fetched = func() *plan.Fetched {
-			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
-		}
-	}
-	res, err := e.runJob(ctx, &cf, job)
-	if stats == nil || err != nil {
-		return res, err
-	}
-	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
 }
 
 // lanceStoreError words a failure to open a Lance dataset in object

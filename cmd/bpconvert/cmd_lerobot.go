@@ -4,92 +4,13 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 
-	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/libav"
-	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/plan"
-	"github.com/bpconvert/bpconvert/srctree"
+	flag "github.com/spf13/pflag"
 )
 
-// cmdLerobot parses convert-lerobot's flags into a lerobot.Job, handing it
-// the libav video engine that only this build (tag lerobot) links, and runs
-// it; every LeRobot conversion asks before writing (tables may change).
-func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("convert-lerobot", flag.ContinueOnError)
-	var cf convertFlags
-	cf.register(fset)
-	cf.registerPart(fset, e)
-	images := fset.String("images", string(lerobot.ImagesExtract), "image features inside the tables: extract (into packs, columns become references) or skip")
-	videoMode := fset.String("video", string(lerobot.VideoCopy), "video features: copy (into packs, per episode where possible) or skip")
-	noSplit := fset.Bool("no-split-episodes", false, "keep every v3.0 camera file whole; episodes are addressed by [from_ns, to_ns)")
-	tolerance := fset.Float64("tolerance-frames", lerobot.DefaultToleranceFrames, "how many frames an episode's interval may differ from its length")
-	pos, err := e.parse(fset, args, 2, "SRC DST")
-	if err != nil {
-		return nil, err
-	}
-	if m := lerobot.ImageMode(*images); m != lerobot.ImagesExtract && m != lerobot.ImagesSkip {
-		return nil, usagef("convert-lerobot: --images %q: want extract or skip", *images)
-	}
-	if m := lerobot.VideoMode(*videoMode); m != lerobot.VideoCopy && m != lerobot.VideoSkip {
-		return nil, usagef("convert-lerobot: --video %q: want copy or skip", *videoMode)
-	}
-	if !(*tolerance > 0) {
-		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
-	}
-	src, check := pos[0], pos[0]
-	e.setOperands(fset.Name(), pos[:1], pos[1])
-	var (
-		tree  *srctree.Tree
-		stats *objstore.Stats
-	)
-	if objstore.IsRemote(src) {
-		// The dataset in the bucket is listed once, here, and every read
-		// of it is counted for the summary.
-		if _, _, err := objstore.ParseS3(src); err != nil {
-			return nil, &usageError{msg: fmt.Sprintf("convert-lerobot: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
-		}
-		stats = &objstore.Stats{}
-		if tree, err = srctree.Open(ctx, src, objstore.Options{Stats: stats}); err != nil {
-			return nil, storeError("convert-lerobot", err)
-		}
-		src = tree.Location()
-		if tree.Empty() {
-			return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
-		}
-	}
-	absDst, err := cf.destination(ctx, check, pos[1])
-	if err != nil {
-		return nil, err
-	}
-	if err := cf.identify(ctx, fset, []string{src}); err != nil {
-		if tree != nil {
-			return nil, storeError("convert-lerobot", err)
-		}
-		return nil, err
-	}
-	job, err := lerobot.NewJob(ctx, src, absDst, lerobot.Options{
-		Options:         cf.options(),
-		Tree:            tree,
-		Images:          lerobot.ImageMode(*images),
-		Video:           lerobot.VideoMode(*videoMode),
-		NoSplitEpisodes: *noSplit,
-		ToleranceFrames: *tolerance,
-		Engine:          libav.Engine{},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if stats != nil {
-		cf.fetched = func() *plan.Fetched {
-			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
-		}
-	}
-	res, err := e.runJob(ctx, &cf, job)
-	if stats == nil || err != nil {
-		return res, err
-	}
-	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
+// runLerobot converts with the libav video engine that only this build
+// (tag lerobot) links.
+func runLerobot(ctx context.Context, e *env, fset *flag.FlagSet, o *lerobotFlags, pos []string) (any, error) {
+	return o.run(ctx, e, fset, pos, libav.Engine{})
 }

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+
+	flag "github.com/spf13/pflag"
 )
 
 // lerobotBinary is the companion program that runs convert-lerobot. It is
@@ -19,11 +21,16 @@ import (
 // (about 60 MiB of resident memory and 0.3 s for its shared libraries).
 const lerobotBinary = "bpconvert-lerobot"
 
-// cmdLerobot replaces this process with bpconvert-lerobot, found beside the
+// runLerobot replaces this process with bpconvert-lerobot, found beside the
 // running executable or on PATH, so the terminal, signals, exit code and
-// output streams are the conversion's own.
-func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
+// output streams are the conversion's own. Without the companion, a dry
+// run plans here, from the dataset's metadata (the camera files are not
+// probed: that needs libav).
+func runLerobot(ctx context.Context, e *env, fset *flag.FlagSet, o *lerobotFlags, pos []string) (any, error) {
 	path, err := findLerobot()
+	if err != nil && o.cf.dryRun {
+		return o.run(ctx, e, fset, pos, nil)
+	}
 	if err != nil {
 		// Not a failure a retry mends: exit 2, as for a missing setting.
 		return nil, &usageError{msg: err.Error(),
@@ -32,7 +39,7 @@ func cmdLerobot(ctx context.Context, e *env, args []string) (any, error) {
 	if e.stdin != os.Stdin || terminal(e.stdout) != os.Stdout || terminal(e.stderr) != os.Stderr {
 		return nil, errors.New("convert-lerobot: runs only as a command, with the process's own streams")
 	}
-	argv := append([]string{path, "convert-lerobot"}, args...)
+	argv := append([]string{path, "convert-lerobot"}, e.args...)
 	err = syscall.Exec(path, argv, os.Environ())
 	return nil, fmt.Errorf("convert-lerobot: starting %s: %w", path, err)
 }

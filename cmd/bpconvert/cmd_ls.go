@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"syscall"
 
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
+	flag "github.com/spf13/pflag"
 )
 
 type lsResult struct {
@@ -24,45 +24,43 @@ type lsMember struct {
 	Ref   string `json:"ref"`
 }
 
-func cmdLs(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("ls", flag.ContinueOnError)
+func cmdLs(e *env, fset *flag.FlagSet) runFunc {
 	var refBase string
-	fset.StringVar(&refBase, "ref-base", "", "directory the references name (default: the pack directory's name)")
-	pos, err := e.parse(fset, args, 1, "DIR|SHARD")
-	if err != nil {
-		return nil, err
-	}
-	var set *packcore.Set
-	var rem *remote
-	if objstore.IsRemote(pos[0]) {
-		if rem, err = openRemote(ctx, "ls", pos[0]); err != nil {
-			return nil, err
-		}
-		if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: refBase}); err != nil {
-			return nil, storeError("ls", err)
-		}
-	} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: refBase}); err != nil {
-		return nil, &inputError{err: fmt.Errorf("ls: %w", err)}
-	}
-	defer set.Close()
-	res := lsResult{fetched: fetchedBy(rem)}
-	for m := range set.Members() {
-		if e.json {
-			res.Members = append(res.Members, lsMember{m.Key, m.Shard, m.Size, set.Ref(m)})
-			continue
-		}
-		if _, err := fmt.Fprintf(e.stdout, "%d\t%s\t%s\n", m.Size, m.Shard, m.Key); err != nil {
-			if errors.Is(err, syscall.EPIPE) {
-				return nil, nil // a closed pipe (ls | head) is not an error
+	fset.StringVar(&refBase, "ref-base", "", "directory `DIR` the references name (default: the pack directory's name)")
+	return func(ctx context.Context, pos []string) (any, error) {
+		var err error
+		var set *packcore.Set
+		var rem *remote
+		if objstore.IsRemote(pos[0]) {
+			if rem, err = openRemote(ctx, "ls", pos[0]); err != nil {
+				return nil, err
 			}
-			return nil, err
+			if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: refBase}); err != nil {
+				return nil, storeError("ls", err)
+			}
+		} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: refBase}); err != nil {
+			return nil, &inputError{err: fmt.Errorf("ls: %w", err)}
 		}
+		defer set.Close()
+		res := lsResult{fetched: fetchedBy(rem)}
+		for m := range set.Members() {
+			if e.json {
+				res.Members = append(res.Members, lsMember{m.Key, m.Shard, m.Size, set.Ref(m)})
+				continue
+			}
+			if _, err := fmt.Fprintf(e.stdout, "%d\t%s\t%s\n", m.Size, m.Shard, m.Key); err != nil {
+				if errors.Is(err, syscall.EPIPE) {
+					return nil, nil // a closed pipe (ls | head) is not an error
+				}
+				return nil, err
+			}
+		}
+		if e.json {
+			return res, nil
+		}
+		if rem != nil {
+			return res.fetched, nil
+		}
+		return nil, nil
 	}
-	if e.json {
-		return res, nil
-	}
-	if rem != nil {
-		return res.fetched, nil
-	}
-	return nil, nil
 }

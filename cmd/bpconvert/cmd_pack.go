@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
+	flag "github.com/spf13/pflag"
 )
 
 // packFlags are the pack writer options every command that writes packs takes.
@@ -26,7 +26,7 @@ type packFlags struct {
 
 func (p *packFlags) register(fs *flag.FlagSet) {
 	registerPackLimits(fs, &p.maxPackBytes, &p.maxMembers, &p.noManifest, packcore.DefaultMaxMembers)
-	fs.StringVar(&p.refBase, "ref-base", "", "shard directory as references name it, relative to the dataset root (default: the pack directory's name)")
+	fs.StringVar(&p.refBase, "ref-base", "", "shard directory `DIR` as references name it, relative to the dataset root (default: the pack directory's name)")
 }
 
 // registerPackLimits registers the pack settings every command that writes
@@ -47,6 +47,9 @@ func registerPackLimits(fs *flag.FlagSet, maxBytes *byteSize, maxMembers *int, n
 type memberLimit int
 
 func (m *memberLimit) String() string { return strconv.Itoa(int(*m)) }
+
+// Type is the placeholder help shows for the member limit.
+func (m *memberLimit) Type() string { return "N" }
 
 func (m *memberLimit) Set(s string) error {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -79,89 +82,87 @@ type packResult struct {
 	Upload *plan.Upload `json:"upload,omitempty"`
 }
 
-func cmdPack(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("pack", flag.ContinueOnError)
+func cmdPack(e *env, fset *flag.FlagSet) runFunc {
 	var pf packFlags
 	pf.register(fset)
-	staging := fset.String("staging", "", "local directory that stages the shards of a pack written to s3:// before each is uploaded (default: the system's temporary directory)")
-	pos, err := e.parse(fset, args, 2, "SRC DST")
-	if err != nil {
-		return nil, err
-	}
-	src, dst := pos[0], pos[1]
-	if err := checkDestParent("pack", dst); err != nil {
-		return nil, err
-	}
-	if objstore.IsRemote(src) || objstore.IsRemote(dst) {
-		return packRemote(ctx, e, fset, &pf, src, dst, *staging)
-	}
-	if *staging != "" {
-		return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
-	}
-	if st, err := os.Stat(src); err != nil || !st.IsDir() {
-		return nil, usagef("pack: %s is not a directory", src)
-	}
-	absDst, _ := filepath.Abs(dst)
-	if err := stage.CheckDisjoint(src, absDst); err != nil {
-		return nil, fmt.Errorf("pack: %w", err)
-	}
-	// Two walks of the tree: the first checks every key and counts, so
-	// nothing is written for a tree that cannot be packed and progress has
-	// its totals; the second packs. No list of the files is kept (200,000
-	// paths would be most of the run's memory).
-	var count, total int64
-	err = walkFiles(ctx, src, func(_, _ string, size int64) error {
-		count++
-		total += size
-		return nil
-	})
-	if err != nil {
-		return nil, &inputError{err: err}
-	}
-	if count == 0 {
-		return nil, usagef("pack: no files under %s", src)
-	}
-	st, err := stage.Begin(absDst)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Abort()
-	opts := pf.options()
-	opts.NoLock = true // the staging directory is locked by st
-	if opts.RefBase == "" {
-		opts.RefBase = filepath.Base(absDst)
-	}
-	prog := e.newProgress("pack")
-	opts.OnShard = func(s packcore.ShardInfo) {
-		prog.Milestone(fmt.Sprintf("wrote %s (%s members, %s)", s.Name, plan.Thousands(int64(s.Members)), plan.HumanBytes(s.Bytes)))
-	}
-	w, err := packcore.Create(ctx, st.Dir, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer w.Abort()
-	prog.SetTotal(count, total)
-	err = walkFiles(ctx, src, func(key, path string, size int64) error {
-		if _, err := w.AddFile(key, path, ""); err != nil {
-			return fmt.Errorf("pack: %s: %w", path, err)
+	staging := fset.String("staging", "", "local directory `DIR` that stages the shards of a pack written to s3:// before each is uploaded (default: the system's temporary directory)")
+	return func(ctx context.Context, pos []string) (any, error) {
+		var err error
+		src, dst := pos[0], pos[1]
+		if err := checkDestParent("pack", dst); err != nil {
+			return nil, err
 		}
-		prog.Add(1, size)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		if objstore.IsRemote(src) || objstore.IsRemote(dst) {
+			return packRemote(ctx, e, fset, &pf, src, dst, *staging)
+		}
+		if *staging != "" {
+			return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
+		}
+		if st, err := os.Stat(src); err != nil || !st.IsDir() {
+			return nil, usagef("pack: %s is not a directory", src)
+		}
+		absDst, _ := filepath.Abs(dst)
+		if err := stage.CheckDisjoint(src, absDst); err != nil {
+			return nil, fmt.Errorf("pack: %w", err)
+		}
+		// Two walks of the tree: the first checks every key and counts, so
+		// nothing is written for a tree that cannot be packed and progress has
+		// its totals; the second packs. No list of the files is kept (200,000
+		// paths would be most of the run's memory).
+		var count, total int64
+		err = walkFiles(ctx, src, func(_, _ string, size int64) error {
+			count++
+			total += size
+			return nil
+		})
+		if err != nil {
+			return nil, &inputError{err: err}
+		}
+		if count == 0 {
+			return nil, usagef("pack: no files under %s", src)
+		}
+		st, err := stage.Begin(absDst)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Abort()
+		opts := pf.options()
+		opts.NoLock = true // the staging directory is locked by st
+		if opts.RefBase == "" {
+			opts.RefBase = filepath.Base(absDst)
+		}
+		prog := e.newProgress("pack")
+		opts.OnShard = func(s packcore.ShardInfo) {
+			prog.Milestone(fmt.Sprintf("wrote %s (%s members, %s)", s.Name, plan.Thousands(int64(s.Members)), plan.HumanBytes(s.Bytes)))
+		}
+		w, err := packcore.Create(ctx, st.Dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		defer w.Abort()
+		prog.SetTotal(count, total)
+		err = walkFiles(ctx, src, func(key, path string, size int64) error {
+			if _, err := w.AddFile(key, path, ""); err != nil {
+				return fmt.Errorf("pack: %s: %w", path, err)
+			}
+			prog.Add(1, size)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		stats, err := w.Close()
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Commit(); err != nil {
+			return nil, err
+		}
+		absSrc, _ := filepath.Abs(src)
+		e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
+		return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
+			GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
 	}
-	stats, err := w.Close()
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Commit(); err != nil {
-		return nil, err
-	}
-	absSrc, _ := filepath.Abs(src)
-	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
-	return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
-		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
 }
 
 // walkFiles calls fn for every regular file under root (symlinked files

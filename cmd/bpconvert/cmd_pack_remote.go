@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io/fs"
 	"path"
@@ -14,6 +13,7 @@ import (
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
+	flag "github.com/spf13/pflag"
 )
 
 // packRemote is pack where SRC or DST is in object storage: the files (or

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/rebase"
+	flag "github.com/spf13/pflag"
 )
 
 // rebaseResult is what rebase reports (--json): the plan, and what the run
@@ -23,44 +23,39 @@ type rebaseResult struct {
 	DryRun    bool `json:"dry_run,omitempty"`
 }
 
-func cmdRebase(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("rebase", flag.ContinueOnError)
+func cmdRebase(e *env, fset *flag.FlagSet) runFunc {
 	var base refBaseFlag
 	fset.Var(&base, "ref-base", "what the references will call the dataset root, `BASE` in zip://KEY::BASE/media/pack-NNNN.zip:\n"+
 		". for relative to the dataset root (the converters' default), an absolute path (/data/ds),\n"+
 		"a URL (s3://bucket/ds, https://host/ds) or a path starting with ./ or ../ (required)")
 	dryRun := fset.Bool("dry-run", false, "print the plan and write nothing")
-	pos, err := e.parse(fset, args, 1, "DST")
-	if err != nil {
-		return nil, err
+	return func(ctx context.Context, pos []string) (any, error) {
+		if !fset.Changed("ref-base") {
+			return nil, &usageError{msg: "rebase: --ref-base is required",
+				hint: `give the new base: --ref-base "$PWD/DST" for readers in any directory, --ref-base . for references relative to the dataset root`}
+		}
+		if objstore.IsRemote(pos[0]) {
+			return nil, &usageError{msg: fmt.Sprintf("rebase: %s: rebase works on a dataset on this machine", objstore.RedactLocation(pos[0])),
+				hint: "rebase the local copy to where it will be read (--ref-base s3://BUCKET/PREFIX), then upload it"}
+		}
+		p, err := rebase.New(ctx, pos[0], rebase.Options{Base: string(base), Joiners: formats.Joiners, ToolVersion: buildVersion()})
+		if err != nil {
+			return nil, err
+		}
+		if !e.json && !e.quiet {
+			writeRebasePlan(e.stdout, p)
+		}
+		if *dryRun {
+			return rebaseResult{Plan: p, DryRun: true}, nil
+		}
+		res, err := p.Run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.infof("rebased %s: %d of %s written again (%s read); packs untouched",
+			pos[0], res.Tables-res.Unchanged, plan.CountText(int64(res.Tables), "tables"), plan.HumanBytes(res.Bytes))
+		return rebaseResult{Plan: p, Written: res.Tables - res.Unchanged, Unchanged: res.Unchanged}, nil
 	}
-	given := false
-	fset.Visit(func(f *flag.Flag) { given = given || f.Name == "ref-base" })
-	if !given {
-		return nil, &usageError{msg: "rebase: --ref-base is required",
-			hint: `give the new base: --ref-base "$PWD/DST" for readers in any directory, --ref-base . for references relative to the dataset root`}
-	}
-	if objstore.IsRemote(pos[0]) {
-		return nil, &usageError{msg: fmt.Sprintf("rebase: %s: rebase works on a dataset on this machine", objstore.RedactLocation(pos[0])),
-			hint: "rebase the local copy to where it will be read (--ref-base s3://BUCKET/PREFIX), then upload it"}
-	}
-	p, err := rebase.New(ctx, pos[0], rebase.Options{Base: string(base), Joiners: formats.Joiners, ToolVersion: buildVersion()})
-	if err != nil {
-		return nil, err
-	}
-	if !e.json && !e.quiet {
-		writeRebasePlan(e.stdout, p)
-	}
-	if *dryRun {
-		return rebaseResult{Plan: p, DryRun: true}, nil
-	}
-	res, err := p.Run(ctx)
-	if err != nil {
-		return nil, err
-	}
-	e.infof("rebased %s: %d of %s written again (%s read); packs untouched",
-		pos[0], res.Tables-res.Unchanged, plan.CountText(int64(res.Tables), "tables"), plan.HumanBytes(res.Bytes))
-	return rebaseResult{Plan: p, Written: res.Tables - res.Unchanged, Unchanged: res.Unchanged}, nil
 }
 
 // writeRebasePlan prints what a rebase will do.

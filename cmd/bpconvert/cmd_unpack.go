@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,6 +18,7 @@ import (
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 	"github.com/bpconvert/bpconvert/stage"
+	flag "github.com/spf13/pflag"
 )
 
 type unpackResult struct {
@@ -31,108 +31,106 @@ type unpackResult struct {
 	*fetched
 }
 
-func cmdUnpack(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("unpack", flag.ContinueOnError)
-	pos, err := e.parse(fset, args, 2, "DIR DST")
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDestParent("unpack", pos[1]); err != nil {
-		return nil, err
-	}
-	var set *packcore.Set
-	var rem *remote
-	if objstore.IsRemote(pos[0]) {
-		if rem, err = openRemote(ctx, "unpack", pos[0]); err != nil {
+func cmdUnpack(e *env, fset *flag.FlagSet) runFunc {
+	return func(ctx context.Context, pos []string) (any, error) {
+		var err error
+		if err := checkDestParent("unpack", pos[1]); err != nil {
 			return nil, err
 		}
-		if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: "."}); err != nil {
-			return nil, storeError("unpack", err)
-		}
-	} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."}); err != nil {
-		return nil, &inputError{err: fmt.Errorf("unpack: %w", err)}
-	}
-	defer set.Close()
-	// Members are extracted by key: a key in two shards would be two files
-	// of one name.
-	if err := set.Unique(); err != nil {
-		return nil, &inputError{err: fmt.Errorf("unpack: %s: %w", pos[0], err)}
-	}
-	// Check every key before writing anything: each must be a safe relative
-	// path, and no key may be a directory of another. The set's index is
-	// the only index of keys: no list of members is built (for 200,000
-	// members, lists and maps of them were most of the run's memory).
-	var count, total int64
-	names := make([]string, 0, set.Len())
-	for m := range set.Members() {
-		if err := packcore.ValidateKey(m.Key); err != nil {
-			return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, err)}
-		}
-		names = append(names, m.Key)
-		count++
-		total += m.Size
-	}
-	// Keys that differ only in case or normalization are distinct files
-	// here, but not on macOS or Windows: say so before extracting.
-	warnings := []string{}
-	twinOf := map[string][]string{}
-	for _, tw := range packcore.FindTwins(names) {
-		warnings = append(warnings, tw.String())
-		e.infof("bpconvert: warning: unpack: %s", tw)
-		for _, k := range tw.Keys {
-			twinOf[k] = tw.Keys
-		}
-	}
-	for m := range set.Members() {
-		for d := filepath.Dir(m.Key); d != "."; d = filepath.Dir(d) {
-			if set.Has(filepath.ToSlash(d)) {
-				return nil, &inputError{err: fmt.Errorf("unpack: member %q collides with member %q, which would have to be a directory", convert.Cut(d), convert.Cut(m.Key))}
+		var set *packcore.Set
+		var rem *remote
+		if objstore.IsRemote(pos[0]) {
+			if rem, err = openRemote(ctx, "unpack", pos[0]); err != nil {
+				return nil, err
 			}
-		}
-	}
-	absDst, _ := filepath.Abs(pos[1])
-	st, err := stage.Begin(absDst)
-	if err != nil {
-		return nil, err
-	}
-	defer st.Abort()
-	prog := e.newProgress("unpack")
-	prog.SetTotal(count, total)
-	one := func(m packcore.Member) error {
-		target := filepath.Join(st.Dir, filepath.FromSlash(m.Key))
-		if !strings.HasPrefix(target, st.Dir+string(filepath.Separator)) {
-			return &inputError{err: fmt.Errorf("unpack: member escapes destination: %q", convert.Cut(m.Key))}
-		}
-		if err := extract(set, m, target); err != nil {
-			switch {
-			case errors.Is(err, fs.ErrExist):
-				return &inputError{err: fmt.Errorf("unpack: %s:%s: collides with a file already extracted: this file system does not tell apart %s", m.Shard, convert.Cut(m.Key), strings.Join(quoteAll(twinOf[m.Key]), " and ")),
-					hint: "unpack onto a case-sensitive file system that does not normalize names (Linux ext4, for example)"}
-			case errors.Is(err, packcore.ErrFormat):
-				return fmt.Errorf("unpack: %w", err) // names shard and member already
+			if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: "."}); err != nil {
+				return nil, storeError("unpack", err)
 			}
-			return fmt.Errorf("unpack: %s:%s: %w", m.Shard, convert.Cut(m.Key), err)
+		} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."}); err != nil {
+			return nil, &inputError{err: fmt.Errorf("unpack: %w", err)}
 		}
-		return nil
-	}
-	if rem == nil {
+		defer set.Close()
+		// Members are extracted by key: a key in two shards would be two files
+		// of one name.
+		if err := set.Unique(); err != nil {
+			return nil, &inputError{err: fmt.Errorf("unpack: %s: %w", pos[0], err)}
+		}
+		// Check every key before writing anything: each must be a safe relative
+		// path, and no key may be a directory of another. The set's index is
+		// the only index of keys: no list of members is built (for 200,000
+		// members, lists and maps of them were most of the run's memory).
+		var count, total int64
+		names := make([]string, 0, set.Len())
 		for m := range set.Members() {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+			if err := packcore.ValidateKey(m.Key); err != nil {
+				return nil, &inputError{err: fmt.Errorf("unpack: %s: refusing to extract unsafe member: %w", m.Shard, err)}
 			}
-			if err := one(m); err != nil {
-				return nil, err
-			}
-			prog.Add(1, m.Size)
+			names = append(names, m.Key)
+			count++
+			total += m.Size
 		}
-	} else if err := extractConcurrently(ctx, set, remoteUnpackWorkers, one, prog); err != nil {
-		return nil, err
+		// Keys that differ only in case or normalization are distinct files
+		// here, but not on macOS or Windows: say so before extracting.
+		warnings := []string{}
+		twinOf := map[string][]string{}
+		for _, tw := range packcore.FindTwins(names) {
+			warnings = append(warnings, tw.String())
+			e.infof("bpconvert: warning: unpack: %s", tw)
+			for _, k := range tw.Keys {
+				twinOf[k] = tw.Keys
+			}
+		}
+		for m := range set.Members() {
+			for d := filepath.Dir(m.Key); d != "."; d = filepath.Dir(d) {
+				if set.Has(filepath.ToSlash(d)) {
+					return nil, &inputError{err: fmt.Errorf("unpack: member %q collides with member %q, which would have to be a directory", convert.Cut(d), convert.Cut(m.Key))}
+				}
+			}
+		}
+		absDst, _ := filepath.Abs(pos[1])
+		st, err := stage.Begin(absDst)
+		if err != nil {
+			return nil, err
+		}
+		defer st.Abort()
+		prog := e.newProgress("unpack")
+		prog.SetTotal(count, total)
+		one := func(m packcore.Member) error {
+			target := filepath.Join(st.Dir, filepath.FromSlash(m.Key))
+			if !strings.HasPrefix(target, st.Dir+string(filepath.Separator)) {
+				return &inputError{err: fmt.Errorf("unpack: member escapes destination: %q", convert.Cut(m.Key))}
+			}
+			if err := extract(set, m, target); err != nil {
+				switch {
+				case errors.Is(err, fs.ErrExist):
+					return &inputError{err: fmt.Errorf("unpack: %s:%s: collides with a file already extracted: this file system does not tell apart %s", m.Shard, convert.Cut(m.Key), strings.Join(quoteAll(twinOf[m.Key]), " and ")),
+						hint: "unpack onto a case-sensitive file system that does not normalize names (Linux ext4, for example)"}
+				case errors.Is(err, packcore.ErrFormat):
+					return fmt.Errorf("unpack: %w", err) // names shard and member already
+				}
+				return fmt.Errorf("unpack: %s:%s: %w", m.Shard, convert.Cut(m.Key), err)
+			}
+			return nil
+		}
+		if rem == nil {
+			for m := range set.Members() {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if err := one(m); err != nil {
+					return nil, err
+				}
+				prog.Add(1, m.Size)
+			}
+		} else if err := extractConcurrently(ctx, set, remoteUnpackWorkers, one, prog); err != nil {
+			return nil, err
+		}
+		if err := st.Commit(); err != nil {
+			return nil, err
+		}
+		e.infof("unpacked %s blobs into %s", plan.Thousands(count), pos[1])
+		return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings, fetched: fetchedBy(rem)}, nil
 	}
-	if err := st.Commit(); err != nil {
-		return nil, err
-	}
-	e.infof("unpacked %s blobs into %s", plan.Thousands(count), pos[1])
-	return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings, fetched: fetchedBy(rem)}, nil
 }
 
 // remoteUnpackWorkers is how many members an unpack from object storage

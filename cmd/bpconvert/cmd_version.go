@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"runtime/debug"
+
+	flag "github.com/spf13/pflag"
 )
 
 // version is the release this program was built as: make build sets it
@@ -57,21 +58,19 @@ func versionInfo() versionResult {
 	return v
 }
 
-func cmdVersion(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("version", flag.ContinueOnError)
-	if _, err := e.parse(fset, args, 0, ""); err != nil {
-		return nil, err
-	}
-	v := versionInfo()
-	if !e.json {
-		extra := v.GoVersion
-		if v.Revision != "" {
-			extra += ", revision " + v.Revision
-			if v.Modified {
-				extra += ", modified"
+func cmdVersion(e *env, _ *flag.FlagSet) runFunc {
+	return func(context.Context, []string) (any, error) {
+		v := versionInfo()
+		if !e.json {
+			extra := v.GoVersion
+			if v.Revision != "" {
+				extra += ", revision " + v.Revision
+				if v.Modified {
+					extra += ", modified"
+				}
 			}
+			fmt.Fprintf(e.stdout, "bpconvert %s (%s)\n", v.Version, extra)
 		}
-		fmt.Fprintf(e.stdout, "bpconvert %s (%s)\n", v.Version, extra)
+		return v, nil
 	}
-	return v, nil
 }

@@ -2,78 +2,75 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/wds"
+	flag "github.com/spf13/pflag"
 )
 
-func cmdWDS(ctx context.Context, e *env, args []string) (any, error) {
-	fset := flag.NewFlagSet("convert-wds", flag.ContinueOnError)
+func cmdWDS(e *env, fset *flag.FlagSet) runFunc {
 	var cf convertFlags
 	cf.register(fset)
 	cf.registerPart(fset, e)
 	shardPrefix := fset.Bool("shard-prefix", false, "prefix every key with its shard's stem (train-000003/000123.jpg), for keys that repeat across shards")
 	noTable := fset.Bool("no-table", false, "do not write samples.parquet")
-	inline := fset.String("inline", "", "comma-separated fields (e.g. cls,txt,json) stored inline in samples.parquet instead of as references")
-	pos, err := e.parse(fset, args, -1, "SRC... DST")
-	if err != nil {
-		return nil, err
-	}
-	if len(pos) < 2 {
-		return nil, &usageError{msg: fmt.Sprintf("convert-wds: expected SRC... DST, got %d argument(s)", len(pos)), hint: "run bpconvert convert-wds --help"}
-	}
-	// Several sources (a shell glob) are joined as several patterns are.
-	src := strings.Join(pos[:len(pos)-1], "::")
-	if len(pos) > 2 && slices.Contains(pos[:len(pos)-1], "-") {
-		return nil, usagef("convert-wds: - (standard input) must be the only source")
-	}
-	if src == "-" && !cf.part.Whole() {
-		return nil, usagef("convert-wds: --part splits shard files; standard input cannot be split")
-	}
-	// SRC may be a pattern or "-": the destination is checked against the
-	// directories it names.
-	e.setOperands(fset.Name(), pos[:len(pos)-1], pos[len(pos)-1])
-	absDst, err := cf.destination(ctx, "", pos[len(pos)-1])
-	if err != nil {
-		return nil, err
-	}
-	for _, dir := range wds.SourceDirs(src) {
-		if err := convert.CheckDisjoint(dir, absDst); err != nil {
-			return nil, err
+	inline := fset.String("inline", "", "comma-separated fields `FIELDS` (e.g. cls,txt,json) stored inline in samples.parquet instead of as references")
+	return func(ctx context.Context, pos []string) (any, error) {
+		if len(pos) < 2 {
+			return nil, &usageError{msg: fmt.Sprintf("convert-wds: expected SRC... DST, got %d argument(s)", len(pos)), hint: "run bpconvert convert-wds --help"}
 		}
-	}
-	if src != "-" {
-		files, err := wds.ShardFiles(ctx, src)
+		// Several sources (a shell glob) are joined as several patterns are.
+		src := strings.Join(pos[:len(pos)-1], "::")
+		if len(pos) > 2 && slices.Contains(pos[:len(pos)-1], "-") {
+			return nil, usagef("convert-wds: - (standard input) must be the only source")
+		}
+		if src == "-" && !cf.part.Whole() {
+			return nil, usagef("convert-wds: --part splits shard files; standard input cannot be split")
+		}
+		// SRC may be a pattern or "-": the destination is checked against the
+		// directories it names.
+		e.setOperands(fset.Name(), pos[:len(pos)-1], pos[len(pos)-1])
+		absDst, err := cf.destination(ctx, "", pos[len(pos)-1])
 		if err != nil {
 			return nil, err
 		}
-		if err := cf.identify(ctx, fset, files); err != nil {
+		for _, dir := range wds.SourceDirs(src) {
+			if err := convert.CheckDisjoint(dir, absDst); err != nil {
+				return nil, err
+			}
+		}
+		if src != "-" {
+			files, err := wds.ShardFiles(ctx, src)
+			if err != nil {
+				return nil, err
+			}
+			if err := cf.identify(ctx, fset, files); err != nil {
+				return nil, err
+			}
+		}
+		var fields []string
+		for _, f := range strings.Split(*inline, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				fields = append(fields, strings.ToLower(f))
+			}
+		}
+		job, err := wds.NewJob(ctx, src, absDst, wds.Options{
+			Options:     cf.options(),
+			Stdin:       e.stdin,
+			ShardPrefix: *shardPrefix,
+			NoTable:     *noTable,
+			Inline:      fields,
+		})
+		if err != nil {
 			return nil, err
 		}
+		// Like every converter: the plan, then a confirmation on a terminal;
+		// off a terminal --yes is required. (A stream can be read once: its
+		// plan says what it can without reading it, and the conversion checks
+		// as it goes.)
+		return e.runJob(ctx, &cf, job)
 	}
-	var fields []string
-	for _, f := range strings.Split(*inline, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			fields = append(fields, strings.ToLower(f))
-		}
-	}
-	job, err := wds.NewJob(ctx, src, absDst, wds.Options{
-		Options:     cf.options(),
-		Stdin:       e.stdin,
-		ShardPrefix: *shardPrefix,
-		NoTable:     *noTable,
-		Inline:      fields,
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Like every converter: the plan, then a confirmation on a terminal;
-	// off a terminal --yes is required. (A stream can be read once: its
-	// plan says what it can without reading it, and the conversion checks
-	// as it goes.)
-	return e.runJob(ctx, &cf, job)
 }

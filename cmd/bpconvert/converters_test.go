@@ -45,7 +45,7 @@ func TestConvertersTable(t *testing.T) {
 	for _, f := range formats.All {
 		listed[f.Command] = f
 	}
-	shared := []string{"-dry-run", "-yes", "-restart", "-staging", "-part", "-ref-base", "-max-pack-bytes", "-max-members", "-no-manifest"}
+	shared := []string{"--dry-run", "--yes", "--restart", "--staging", "--part", "--ref-base", "--max-pack-bytes", "--max-members", "--no-manifest"}
 	for _, row := range rows {
 		name, args, summary := row[1], row[2], strings.TrimSpace(row[3])
 		t.Run(name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
+	flag "github.com/spf13/pflag"
 )
 
 // convertFlags are the flags every converter takes: the pack settings that
@@ -58,7 +58,7 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 	fs.BoolVar(&c.explain, "explain", false, "show the plan's explanations (how keys, samples, readers and shard limits work), once per topic")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
-	fs.StringVar(&c.staging, "staging", "", "local directory that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
+	fs.StringVar(&c.staging, "staging", "", "local directory `DIR` that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
 }
 
 // registerPart adds --part, for converters that can split their work;
@@ -76,6 +76,9 @@ type partFlag struct {
 	from   string
 	getenv func(string) string
 }
+
+// Type is the placeholder help shows for a part.
+func (p *partFlag) Type() string { return "I/N" }
 
 // Set parses I/N, auto or auto/N.
 func (p *partFlag) Set(s string) error {
@@ -109,6 +112,9 @@ func (c *convertFlags) options() convert.Options {
 type refBaseFlag string
 
 func (r *refBaseFlag) String() string { return string(*r) }
+
+// Type is the placeholder help shows for a reference base.
+func (r *refBaseFlag) Type() string { return "BASE" }
 
 func (r *refBaseFlag) Set(s string) error {
 	v, err := convert.CheckRefBase(s)
@@ -514,7 +520,7 @@ func (e *env) confirm(ctx context.Context) error {
 // runForm runs a huh form on the command's own terminal streams; a user
 // abort becomes errAborted.
 func (e *env) runForm(ctx context.Context, f *huh.Form) error {
-	err := f.WithInput(e.stdin).WithOutput(terminal(e.stderr)).WithShowHelp(true).RunWithContext(ctx)
+	err := f.WithInput(e.stdin).WithOutput(terminal(e.stderr)).WithShowHelp(true).WithTheme(promptTheme(terminal(e.stderr))).RunWithContext(ctx)
 	if errors.Is(err, huh.ErrUserAborted) {
 		return errAborted
 	}

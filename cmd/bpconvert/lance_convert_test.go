@@ -83,7 +83,7 @@ func TestConvertLanceCLI(t *testing.T) {
 			{"no blob column and none named", []string{types, "--yes"}, exitUsage, "candidates: bin (binary)"},
 			{"unknown column", []string{types, "--yes", "--column", "nope"}, exitUsage, `"nope" is not a column`},
 			{"not a payload column", []string{types, "--yes", "--column", "i8"}, exitUsage, "not a binary"},
-			{"missing version", []string{blob, "--yes", "--version", "99"}, exitInvalid, "version"},
+			{"missing version", []string{blob, "--yes", "--dataset-version", "99"}, exitInvalid, "version"},
 			{"bad external mode", []string{blob, "--yes", "--external", "zap"}, exitUsage, "want copy or keep"},
 			{"truncated data file", []string{truncated, "--yes"}, exitInvalid, "trunc.lance"},
 		}

@@ -170,7 +170,7 @@ func TestLanceInspectRowsMatchLance(t *testing.T) {
 			}
 			args := []string{"--rows", fmt.Sprint(rows), "--columns", strings.Join(cols, ","), filepath.Join(dir, tc.dataset+".lance")}
 			if !tc.latest {
-				args = append(args, "--version", fmt.Sprint(tc.version))
+				args = append(args, "--dataset-version", fmt.Sprint(tc.version))
 			}
 			d := inspectJSON(t, args...)
 			if d.Version != tc.version {
@@ -211,7 +211,7 @@ func TestLanceInspectVersions(t *testing.T) {
 		t.Fatalf("rows printed without --rows: %d", len(latest.Rows))
 	}
 	for _, v := range exp.Versions {
-		d := inspectJSON(t, "--version", fmt.Sprint(v.Version), ds)
+		d := inspectJSON(t, "--dataset-version", fmt.Sprint(v.Version), ds)
 		if d.Version != v.Version || d.NumRows != v.Rows {
 			t.Errorf("version %d: got version %d with %d rows, Lance counts %d", v.Version, d.Version, d.NumRows, v.Rows)
 		}
@@ -240,7 +240,7 @@ func TestLanceInspectText(t *testing.T) {
 	}{
 		{"types_2_1", nil, []string{"version   7 (latest 7; versions 1-7)", "data storage version 2.1", "in 3 fragment(s)",
 			"fragments:", "bitmap", "arrow", "schema:", "st.x", "li.item", "MiniBlockLayout(", "FullZipLayout(", "ConstantLayout", "twice"}},
-		{"types_2_0", []string{"--version", "3"}, []string{"version   3 (latest 7; versions 1-7)", "Nullable(some)<Flat(32)>", "Binary<", "List<", "10,500 (10,500 physical, 0 deleted)"}},
+		{"types_2_0", []string{"--dataset-version", "3"}, []string{"version   3 (latest 7; versions 1-7)", "Nullable(some)<Flat(32)>", "Binary<", "List<", "10,500 (10,500 physical, 0 deleted)"}},
 		{"types_legacy", []string{"--columns", "id,s"}, []string{"0.1 (legacy)", "var_binary", "plain"}},
 		{"blob1_2_0", []string{"--rows", "3"}, []string{"blob v1", "blob [blob]", "PackedStruct", "first 3 row(s)", `"kind":"inline"`}},
 		{"blob2_2_2", []string{"--rows", "8"}, []string{"blob v2", "lance.blob.v2", "first 8 row(s)", `"kind":"dedicated"`, `"location":{"file":"data/`}},
@@ -322,8 +322,8 @@ func TestLanceInspectErrors(t *testing.T) {
 	}{
 		{"not a dataset", []string{notLance}, exitInvalid, []string{notLance, "_versions"}},
 		{"missing directory", []string{filepath.Join(notLance, "nope")}, exitInvalid, []string{filepath.Join(notLance, "nope")}},
-		{"unknown version", []string{ds, "--version", "99"}, exitUsage, []string{ds, "--version 99", "1-7"}},
-		{"version 0", []string{ds, "--version", "0"}, exitUsage, []string{"--version 0"}},
+		{"unknown version", []string{ds, "--dataset-version", "99"}, exitUsage, []string{ds, "--dataset-version 99", "1-7"}},
+		{"version 0", []string{ds, "--dataset-version", "0"}, exitUsage, []string{"--dataset-version 0"}},
 		{"unknown column", []string{ds, "--columns", "id,nope"}, exitUsage, []string{ds, `"nope"`, "twice"}},
 		{"negative rows", []string{ds, "--rows", "-1"}, exitUsage, []string{"--rows -1"}},
 		{"no dataset", nil, exitUsage, []string{"expected DATASET"}},
@@ -385,8 +385,8 @@ func TestLanceRefusedFeature(t *testing.T) {
 		args []string
 		hint string
 	}{
-		{[]string{"lance-inspect", ds}, "pass --version 6 to inspect that version"},
-		{[]string{"convert-lance", "--dry-run", "--column", "bin", ds, filepath.Join(t.TempDir(), "out")}, "pass --version 6 to convert that version"},
+		{[]string{"lance-inspect", ds}, "pass --dataset-version 6 to inspect that version"},
+		{[]string{"convert-lance", "--dry-run", "--column", "bin", ds, filepath.Join(t.TempDir(), "out")}, "pass --dataset-version 6 to convert that version"},
 	} {
 		r := bp(t, tc.args...)
 		if r.code != exitInvalid {

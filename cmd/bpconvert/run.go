@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -17,36 +16,8 @@ import (
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	flag "github.com/spf13/pflag"
 )
-
-// command is one subcommand. Converters add themselves to commands.
-type command struct {
-	name    string
-	args    string
-	summary string
-	run     func(ctx context.Context, e *env, args []string) (any, error)
-}
-
-// commands lists every subcommand in help order.
-func commands() []command {
-	return []command{
-		{"pack", "SRC DST", "pack every file under SRC into a new pack directory DST", cmdPack},
-		{"verify", "DATASET", "check packs, CRCs, manifests and every table reference; --against SRC compares payloads", cmdVerify},
-		{"ls", "DIR|SHARD", "list members: size, shard, key", cmdLs},
-		{"cat", "REF|KEY [DIR]", "write one blob to stdout (CRC-checked; --offset/--length for a part)", cmdCat},
-		{"unpack", "DIR DST", "extract every member into a new directory DST", cmdUnpack},
-		{"manifest", "DIR", "write pack.manifest.json for a pack written without one", cmdManifest},
-		{"version", "", "print the version", cmdVersion},
-		{"convert-wds", "SRC DST", "convert WebDataset tar shards into packs and a samples.parquet table", cmdWDS},
-		{"convert-parquet", "SRC DST", "move payload columns of parquet tables into packs, columns become references", cmdParquet},
-		{"convert-lerobot", "SRC DST", "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs", cmdLerobot},
-		{"convert-lance", "SRC DST", "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied", cmdConvertLance},
-		{"lance-inspect", "DATASET", "describe a Lance dataset: versions, schema, fragments, column encodings, first rows", cmdLanceInspect},
-		{"finalize", "DST", "join the parts of a conversion split with --part I/N into DST (renames, no payload copied)", cmdFinalize},
-		{"rebase", "DST", "rewrite what the tables' references call the dataset root (--ref-base), after a move or before an upload; packs untouched", cmdRebase},
-		// Converters register here.
-	}
-}
 
 // env is what a command may touch: its streams and the output options that
 // every command shares.
@@ -59,6 +30,9 @@ type env struct {
 	started        time.Time
 	// getenv reads the environment (--part auto).
 	getenv func(string) string
+	// args are the command's arguments after its name, as parsed
+	// (convert-lerobot hands them to bpconvert-lerobot).
+	args []string
 	// operands are a converter's sources and destination (setOperands).
 	operands *operands
 	// bars are the progress bars drawn on a terminal (newProgress).
@@ -103,14 +77,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// help CMD is CMD --help.
 		args = []string{args[1], "--help"}
 	}
-	var cmd *command
-	for _, c := range commands() {
-		if c.name == args[0] {
-			cmd = &c
-			break
-		}
+	if strings.HasPrefix(args[0], "-") && len(args[0]) > 1 {
+		msg, hint := flagBeforeCommand(args[0])
+		fmt.Fprintf(stderr, "bpconvert: error: %s\nbpconvert: hint: %s\n", msg, hint)
+		return exitUsage
 	}
-	if cmd == nil {
+	if lookup(args[0]) == nil && !builtinCommands[args[0]] {
 		fmt.Fprintf(stderr, "bpconvert: error: unknown command %q\n", args[0])
 		if s := suggest(args[0]); s != "" {
 			fmt.Fprintf(stderr, "bpconvert: hint: did you mean bpconvert %s? (bpconvert --help lists every command)\n", s)
@@ -119,16 +91,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return exitUsage
 	}
-	var result any
-	var err error
+	var out outcome
 	if a, ok := credentialArg(args[1:]); ok {
-		err = e.refuseCredentials(cmd.name, a, args[1:])
+		out.name, out.err = args[0], e.refuseCredentials(args[0], a, args[1:])
 	} else {
-		result, err = cmd.run(ctx, e, args[1:])
+		var ran bool
+		var err error
+		out, ran, err = e.execute(ctx, args)
+		if !ran {
+			// help, completion or man
+			e.report(ctx, stderr, err, exitCode(ctx, err))
+			return exitCode(ctx, err)
+		}
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
+	result, err := out.result, out.err
 	code := exitCode(ctx, err)
 	if code == exitUsage || code == exitInvalid {
 		err = e.explainInput(err)
@@ -139,7 +115,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if d, ok := result.(jsonDoc); ok && err == nil {
 		doc = d
 	} else {
-		doc = summaryDoc(cmd.name, result, err, code, time.Since(e.started))
+		doc = summaryDoc(out.name, result, err, code, time.Since(e.started))
 	}
 	doc = []byte(objstore.RedactLocation(string(doc)))
 	if e.summaryFile != "" {
@@ -245,79 +221,6 @@ func summaryDoc(name string, result any, err error, code int, took time.Duration
 	return b
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "bpconvert migrates datasets into blob packs: directories of STORED zip shards")
-	fmt.Fprintln(w, "whose members tables reference as zip://KEY::DIR/pack-NNNN.zip.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Usage: bpconvert COMMAND [flags] ARGS   (bpconvert COMMAND --help for its flags)")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
-	cmds := commands()
-	nameW, argW := 0, 0
-	for _, c := range cmds {
-		nameW, argW = max(nameW, len(c.name)), max(argW, len(c.args))
-	}
-	for _, c := range cmds {
-		fmt.Fprintf(w, "  %-*s %-*s  %s\n", nameW, c.name, argW, c.args, c.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Flags every command takes: --json, --quiet, --summary-file PATH.")
-	fmt.Fprintln(w, "bpconvert help COMMAND (or COMMAND --help) shows a command's flags; --version the version.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Exit codes:")
-	fmt.Fprintln(w, "  0    success")
-	fmt.Fprintln(w, "  1    failure (including verify finding problems, and object storage that cannot be reached)")
-	fmt.Fprintln(w, "  2    usage error, refused prompt, a destination that already exists or whose path goes\n       through a file, or object storage refusing the credentials or lacking the bucket")
-	fmt.Fprintln(w, "  3    invalid input (bad key, corrupt or truncated source, duplicate key)")
-	fmt.Fprintln(w, "  130  interrupted by SIGINT (Ctrl-C); a converter keeps its complete shards for the same command to resume")
-	fmt.Fprintln(w, "  143  stopped by SIGTERM; a converter keeps its complete shards staged and the rerun resumes")
-}
-
-// parseFlags parses flags that may appear before, between or after the
-// positional arguments, and checks the positional count.
-func parseFlags(fs *flag.FlagSet, args []string, nargs int, names string) ([]string, error) {
-	fs.SetOutput(io.Discard)
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, usagef("%s: %v", fs.Name(), err)
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if rest[0] == "--" {
-			pos = append(pos, rest[1:]...)
-			break
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-	if nargs >= 0 && len(pos) != nargs {
-		return nil, &usageError{msg: fmt.Sprintf("%s: expected %s, got %d argument(s)", fs.Name(), names, len(pos)),
-			hint: "run bpconvert " + fs.Name() + " --help"}
-	}
-	return pos, nil
-}
-
-// parse registers the flags every command takes on fs, parses args (see
-// parseFlags) and, when --help was asked, prints the command's flags and
-// returns flag.ErrHelp.
-func (e *env) parse(fs *flag.FlagSet, args []string, nargs int, names string) ([]string, error) {
-	e.commonFlags(fs)
-	pos, err := parseFlags(fs, args, nargs, names)
-	if errors.Is(err, flag.ErrHelp) {
-		flagHelp(e, fs, names)
-	}
-	if err == nil && e.summaryFile != "" {
-		err = checkWritable(e.summaryFile)
-	}
-	return pos, err
-}
-
 // checkWritable checks, before any work, that a file can be written at path:
 // its directory exists and accepts a new file.
 func checkWritable(path string) error {
@@ -328,85 +231,6 @@ func checkWritable(path string) error {
 	}
 	f.Abort()
 	return nil
-}
-
-// flagHelp prints a command's flags when asked with --help.
-func flagHelp(e *env, fs *flag.FlagSet, args string) {
-	fmt.Fprintf(e.stdout, "Usage: bpconvert %s [flags] %s\n\nFlags:\n", fs.Name(), args)
-	printDefaults(e.stdout, fs)
-}
-
-// printDefaults lists a command's flags like flag.PrintDefaults, with one
-// difference: a flag whose usage already names its default (sizes, written
-// as people write them: "(default 4GiB)") does not get it a second time,
-// and a size's default is written in the same units.
-func printDefaults(w io.Writer, fs *flag.FlagSet) {
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		if _, ok := f.Value.(*byteSize); ok && name == "value" {
-			name = "SIZE"
-		}
-		line := "  -" + f.Name
-		if name != "" {
-			line += " " + name
-		}
-		if len(line) <= 4 { // a one-letter flag: usage on the same line
-			line += "\t"
-		} else {
-			line += "\n    \t"
-		}
-		line += strings.ReplaceAll(usage, "\n", "\n    \t")
-		if !strings.Contains(usage, "(default ") {
-			if d := defaultText(f); d != "" {
-				line += " (default " + d + ")"
-			}
-		}
-		fmt.Fprintln(w, line)
-	})
-}
-
-// defaultText is a flag's default as help shows it: "" for a zero value
-// (nothing is shown), sizes in binary units, strings quoted.
-func defaultText(f *flag.Flag) string {
-	if v, ok := f.Value.(*byteSize); ok {
-		if *v == 0 {
-			return ""
-		}
-		return v.human()
-	}
-	d := f.DefValue
-	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-		if d == "false" {
-			return ""
-		}
-		return d
-	}
-	if d == "" || d == "0" {
-		return ""
-	}
-	if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
-		return strconv.Quote(d)
-	}
-	return d
-}
-
-// suggest returns the command closest to a mistyped name (at most two
-// edits away, or a unique prefix), or "".
-func suggest(name string) string {
-	best, bestD := "", 3
-	var prefixed []string
-	for _, c := range commands() {
-		if d := editDistance(strings.ToLower(name), c.name); d < bestD {
-			best, bestD = c.name, d
-		}
-		if len(name) >= 2 && strings.HasPrefix(c.name, name) {
-			prefixed = append(prefixed, c.name)
-		}
-	}
-	if best == "" && len(prefixed) == 1 {
-		return prefixed[0]
-	}
-	return best
 }
 
 // editDistance is the Levenshtein distance between a and b.
@@ -438,6 +262,9 @@ func editDistance(a, b string) int {
 type byteSize int64
 
 func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+// Type is the placeholder help shows for a size.
+func (b *byteSize) Type() string { return "SIZE" }
 
 func (b *byteSize) Set(s string) error {
 	n, err := parseSize(s)

@@ -25,10 +25,21 @@ type tmuxRun struct {
 
 func startTmux(t *testing.T, args ...string) *tmuxRun {
 	t.Helper()
+	return startTmuxEnv(t, nil, args...)
+}
+
+// startTmuxEnv is startTmux with env (NAME=VALUE) added to the program's
+// environment.
+func startTmuxEnv(t *testing.T, env []string, args ...string) *tmuxRun {
+	t.Helper()
 	testtool.Require(t, "tmux")
 	dir := t.TempDir()
 	r := &tmuxRun{t: t, sock: filepath.Join(dir, "tmux.sock"), status: filepath.Join(dir, "status")}
-	quoted := []string{binPath}
+	quoted := []string{"env"}
+	for _, v := range env {
+		quoted = append(quoted, "'"+v+"'")
+	}
+	quoted = append(quoted, binPath)
 	for _, a := range args {
 		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
 	}

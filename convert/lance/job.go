@@ -99,7 +99,7 @@ func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*J
 		case errors.Is(err, lancefmt.ErrVersionNotFound):
 			ie.Hint = "run bpconvert lance-inspect on the dataset to list its versions"
 		case errors.As(err, &fe) && fe.Readable != 0:
-			ie.Hint = fmt.Sprintf("pass --version %d to convert that version (the changes after it are left out)", fe.Readable)
+			ie.Hint = fmt.Sprintf("pass --dataset-version %d to convert that version (the changes after it are left out)", fe.Readable)
 		}
 		return nil, ie
 	}

@@ -138,7 +138,7 @@ func (j *Job) plan() plan.Plan {
 		p.Notes = append(p.Notes, fmt.Sprintf("Tags naming the converted version %d are kept, naming version 1: %s.", j.rw.SourceVersion, strings.Join(keptTags, ", ")))
 	}
 	if len(droppedTags) > 0 {
-		p.Warnings = append(p.Warnings, fmt.Sprintf("tags naming other versions are dropped (the output has one version): %s; convert with --version N to keep a tag of version N", strings.Join(droppedTags, ", ")))
+		p.Warnings = append(p.Warnings, fmt.Sprintf("tags naming other versions are dropped (the output has one version): %s; convert with --dataset-version N to keep a tag of version N", strings.Join(droppedTags, ", ")))
 	}
 	if n := len(j.rw.DroppedBlobFiles); n > 0 && len(j.sel) > 0 {
 		p.Notes = append(p.Notes, fmt.Sprintf("%s of the extracted blob columns are not carried: their bytes are in the packs.", plan.CountText(int64(n), "sidecar blob files")))

@@ -87,6 +87,9 @@ type videoBlob struct {
 // container of the dataset to the staging directory before packing them, so
 // it needs free space for one more copy of the cut files.
 func Convert(ctx context.Context, ins *Inspection, dst convert.Dest, prog progress.Counter) (*Result, error) {
+	if ins.Options.NoProbe && len(ins.Videos) > 0 {
+		return nil, errors.New("lerobot: the camera files were not probed (Options.NoProbe): plan only")
+	}
 	res, err := convertTo(ctx, ins, dst, prog)
 	return res, storeFirst(ins.Dataset.tree, err)
 }

@@ -72,6 +72,11 @@ type Options struct {
 	// which the bpconvert-lerobot program links. This package never
 	// imports it, so it builds without cgo.
 	Engine video.Engine
+	// NoProbe plans from the metadata alone: the camera files are located,
+	// sized and their episodes' intervals checked, but their keyframes are
+	// not read, so no Engine is needed and the plan says what was not
+	// probed. Such an inspection plans; Convert refuses it.
+	NoProbe bool
 }
 
 // withDefaults fills in the defaults and refuses unknown modes as
@@ -248,11 +253,13 @@ func inspectTree(ctx context.Context, t *srctree.Tree, opts Options) (*Inspectio
 		if err := ins.validateIntervals(); err != nil {
 			return nil, err
 		}
-		if len(ins.Videos) > 0 && opts.Engine == nil {
+		if len(ins.Videos) > 0 && opts.Engine == nil && !opts.NoProbe {
 			return nil, errors.New("lerobot: no video engine to read the camera files (Options.Engine)")
 		}
-		if err := ins.scanVideos(ctx); err != nil {
-			return nil, err
+		if !opts.NoProbe {
+			if err := ins.scanVideos(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if d.lance != nil {
 			ins.Warnings = append(ins.Warnings, d.lance.unused()...)

@@ -218,6 +218,9 @@ func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
 	if ins.Dataset.lance != nil {
 		e.Notes = append(e.Notes, fmt.Sprintf("read from the %s blobs of %s, in place", videoBytesColumn, videosTable))
 	}
+	if ins.Options.NoProbe {
+		return ins.unprobedVideoEntry(e, episodes)
+	}
 	switch {
 	case !ins.Dataset.V3():
 		e.Action = plan.ActionCopy
@@ -264,6 +267,27 @@ func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
 	if unclaimed > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("%d whole file(s) hold footage outside their episodes; it is packed but no episode claims it", unclaimed))
 	}
+	return e
+}
+
+// noteNotProbed says what a plan from metadata alone leaves open.
+const noteNotProbed = "keyframes not probed (planned from metadata, without libav): whether each episode boundary lands on a keyframe, and so which files are split, is decided when the conversion reads them"
+
+// unprobedVideoEntry completes the entry e of a video feature whose camera
+// files were located but not probed (Options.NoProbe).
+func (ins *Inspection) unprobedVideoEntry(e plan.Entry, episodes int) plan.Entry {
+	switch {
+	case !ins.Dataset.V3():
+		e.Action = plan.ActionCopy
+		e.Notes = append(e.Notes, noteV2Copy)
+	case ins.Options.NoSplitEpisodes:
+		e.Action = plan.ActionCopy
+		e.Notes = append(e.Notes, noteInterval, "not split (--no-split-episodes)")
+	default:
+		e.Action = plan.ActionRewrite
+		e.Notes = append(e.Notes, fmt.Sprintf("%s where the keyframes allow, else %s", noteSplit, noteInterval))
+	}
+	e.Notes = append(e.Notes, plan.CountText(int64(episodes), "episodes")+" in these files", noteNotProbed)
 	return e
 }
 

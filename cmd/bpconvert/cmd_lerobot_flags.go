@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/bpconvert/bpconvert/convert/lerobot"
+	"github.com/bpconvert/bpconvert/convert/lerobot/video"
+	"github.com/bpconvert/bpconvert/srctree"
+	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/plan"
+	flag "github.com/spf13/pflag"
+)
+
+// lerobotFlags are convert-lerobot's flags. Both programs define them: this
+// one, for help, completion and the plan of --dry-run, and
+// bpconvert-lerobot (tag lerobot), which converts.
+type lerobotFlags struct {
+	cf        convertFlags
+	images    string
+	video     string
+	noSplit   bool
+	tolerance float64
+}
+
+// lerobotHelp is convert-lerobot's help text after its summary.
+const lerobotHelp = "The conversion runs in bpconvert-lerobot, the companion program built with libav (make build\n" +
+	"puts it beside bpconvert). Without it, --dry-run still plans, from the dataset's metadata\n" +
+	"(the camera files' keyframes not probed)."
+
+func cmdLerobot(e *env, fset *flag.FlagSet) runFunc {
+	o := &lerobotFlags{}
+	o.cf.register(fset)
+	o.cf.registerPart(fset, e)
+	fset.StringVar(&o.images, "images", string(lerobot.ImagesExtract), "image features inside the tables: `MODE` extract (into packs, columns become references) or skip")
+	fset.StringVar(&o.video, "video", string(lerobot.VideoCopy), "video features: `MODE` copy (into packs, per episode where possible) or skip")
+	choices(fset, "images", lerobot.ImagesExtract, lerobot.ImagesSkip)
+	choices(fset, "video", lerobot.VideoCopy, lerobot.VideoSkip)
+	fset.BoolVar(&o.noSplit, "no-split-episodes", false, "keep every v3.0 camera file whole; episodes are addressed by [from_ns, to_ns)")
+	fset.Float64Var(&o.tolerance, "tolerance-frames", lerobot.DefaultToleranceFrames, "how many frames `N` an episode's interval may differ from its length")
+	return func(ctx context.Context, pos []string) (any, error) {
+		return runLerobot(ctx, e, fset, o, pos)
+	}
+}
+
+// run converts the dataset at pos[0] into pos[1] with the video engine
+// given, or, with none (a bpconvert without libav), plans it from its
+// metadata: the camera files' keyframes are then not probed. Every LeRobot
+// conversion asks before writing (tables may change).
+func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos []string, engine video.Engine) (any, error) {
+	cf := &o.cf
+	images, videoMode, noSplit, tolerance := &o.images, &o.video, &o.noSplit, &o.tolerance
+	var err error
+	if m := lerobot.ImageMode(*images); m != lerobot.ImagesExtract && m != lerobot.ImagesSkip {
+		return nil, usagef("convert-lerobot: --images %q: want extract or skip", *images)
+	}
+	if m := lerobot.VideoMode(*videoMode); m != lerobot.VideoCopy && m != lerobot.VideoSkip {
+		return nil, usagef("convert-lerobot: --video %q: want copy or skip", *videoMode)
+	}
+	if !(*tolerance > 0) {
+		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
+	}
+	src, check := pos[0], pos[0]
+	e.setOperands(fset.Name(), pos[:1], pos[1])
+	var (
+		tree  *srctree.Tree
+		stats *objstore.Stats
+	)
+	if objstore.IsRemote(src) {
+		// The dataset in the bucket is listed once, here, and every read
+		// of it is counted for the summary.
+		if _, _, err := objstore.ParseS3(src); err != nil {
+			return nil, &usageError{msg: fmt.Sprintf("convert-lerobot: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		}
+		stats = &objstore.Stats{}
+		if tree, err = srctree.Open(ctx, src, objstore.Options{Stats: stats}); err != nil {
+			return nil, storeError("convert-lerobot", err)
+		}
+		src = tree.Location()
+		if tree.Empty() {
+			return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
+		}
+	}
+	absDst, err := cf.destination(ctx, check, pos[1])
+	if err != nil {
+		return nil, err
+	}
+	if err := cf.identify(ctx, fset, []string{src}); err != nil {
+		if tree != nil {
+			return nil, storeError("convert-lerobot", err)
+		}
+		return nil, err
+	}
+	job, err := lerobot.NewJob(ctx, src, absDst, lerobot.Options{
+		Options:         cf.options(),
+		Tree:            tree,
+		Images:          lerobot.ImageMode(*images),
+		Video:           lerobot.VideoMode(*videoMode),
+		NoSplitEpisodes: *noSplit,
+		ToleranceFrames: *tolerance,
+		Engine:          engine,
+		NoProbe:         engine == nil,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if stats != nil {
+		cf.fetched = func() *plan.Fetched {
+			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+		}
+	}
+	res, err := e.runJob(ctx, cf, job)
+	if stats == nil || err != nil {
+		return res, err
+	}
+	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
+}

@@ -1,0 +1,99 @@
+package main
+
+// commands lists every subcommand in help order. Adding a command is one
+// entry here and a define function (its flags, returning its run).
+func commands() []command {
+	return []command{
+		{name: "pack", args: "SRC DST", nargs: 2, define: cmdPack,
+			summary: "pack every file under SRC into a new pack directory DST",
+			long:    "SRC is a directory, a tar or s3://BUCKET/PREFIX; DST a new directory or s3://BUCKET/PREFIX.\nKeys are the files' paths under SRC.",
+			examples: []string{
+				"bpconvert pack photos/ media/",
+				"bpconvert pack --max-pack-bytes 512MiB photos/ s3://bucket/ds/media",
+			}},
+		{name: "verify", args: "DATASET", nargs: 1, define: cmdVerify,
+			summary: "check packs, CRCs, manifests and every table reference; --against SRC compares payloads",
+			long:    "DATASET is a converted dataset's root, a pack directory or one shard, local or s3://BUCKET/PREFIX.\nEach problem prints one FAIL line; any problem exits 1.",
+			examples: []string{
+				"bpconvert verify ds/",
+				"bpconvert verify ds/ --against shards/",
+			}},
+		{name: "ls", args: "DIR|SHARD", nargs: 1, define: cmdLs,
+			summary: "list members: size, shard, key",
+			examples: []string{
+				"bpconvert ls ds/media | head -3",
+				"bpconvert ls --json s3://bucket/ds/media",
+			}},
+		{name: "cat", args: "REF|KEY [DIR]", nargs: -1, define: cmdCat,
+			summary: "write one blob to stdout (CRC-checked; --offset/--length for a part)",
+			examples: []string{
+				"bpconvert cat 'zip://000001.png::media/pack-0000.zip' ds/ > one.png",
+				"bpconvert cat 000001.png ds/media --offset 0 --length 8 | od -c",
+			}},
+		{name: "unpack", args: "DIR DST", nargs: 2, define: cmdUnpack,
+			summary:  "extract every member into a new directory DST",
+			examples: []string{"bpconvert unpack ds/media restored/"}},
+		{name: "manifest", args: "DIR", nargs: 1, define: cmdManifest,
+			summary:  "write pack.manifest.json for a pack written without one",
+			examples: []string{"bpconvert manifest ds/media"}},
+		{name: "version", nargs: 0, define: cmdVersion,
+			summary:  "print the version",
+			examples: []string{"bpconvert version", "bpconvert --version"}},
+		{name: "convert-wds", args: "SRC DST", nargs: -1, define: cmdWDS,
+			summary: "convert WebDataset tar shards into packs and a samples.parquet table",
+			long:    "SRC is a directory of shards, a tar, a brace pattern ('train-{000000..000099}.tar'), several\nof them (a shell glob), - for standard input, or s3://BUCKET/PREFIX.",
+			examples: []string{
+				"bpconvert convert-wds --dry-run shards/ ds/",
+				"bpconvert convert-wds --yes 'shards/train-{000000..000099}.tar' ds/ --inline cls,json",
+				"bpconvert convert-wds --yes --part 2/8 shards/ s3://bucket/ds",
+			}},
+		{name: "convert-parquet", args: "SRC DST", nargs: 2, define: cmdParquet,
+			summary: "move payload columns of parquet tables into packs, columns become references",
+			examples: []string{
+				"bpconvert convert-parquet --dry-run hf/ ds/",
+				"bpconvert convert-parquet --yes hf/ ds/",
+				"bpconvert convert-parquet --yes part-00000.parquet ds/ --column jpg --field meta.thumb",
+			}},
+		{name: "convert-lerobot", args: "SRC DST", nargs: 2, define: cmdLerobot,
+			summary: "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs",
+			long:    lerobotHelp,
+			examples: []string{
+				"bpconvert convert-lerobot --dry-run pusht/ ds/",
+				"bpconvert convert-lerobot --yes pusht/ ds/",
+			}},
+		{name: "convert-lance", args: "SRC DST", nargs: 2, define: cmdConvertLance,
+			summary: "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied",
+			long: "SRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read\n" +
+				"through ranged requests (manifest, file metadata, then the pages and blobs the run needs);\n" +
+				"the summary says what was fetched (bytes_fetched, fetch_requests).",
+			examples: []string{
+				"bpconvert convert-lance --yes images.lance ds/",
+				"bpconvert convert-lance --yes --column image images.lance ds/",
+				"bpconvert convert-lance --dry-run --dataset-version 3 images.lance ds/",
+			}},
+		{name: "lance-inspect", args: "DATASET", nargs: 1, define: cmdLanceInspect,
+			summary: "describe a Lance dataset: versions, schema, fragments, column encodings, first rows",
+			long: "Binary values print as {size, sha256}; blob columns as handles {size, kind, ref_id, location}.\n" +
+				"DATASET is a directory or s3://BUCKET/PREFIX; of object storage only the metadata is fetched\n" +
+				"(with --rows, the pages of those rows too), and the output says how much (bytes_fetched, fetch_requests).\n" +
+				"Exit 3 when DATASET is not a readable Lance dataset; exit 2 for an unknown --dataset-version or column.",
+			examples: []string{
+				"bpconvert lance-inspect images.lance",
+				"bpconvert lance-inspect images.lance --rows 3 --columns id,image",
+			}},
+		{name: "finalize", args: "DST", nargs: 1, define: cmdFinalize,
+			summary: "join the parts of a conversion split with --part I/N into DST (renames, no payload copied)",
+			examples: []string{
+				"bpconvert finalize ds/",
+				"bpconvert finalize s3://bucket/ds",
+			}},
+		{name: "rebase", args: "DST", nargs: 1, define: cmdRebase,
+			summary: "rewrite what the tables' references call the dataset root (--ref-base), after a move or before an upload; packs untouched",
+			examples: []string{
+				"bpconvert rebase ds/ --ref-base \"$PWD/ds\" --dry-run",
+				"bpconvert rebase ds/ --ref-base s3://bucket/ds",
+				"bpconvert rebase ds/ --ref-base .",
+			}},
+		// Converters register here.
+	}
+}
