@@ -6,9 +6,9 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
-	"github.com/bpconvert/bpconvert/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 	flag "github.com/spf13/pflag"
 )
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert/fetch"
 	"github.com/bpconvert/bpconvert/convert/parquet"
-	"github.com/bpconvert/bpconvert/srctree"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 	flag "github.com/spf13/pflag"
 )
 
