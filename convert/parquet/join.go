@@ -86,7 +86,10 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 		}
 	}
 	if kv.FindValue(arrowSchemaKey) != nil {
-		plain := arrow.NewSchema(exact, nil)
+		// The stored Arrow schema carries the file's metadata too: readers
+		// that find one (pyarrow, datasets) take the metadata from it.
+		own := arrow.NewMetadata(keys, vals)
+		plain := arrow.NewSchema(exact, &own)
 		keys, vals = append(keys, arrowSchemaKey), append(vals, base64.StdEncoding.EncodeToString(flight.SerializeSchema(plain, mem)))
 	}
 	merged := arrow.NewMetadata(keys, vals)
