@@ -3,7 +3,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: deps build demo test test-short fixtures-deps pyenv bench lint fuzz-smoke dist dist-deps test-dist
+.PHONY: deps build demo test test-short fixtures-deps pyenv bench lint fuzz-smoke dist test-dist
 
 deps:
 	bash scripts/install-deps.sh
@@ -107,6 +107,7 @@ CYCLONEDX := bin/cyclonedx-gomod
 $(CYCLONEDX):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 
+.PHONY: dist-deps
 dist-deps: deps
 	bash scripts/dist/deps.sh
 
