@@ -95,16 +95,29 @@ go_licenses() {
   chmod -R u+w "$dest"
 }
 
-# sbom PROGRAM OUT: the CycloneDX SBOM of a built program (its modules and
-# their versions as Go recorded them in it, the standard library included),
-# made reproducible: no serial number, the timestamp SOURCE_DATE_EPOCH's.
+# sbom PROGRAM OUT [FFMPEG]: the CycloneDX SBOM of a built program (its
+# modules and their versions as Go recorded them in it, the standard library
+# included), made reproducible: no serial number, the timestamp
+# SOURCE_DATE_EPOCH's. With FFMPEG (the build ffmpeg.sh printed), FFmpeg is
+# added as a component, with its licence and its source tarball's hash.
 sbom() {
   "$cdx" bin -json -noserial -std -version "$version" -output "$work/sbom.json" "$1" 2>"$work/sbom.log" \
     || { cat "$work/sbom.log" >&2; return 1; }
-  $py - "$work/sbom.json" "$2" <<'PY'
-import json, os, sys, time
+  $py - "$work/sbom.json" "$2" "${3:-}" <<'PY'
+import glob, hashlib, json, os, re, sys, time
 doc = json.load(open(sys.argv[1]))
 doc.setdefault("metadata", {})["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(os.environ["SOURCE_DATE_EPOCH"])))
+if sys.argv[3]:
+    src = glob.glob(os.path.join(sys.argv[3], "src", "ffmpeg-*.tar.xz"))[0]
+    ver = re.fullmatch(r"ffmpeg-(.+)\.tar\.xz", os.path.basename(src)).group(1)
+    digest = hashlib.sha256(open(src, "rb").read()).hexdigest()
+    doc.setdefault("components", []).append({
+        "type": "library", "bom-ref": "pkg:generic/ffmpeg@" + ver, "name": "ffmpeg", "version": ver,
+        "description": "libavcodec, libavformat, libavutil, libavdevice, libavfilter, libswscale (shared, LGPL build)",
+        "licenses": [{"license": {"id": "LGPL-2.1-or-later"}}],
+        "purl": "pkg:generic/ffmpeg@%s?download_url=https://ffmpeg.org/releases/ffmpeg-%s.tar.xz" % (ver, ver),
+        "hashes": [{"alg": "SHA-256", "content": digest}],
+    })
 json.dump(doc, open(sys.argv[2], "w"), indent=2, sort_keys=True)
 PY
 }
@@ -166,7 +179,7 @@ for p in $platforms; do
       $GO build -ldflags "$ldflags" -tags lerobot -o "$ltree/bin/bpconvert-lerobot" ./cmd/bpconvert
     # Before bundle-libs.sh sets its library path: Go's build information
     # is read from the program as the linker wrote it.
-    sbom "$ltree/bin/bpconvert-lerobot" "$out/$lname.cdx.json"
+    sbom "$ltree/bin/bpconvert-lerobot" "$out/$lname.cdx.json" "$ffmpeg"
     bash scripts/dist/bundle-libs.sh "$ltree/bin/bpconvert-lerobot" "$ffmpeg" "$ltree/lib/bpconvert" "$ltree/share/doc/bpconvert-lerobot/licenses/ffmpeg"
     cp "$ffmpeg"/src/ffmpeg-*.tar.xz "$out/"
     go_licenses "$os" "$arch" lerobot "$ltree/share/doc/bpconvert-lerobot/licenses"

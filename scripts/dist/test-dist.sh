@@ -45,6 +45,14 @@ if [ "${TEST_DIST_REUSE:-}" != 1 ]; then
 fi
 t1=${t1:-$t0}
 (cd dist && sha256sum --quiet -c SHA256SUMS) || fail "SHA256SUMS does not match dist/"
+python3 - dist/bpconvert-lerobot-v*-linux-amd64.cdx.json dist/ffmpeg-*.tar.xz <<'PY' || fail "the lerobot SBOM does not name the FFmpeg build"
+import hashlib, json, sys
+comps = [c for c in json.load(open(sys.argv[1])).get("components", []) if c["name"] == "ffmpeg"]
+assert len(comps) == 1, comps
+assert comps[0]["licenses"] == [{"license": {"id": "LGPL-2.1-or-later"}}], comps[0]["licenses"]
+assert comps[0]["hashes"][0]["content"] == hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+assert sys.argv[2].endswith("/ffmpeg-%s.tar.xz" % comps[0]["version"]), (sys.argv[2], comps[0]["version"])
+PY
 t2=$(date +%s)
 
 # Inputs, written by independent tools before anything is hidden.
