@@ -65,8 +65,8 @@ t0=$(date +%s)
 srcdir=$cache/src
 orig=$srcdir/ffmpeg_$FFMPEG_UPSTREAM.orig.tar.xz
 mkdir -p "$srcdir"
-if ! echo "$FFMPEG_ORIG_SHA256  $orig" | sha256sum -c --quiet - 2>/dev/null; then
-  if ! apt-cache showsrc "ffmpeg=$FFMPEG_DEBIAN_VERSION" 2>/dev/null | grep -q '^Package: ffmpeg'; then
+if ! echo "$FFMPEG_ORIG_SHA256  $orig" | sha256sum -c --quiet - >/dev/null 2>&1; then
+  if ! apt-cache showsrc ffmpeg 2>/dev/null | grep -qx "Version: $FFMPEG_DEBIAN_VERSION"; then
     echo "ffmpeg: apt knows no source package ffmpeg=$FFMPEG_DEBIAN_VERSION;" \
       "add a deb-src line for bookworm and bookworm-security (scripts/dist/deps.sh does) and run apt-get update" >&2
     exit 1
@@ -79,10 +79,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -xJf "$orig" -C "$work"
 b=$work/ffmpeg-$FFMPEG_UPSTREAM
-# Built in its source tree, so the compiler sees relative paths only.
+# Built in its source tree, so the compiler sees relative paths only (and
+# the configuration string the libraries hold names no temporary directory).
 (
   cd "$b"
-  ./configure "${configure_flags[@]}" --extra-cflags="-ffile-prefix-map=$b=." >"$work/configure.log" 2>&1 \
+  ./configure "${configure_flags[@]}" >"$work/configure.log" 2>&1 \
     || { tail -30 "$work/configure.log" >&2; exit 1; }
   make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -30 "$work/make.log" >&2; exit 1; }
   make install DESTDIR="$work/destdir" >>"$work/make.log" 2>&1 || { tail -30 "$work/make.log" >&2; exit 1; }

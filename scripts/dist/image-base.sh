@@ -14,10 +14,12 @@
 # /etc/ssl/certs/ca-certificates.crt: done here). /var/lib/dpkg/status lists
 # them, so image scanners see their versions; their copyright files stay.
 # The result lives under ${BPCONVERT_CACHE:-$HOME/.cache/bpconvert}, named
-# after a hash of this script (the package list): a rebuild of the image
-# reuses it, and it is made again only when the list changes (remove the
-# directory to pick up Debian's newer versions of the same packages).
+# after a hash of this script (the package list) and of the package files
+# (their versions) that apt's lists name: a rebuild of the image reuses it,
+# and it is made again when the list changes or Debian updates a package
+# (after apt-get update, which scripts/dist/deps.sh runs).
 set -euo pipefail
+umask 022
 cd "$(dirname "$0")/../.."
 
 packages=(base-files libc6 libgcc-s1 ca-certificates tzdata netbase)
@@ -29,7 +31,11 @@ drop=(usr/share/man usr/share/info usr/share/locale usr/share/lintian
       usr/share/base-files/dot.bashrc usr/share/base-files/dot.profile usr/share/base-files/dot.profile.md5sums)
 
 cache=${BPCONVERT_CACHE:-$HOME/.cache/bpconvert}
-key=$(sha256sum "$0" | cut -c1-12)
+# Named after this script and the packages' files apt would download now
+# (names with versions): a Debian update of one of them makes a new base.
+uris=$(apt-get download --print-uris "${packages[@]}" 2>/dev/null | awk '{print $2, $4}' | sort)
+[ -n "$uris" ] || { echo "image-base: apt-get download --print-uris ${packages[*]} printed nothing" >&2; exit 1; }
+key=$( { cat "$0"; echo "$uris"; } | sha256sum | cut -c1-12)
 dir=$cache/image-base-$key
 mkdir -p "$cache"
 exec 9>"$dir.lock"

@@ -21,9 +21,9 @@
         and APP (a directory whose contents go to /usr/local), as one tar
         that is both an OCI image layout (oci-layout, index.json, blobs/) and
         an archive `docker load` reads (manifest.json). Layers are gzipped
-        tars with entries sorted, mtimes SOURCE_DATE_EPOCH, modes as on disk,
-        owner 0 except home/bpconvert (10001:10001), hard links kept as
-        links. The configuration: entrypoint /usr/local/bin/bpconvert, user
+        tars with entries sorted, mtimes SOURCE_DATE_EPOCH, modes as on disk
+        and owners as on disk in BASE, modes as in the archives and owner 0 in
+        APP, home/bpconvert owned by 10001:10001, hard links kept as links. The configuration: entrypoint /usr/local/bin/bpconvert, user
         10001:10001 (bpconvert), working directory /home/bpconvert.
 
     pack.py pep440 GIT_DESCRIBE
@@ -188,9 +188,11 @@ IMAGE_USER = (10001, 10001)
 IMAGE_OWNED = {"home/bpconvert"}  # paths in BASE the image user owns
 
 
-def layer_tar(tree, prefix, mtime):
+def layer_tar(tree, prefix, mtime, normalize):
     """Returns the bytes of an uncompressed layer tar of tree, its entries
-    named prefix + path (the directories of prefix included)."""
+    named prefix + path (the directories of prefix included). With
+    normalize, modes are those of the archives (0755 or 0644) rather than
+    the ones on disk."""
     buf = io.BytesIO()
     seen = {}  # (dev, ino) -> first name, for hard links
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
@@ -203,8 +205,14 @@ def layer_tar(tree, prefix, mtime):
             name = "/".join(parts + [rel])
             st = os.lstat(full)
             ti = tarfile.TarInfo(name)
-            ti.mtime, ti.mode, ti.uname, ti.gname = mtime, stat.S_IMODE(st.st_mode), "", ""
-            ti.uid, ti.gid = IMAGE_USER if name in IMAGE_OWNED else (0, 0)
+            mode = stat.S_IMODE(st.st_mode)
+            if normalize and not stat.S_ISLNK(st.st_mode):
+                mode = mode_of(full)[1]
+            ti.mtime, ti.mode, ti.uname, ti.gname = mtime, mode, "", ""
+            if name in IMAGE_OWNED:
+                ti.uid, ti.gid = IMAGE_USER
+            elif not normalize:  # as the packages have them (/var/local: root:staff)
+                ti.uid, ti.gid = st.st_uid, st.st_gid
             if stat.S_ISDIR(st.st_mode):
                 ti.type = tarfile.DIRTYPE
                 tf.addfile(ti)
@@ -234,8 +242,8 @@ def write_image(out, version, base, app):
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
     blobs = []  # (digest, bytes)
     layers, diff_ids = [], []
-    for tree, prefix in ((base, ""), (app, "usr/local")):
-        raw = layer_tar(tree, prefix, mtime)
+    for tree, prefix, normalize in ((base, "", False), (app, "usr/local", True)):
+        raw = layer_tar(tree, prefix, mtime, normalize)
         gz = io.BytesIO()
         with gzip.GzipFile(filename="", mode="wb", fileobj=gz, mtime=mtime, compresslevel=6) as g:
             g.write(raw)

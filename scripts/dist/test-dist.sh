@@ -23,6 +23,9 @@
 #     with the FFmpeg build the release bundles instead of Debian's.
 #  5. When the CLI makes shell completions (`bpconvert completion bash`),
 #     the archive and the image hold them and the manual pages.
+#  6. The Dockerfile, built with buildah from the release's archives on a
+#     Debian 12 base made by mmdebstrap, gives the image's file system,
+#     entrypoint and user.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -173,6 +176,7 @@ unshare -m --propagation private env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/s
 ls "$rootfs/out/lerobot/media"/*.zip >/dev/null || fail "the image wrote no LeRobot packs"
 check_extras "$rootfs/usr/local/bin/bpconvert" "$rootfs/usr/local/share" "the image"
 echo "test-dist: the image $(basename "$img") ($(du -m "$img" | cut -f1) MB) unpacks and runs as $user"
+rm -rf "${rootfs:?}/in" "$rootfs/out"
 t5=$(date +%s)
 
 # The video package's tests against the bundled FFmpeg build: the minimal
@@ -184,4 +188,32 @@ ldd "$work/libav.test" | grep -q "libavformat.so.59 => $ffmpeg/lib/" || fail "th
 (cd convert/lerobot/video/libav && "$work/libav.test" -test.count=1) || fail "the libav tests with the bundled FFmpeg build"
 echo "test-dist: the libav tests pass with the bundled FFmpeg build"
 t6=$(date +%s)
-echo "test-dist: ok: dist $((t1 - t0)) s, second dist and checks $((t2 - t1)) s, wheel $((t3 - t2)) s, archives $((t4 - t3)) s, image $((t5 - t4)) s, libav tests $((t6 - t5)) s"
+
+# The Dockerfile, built by buildah from the release archives, on a
+# debian:bookworm-slim made here (no registry): mmdebstrap's minbase with
+# CA certificates, made once and cached under ~/.cache/bpconvert, named
+# after its command. Its file system must be the image's: the same paths,
+# modes, owners, link targets and file contents.
+slim_cmd=(mmdebstrap --quiet --variant=minbase --include=ca-certificates bookworm
+  "deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian-security bookworm-security main")
+slim=${BPCONVERT_CACHE:-$HOME/.cache/bpconvert}/debian-bookworm-slim-$(printf '%s\n' "${slim_cmd[@]}" | sha256sum | cut -c1-12).tar
+if [ ! -f "$slim" ]; then
+  "${slim_cmd[@]}" "${slim%.tar}.tmp.tar" || fail "mmdebstrap could not make a Debian 12 base for the Dockerfile"
+  mv "${slim%.tar}.tmp.tar" "$slim"
+fi
+ba=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
+c=$("${ba[@]}" from scratch)
+tar -xf "$slim" -C "$("${ba[@]}" mount "$c")"
+"${ba[@]}" commit -q "$c" docker.io/library/debian:bookworm-slim >/dev/null
+"${ba[@]}" bud -q --pull=never --isolation chroot -t localhost/bpconvert-dockerfile . >/dev/null || fail "buildah cannot build the Dockerfile"
+cfg=$("${ba[@]}" inspect --type image --format '{{.OCIv1.Config.Entrypoint}} {{.OCIv1.Config.User}}' localhost/bpconvert-dockerfile)
+[ "$cfg" = "[/usr/local/bin/bpconvert] $user" ] || fail "the Dockerfile's image: entrypoint and user $cfg, the release image's [/usr/local/bin/bpconvert] $user"
+built=$("${ba[@]}" mount "$("${ba[@]}" from localhost/bpconvert-dockerfile)")
+list() { (cd "$1" && find . -mindepth 1 -printf '%p %m %U %G %l\n' | LC_ALL=C sort); }
+diff <(list "$rootfs") <(list "$built") >&2 || fail "the Dockerfile's image has other paths, modes, owners or links than the release image"
+diff -r --no-dereference "$rootfs" "$built" >&2 || fail "the Dockerfile's image has other file contents than the release image"
+"${ba[@]}" rm -a >/dev/null
+"${ba[@]}" rmi -a -f >/dev/null 2>&1 || true
+echo "test-dist: the Dockerfile builds the release image's file system"
+t7=$(date +%s)
+echo "test-dist: ok: dist $((t1 - t0)) s, second dist and checks $((t2 - t1)) s, wheel $((t3 - t2)) s, archives $((t4 - t3)) s, image $((t5 - t4)) s, libav tests $((t6 - t5)) s, Dockerfile $((t7 - t6)) s"
