@@ -104,19 +104,25 @@ bench: build fixtures-deps
 
 # A release into dist/ (scripts/dist/dist.sh lists the files): archives of the
 # pure-Go CLI for the CROSS platforms, bpconvert-lerobot for linux/amd64 with
-# the FFmpeg libraries it loads, Python wheels, CycloneDX SBOMs (made by
-# cyclonedx-gomod, pinned, installed into bin/), SHA256SUMS. DIST_PLATFORMS
-# limits the platforms.
+# the LGPL FFmpeg libraries it loads (built once by scripts/dist/ffmpeg.sh,
+# cached under ~/.cache/bpconvert), Python wheels, the container image,
+# CycloneDX SBOMs (made by cyclonedx-gomod, pinned, installed into bin/),
+# SHA256SUMS. DIST_PLATFORMS limits the platforms.
 CYCLONEDX := bin/cyclonedx-gomod
 $(CYCLONEDX):
 	GOBIN=$(CURDIR)/bin $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 
-dist: deps $(CYCLONEDX)
+.PHONY: dist-deps
+dist-deps: deps
+	bash scripts/dist/deps.sh
+
+dist: dist-deps $(CYCLONEDX)
 	GO=$(GO) DIST_PLATFORMS="$(or $(DIST_PLATFORMS),$(CROSS))" bash scripts/dist/dist.sh
 
 # Builds the linux/amd64 release twice (identical SHA256SUMS), then installs
 # the wheel into a fresh virtual environment and unpacks the archives, and
 # runs the demo, convert-lerobot and verify --against with each, without Go
-# on PATH and with the system's FFmpeg libraries hidden.
-test-dist: deps fixtures-deps $(CYCLONEDX)
+# on PATH and with the system's FFmpeg libraries hidden; then unpacks the
+# image and runs the conversions in its root filesystem.
+test-dist: dist-deps fixtures-deps $(CYCLONEDX)
 	GO=$(GO) bash scripts/dist/test-dist.sh

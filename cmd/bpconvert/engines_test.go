@@ -145,7 +145,8 @@ func awsBatchEngine(t *testing.T, src, dst string) engine {
 		t.Fatalf("job-definition.json: evaluateOnExit %v", def.RetryStrategy.EvaluateOnExit)
 	}
 	submit := readExample(t, "aws-batch/submit.sh")
-	must(t, "submit.sh", submit, `--depends-on jobId=`, `bpconvert finalize /data/packs && /usr/local/bin/bpconvert verify /data/packs --against`)
+	must(t, "submit.sh", submit, `--depends-on jobId="\$parts"`, `"/usr/local/bin/bpconvert","finalize","/data/packs"`,
+		`--depends-on jobId="\$fin"`, `"/usr/local/bin/bpconvert","verify","/data/packs","--against","/data/shards/train-\{000000\.\.000999\}\.tar"`)
 	n, _ := strconv.Atoi(regexp.MustCompile(`--array-properties size=(\d+)`).FindStringSubmatch(submit)[1])
 	var argv []string
 	for _, a := range def.ContainerProperties.Command {

@@ -16,6 +16,16 @@
         .dist-info/licenses). No Python code: the programs are the scripts.
         Entries sorted, mtimes from SOURCE_DATE_EPOCH, RECORD last.
 
+    pack.py image OUT.tar VERSION BASE APP
+        A container image of two layers, BASE (a root filesystem directory)
+        and APP (a directory whose contents go to /usr/local), as one tar
+        that is both an OCI image layout (oci-layout, index.json, blobs/) and
+        an archive `docker load` reads (manifest.json). Layers are gzipped
+        tars with entries sorted, mtimes SOURCE_DATE_EPOCH, modes as on disk
+        and owners as on disk in BASE, modes as in the archives and owner 0 in
+        APP, home/bpconvert owned by 10001:10001, hard links kept as links. The configuration: entrypoint /usr/local/bin/bpconvert, user
+        10001:10001 (bpconvert), working directory /home/bpconvert.
+
     pack.py pep440 GIT_DESCRIBE
         Prints the PEP 440 version of a git describe string: v1.2.0 -> 1.2.0,
         v1.2.0-3-gabc1234 -> 1.2.1.dev3+gabc1234, v0.0.0-N-gHASH (an untagged
@@ -25,6 +35,8 @@
 import base64
 import gzip
 import hashlib
+import io
+import json
 import os
 import re
 import stat
@@ -172,6 +184,137 @@ def write_wheel(outdir, version, tag, tree):
     print(out)
 
 
+IMAGE_USER = (10001, 10001)
+IMAGE_OWNED = {"home/bpconvert"}  # paths in BASE the image user owns
+
+
+def layer_tar(tree, prefix, mtime, normalize):
+    """Returns the bytes of an uncompressed layer tar of tree, its entries
+    named prefix + path (the directories of prefix included). With
+    normalize, modes are those of the archives (0755 or 0644) rather than
+    the ones on disk."""
+    buf = io.BytesIO()
+    seen = {}  # (dev, ino) -> first name, for hard links
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        parts = [p for p in prefix.strip("/").split("/") if p]
+        for i in range(len(parts)):
+            ti = tarfile.TarInfo("/".join(parts[:i + 1]) + "/")
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, mtime
+            tf.addfile(ti)
+        for rel, full in walk(tree):
+            name = "/".join(parts + [rel])
+            st = os.lstat(full)
+            ti = tarfile.TarInfo(name)
+            mode = stat.S_IMODE(st.st_mode)
+            if normalize and not stat.S_ISLNK(st.st_mode):
+                mode = mode_of(full)[1]
+            ti.mtime, ti.mode, ti.uname, ti.gname = mtime, mode, "", ""
+            if name in IMAGE_OWNED:
+                ti.uid, ti.gid = IMAGE_USER
+            elif not normalize:  # as the packages have them (/var/local: root:staff)
+                ti.uid, ti.gid = st.st_uid, st.st_gid
+            if stat.S_ISDIR(st.st_mode):
+                ti.type = tarfile.DIRTYPE
+                tf.addfile(ti)
+            elif stat.S_ISLNK(st.st_mode):
+                ti.type, ti.linkname = tarfile.SYMTYPE, os.readlink(full)
+                tf.addfile(ti)
+            elif stat.S_ISREG(st.st_mode):
+                if st.st_nlink > 1 and (st.st_dev, st.st_ino) in seen:
+                    ti.type, ti.linkname = tarfile.LNKTYPE, seen[(st.st_dev, st.st_ino)]
+                    tf.addfile(ti)
+                    continue
+                seen[(st.st_dev, st.st_ino)] = name
+                ti.size = st.st_size
+                with open(full, "rb") as f:
+                    tf.addfile(ti, f)
+            else:
+                sys.exit(f"pack.py: {full}: not a file, directory or symbolic link")
+    return buf.getvalue()
+
+
+def sha256(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def write_image(out, version, base, app):
+    mtime = epoch()
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(mtime))
+    blobs = []  # (digest, bytes)
+    layers, diff_ids = [], []
+    for tree, prefix, normalize in ((base, "", False), (app, "usr/local", True)):
+        raw = layer_tar(tree, prefix, mtime, normalize)
+        gz = io.BytesIO()
+        with gzip.GzipFile(filename="", mode="wb", fileobj=gz, mtime=mtime, compresslevel=6) as g:
+            g.write(raw)
+        data = gz.getvalue()
+        diff_ids.append(sha256(raw))
+        layers.append({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                       "digest": sha256(data), "size": len(data)})
+        blobs.append((sha256(data), data))
+    config = {
+        "created": created,
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {
+            "User": "%d:%d" % IMAGE_USER,
+            "Entrypoint": ["/usr/local/bin/bpconvert"],
+            "Cmd": ["--help"],
+            "Env": ["PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/home/bpconvert"],
+            "WorkingDir": "/home/bpconvert",
+            "Labels": {
+                "org.opencontainers.image.title": "bpconvert",
+                "org.opencontainers.image.version": version,
+                "org.opencontainers.image.source": "https://github.com/bpconvert/bpconvert",
+            },
+        },
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
+        "history": [
+            {"created": created, "created_by": "scripts/dist/image-base.sh: Debian 12 run-time packages"},
+            {"created": created, "created_by": "scripts/dist/dist.sh: bpconvert and bpconvert-lerobot in /usr/local"},
+        ],
+    }
+    cdata = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+    blobs.append((sha256(cdata), cdata))
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": sha256(cdata), "size": len(cdata)},
+        "layers": layers,
+    }
+    mdata = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    blobs.append((sha256(mdata), mdata))
+    tag = version.replace("+", "_")
+    index = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": sha256(mdata), "size": len(mdata),
+            "annotations": {"org.opencontainers.image.ref.name": tag,
+                            "io.containerd.image.name": "bpconvert:" + tag},
+        }],
+    }
+    docker = [{"Config": "blobs/sha256/" + sha256(cdata)[7:],
+               "RepoTags": ["bpconvert:" + tag],
+               "Layers": ["blobs/sha256/" + d[7:] for d in (l["digest"] for l in layers)]}]
+    files = [("oci-layout", b'{"imageLayoutVersion":"1.0.0"}'),
+             ("index.json", json.dumps(index, sort_keys=True, separators=(",", ":")).encode()),
+             ("manifest.json", json.dumps(docker, sort_keys=True, separators=(",", ":")).encode())]
+    files += sorted(("blobs/sha256/" + d[7:], b) for d, b in dict(blobs).items())
+    with open(out, "wb") as raw, tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for dname in ("blobs/", "blobs/sha256/"):
+            ti = tarfile.TarInfo(dname)
+            ti.type, ti.mode, ti.mtime = tarfile.DIRTYPE, 0o755, mtime
+            tf.addfile(ti)
+        for name, data in files:
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode, ti.mtime = len(data), 0o644, mtime
+            tf.addfile(ti, io.BytesIO(data))
+    print(tag)
+
+
 def pep440(describe):
     m = re.fullmatch(r"v?(\d+)\.(\d+)\.(\d+)(?:-(\d+)-g([0-9a-f]+))?(-dirty)?", describe)
     if not m:
@@ -201,6 +344,8 @@ def main(argv):
             sys.exit(f"pack.py: {out}: name must end in .tar.gz or .zip")
     elif len(argv) == 6 and argv[1] == "wheel":
         write_wheel(*argv[2:])
+    elif len(argv) == 6 and argv[1] == "image":
+        write_image(*argv[2:])
     elif len(argv) == 3 and argv[1] == "pep440":
         print(pep440(argv[2]))
     else:
