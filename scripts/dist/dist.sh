@@ -2,7 +2,7 @@
 # Makes a release of bpconvert into DIST_DIR (default dist/), from the
 # checked-out commit:
 #   bpconvert-VERSION-OS-ARCH.tar.gz (.zip for windows)  the pure-Go CLI,
-#       with its shell completions and manual pages when the CLI makes them
+#       with its shell completions and manual pages
 #   bpconvert-lerobot-VERSION-linux-amd64.tar.gz  bpconvert-lerobot with the
 #       FFmpeg shared libraries it loads (unpacks over the linux-amd64 archive)
 #   bpconvert-PEP440VERSION-py3-none-TAG.whl      one wheel per OS/arch
@@ -130,14 +130,10 @@ doc_files() { # DEST: the README beside the licences
 # extras SHARE: the shell completions and manual pages, made by a build of
 # the CLI for this machine, into SHARE (share/ of an archive or of the
 # image's /usr/local), where shells and man look for them under a prefix.
-# A CLI without `bpconvert completion` gets none.
 host=$work/host/bpconvert
 $GO build -ldflags "$ldflags" -o "$host" ./cmd/bpconvert
 extras() {
   local share=$1
-  if ! "$host" completion bash >/dev/null 2>&1; then
-    return 0
-  fi
   mkdir -p "$share/bash-completion/completions" "$share/zsh/site-functions" \
     "$share/fish/vendor_completions.d" "$share/man/man1"
   "$host" completion bash >"$share/bash-completion/completions/bpconvert"
