@@ -172,7 +172,7 @@ func runDocBlock(t *testing.T, lang, text, dir, py string, env []string) (string
 	defer cancel()
 	var cmd *exec.Cmd
 	if lang == "sh" {
-		cmd = exec.CommandContext(ctx, "bash", "-e", "-c", text)
+		cmd = exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", text)
 	} else {
 		cmd = exec.CommandContext(ctx, py, "-c", text)
 	}

@@ -35,7 +35,7 @@ func TestReadmeRuns(t *testing.T) {
 		}
 	}
 	var script strings.Builder
-	script.WriteString("set -e\n")
+	script.WriteString("set -eo pipefail\n")
 	readme := filepath.Join(repo, "README.md")
 	n := 0
 	for _, b := range testtool.DocBlocks(t, readme, "## Convert, verify, read") {
@@ -92,7 +92,7 @@ func runDocRecipes(t *testing.T, doc, dir, py string, env []string) {
 		var cmd *exec.Cmd
 		switch b.Lang {
 		case "sh":
-			cmd = exec.Command("bash", "-e", "-c", b.Text)
+			cmd = exec.Command("bash", "-e", "-o", "pipefail", "-c", b.Text)
 		case "python":
 			cmd = exec.Command(py, "-c", b.Text)
 		default:
