@@ -33,7 +33,7 @@ var docBuckets = []string{"src", "out", "bucket"}
 // in; the test puts it in place of the real one in what a block printed.
 const docHome = "/home/user/try"
 
-// TestDocsRun runs every shell and Python block of docs/*.md (but
+// TestDocsRun runs every shell and Python block of docs/*.md and CONTRIBUTING.md (but
 // reading.md, which TestReadmeRuns runs in the README's working directory)
 // as a user would: each page in a directory of its own holding the
 // README's sample inputs (scripts/readme-data.sh: shards/, hf/, data.lance,
@@ -68,6 +68,7 @@ func TestDocsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Strings(pages)
+	pages = append(pages, filepath.Join(repo, "CONTRIBUTING.md"))
 	for _, page := range pages {
 		name := strings.TrimSuffix(filepath.Base(page), ".md")
 		if name == "reading" {
@@ -191,14 +192,13 @@ func runDocBlock(t *testing.T, lang, text, dir, py string, env []string) (string
 	return out.String(), code
 }
 
-// devNotes are what user docs leave to the developers' pages
-// (development.md, performance.md, architecture.md): test names and files,
-// and dated figures.
+// devNotes are what user docs leave to CONTRIBUTING.md and
+// docs/performance.md: test names and files, and dated figures.
 var devNotes = regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]*|\b[a-z0-9_]+_test\.go\b|\b20[0-9]{2}-[01][0-9]-[0-3][0-9]\b`)
 
 // TestUserDocsForUsers checks that the pages written for users (README.md
-// and docs/*.md but the developers' pages) name no test, no test file and
-// no date: those belong in docs/development.md and docs/performance.md.
+// and docs/*.md but performance.md) name no test, no test file and no
+// date: those belong in CONTRIBUTING.md and docs/performance.md.
 func TestUserDocsForUsers(t *testing.T) {
 	repo := testtool.RepoRoot(t)
 	pages, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
@@ -206,9 +206,8 @@ func TestUserDocsForUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages = append(pages, filepath.Join(repo, "README.md"))
-	dev := map[string]bool{"development.md": true, "performance.md": true, "architecture.md": true}
 	for _, page := range pages {
-		if dev[filepath.Base(page)] {
+		if filepath.Base(page) == "performance.md" {
 			continue
 		}
 		b, err := os.ReadFile(page)
@@ -217,7 +216,7 @@ func TestUserDocsForUsers(t *testing.T) {
 		}
 		for i, line := range strings.Split(string(b), "\n") {
 			if m := devNotes.FindString(line); m != "" {
-				t.Errorf("%s:%d: %q belongs in docs/development.md or docs/performance.md, not in a page for users", filepath.Base(page), i+1, m)
+				t.Errorf("%s:%d: %q belongs in CONTRIBUTING.md or docs/performance.md, not in a page for users", filepath.Base(page), i+1, m)
 			}
 		}
 	}
