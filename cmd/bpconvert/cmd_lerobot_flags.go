@@ -7,7 +7,6 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/srctree"
 	flag "github.com/spf13/pflag"
 )
@@ -105,13 +104,7 @@ func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos 
 		return nil, err
 	}
 	if stats != nil {
-		cf.fetched = func() *plan.Fetched {
-			return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
-		}
+		cf.fromBucket(src, stats)
 	}
-	res, err := e.runJob(ctx, cf, job)
-	if stats == nil || err != nil {
-		return res, err
-	}
-	return withFetched(e, res, src, &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}), nil
+	return e.runJob(ctx, cf, job)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -44,9 +45,11 @@ type convertFlags struct {
 	// flags are the converter's flags, for the command line that repeats
 	// an interactive choice (set by register).
 	flags *flag.FlagSet
-	// fetched, for a source in object storage, says what reading it has
-	// fetched so far, for the plan of a dry run; nil for a local source.
-	fetched func() *plan.Fetched
+	// fetched, for a source in object storage (see fromBucket), says what
+	// reading it has fetched so far, for a dry run's plan and the run's
+	// summary; nil for a local source. fetchedFrom names that source.
+	fetched     func() *plan.Fetched
+	fetchedFrom string
 }
 
 func (c *convertFlags) register(fs *flag.FlagSet) {
@@ -304,7 +307,19 @@ func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job) (an
 		s.Part, s.PartFrom = cf.part.String(), cf.part.from
 		sum = s
 	}
+	if err == nil && cf.fetched != nil {
+		sum = withFetched(e, sum, cf.fetchedFrom, cf.fetched())
+	}
 	return sum, err
+}
+
+// fromBucket says that the run reads its source src from object storage
+// through stats: the dry run's plan and the summary say what was fetched.
+func (c *convertFlags) fromBucket(src string, stats *objstore.Stats) {
+	c.fetchedFrom = src
+	c.fetched = func() *plan.Fetched {
+		return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+	}
 }
 
 // runJobPart is runJob less the part's note in the summary.
