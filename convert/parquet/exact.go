@@ -157,13 +157,30 @@ func mergeType(r, o arrow.DataType) (arrow.DataType, bool) {
 			return r, false
 		}
 		k, v := mergeField(rt.KeyField(), ot.KeyField()), mergeField(rt.ItemField(), ot.ItemField())
-		m := arrow.MapOfFields(k, v)
-		m.KeysSorted = ot.KeysSorted
-		return m, sameField(k, ot.KeyField()) && sameField(v, ot.ItemField())
+		return mapOf(ot, k, v), sameField(k, ot.KeyField()) && sameField(v, ot.ItemField())
 	case *arrow.ListType, *arrow.LargeListType, *arrow.FixedSizeListType:
 		return mergeList(r, o)
 	}
 	return mergeLeaf(r, o)
+}
+
+// listOf returns a list of t's kind (list, large list, or fixed-size list
+// of t's length) whose element is ef.
+func listOf(t arrow.DataType, ef arrow.Field) arrow.DataType {
+	switch lt := t.(type) {
+	case *arrow.LargeListType:
+		return arrow.LargeListOfField(ef)
+	case *arrow.FixedSizeListType:
+		return arrow.FixedSizeListOfField(lt.Len(), ef)
+	}
+	return arrow.ListOfField(ef)
+}
+
+// mapOf returns a map with m's key order whose key and item are k and v.
+func mapOf(m *arrow.MapType, k, v arrow.Field) *arrow.MapType {
+	out := arrow.MapOfFields(k, v)
+	out.KeysSorted = m.KeysSorted
+	return out
 }
 
 // mergeList merges list types of the same kind.
@@ -173,19 +190,10 @@ func mergeList(r, o arrow.DataType) (arrow.DataType, bool) {
 	}
 	ro, oo := r.(arrow.ListLikeType), o.(arrow.ListLikeType)
 	ef := mergeField(ro.ElemField(), oo.ElemField())
-	exact := sameField(ef, oo.ElemField())
-	switch ot := o.(type) {
-	case *arrow.ListType:
-		return arrow.ListOfField(ef), exact
-	case *arrow.LargeListType:
-		return arrow.LargeListOfField(ef), exact
-	case *arrow.FixedSizeListType:
-		if r.(*arrow.FixedSizeListType).Len() != ot.Len() {
-			return r, false
-		}
-		return arrow.FixedSizeListOfField(ot.Len(), ef), exact
+	if ot, ok := o.(*arrow.FixedSizeListType); ok && r.(*arrow.FixedSizeListType).Len() != ot.Len() {
+		return r, false
 	}
-	return r, false
+	return listOf(o, ef), sameField(ef, oo.ElemField())
 }
 
 // mergeLeaf merges types without children: o when its buffers are r's
@@ -231,14 +239,7 @@ func jsonLeaves(t arrow.DataType, n schema.Node) arrow.DataType {
 		}
 		ef := tt.(arrow.ListLikeType).ElemField()
 		ef.Type = jsonLeaves(ef.Type, en)
-		switch lt := t.(type) {
-		case *arrow.ListType:
-			return arrow.ListOfField(ef)
-		case *arrow.LargeListType:
-			return arrow.LargeListOfField(ef)
-		case *arrow.FixedSizeListType:
-			return arrow.FixedSizeListOfField(lt.Len(), ef)
-		}
+		return listOf(t, ef)
 	case *arrow.MapType:
 		kv := listElemNode(n)
 		g, ok := kv.(*schema.GroupNode)
@@ -247,9 +248,7 @@ func jsonLeaves(t arrow.DataType, n schema.Node) arrow.DataType {
 		}
 		k, v := tt.KeyField(), tt.ItemField()
 		k.Type, v.Type = jsonLeaves(k.Type, g.Field(0)), jsonLeaves(v.Type, g.Field(1))
-		m := arrow.MapOfFields(k, v)
-		m.KeysSorted = tt.KeysSorted
-		return m
+		return mapOf(tt, k, v)
 	case *arrow.BinaryType:
 		if _, ok := n.LogicalType().(schema.JSONLogicalType); ok {
 			jt, err := extensions.NewJSONType(arrow.BinaryTypes.String)

@@ -442,19 +442,13 @@ func withoutUnsetIDs(fields []arrow.Field) []arrow.Field {
 
 func withoutUnsetIDsType(t arrow.DataType) arrow.DataType {
 	switch lt := t.(type) {
-	case *arrow.ListType:
-		return arrow.ListOfField(withoutUnsetIDs([]arrow.Field{lt.ElemField()})[0])
-	case *arrow.LargeListType:
-		return arrow.LargeListOfField(withoutUnsetIDs([]arrow.Field{lt.ElemField()})[0])
-	case *arrow.FixedSizeListType:
-		return arrow.FixedSizeListOfField(lt.Len(), withoutUnsetIDs([]arrow.Field{lt.ElemField()})[0])
+	case *arrow.ListType, *arrow.LargeListType, *arrow.FixedSizeListType:
+		return listOf(t, withoutUnsetIDs([]arrow.Field{lt.(arrow.ListLikeType).ElemField()})[0])
 	case *arrow.StructType:
 		return arrow.StructOf(withoutUnsetIDs(lt.Fields())...)
 	case *arrow.MapType:
 		kv := withoutUnsetIDs(lt.Elem().(*arrow.StructType).Fields())
-		m := arrow.MapOfFields(kv[0], kv[1])
-		m.KeysSorted = lt.KeysSorted
-		return m
+		return mapOf(lt, kv[0], kv[1])
 	}
 	return t
 }

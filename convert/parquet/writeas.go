@@ -152,21 +152,11 @@ func pinLeaves(t arrow.DataType, pins []schema.LogicalType, next *int) arrow.Dat
 		k, v := tt.KeyField(), tt.ItemField()
 		k.Type = pinLeaves(k.Type, pins, next)
 		v.Type = pinLeaves(v.Type, pins, next)
-		m := arrow.MapOfFields(k, v)
-		m.KeysSorted = tt.KeysSorted
-		return m
-	case *arrow.ListType:
-		ef := tt.ElemField()
+		return mapOf(tt, k, v)
+	case *arrow.ListType, *arrow.LargeListType, *arrow.FixedSizeListType:
+		ef := tt.(arrow.ListLikeType).ElemField()
 		ef.Type = pinLeaves(ef.Type, pins, next)
-		return arrow.ListOfField(ef)
-	case *arrow.LargeListType:
-		ef := tt.ElemField()
-		ef.Type = pinLeaves(ef.Type, pins, next)
-		return arrow.LargeListOfField(ef)
-	case *arrow.FixedSizeListType:
-		ef := tt.ElemField()
-		ef.Type = pinLeaves(ef.Type, pins, next)
-		return arrow.FixedSizeListOfField(tt.Len(), ef)
+		return listOf(t, ef)
 	}
 	lt := pins[*next]
 	*next++

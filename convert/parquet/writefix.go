@@ -44,21 +44,15 @@ func writerType(t arrow.DataType, repeated, decAsInt bool) arrow.DataType {
 		k, v := tt.KeyField(), tt.ItemField()
 		k.Type = writerType(k.Type, true, decAsInt)
 		v.Type = writerType(v.Type, true, decAsInt)
-		m := arrow.MapOfFields(k, v)
-		m.KeysSorted = tt.KeysSorted
-		return m
-	case *arrow.ListType:
-		ef := tt.ElemField()
+		return mapOf(tt, k, v)
+	case *arrow.ListType, *arrow.LargeListType, *arrow.FixedSizeListType:
+		// A fixed-size list is written as a list (see above).
+		ef := tt.(arrow.ListLikeType).ElemField()
 		ef.Type = writerType(ef.Type, true, decAsInt)
-		return arrow.ListOfField(ef)
-	case *arrow.LargeListType:
-		ef := tt.ElemField()
-		ef.Type = writerType(ef.Type, true, decAsInt)
-		return arrow.LargeListOfField(ef)
-	case *arrow.FixedSizeListType:
-		ef := tt.ElemField()
-		ef.Type = writerType(ef.Type, true, decAsInt)
-		return arrow.ListOfField(ef)
+		if _, fixed := t.(*arrow.FixedSizeListType); fixed {
+			return arrow.ListOfField(ef)
+		}
+		return listOf(t, ef)
 	case arrow.ExtensionType:
 		if _, pinned := tt.(*pinnedType); !pinned {
 			if w := writerType(tt.StorageType(), repeated, decAsInt); !arrow.TypeEqual(w, tt.StorageType()) {
