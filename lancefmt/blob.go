@@ -182,6 +182,8 @@ type BlobScanner struct {
 	files   blobFiles
 	win     window
 	err     error
+	// only, when not nil, limits the scan to these fragments.
+	only map[uint64]bool
 }
 
 // blobZip reads the descriptors of a blob v2 page item by item.
@@ -207,6 +209,20 @@ func (d *Dataset) Blobs(ctx context.Context, column string) (*BlobScanner, error
 	return &BlobScanner{ctx: ctx, ds: d, field: f, files: blobFiles{ctx: ctx, ds: d}}, nil
 }
 
+// BlobsOf is Blobs limited to the fragments with the given ids (still in
+// the dataset's order): the others are not read at all.
+func (d *Dataset) BlobsOf(ctx context.Context, column string, ids []uint64) (*BlobScanner, error) {
+	s, err := d.Blobs(ctx, column)
+	if err != nil {
+		return nil, err
+	}
+	s.only = map[uint64]bool{}
+	for _, id := range ids {
+		s.only[id] = true
+	}
+	return s, nil
+}
+
 // Next advances to the next row's blob.
 func (s *BlobScanner) Next() bool {
 	for s.err == nil {
@@ -218,8 +234,12 @@ func (s *BlobScanner) Next() bool {
 			if s.fragIdx >= len(s.ds.manifest.Fragments) {
 				return false
 			}
-			s.err = s.open(&s.ds.manifest.Fragments[s.fragIdx])
+			fr := &s.ds.manifest.Fragments[s.fragIdx]
 			s.fragIdx++
+			if s.only != nil && !s.only[fr.ID] {
+				continue
+			}
+			s.err = s.open(fr)
 			continue
 		}
 		b, ok, err := s.nextRow()

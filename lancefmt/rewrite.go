@@ -52,6 +52,14 @@ type RewriteOptions struct {
 	// (empty records "(devel)").
 	WriterVersion string
 
+	// Extend, when not nil, writes the next version of a table Rewrite
+	// wrote, as PlanExtend planned it, instead of a new dataset: dstDir
+	// receives only the files that version adds (the data files of the
+	// new fragments, the deletion files of the carried ones that got new
+	// ones, its manifest and transaction), at their paths relative to the
+	// table's directory; the table's other files stay as they are.
+	Extend *ExtendPlan
+
 	// blobDescriptors rewrites blob v2 columns, by name, with 6-field
 	// descriptors (test hook: see blobDescriptor).
 	blobDescriptors map[string]blobDescriptorHook
@@ -161,6 +169,12 @@ func (d *Dataset) readRawManifest() (*rawManifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseRawManifest(b, name)
+}
+
+// parseRawManifest decodes the manifest file b (named name) for the fields
+// a rewrite copies verbatim and for its index section.
+func parseRawManifest(b []byte, name string) (*rawManifest, error) {
 	if len(b) < manifestFooterBytes || string(b[len(b)-4:]) != "LANC" {
 		return nil, fmt.Errorf("%w: manifest %s lacks the LANC magic", errCorrupt, name)
 	}
@@ -299,12 +313,24 @@ func (d *Dataset) fieldPath(id int32) string {
 // the sidecar blob files not carried and the output data file version. It
 // fails when the rewrite cannot be done.
 func (d *Dataset) PlanRewrite(replace []string) (*RewritePlan, error) {
-	return d.planRewrite(replace, nil)
+	return d.planRewrite(replace, nil, nil)
+}
+
+// PlanRewriteFragments is PlanRewrite for the fragments with the given ids
+// only (the new fragments of an extension, see PlanExtend): the others are
+// neither checked nor listed in the plan.
+func (d *Dataset) PlanRewriteFragments(replace []string, ids []uint64) (*RewritePlan, error) {
+	only := map[uint64]bool{}
+	for _, id := range ids {
+		only[id] = true
+	}
+	return d.planRewrite(replace, nil, only)
 }
 
 // planRewrite is PlanRewrite; the blob columns named in hooked are
 // rewritten by a test hook instead of being refused.
-func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptorHook) (*RewritePlan, error) {
+// When only is not nil, the fragments not in it are left out.
+func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptorHook, only map[uint64]bool) (*RewritePlan, error) {
 	m := d.manifest
 	plan := &RewritePlan{Dataset: d.dir, SourceVersion: m.Version, Replace: append([]string(nil), replace...),
 		StableRowIDs: m.ReaderFeatureFlags&flagStableRowIDs != 0}
@@ -313,6 +339,9 @@ func (d *Dataset) planRewrite(replace []string, hooked map[string]blobDescriptor
 		return nil, err
 	}
 	for _, fr := range m.Fragments {
+		if only != nil && !only[fr.ID] {
+			continue
+		}
 		fp, err := d.planFragment(plan, fr)
 		if err != nil {
 			return nil, err
@@ -564,7 +593,14 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 		names = append(names, r.Column)
 		byName[r.Column] = r
 	}
-	plan, err := d.planRewrite(names, opts.blobDescriptors)
+	var only map[uint64]bool
+	if opts.Extend != nil {
+		only = map[uint64]bool{}
+		for _, f := range opts.Extend.New {
+			only[f.ID] = true
+		}
+	}
+	plan, err := d.planRewrite(names, opts.blobDescriptors, only)
 	if err != nil {
 		return nil, err
 	}
@@ -581,7 +617,7 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 		}
 	}
 	rw := &rewriter{d: d, ctx: ctx, dst: dstDir, byName: byName, rm: rm, plan: plan, hooks: map[int32]blobDescriptorHook{}, versions: map[string]bool{}, tags: plan.Tags, seed: opts.Seed, time: opts.Time,
-		writerVersion: opts.WriterVersion}
+		writerVersion: opts.WriterVersion, ext: opts.Extend}
 	if rw.writerVersion == "" {
 		rw.writerVersion = "(devel)"
 	}
@@ -596,6 +632,9 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 		return nil, fmt.Errorf("lance: %s: %w", d.dir, err)
 	}
 	res := &RewriteResult{Dir: dstDir, Version: 1, Plan: plan}
+	if opts.Extend != nil {
+		return rw.extend(res)
+	}
 	var frags [][]byte
 	var deletions bool
 	for i := range d.manifest.Fragments {
@@ -628,12 +667,20 @@ func (d *Dataset) Rewrite(ctx context.Context, dstDir string, opts RewriteOption
 	if err := rw.commit(frags, indices, deletions); err != nil {
 		return nil, fmt.Errorf("lance: %s: %w", d.dir, err)
 	}
-	for _, sub := range []string{"data", "_versions", "_transactions", "_deletions", "_indices", "."} {
-		if err := syncDir(filepath.Join(dstDir, sub)); err != nil {
-			return nil, fmt.Errorf("lance: %s: destination: %w", d.dir, err)
-		}
+	if err := syncDirs(dstDir); err != nil {
+		return nil, fmt.Errorf("lance: %s: destination: %w", d.dir, err)
 	}
 	return res, nil
+}
+
+// syncDirs syncs the directories of a written dataset.
+func syncDirs(dstDir string) error {
+	for _, sub := range []string{"data", "_versions", "_transactions", "_deletions", "_indices", "."} {
+		if err := syncDir(filepath.Join(dstDir, sub)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // prepareDir creates dir or checks that it is empty.
@@ -675,6 +722,10 @@ type rewriter struct {
 	spilled       bool            // some fragment's row lineage is spilled to columns
 	seed          []byte          // RewriteOptions.Seed
 	time          time.Time       // RewriteOptions.Time
+	ext           *ExtendPlan     // RewriteOptions.Extend
+	// extOp is the transaction operation of an extension (Append, or
+	// Update when carried fragments changed).
+	extOp []byte
 }
 
 // buildSchema builds the output schema: kept fields byte for byte, each
@@ -1219,20 +1270,33 @@ const writerLibrary = "bpconvert"
 
 // commit writes the transaction file and the manifest of version 1.
 func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
-	uuid, err := randomUUID(rw.seed, "transaction")
+	version, readVersion := uint64(1), uint64(0)
+	if rw.ext != nil {
+		readVersion = rw.ext.TableVersion
+		version = readVersion + 1
+	}
+	uuid, err := randomUUID(rw.seed, fmt.Sprintf("transaction of version %d", version))
+	if version == 1 {
+		uuid, err = randomUUID(rw.seed, "transaction")
+	}
 	if err != nil {
 		return err
 	}
-	txnName := "0-" + uuid + ".txn"
-	over := pbuf(nil)
-	for _, f := range frags {
-		over = over.bytes(1, f)
+	txnName := fmt.Sprintf("%d-%s.txn", readVersion, uuid)
+	txn := pbuf(nil).varint(1, readVersion).str(2, uuid)
+	if rw.ext != nil {
+		txn = append(txn, rw.extOp...)
+	} else {
+		over := pbuf(nil)
+		for _, f := range frags {
+			over = over.bytes(1, f)
+		}
+		for _, f := range rw.fields {
+			over = over.bytes(2, f)
+		}
+		over = over.mapEntries(3, rw.schemaMeta)
+		txn = txn.bytes(102, over)
 	}
-	for _, f := range rw.fields {
-		over = over.bytes(2, f)
-	}
-	over = over.mapEntries(3, rw.schemaMeta)
-	txn := pbuf(nil).varint(1, 0).str(2, uuid).bytes(102, over)
 	if err := writeFileSync(filepath.Join(rw.dst, "_transactions", txnName), txn); err != nil {
 		return err
 	}
@@ -1261,6 +1325,10 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	if rw.spilled {
 		flags |= flagSpilledRowLineage
 	}
+	if rw.ext != nil {
+		// The carried fragments keep what they need.
+		flags |= rw.ext.table.ReaderFeatureFlags & (flagMixedFileVersions | flagSpilledRowLineage | flagDeletionFiles)
+	}
 	// Table configuration concerns writers only (Lance sets the bit in
 	// the writer flags alone).
 	writerFlags := flags
@@ -1274,6 +1342,9 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	if rw.rm.maxFragmentID != nil {
 		maxID = max(maxID, *rw.rm.maxFragmentID)
 	}
+	if rw.ext != nil && rw.ext.tableRaw.maxFragmentID != nil {
+		maxID = max(maxID, *rw.ext.tableRaw.maxFragmentID)
+	}
 	now := rw.time
 	if now.IsZero() {
 		now = time.Now()
@@ -1285,13 +1356,13 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	for _, f := range frags {
 		m = m.bytes(2, f)
 	}
-	m = m.varint(3, 1).mapEntries(5, rw.schemaMeta)
+	m = m.varint(3, version).mapEntries(5, rw.schemaMeta)
 	if indexPos != nil {
 		m = m.varint(6, *indexPos)
 	}
 	m = m.bytes(7, pbuf(nil).varint(1, uint64(now.Unix())).varint(2, uint64(now.Nanosecond())))
 	m = m.varint(9, flags).varint(10, writerFlags)
-	if len(frags) > 0 || rw.rm.maxFragmentID != nil {
+	if len(frags) > 0 || rw.rm.maxFragmentID != nil || rw.ext != nil && rw.ext.tableRaw.maxFragmentID != nil {
 		m = m.varint(11, maxID)
 	}
 	m = m.str(12, txnName)
@@ -1313,9 +1384,12 @@ func (rw *rewriter) commit(frags, indices [][]byte, deletions bool) error {
 	file = binary.LittleEndian.AppendUint16(file, 0)
 	file = binary.LittleEndian.AppendUint16(file, 2)
 	file = append(file, "LANC"...)
-	name := fmt.Sprintf("%020d.manifest", ^uint64(0)-1)
+	name := fmt.Sprintf("%020d.manifest", ^uint64(0)-version)
 	if err := writeFileSync(filepath.Join(rw.dst, "_versions", name), file); err != nil {
 		return err
+	}
+	if rw.ext != nil {
+		return nil // the table's tags stay as they are
 	}
 	return rw.writeTags(len(file))
 }
