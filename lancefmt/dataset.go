@@ -175,16 +175,7 @@ func (d *Dataset) Fragments() []Fragment { return d.manifest.Fragments }
 
 // NumRows returns the number of rows of the opened version, deleted rows
 // excluded.
-func (d *Dataset) NumRows() uint64 {
-	var n uint64
-	for _, f := range d.manifest.Fragments {
-		n += f.PhysicalRows
-		if f.Deletion != nil {
-			n -= min(f.Deletion.NumDeleted, f.PhysicalRows)
-		}
-	}
-	return n
-}
+func (d *Dataset) NumRows() uint64 { return d.manifest.NumRows() }
 
 // basePath resolves a base path id to a directory, sub being "data" or
 // "_deletions".

@@ -316,3 +316,32 @@ func (rw *rewriter) extend(res *RewriteResult) (*RewriteResult, error) {
 	}
 	return res, nil
 }
+
+// LatestManifest returns, of the names of the files in a dataset's
+// _versions directory, the latest version's manifest and that version;
+// ok is false when no name is a committed manifest.
+func LatestManifest(names []string) (name string, version uint64, ok bool) {
+	for _, n := range names {
+		if v, is := manifestVersionFromName(n); is && (!ok || v > version) {
+			name, version, ok = n, v, true
+		}
+	}
+	return name, version, ok
+}
+
+// ParseManifestFile decodes a whole manifest file.
+func ParseManifestFile(b []byte) (*Manifest, error) {
+	return parseManifestFile(b)
+}
+
+// NumRows returns the rows of the version, deleted rows excluded.
+func (m *Manifest) NumRows() uint64 {
+	var n uint64
+	for _, f := range m.Fragments {
+		n += f.PhysicalRows
+		if f.Deletion != nil {
+			n -= min(f.Deletion.NumDeleted, f.PhysicalRows)
+		}
+	}
+	return n
+}

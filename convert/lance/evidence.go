@@ -63,13 +63,14 @@ type shareStats struct {
 // evidence reads a candidate column once: every value's size, storage
 // kind and sharing, and the kinds of evenly spaced samples.
 func (j *Job) evidence(ctx context.Context, c *candidate) (*columnEvidence, error) {
-	it, err := j.iterate(ctx, c, nil, nil)
+	keep, ids := j.scope()
+	it, err := j.iterate(ctx, c, keep, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
 	ce := &columnEvidence{}
-	ce.ev.Values = int64(j.ds.NumRows())
+	ce.ev.Values = int64(j.scanRows())
 	samples := plan.SampleIndices(plan.DefaultSamples, ce.ev.Values)
 	seen := map[shareID]*shareEntry{}
 	var row uint64

@@ -65,6 +65,10 @@ type rowIter interface {
 func (j *Job) iterate(ctx context.Context, c *candidate, keep map[uint64]bool, ids []uint64) (rowIter, error) {
 	if c.blob > 0 {
 		sc, err := j.ds.Blobs(ctx, c.field.Name)
+		if ids != nil {
+			// An append's new fragments: the others are not opened.
+			sc, err = j.ds.BlobsOf(ctx, c.field.Name, ids)
+		}
 		if err != nil {
 			return nil, j.invalid(c, err)
 		}

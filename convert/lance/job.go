@@ -71,6 +71,10 @@ type Job struct {
 	rw    *lancefmt.RewritePlan
 	// planned is set once a plan was made (Run requires one).
 	planned bool
+	// base is the committed output an append extends (nil for an
+	// ordinary run), app what the append does.
+	base committedFiles
+	app  *appendState
 }
 
 var (
@@ -198,15 +202,38 @@ func (j *Job) choose(names []string) error {
 			j.sel = append(j.sel, c)
 		}
 	}
-	var cols []string
-	for _, c := range j.sel {
-		cols = append(cols, c.field.Name)
+	if j.base != nil {
+		return nil // planAppend plans the rewrite of the new fragments
 	}
-	rw, err := j.ds.PlanRewrite(cols)
+	rw, err := j.ds.PlanRewrite(j.selNames())
 	if err != nil {
 		return j.located(err)
 	}
 	j.rw = rw
+	return nil
+}
+
+// selNames names the selected columns.
+func (j *Job) selNames() []string {
+	var cols []string
+	for _, c := range j.sel {
+		cols = append(cols, c.field.Name)
+	}
+	return cols
+}
+
+// chooseAppend plans an append to j.base once the columns are chosen: the
+// new fragments and the rewrite of those alone.
+func (j *Job) chooseAppend(ctx context.Context) error {
+	app, err := j.planAppend(ctx, j.base)
+	if err != nil {
+		return err
+	}
+	rw, err := j.ds.PlanRewriteFragments(j.selNames(), app.newIDs())
+	if err != nil {
+		return j.located(err)
+	}
+	j.app, j.rw = app, rw
 	return nil
 }
 
@@ -229,10 +256,15 @@ func (j *Job) planFor(ctx context.Context, selected []string) (plan.Plan, error)
 	if err := j.choose(selected); err != nil {
 		return plan.Plan{}, err
 	}
+	if j.base != nil {
+		if err := j.chooseAppend(ctx); err != nil {
+			return plan.Plan{}, err
+		}
+	}
 	for _, c := range j.cands {
 		if c.ev == nil && j.opts.QuickPlan {
 			// Not read: the plan says so rather than count zeros.
-			c.ev = &columnEvidence{ev: plan.Evidence{Values: int64(j.ds.NumRows()), NotSampled: true}}
+			c.ev = &columnEvidence{ev: plan.Evidence{Values: int64(j.scanRows()), NotSampled: true}}
 		}
 		if c.ev == nil {
 			ev, err := j.evidence(ctx, c)

@@ -206,7 +206,7 @@ func JoinTable(ctx context.Context, out string, parts []string, rename func(part
 	}
 	j := &Job{src: first.Source, ds: ds, opts: Options{External: first.External, Options: convert.Options{ToolVersion: first.ToolVersion}}}
 	seed := fmt.Appendf(nil, "%s\x00%d\x00%q\x00%s\x00%d parts", first.Source, first.Version, first.Columns, first.External, len(parts))
-	_, err = j.writeTable(ctx, filepath.Join(filepath.Dir(out), TableDir), first.Columns, cols, seed)
+	_, err = j.writeTable(ctx, filepath.Join(filepath.Dir(out), TableDir), first.Columns, cols, seed, 0)
 	return err
 }
 

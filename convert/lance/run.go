@@ -27,6 +27,11 @@ type Record struct {
 	PackBase      string   `json:"pack_base"`
 	Extracted     []string `json:"extracted"`
 	External      External `json:"external"`
+	// NextRow, written by appends, is the row number the next appended
+	// row's member key gets: the rows the output has numbered, deleted
+	// ones included. Absent, it is the table's row count (a conversion
+	// numbers the rows of its version).
+	NextRow uint64 `json:"next_row,omitempty"`
 }
 
 func (j *Job) physicalRows(frag uint64) uint64 {
@@ -73,13 +78,17 @@ func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			total += c.ev.bytes
 		}
 	}
-	prog.SetTotal(int64(j.ds.NumRows()), total)
+	prog.SetTotal(int64(j.scanRows()), total)
 	x := &extraction{j: j, out: out, prog: prog}
 	var firstRow uint64
 	if part := j.opts.Part; !part.Whole() {
 		if x.keep, x.partIDs, firstRow, err = j.partFragments(part); err != nil {
 			return plan.Summary{}, err
 		}
+	} else if j.app != nil {
+		// An append numbers its rows after those the output holds.
+		x.keep, x.partIDs = j.scope()
+		firstRow = j.app.nextRow
 	}
 	defer x.closeScans()
 	if err := x.open(ctx); err != nil {
@@ -109,6 +118,7 @@ type extraction struct {
 	seen    []map[shareID]*shareEntry
 	st      shareStats
 	kept    int64 // external URIs kept as the cell's value
+	next    uint64 // the row number after the last row packed
 }
 
 // open starts a scan of every selected column.
@@ -167,6 +177,7 @@ func (x *extraction) rows(ctx context.Context, firstRow uint64) error {
 			rowBytes += n
 		}
 		if more == 0 {
+			x.next = row
 			return nil
 		}
 		if more != len(j.sel) {
@@ -235,7 +246,7 @@ func (x *extraction) finish(ctx context.Context) (plan.Summary, error) {
 		names = append(names, c.field.Name)
 	}
 	var res *lancefmt.RewriteResult
-	if x.keep != nil {
+	if !j.opts.Part.Whole() {
 		// A part: the table is written once, by finalize, from every
 		// part's references.
 		if err := j.writePart(out.Dir, names, x.cols); err != nil {
@@ -250,7 +261,7 @@ func (x *extraction) finish(ctx context.Context) (plan.Summary, error) {
 			seed = j.opts.Record.Encode()
 		}
 		var err error
-		if res, err = j.writeTable(ctx, out.Path(TableDir), names, x.cols, seed); err != nil {
+		if res, err = j.writeTable(ctx, out.Path(TableDir), names, x.cols, seed, x.next); err != nil {
 			return plan.Summary{}, err
 		}
 	}
@@ -270,7 +281,7 @@ func (x *extraction) finish(ctx context.Context) (plan.Summary, error) {
 		},
 	})
 	if res != nil {
-		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(res.Plan.Fragments))})
+		sum.Counts = append(sum.Counts, plan.Count{Name: "fragments", N: int64(len(j.ds.Fragments()))})
 		for _, ix := range res.Plan.Indices {
 			if !ix.Carried {
 				sum.Warnings = append(sum.Warnings, fmt.Sprintf("index %q dropped: %s; %s", ix.Name, ix.Reason, ix.Hint))
@@ -284,7 +295,9 @@ func (x *extraction) finish(ctx context.Context) (plan.Summary, error) {
 
 // writeTable writes the rewritten dataset into dir: the source's pages
 // copied, the named columns replaced by cols' values.
-func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols []*refs, seed []byte) (*lancefmt.RewriteResult, error) {
+// In an append, it writes the table's next version, in which next is the
+// row number the next appended row gets.
+func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols []*refs, seed []byte, next uint64) (*lancefmt.RewriteResult, error) {
 	replace := make([]lancefmt.Replacement, len(names))
 	for i, name := range names {
 		r := cols[i]
@@ -292,12 +305,17 @@ func (j *Job) writeTable(ctx context.Context, dir string, names []string, cols [
 			return r.values(frag, n)
 		}}
 	}
-	rec, err := json.Marshal(Record{Tool: "bpconvert", Version: j.opts.ToolVersion, SourceFormat: "lance", SourceVersion: j.ds.Version(),
-		PackBase: convert.MediaDir, Extracted: names, External: j.opts.External})
+	r := Record{Tool: "bpconvert", Version: j.opts.ToolVersion, SourceFormat: "lance", SourceVersion: j.ds.Version(),
+		PackBase: convert.MediaDir, Extracted: names, External: j.opts.External}
+	var ext *lancefmt.ExtendPlan
+	if j.app != nil {
+		r.NextRow, ext = next, j.app.ext
+	}
+	rec, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
-	o := lancefmt.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed, WriterVersion: j.opts.ToolVersion}
+	o := lancefmt.RewriteOptions{Replace: replace, SchemaMetadata: map[string]string{MetaKey: string(rec)}, Seed: seed, WriterVersion: j.opts.ToolVersion, Extend: ext}
 	if seed != nil {
 		// A reproducible table: its version's time is the source's.
 		if o.Time, err = versionsTime(ctx, j.ds); err != nil {
