@@ -117,7 +117,7 @@ type extraction struct {
 	its     []rowIter
 	seen    []map[shareID]*shareEntry
 	st      shareStats
-	kept    int64 // external URIs kept as the cell's value
+	kept    int64  // external URIs kept as the cell's value
 	next    uint64 // the row number after the last row packed
 }
 
