@@ -225,3 +225,11 @@ func (st *appendState) describe(ds *lancefmt.Dataset) (plan.Counts, []string) {
 
 // allowRemoved is --allow-removed.
 func (o *Options) allowRemoved() bool { return false }
+
+// appendNotes adds to an append's plan what it adds, carries and changes.
+func (j *Job) appendNotes(p *plan.Plan) {
+	counts, notes := j.app.describe(j.ds)
+	p.Source.Counts = append(p.Source.Counts, counts...)
+	p.Notes = append(p.Notes, notes...)
+	p.Notes = append(p.Notes, "The table's indices and tags stay as they are: an index covers the fragments it was built on (Lance scans the new ones without it).")
+}

@@ -99,8 +99,11 @@ func (j *Job) plan() plan.Plan {
 		slices.Sort(fileVersions)
 		asWhat += " with data files of file versions " + strings.Join(fileVersions, ", ") + " (each kept at its own version)"
 	}
-	p.Layout = append(p.Layout, plan.Output{Path: TableDir,
-		Description: fmt.Sprintf("the dataset as %s, one version, same fragments, row addresses and deletions", asWhat)})
+	tableDesc := fmt.Sprintf("the dataset as %s, one version, same fragments, row addresses and deletions", asWhat)
+	if j.app != nil {
+		tableDesc = fmt.Sprintf("a new version of the table, the source's version %d: the data files of the new fragments as %s, the converted fragments carried as they are", j.ds.Version(), asWhat)
+	}
+	p.Layout = append(p.Layout, plan.Output{Path: TableDir, Description: tableDesc})
 	refs := "References are zip://KEY::" + convert.MediaDir + "/pack-NNNN.zip, relative to the output directory; the"
 	if j.opts.RefBase != "" {
 		refs = "The" // the note on --ref-base says what references are
@@ -108,6 +111,10 @@ func (j *Job) plan() plan.Plan {
 	p.Explain("readers", refs+
 		" schema metadata key \""+MetaKey+"\" records what was extracted. Lance readers read "+TableDir+" as is; "+
 		"payload bytes are read by resolving the references (bpconvert, or any zip reader).")
+	if j.app != nil {
+		j.appendNotes(&p)
+		return p
+	}
 	for _, ix := range j.rw.Indices {
 		if ix.Carried {
 			p.Notes = append(p.Notes, fmt.Sprintf("Index %q on %s is carried over unchanged.", ix.Name, strings.Join(ix.Columns, ", ")))
