@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/objstore"
@@ -262,6 +263,16 @@ func (r *remote) stagedFiles(stageDir string) ([]string, error) {
 		}
 		files = append(files, rel)
 		return nil
+	})
+	// A Lance version manifest is copied after the data files it names.
+	slices.SortStableFunc(files, func(a, b string) int {
+		switch va, vb := stage.MakesVisible(a), stage.MakesVisible(b); {
+		case va == vb:
+			return 0
+		case va:
+			return 1
+		}
+		return -1
 	})
 	return files, err
 }

@@ -108,6 +108,15 @@ func (s *Stage) CommitAppend() error {
 	return nil
 }
 
+// MakesVisible reports whether the staged file rel (a path relative to the
+// destination) makes other files visible to readers once in place: a
+// Lance table's version manifest (in its _versions directory), which
+// names the new data files. A commit moves such files after every other
+// file but the record.
+func MakesVisible(rel string) bool {
+	return filepath.Base(filepath.Dir(filepath.FromSlash(rel))) == "_versions"
+}
+
 // finish moves what a marked staging directory holds into the destination
 // (see CommitAppend) and removes it; it reports whether there was a mark.
 func (s *Stage) finish() (bool, error) {
@@ -135,6 +144,12 @@ func (s *Stage) finish() (bool, error) {
 			return -1
 		case za != zb:
 			return 1
+		}
+		switch va, vb := MakesVisible(a), MakesVisible(b); {
+		case va != vb && va:
+			return 1
+		case va != vb:
+			return -1
 		}
 		return strings.Count(b, string(filepath.Separator)) - strings.Count(a, string(filepath.Separator))
 	})

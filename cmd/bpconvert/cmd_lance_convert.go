@@ -37,6 +37,9 @@ func cmdConvertLance(e *env, fset *flag.FlagSet) runFunc {
 		if err != nil {
 			return nil, err
 		}
+		// An append sorts the dataset's fragments itself (the files of a
+		// Lance dataset are not its rows: Lance rewrites a version hint).
+		cf.ownDiff = true
 		if err := cf.identify(ctx, fset, []string{src}); err != nil {
 			if stats != nil {
 				return nil, lanceStoreError(src, err)

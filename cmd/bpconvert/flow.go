@@ -37,6 +37,9 @@ type convertFlags struct {
 	// the committed output an append extends, once read (appendBase).
 	append, allowRemoved bool
 	base                 *convert.Base
+	// ownDiff is set by a converter that sorts what is new itself, in its
+	// own units (Lance fragments): the source files are not sorted.
+	ownDiff bool
 	// part is --part I/N, for the converters that take it (registerPart).
 	part partFlag
 	// record says what the run produces (nil when a source cannot be
@@ -203,6 +206,11 @@ func (c *convertFlags) appendBase(ctx context.Context, packDir string) error {
 	base, err := c.target().ReadBase(ctx, packDir)
 	if err != nil || base == nil {
 		return err
+	}
+	if c.ownDiff {
+		c.base = base
+		base.Extend(c.record)
+		return nil
 	}
 	if _, err := base.Sources(c.record.Sources, c.allowRemoved); err != nil {
 		return err

@@ -68,36 +68,39 @@ func committedTable(ctx context.Context, base committedFiles) ([]byte, *lancefmt
 	return b, m, rec, nil
 }
 
+// checkOptions refuses an append whose selection or --external differs
+// from the committed output's (a usage error).
+func (j *Job) checkOptions() error {
+	rec, names := j.app.rec, j.selNames()
+	if !slices.Equal(rec.Extracted, names) || rec.External != j.opts.External {
+		return &convert.UsageError{
+			Err: fmt.Errorf("lance: --append: the committed output extracted %q with --external %s; this run extracts %q with --external %s",
+				rec.Extracted, rec.External, names, j.opts.External),
+			Hint: "an append takes the options of the conversion it extends"}
+	}
+	return nil
+}
+
 // planAppend plans an append to the committed output base: which
-// fragments of the source version are new, which the output holds. The
-// selection must be made (choose).
+// fragments of the source version are new, which the output holds. Only
+// manifests are read.
 func (j *Job) planAppend(ctx context.Context, base committedFiles) (*appendState, error) {
 	table, tm, rec, err := committedTable(ctx, base)
 	if err != nil {
 		return nil, err
-	}
-	var names []string
-	for _, c := range j.sel {
-		names = append(names, c.field.Name)
-	}
-	if !slices.Equal(rec.Extracted, names) || rec.External != j.opts.External {
-		return nil, &convert.UsageError{
-			Err: fmt.Errorf("lance: --append: the committed output extracted %q with --external %s; this run extracts %q with --external %s",
-				rec.Extracted, rec.External, names, j.opts.External),
-			Hint: "an append takes the options of the conversion it extends"}
 	}
 	st := &appendState{rec: rec, nextRow: rec.NextRow}
 	if st.nextRow == 0 {
 		// A first conversion numbered every row of its version.
 		st.nextRow = tm.NumRows()
 	}
-	switch v := j.ds.Version(); {
-	case v < rec.SourceVersion:
+	if v := j.ds.Version(); v < rec.SourceVersion {
 		return nil, convert.Invalid("lance", j.src, fmt.Errorf("version %d is older than version %d, which the committed output holds", v, rec.SourceVersion))
-	case v == rec.SourceVersion:
-		return st, nil // nothing new
 	}
-	from, err := lancestore.Open(ctx, j.src, lancefmt.OpenOptions{Version: rec.SourceVersion}, j.opts.Stats)
+	from := j.ds
+	if j.ds.Version() != rec.SourceVersion {
+		from, err = lancestore.Open(ctx, j.src, lancefmt.OpenOptions{Version: rec.SourceVersion}, j.opts.Stats)
+	}
 	if err != nil {
 		if storeFailed(err) {
 			return nil, err
@@ -109,7 +112,7 @@ func (j *Job) planAppend(ctx context.Context, base committedFiles) (*appendState
 		}
 		return nil, ie
 	}
-	ext, err := j.ds.PlanExtend(from, table, j.opts.allowRemoved())
+	ext, err := j.ds.PlanExtend(from, table, j.opts.AllowRemoved)
 	var fe *lancefmt.FragmentChangedError
 	switch {
 	case errors.As(err, &fe):
@@ -166,10 +169,26 @@ func fragmentBytes(f lancefmt.Fragment) int64 {
 // newIDs returns the new fragments' ids (none, not nil, when nothing is
 // new).
 func (st *appendState) newIDs() []uint64 {
-	if st.ext == nil {
-		return []uint64{}
+	return append([]uint64{}, st.ext.NewIDs()...)
+}
+
+// fragmentDiff is the append's diff in fragments, as convert.Base counts
+// sources: the new ones and those the output holds (carried, with new
+// deletion files or not), each named by its id and sized by its data
+// files. Fragments the source dropped are not among them: the plan says
+// what became of their rows.
+func (st *appendState) fragmentDiff(src string) convert.SourceDiff {
+	name := func(f lancefmt.Fragment) convert.SourceFile {
+		return convert.SourceFile{Path: fmt.Sprintf("%s#fragment=%d", src, f.ID), Size: fragmentBytes(f)}
 	}
-	return st.ext.NewIDs()
+	var d convert.SourceDiff
+	for _, f := range st.ext.New {
+		d.New = append(d.New, name(f))
+	}
+	for _, f := range append(slices.Clone(st.ext.Kept), st.ext.Deletions...) {
+		d.Kept = append(d.Kept, name(f))
+	}
+	return d
 }
 
 // scope returns the fragments a scan of the run covers: nil for every
@@ -197,7 +216,7 @@ func (j *Job) scanRows() uint64 {
 
 // unchanged reports whether the source has nothing the output lacks.
 func (st *appendState) unchanged() bool {
-	return st.ext == nil || st.ext.Unchanged()
+	return st.ext.Unchanged()
 }
 
 // describe says what the append adds, carries and changes, for the plan.
@@ -207,11 +226,11 @@ func (st *appendState) describe(ds *lancefmt.Dataset) (plan.Counts, []string) {
 		{Name: "new rows", N: int64(st.newRows)},
 	}
 	var notes []string
-	if st.ext == nil {
-		notes = append(notes, fmt.Sprintf("The committed output holds version %d, the one converted: nothing to append.", ds.Version()))
+	e := st.ext
+	if e.Unchanged() {
+		notes = append(notes, fmt.Sprintf("The committed output holds every fragment of version %d: nothing to append.", ds.Version()))
 		return counts, notes
 	}
-	e := st.ext
 	counts = append(counts, plan.Count{Name: "fragments already converted", N: int64(len(e.Kept) + len(e.Deletions))},
 		plan.Count{Name: "rows already converted", N: int64(st.keptRows)})
 	notes = append(notes, fmt.Sprintf("Appends version %d to the output's table (which holds version %d as its version %d): the new fragments' payloads are packed into new shards and their data files written; the converted fragments are carried unread.",
@@ -223,13 +242,16 @@ func (st *appendState) describe(ds *lancefmt.Dataset) (plan.Counts, []string) {
 	return counts, notes
 }
 
-// allowRemoved is --allow-removed.
-func (o *Options) allowRemoved() bool { return false }
-
 // appendNotes adds to an append's plan what it adds, carries and changes.
 func (j *Job) appendNotes(p *plan.Plan) {
 	counts, notes := j.app.describe(j.ds)
 	p.Source.Counts = append(p.Source.Counts, counts...)
 	p.Notes = append(p.Notes, notes...)
 	p.Notes = append(p.Notes, "The table's indices and tags stay as they are: an index covers the fragments it was built on (Lance scans the new ones without it).")
+	st := j.app
+	p.Append = &plan.AppendPlan{Unit: "fragments", New: len(st.ext.New), NewBytes: st.newBytes,
+		Skipped: len(st.ext.Kept) + len(st.ext.Deletions), SkippedBytes: st.keptBytes}
+	if b := j.opts.Base; b != nil {
+		p.Append.BaseShards = len(b.Shards)
+	}
 }

@@ -51,6 +51,9 @@ func planAppendTo(t *testing.T, src, dst string, opts Options) (*Job, string, er
 		t.Fatal(err)
 	}
 	j.base = dirFiles(dst)
+	if err := j.prepareAppend(t.Context()); err != nil {
+		return j, "", err
+	}
 	p, err := j.Plan(t.Context(), nil, progress.Nop{})
 	if err != nil {
 		return j, "", err
@@ -96,7 +99,8 @@ func TestAppendPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2 new fragments", "11 new rows", "3 fragments already converted", "20 rows already converted", "11 values"} {
+	for _, want := range []string{"2 new fragments", "11 new rows", "3 fragments already converted", "20 rows already converted", "11 values",
+		"2 new fragments (17.9 KiB) to convert into new shards; 3 fragments (34.5 KiB) held already"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the plan does not say %q:\n%s", want, text)
 		}

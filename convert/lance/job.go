@@ -108,6 +108,9 @@ func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*J
 		return nil, ie
 	}
 	j := &Job{src: src, dst: dst, opts: opts, ds: ds}
+	if opts.Base != nil {
+		j.base = opts.Base
+	}
 	for _, f := range ds.Schema().Fields {
 		c := &candidate{field: f, blob: f.BlobVersion()}
 		switch {
@@ -125,6 +128,11 @@ func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*J
 	for _, name := range opts.Columns {
 		if j.candidate(name) == nil {
 			return nil, j.unknown(name)
+		}
+	}
+	if j.base != nil {
+		if err := j.prepareAppend(ctx); err != nil {
+			return nil, j.storeFirst(err)
 		}
 	}
 	return j, nil
@@ -222,18 +230,33 @@ func (j *Job) selNames() []string {
 	return cols
 }
 
-// chooseAppend plans an append to j.base once the columns are chosen: the
-// new fragments and the rewrite of those alone.
-func (j *Job) chooseAppend(ctx context.Context) error {
+// chooseAppend plans, once the columns are chosen, the rewrite of the
+// new fragments of an append.
+func (j *Job) chooseAppend() error {
+	if err := j.checkOptions(); err != nil {
+		return err
+	}
+	rw, err := j.ds.PlanRewriteFragments(j.selNames(), j.app.newIDs())
+	if err != nil {
+		return j.located(err)
+	}
+	j.rw = rw
+	return nil
+}
+
+// prepareAppend sorts the fragments of the version against the committed
+// output an append extends (from manifests alone) and gives the output
+// the diff in fragments (see appendState.fragmentDiff), before the run
+// asks whether anything is new.
+func (j *Job) prepareAppend(ctx context.Context) error {
 	app, err := j.planAppend(ctx, j.base)
 	if err != nil {
 		return err
 	}
-	rw, err := j.ds.PlanRewriteFragments(j.selNames(), app.newIDs())
-	if err != nil {
-		return j.located(err)
+	j.app = app
+	if b := j.opts.Base; b != nil {
+		b.Diff = app.fragmentDiff(j.src)
 	}
-	j.app, j.rw = app, rw
 	return nil
 }
 
@@ -256,8 +279,8 @@ func (j *Job) planFor(ctx context.Context, selected []string) (plan.Plan, error)
 	if err := j.choose(selected); err != nil {
 		return plan.Plan{}, err
 	}
-	if j.base != nil {
-		if err := j.chooseAppend(ctx); err != nil {
+	if j.app != nil {
+		if err := j.chooseAppend(); err != nil {
 			return plan.Plan{}, err
 		}
 	}

@@ -66,7 +66,7 @@ func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			return plan.Summary{}, c.ev.disagree
 		}
 	}
-	out, err := convert.Begin(ctx, j.dst, convert.OutputOptions{Pack: j.opts.PackOptions, Sources: []string{j.src}, Progress: prog})
+	out, err := convert.Begin(ctx, j.dst, convert.OutputOptions{Pack: j.opts.PackOptions, Sources: []string{j.src}, Progress: prog, Base: j.opts.Base})
 	if err != nil {
 		return plan.Summary{}, err
 	}

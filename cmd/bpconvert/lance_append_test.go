@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/stage"
+)
+
+// growLance runs one step of fixtures/lance14/grow.py (pylance 14.0.3) on
+// the dataset at dir and returns its latest version.
+func growLance(t *testing.T, py, dir, kind, step string) uint64 {
+	t.Helper()
+	out, err := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "lance14", "grow.py"), dir, kind, step).Output()
+	if err != nil {
+		t.Fatalf("grow.py %s %s: %v", kind, step, err)
+	}
+	var doc struct {
+		Version uint64 `json:"version"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("grow.py: %v: %s", err, out)
+	}
+	return doc.Version
+}
+
+// checkLance compares, with pylance 14.0.3 (fixtures/lance14/check.py),
+// the latest version of dst's table with version v of src, row for row and
+// payload for payload through the references, and returns the values
+// compared.
+func checkLance(t *testing.T, py, src string, v uint64, dst, column string) int {
+	t.Helper()
+	opt, _ := json.Marshal(map[string]any{"extracted": []string{column}})
+	cmd := exec.Command(py, filepath.Join(testtool.RepoRoot(t), "fixtures", "lance14", "check.py"), src, strconv.FormatUint(v, 10), dst, string(opt))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("check.py: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Rows     int      `json:"rows"`
+		Compared int      `json:"compared"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("check.py output %q: %v", out, err)
+	}
+	if len(got.Problems) > 0 {
+		t.Fatalf("pylance reads the output's latest version unlike version %d of the source: %v", v, got.Problems)
+	}
+	return got.Compared
+}
+
+// fileSums returns the SHA-256 of every file below dir, by relative path.
+func fileSums(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = sha256.Sum256(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// shardSums returns the SHA-256 of every pack shard in dir.
+func shardSums(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	for rel, sum := range fileSums(t, dir) {
+		if strings.HasSuffix(rel, ".zip") {
+			out[rel] = sum
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no shard in %s", dir)
+	}
+	return out
+}
+
+// sameFiles fails unless every file of before is in dir unchanged.
+func sameFiles(t *testing.T, what string, before, after map[string][32]byte) {
+	t.Helper()
+	for rel, sum := range before {
+		if got, ok := after[rel]; !ok || got != sum {
+			t.Fatalf("%s: %s was rewritten or removed", what, rel)
+		}
+	}
+}
+
+// hideEntries moves the entries of dir named in names aside and returns
+// what puts them back: an append that opened one of them would fail.
+func hideEntries(t *testing.T, dir string, names []string) func() {
+	t.Helper()
+	side := t.TempDir()
+	for _, n := range names {
+		if err := os.Rename(filepath.Join(dir, n), filepath.Join(side, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		for _, n := range names {
+			if err := os.Rename(filepath.Join(side, n), filepath.Join(dir, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func entryNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// TestLanceAppend converts a dataset pylance 14.0.3 wrote, lets pylance
+// append rows to it twice and runs convert-lance --append after each:
+// pylance reads the output's latest version as the source's latest, row
+// for row and payload for payload; verify --against passes; the first
+// commit's shards and every committed file of the table stay byte for
+// byte; the append opens no data file of the converted fragments (they are
+// moved away while it runs). A run with nothing new is already done; rows
+// deleted by pylance are followed through Lance's deletion files;
+// compaction (fragments removed) is refused naming the fragment unless
+// --allow-removed.
+func TestLanceAppend(t *testing.T) {
+	t.Parallel()
+	py := testtool.Python(t)
+	for _, kind := range []string{"binary", "blob2"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			column := map[string]string{"binary": "img", "blob2": "blob"}[kind]
+			root := t.TempDir()
+			src, dst := filepath.Join(root, "src.lance"), filepath.Join(root, "out")
+			growLance(t, py, src, kind, "0")
+			args := []string{"convert-lance", src, dst, "--column", column, "--yes", "--json", "--max-members", "4"}
+			if r := bp(t, args...); r.code != exitOK {
+				t.Fatalf("first conversion: exit %d: %s", r.code, r.stderr)
+			}
+			first := shardSums(t, filepath.Join(dst, "media"))
+			for _, step := range []string{"1", "2"} {
+				table := fileSums(t, filepath.Join(dst, "table.lance"))
+				old := entryNames(t, filepath.Join(src, "data"))
+				v := growLance(t, py, src, kind, step)
+				restore := hideEntries(t, filepath.Join(src, "data"), old)
+				r := bp(t, append(args, "--append")...)
+				restore()
+				if r.code != exitOK {
+					t.Fatalf("append of step %s: exit %d: %s", step, r.code, r.stderr)
+				}
+				doc := lastJSON(t, r)
+				app, _ := doc["appended"].(map[string]any)
+				if doc["status"] != "ok" || app == nil || app["blobs"] != float64(10+atoi(step)) {
+					t.Fatalf("append of step %s: summary %v", step, doc)
+				}
+				if n := checkLance(t, py, src, v, dst, column); n == 0 {
+					t.Fatal("no value compared")
+				}
+				if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
+					t.Fatalf("verify --against after step %s: %s%s", step, r.stdout, r.stderr)
+				}
+				sameFiles(t, "the first commit's shards", first, shardSums(t, filepath.Join(dst, "media")))
+				sameFiles(t, "the committed table", table, fileSums(t, filepath.Join(dst, "table.lance")))
+			}
+			r := bp(t, append(args, "--append")...)
+			if doc := lastJSON(t, r); r.code != exitOK || doc["status"] != "already_done" {
+				t.Fatalf("append with nothing new: exit %d, %v", r.code, doc)
+			}
+
+			// Rows deleted and a row updated (deleted, written again in a
+			// new fragment): the converted fragments get the source's
+			// deletion files, the new fragment is converted.
+			growLance(t, py, src, kind, "delete")
+			v := growLance(t, py, src, kind, "update")
+			r = bp(t, append(args, "--append")...)
+			if r.code != exitOK || !strings.Contains(r.stderr, "deleted in the source since version") {
+				t.Fatalf("append after deletions: exit %d: %s", r.code, r.stderr)
+			}
+			checkLance(t, py, src, v, dst, column)
+			if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
+				t.Fatalf("verify --against after deletions: %s%s", r.stdout, r.stderr)
+			}
+
+			// Compaction removes every converted fragment.
+			v = growLance(t, py, src, kind, "compact")
+			r = bp(t, append(args, "--append")...)
+			if r.code != exitInvalid || !strings.Contains(r.stderr, "fragment 0: removed") || !strings.Contains(r.stderr, "--allow-removed") {
+				t.Fatalf("append after compaction: exit %d, want %d naming fragment 0: %s", r.code, exitInvalid, r.stderr)
+			}
+			r = bp(t, append(args, "--append", "--allow-removed")...)
+			if r.code != exitOK {
+				t.Fatalf("append --allow-removed after compaction: exit %d: %s", r.code, r.stderr)
+			}
+			checkLance(t, py, src, v, dst, column)
+			if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
+				t.Fatalf("verify --against after compaction: %s%s", r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// lanceReader is a pylance 14.0.3 reader that opens the latest version of
+// a table over and over until the file STOP exists (at most 5,000 times):
+// each time it reads every row, checks that the row count is that of the
+// source version the table's record names (counts given as JSON) and that
+// every reference of the column names a member of its shard. It prints
+// the source versions it saw, the reads and the problems.
+const lanceReader = `
+import json, os, sys, zipfile
+import lance
+table, column, stop, counts = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+out_dir = os.path.dirname(table)
+seen, problems, reads = [], [], 0
+while reads < 5000 and not problems:
+    done = os.path.exists(stop)
+    ds = lance.dataset(table)
+    rec = json.loads(ds.schema.metadata[b"bpconvert"])
+    sv = rec["source_version"]
+    if sv not in seen:
+        seen.append(sv)
+    refs = ds.to_table(columns=[column])[column].to_pylist()
+    if len(refs) != counts.get(str(sv), -1):
+        problems.append("version %d of the table (source version %d): %d rows, want %s" % (ds.version, sv, len(refs), counts.get(str(sv))))
+    for g in refs:
+        member, shard = g[len("zip://"):].split("::", 1)
+        try:
+            with zipfile.ZipFile(os.path.join(out_dir, shard)) as z:
+                z.getinfo(member)
+        except Exception as e:
+            problems.append("version %d of the table: %s: %s" % (ds.version, g, e))
+            break
+    reads += 1
+    if done:
+        break
+print(json.dumps({"seen": seen, "reads": reads, "problems": problems}))
+`
+
+// TestLanceAppendReaderAndKill appends 200 rows of 256 KiB to a converted
+// dataset while a pylance reader opens the output's latest version in a
+// loop: every version it opens is whole, the old one or the new one, every
+// reference resolving. Then it kills an append with SIGKILL mid-way
+// through its shards and reruns it: the rerun ends committed, equal to the
+// source for pylance, and the first commit's shards stay byte for byte.
+func TestLanceAppendReaderAndKill(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("appends 100 MB of payloads; skipped with -short")
+	}
+	py := testtool.Python(t)
+	root := t.TempDir()
+	src, dst := filepath.Join(root, "src.lance"), filepath.Join(root, "out")
+	v1 := growLance(t, py, src, "binary", "0")
+	args := []string{"convert-lance", src, dst, "--column", "img", "--yes", "--json", "--max-pack-bytes", "4MiB"}
+	if r := bp(t, args...); r.code != exitOK {
+		t.Fatalf("first conversion: exit %d: %s", r.code, r.stderr)
+	}
+	first := shardSums(t, filepath.Join(dst, "media"))
+	v2 := growLance(t, py, src, "binary", "big200")
+
+	stop := filepath.Join(root, "stop")
+	counts, _ := json.Marshal(map[string]int{strconv.FormatUint(v1, 10): 20, strconv.FormatUint(v2, 10): 220})
+	reader := exec.Command(py, "-c", lanceReader, filepath.Join(dst, "table.lance"), "img", stop, string(counts))
+	var rout, rerr bytes.Buffer
+	reader.Stdout, reader.Stderr = &rout, &rerr
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bp(t, append(args, "--append")...)
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Wait(); err != nil {
+		t.Fatalf("reader: %v\n%s", err, rerr.String())
+	}
+	if r.code != exitOK {
+		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
+	}
+	var seen struct {
+		Seen     []uint64 `json:"seen"`
+		Reads    int      `json:"reads"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal(rout.Bytes(), &seen); err != nil {
+		t.Fatalf("reader: %v: %s", err, rout.String())
+	}
+	t.Logf("the reader opened the table %d times, seeing source versions %v", seen.Reads, seen.Seen)
+	if len(seen.Problems) > 0 || seen.Reads == 0 {
+		t.Fatalf("the reader saw a mix: %v", seen.Problems)
+	}
+	checkLance(t, py, src, v2, dst, "img")
+	sameFiles(t, "the first commit's shards", first, shardSums(t, filepath.Join(dst, "media")))
+
+	// kill -9 in the middle of the next append, then the same command.
+	v3 := growLance(t, py, src, "binary", "big200")
+	killMidAppend(t, dst, append(args, "--append"))
+	second := shardSums(t, filepath.Join(dst, "media"))
+	if r := bp(t, append(args, "--append")...); r.code != exitOK {
+		t.Fatalf("rerun after SIGKILL: exit %d: %s", r.code, r.stderr)
+	}
+	checkLance(t, py, src, v3, dst, "img")
+	sameFiles(t, "the committed shards", second, shardSums(t, filepath.Join(dst, "media")))
+	sameFiles(t, "the first commit's shards", first, shardSums(t, filepath.Join(dst, "media")))
+	if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
+		t.Fatalf("verify --against: %s%s", r.stdout, r.stderr)
+	}
+}
+
+// killMidAppend starts bpconvert with args (an append into dst), kills it
+// with SIGKILL once it has staged two complete shards, and checks that the
+// committed output is still there.
+func killMidAppend(t *testing.T, dst string, args []string) {
+	t.Helper()
+	cmd := exec.Command(binPath, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	media := filepath.Join(stage.Path(dst), "media")
+	staged := testtool.WaitFor(60*time.Second, time.Millisecond, func() bool {
+		select {
+		case <-exited:
+			return true
+		default:
+		}
+		return len(packShards(media)) >= 2
+	})
+	cmd.Process.Kill()
+	<-exited
+	if !staged || len(packShards(media)) < 2 {
+		t.Fatal("the append ended before it staged two shards: nothing to kill")
+	}
+	if !exists(filepath.Join(dst, convert.RecordName)) {
+		t.Fatal("the committed output's record is gone after SIGKILL")
+	}
+}
