@@ -260,6 +260,8 @@ while reads < 5000 and not problems:
             problems.append("version %d of the table: %s: %s" % (ds.version, g, e))
             break
     reads += 1
+    if reads == 1:
+        open(stop + ".ready", "w").close()
     if done:
         break
 print(json.dumps({"seen": seen, "reads": reads, "problems": problems}))
@@ -267,7 +269,8 @@ print(json.dumps({"seen": seen, "reads": reads, "problems": problems}))
 
 // TestLanceAppendReaderAndKill appends 200 rows of 256 KiB to a converted
 // dataset while a pylance reader opens the output's latest version in a
-// loop: every version it opens is whole, the old one or the new one, every
+// loop (from before the append starts until after it ended): every
+// version it opens is whole, the old one or the new one, every
 // reference resolving. Then it kills an append with SIGKILL mid-way
 // through its shards and reruns it: the rerun ends committed, equal to the
 // source for pylance, and the first commit's shards stay byte for byte.
@@ -295,6 +298,11 @@ func TestLanceAppendReaderAndKill(t *testing.T) {
 	if err := reader.Start(); err != nil {
 		t.Fatal(err)
 	}
+	if !testtool.WaitFor(60*time.Second, 10*time.Millisecond, func() bool { return exists(stop + ".ready") }) {
+		reader.Process.Kill()
+		reader.Wait()
+		t.Fatalf("the reader never read the table: %s", rerr.String())
+	}
 	r := bp(t, append(args, "--append")...)
 	if err := os.WriteFile(stop, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -314,8 +322,8 @@ func TestLanceAppendReaderAndKill(t *testing.T) {
 		t.Fatalf("reader: %v: %s", err, rout.String())
 	}
 	t.Logf("the reader opened the table %d times, seeing source versions %v", seen.Reads, seen.Seen)
-	if len(seen.Problems) > 0 || seen.Reads == 0 {
-		t.Fatalf("the reader saw a mix: %v", seen.Problems)
+	if len(seen.Problems) > 0 || len(seen.Seen) != 2 {
+		t.Fatalf("the reader saw source versions %v and these problems: %v", seen.Seen, seen.Problems)
 	}
 	checkLance(t, py, src, v2, dst, "img")
 	sameFiles(t, "the first commit's shards", first, shardSums(t, filepath.Join(dst, "media")))
