@@ -163,19 +163,31 @@ func TestLanceAppend(t *testing.T) {
 				t.Fatalf("first conversion: exit %d: %s", r.code, r.stderr)
 			}
 			first := shardSums(t, filepath.Join(dst, "media"))
-			for _, step := range []string{"1", "2"} {
+			for i, step := range []string{"1", "2"} {
 				table := fileSums(t, filepath.Join(dst, "table.lance"))
 				old := entryNames(t, filepath.Join(src, "data"))
 				v := growLance(t, py, src, kind, step)
 				restore := hideEntries(t, filepath.Join(src, "data"), old)
+				dry := bp(t, append(args, "--append", "--dry-run")...)
 				r := bp(t, append(args, "--append")...)
 				restore()
-				if r.code != exitOK {
-					t.Fatalf("append of step %s: exit %d: %s", step, r.code, r.stderr)
+				if r.code != exitOK || dry.code != exitOK {
+					t.Fatalf("append of step %s: exit %d (dry run %d): %s%s", step, r.code, dry.code, dry.stderr, r.stderr)
+				}
+				// The plan and the summary count fragments: 10+N new rows
+				// in two new fragments, the converted ones skipped.
+				var p struct {
+					Append struct {
+						Unit         string `json:"unit"`
+						New, Skipped int
+					} `json:"append"`
+				}
+				if err := json.Unmarshal([]byte(dry.stdout), &p); err != nil || p.Append.Unit != "fragments" || p.Append.New != 2 || p.Append.Skipped != 3+2*i {
+					t.Fatalf("dry run of step %s: %v, plan %+v", step, err, p.Append)
 				}
 				doc := lastJSON(t, r)
 				app, _ := doc["appended"].(map[string]any)
-				if doc["status"] != "ok" || app == nil || app["blobs"] != float64(10+atoi(step)) {
+				if doc["status"] != "ok" || app == nil || app["blobs"] != float64(10+atoi(step)) || app["sources"] != 2.0 || app["skipped"] != float64(3+2*i) {
 					t.Fatalf("append of step %s: summary %v", step, doc)
 				}
 				if n := checkLance(t, py, src, v, dst, column); n == 0 {
@@ -188,8 +200,15 @@ func TestLanceAppend(t *testing.T) {
 				sameFiles(t, "the committed table", table, fileSums(t, filepath.Join(dst, "table.lance")))
 			}
 			r := bp(t, append(args, "--append")...)
-			if doc := lastJSON(t, r); r.code != exitOK || doc["status"] != "already_done" {
-				t.Fatalf("append with nothing new: exit %d, %v", r.code, doc)
+			done := lastJSON(t, r)
+			if r.code != exitOK || done["status"] != "already_done" {
+				t.Fatalf("append with nothing new: exit %d, %v", r.code, done)
+			}
+			// One conversion of the latest version writes as many members
+			// and bytes as the first conversion and the appends together.
+			single := bp(t, "convert-lance", src, filepath.Join(root, "single"), "--column", column, "--yes", "--json")
+			if doc := lastJSON(t, single); single.code != exitOK || doc["blobs"] != done["blobs"] || doc["bytes"] != done["bytes"] {
+				t.Fatalf("one conversion: %v; the appended output: %v", doc, done)
 			}
 
 			// Rows deleted and a row updated (deleted, written again in a
