@@ -211,22 +211,23 @@ func TestLanceAppend(t *testing.T) {
 				t.Fatalf("one conversion: %v; the appended output: %v", doc, done)
 			}
 
-			// Rows deleted and a row updated (deleted, written again in a
-			// new fragment): the converted fragments get the source's
+			// Rows deleted, then a row updated (deleted, written again in
+			// a new fragment): the converted fragments get the source's
 			// deletion files, the new fragment is converted.
-			growLance(t, py, src, kind, "delete")
-			v := growLance(t, py, src, kind, "update")
-			r = bp(t, append(args, "--append")...)
-			if r.code != exitOK || !strings.Contains(r.stderr, "deleted in the source since version") {
-				t.Fatalf("append after deletions: exit %d: %s", r.code, r.stderr)
-			}
-			checkLance(t, py, src, v, dst, column)
-			if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
-				t.Fatalf("verify --against after deletions: %s%s", r.stdout, r.stderr)
+			for _, step := range []string{"delete", "update"} {
+				v := growLance(t, py, src, kind, step)
+				r = bp(t, append(args, "--append")...)
+				if r.code != exitOK || !strings.Contains(r.stderr, "deleted in the source since version") || lastJSON(t, r)["status"] != "ok" {
+					t.Fatalf("append after %s: exit %d: %s%s", step, r.code, r.stdout, r.stderr)
+				}
+				checkLance(t, py, src, v, dst, column)
+				if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
+					t.Fatalf("verify --against after %s: %s%s", step, r.stdout, r.stderr)
+				}
 			}
 
 			// Compaction removes every converted fragment.
-			v = growLance(t, py, src, kind, "compact")
+			v := growLance(t, py, src, kind, "compact")
 			r = bp(t, append(args, "--append")...)
 			if r.code != exitInvalid || !strings.Contains(r.stderr, "fragment 0: removed") || !strings.Contains(r.stderr, "--allow-removed") {
 				t.Fatalf("append after compaction: exit %d, want %d naming fragment 0: %s", r.code, exitInvalid, r.stderr)

@@ -173,20 +173,24 @@ func (st *appendState) newIDs() []uint64 {
 }
 
 // fragmentDiff is the append's diff in fragments, as convert.Base counts
-// sources: the new ones and those the output holds (carried, with new
-// deletion files or not), each named by its id and sized by its data
-// files. Fragments the source dropped are not among them: the plan says
-// what became of their rows.
+// sources, each named by its id and sized by its data files: New are the
+// fragments whose entry in the table this append writes (the new ones,
+// those with new deletion files, those the source dropped, which the new
+// version drops), Kept those it carries as they are. The plan says what
+// happens to each.
 func (st *appendState) fragmentDiff(src string) convert.SourceDiff {
-	name := func(f lancefmt.Fragment) convert.SourceFile {
-		return convert.SourceFile{Path: fmt.Sprintf("%s#fragment=%d", src, f.ID), Size: fragmentBytes(f)}
+	name := func(id uint64, size int64) convert.SourceFile {
+		return convert.SourceFile{Path: fmt.Sprintf("%s#fragment=%d", src, id), Size: size}
 	}
 	var d convert.SourceDiff
-	for _, f := range st.ext.New {
-		d.New = append(d.New, name(f))
+	for _, f := range append(slices.Clone(st.ext.New), st.ext.Deletions...) {
+		d.New = append(d.New, name(f.ID, fragmentBytes(f)))
 	}
-	for _, f := range append(slices.Clone(st.ext.Kept), st.ext.Deletions...) {
-		d.Kept = append(d.Kept, name(f))
+	for _, id := range st.ext.Removed {
+		d.New = append(d.New, name(id, 0))
+	}
+	for _, f := range st.ext.Kept {
+		d.Kept = append(d.Kept, name(f.ID, fragmentBytes(f)))
 	}
 	return d
 }
