@@ -113,13 +113,13 @@ p = []
 frags = lambda ds: [(f.fragment_id, f.physical_rows, f.count_rows()) for f in ds.get_fragments()]
 if frags(src) != frags(out):
     p.append("fragments %s, source %s" % (frags(out), frags(src)))
-a = src.to_table(columns=["id", "name"]).to_pylist()
-b = out.to_table(columns=["id", "name", col], with_row_address=True).to_pylist()
+a = src.to_table(columns=["id", "name"], with_row_id=True).to_pylist()
+b = out.to_table(columns=["id", "name", col], with_row_address=True, with_row_id=True).to_pylist()
 if len(a) != len(b):
     p.append("%d rows, source %d" % (len(b), len(a)))
 for x, y in zip(a, b):
     want = "ref:%d:%d" % (y["_rowaddr"] >> 32, y["_rowaddr"] & 0xffffffff)
-    if x["id"] != y["id"] or x["name"] != y["name"] or y[col] != want:
+    if x["id"] != y["id"] or x["name"] != y["name"] or y[col] != want or x["_rowid"] != y["_rowid"]:
         p.append("row %s: %s, want %s" % (x, y, want))
         break
 print(json.dumps({"version": out.version, "problems": p}))
@@ -145,11 +145,11 @@ print(json.dumps({"version": out.version, "problems": p}))
 // and after each step writes the table's next version with Extend: only
 // the new fragments' values are asked for, no committed file is replaced,
 // and pylance reads the table's latest version as the source's, row for
-// row.
+// row (the same _rowid too, where the source has stable row ids).
 func TestExtendFollowsGrowingSource(t *testing.T) {
 	t.Parallel()
 	py := testtool.Python(t)
-	for _, kind := range []string{"binary", "blob2"} {
+	for _, kind := range []string{"binary", "blob2", "binary+stable"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			testExtend(t, py, kind)
@@ -161,7 +161,7 @@ func testExtend(t *testing.T, py, kind string) {
 	ctx := context.Background()
 	root := t.TempDir()
 	src, table := filepath.Join(root, "src.lance"), filepath.Join(root, "table.lance")
-	column := map[string]string{"binary": "img", "blob2": "blob"}[kind]
+	column := map[string]string{"binary": "img", "blob2": "blob", "binary+stable": "img"}[kind]
 	growDataset(t, py, src, kind, "0")
 	d, err := Open(ctx, src, OpenOptions{})
 	if err != nil {
