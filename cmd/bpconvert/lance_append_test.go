@@ -253,17 +253,28 @@ func atoi(s string) int {
 // a table over and over until the file STOP exists (at most 5,000 times):
 // each time it reads every row, checks that the row count is that of the
 // source version the table's record names (counts given as JSON) and that
-// every reference of the column names a member of its shard. It prints
-// the source versions it saw, the reads and the problems.
+// every reference of the column names a member of its shard (a shard's
+// members listed once: shards never change). It prints the source
+// versions it saw, the reads and the problems. With a fifth argument, the
+// pylance storage options of a table in S3 (shards are then read with
+// s3fs).
 const lanceReader = `
 import json, os, sys, zipfile
 import lance
 table, column, stop, counts = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-out_dir = os.path.dirname(table)
+opts = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+out_dir = table.rsplit("/", 1)[0]
+opener = lambda p: open(p, "rb")
+if opts:
+    import s3fs
+    fs = s3fs.S3FileSystem(key=opts["aws_access_key_id"], secret=opts["aws_secret_access_key"],
+                           client_kwargs={"endpoint_url": opts["aws_endpoint"], "region_name": opts["aws_region"]})
+    opener = lambda p: fs.open(p, "rb")
+members = {}
 seen, problems, reads = [], [], 0
 while reads < 5000 and not problems:
     done = os.path.exists(stop)
-    ds = lance.dataset(table)
+    ds = lance.dataset(table, storage_options=opts)
     rec = json.loads(ds.schema.metadata[b"bpconvert"])
     sv = rec["source_version"]
     if sv not in seen:
@@ -274,8 +285,11 @@ while reads < 5000 and not problems:
     for g in refs:
         member, shard = g[len("zip://"):].split("::", 1)
         try:
-            with zipfile.ZipFile(os.path.join(out_dir, shard)) as z:
-                z.getinfo(member)
+            if shard not in members:
+                with opener(out_dir + "/" + shard) as f, zipfile.ZipFile(f) as z:
+                    members[shard] = set(z.namelist())
+            if member not in members[shard]:
+                raise KeyError("no member " + member)
         except Exception as e:
             problems.append("version %d of the table: %s: %s" % (ds.version, g, e))
             break

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
@@ -11,11 +15,13 @@ import (
 
 // TestS3LanceAppend converts a Lance dataset pylance 14.0.3 wrote, from one
 // bucket of a real S3 server (versitygw) into another, lets pylance append
-// 20 rows of 256 KiB, uploads the new files and runs --append: the run
-// fetches the new fragments' data files and the manifests, not a byte of
-// the converted fragments (fetched bytes at most the new data files' bytes
-// plus 256 KiB of manifests and listings), and verify --against the
-// bucket's dataset passes.
+// 60 rows of 256 KiB, uploads the new files and runs --append while a
+// pylance reader opens the output's table in the bucket over and over:
+// the run fetches the new fragments' data files and the manifests, not a
+// byte of the converted fragments (fetched bytes at most the new data
+// files' bytes plus 256 KiB of manifests and listings); the reader sees
+// the old version or the new one, whole; verify --against the bucket's
+// dataset passes.
 func TestS3LanceAppend(t *testing.T) {
 	t.Parallel()
 	py := testtool.Python(t)
@@ -35,7 +41,7 @@ func TestS3LanceAppend(t *testing.T) {
 	for _, n := range entryNames(t, filepath.Join(dir, "data")) {
 		before[n] = true
 	}
-	growLance(t, py, dir, "binary", "big20")
+	growLance(t, py, dir, "binary", "big60")
 	var newBytes int64
 	for _, n := range entryNames(t, filepath.Join(dir, "data")) {
 		if !before[n] {
@@ -65,14 +71,47 @@ func TestS3LanceAppend(t *testing.T) {
 		}
 	}
 	upload(t, srv, added, "src", "g.lance")
+
+	opts, _ := json.Marshal(map[string]string{"aws_access_key_id": srv.AccessKey, "aws_secret_access_key": srv.SecretKey,
+		"aws_endpoint": srv.Endpoint, "aws_region": "us-east-1", "allow_http": "true"})
+	counts, _ := json.Marshal(map[string]int{"2": 50, "3": 110})
+	stop := filepath.Join(t.TempDir(), "stop")
+	reader := exec.Command(py, "-c", lanceReader, dst+"/table.lance", "img", stop, string(counts), string(opts))
+	reader.Env = append(cleanAWSEnv(), env...)
+	var rout, rerr bytes.Buffer
+	reader.Stdout, reader.Stderr = &rout, &rerr
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !testtool.WaitFor(60*time.Second, 10*time.Millisecond, func() bool { return exists(stop + ".ready") }) {
+		reader.Process.Kill()
+		reader.Wait()
+		t.Fatalf("the reader never read the table: %s", rerr.String())
+	}
 	r := bpS3(t, env, append(args, "--append")...)
+	os.WriteFile(stop, nil, 0o644)
+	if err := reader.Wait(); err != nil {
+		t.Fatalf("reader: %v\n%s", err, rerr.String())
+	}
 	if r.code != exitOK {
 		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
+	}
+	var seen struct {
+		Seen     []uint64 `json:"seen"`
+		Reads    int      `json:"reads"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal(rout.Bytes(), &seen); err != nil {
+		t.Fatalf("reader: %v: %s", err, rout.String())
+	}
+	t.Logf("the reader opened the table in the bucket %d times, seeing source versions %v", seen.Reads, seen.Seen)
+	if len(seen.Problems) > 0 || len(seen.Seen) != 2 {
+		t.Fatalf("the reader saw source versions %v and these problems: %v", seen.Seen, seen.Problems)
 	}
 	doc := lastJSON(t, r)
 	fetched := int64(doc["bytes_fetched"].(float64))
 	t.Logf("the append fetched %d bytes; the new fragments' data files hold %d", fetched, newBytes)
-	if fetched < 20<<18 || fetched > newBytes+256<<10 {
+	if fetched < 60<<18 || fetched > newBytes+256<<10 {
 		t.Errorf("the append fetched %d bytes; the new data files hold %d (want no more than 256 KiB beyond)", fetched, newBytes)
 	}
 	if r := bpS3(t, env, "verify", dst, "--against", src); r.code != exitOK {
