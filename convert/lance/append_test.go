@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,5 +118,16 @@ func TestAppendPlan(t *testing.T) {
 	_, _, err = planAppendTo(t, src, dst, opts)
 	if !errors.Is(err, convert.ErrInvalidInput) || !strings.Contains(err.Error(), "fragment 0: removed") {
 		t.Errorf("append after compaction: %v, want an invalid-input error naming fragment 0", err)
+	}
+
+	// The converted version cleaned up (its manifest removed, as
+	// cleanup_old_versions does): what changed since cannot be told.
+	if err := os.Remove(filepath.Join(src, "_versions", fmt.Sprintf("%020d.manifest", ^uint64(0)-1))); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = planAppendTo(t, src, dst, opts)
+	var ie *convert.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "version 1, which the committed output was converted from, is no longer in the dataset") || !strings.Contains(ie.Hint, "--restart") {
+		t.Errorf("append after the converted version was cleaned up: %v, want an invalid-input error saying so", err)
 	}
 }

@@ -14,6 +14,13 @@
 // members; external blobs are copied into the packs or, with
 // ExternalKeep, left as their URI.
 //
+// An append (convert.Options.Base) converts the fragments of a newer
+// version that the committed output's table does not hold: their members
+// are keyed after the rows the output numbered (Record.NextRow), and the
+// table gets a new version that carries the converted fragments unread
+// (with the source's new deletion files where rows were deleted since) and
+// adds the new ones (see lancefmt.Dataset.PlanExtend).
+//
 // It is a converter on the convert contract (Job). It reads a source in a
 // local directory or in object storage (s3://BUCKET/PREFIX, through
 // lancefmt/lancestore: ranged reads of the manifest, file metadata, pages
