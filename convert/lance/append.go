@@ -237,8 +237,8 @@ func (st *appendState) describe(ds *lancefmt.Dataset) (plan.Counts, []string) {
 	}
 	counts = append(counts, plan.Count{Name: "fragments already converted", N: int64(len(e.Kept) + len(e.Deletions))},
 		plan.Count{Name: "rows already converted", N: int64(st.keptRows)})
-	notes = append(notes, fmt.Sprintf("Appends version %d to the output's table (which holds version %d as its version %d): the new fragments' payloads are packed into new shards and their data files written; the converted fragments are carried unread.",
-		ds.Version(), e.FromVersion, e.TableVersion))
+	notes = append(notes, fmt.Sprintf("The output's table holds the source's version %d (as its own version %d); this append writes its version %d, holding the source's version %d: the new fragments' payloads are packed into new shards and their data files written; the converted fragments are carried unread.",
+		e.FromVersion, e.TableVersion, e.TableVersion+1, ds.Version()))
 	if len(e.Deletions) > 0 || len(e.Removed) > 0 {
 		notes = append(notes, fmt.Sprintf("%s deleted in the source since version %d: %s get the source's new deletion files and %s are dropped, as Lance did; their members stay in the packs, unreferenced.",
 			plan.CountText(int64(st.deletedRows), "rows"), e.FromVersion, plan.CountText(int64(len(e.Deletions)), "converted fragments"), plan.CountText(int64(len(e.Removed)), "fragments")))
