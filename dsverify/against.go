@@ -18,19 +18,16 @@ import (
 )
 
 // against compares every payload of the source with the member that holds
-// it: a Lance source when the dataset has a table convert-lance wrote,
-// WebDataset shards when it has a samples table, parquet tables when it
-// has tables that convert-parquet rewrote.
+// it: with the first of the converters' comparisons that claims the
+// dataset and source, or else as the packs, or the tables blobpack 0.2.0
+// wrote, were made from it.
 func (v *verifier) against(src string) error {
+	for _, c := range v.opts.Comparers {
+		if c.claims != nil && c.claims(v, src) {
+			return c.compare(v, src)
+		}
+	}
 	switch {
-	case len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src)):
-		return v.againstLance(src)
-	case v.isLeRobotDataset(src):
-		return v.againstLeRobot(src)
-	case v.wds != nil:
-		return v.againstWDS(src)
-	case v.hasParquetRecord():
-		return v.againstParquet(src)
 	case len(v.plainLance) > 0 && v.store == nil && isLanceDataset(src):
 		sort.Strings(v.plainLance)
 		return v.againstBlobpackLance(src, v.plainLance)
