@@ -461,36 +461,6 @@ func filterShards(tree map[string][]byte) []string {
 	return out
 }
 
-// TestS3OtherConverters: convert-parquet and convert-lance write into a
-// bucket exactly what they write locally (sources in a bucket: TestS3Parquet,
-// TestS3Lance).
-func TestS3OtherConverters(t *testing.T) {
-	t.Parallel()
-	srv := s3test.Start(t, "bkt")
-	env := srv.Env()
-	pq := filepath.Join(parquetFixtureRoot(t), "plain")
-	ln := filepath.Join(lanceFixtures(t), "blob2_2_2.lance")
-	for _, c := range []struct {
-		name string
-		args []string // the converter, its flags; then SRC DST are added
-		src  string
-	}{
-		{"parquet", []string{"convert-parquet", "--yes", "--quiet", "--column", "jpg", "--field", "meta.thumb", "--max-pack-bytes", "256KiB"}, pq},
-		{"lance", []string{"convert-lance", "--yes", "--quiet"}, ln},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			local := filepath.Join(t.TempDir(), "out")
-			if r := bp(t, append(c.args, c.src, local)...); r.code != 0 {
-				t.Fatalf("local run: %+v", r)
-			}
-			if r := bpS3(t, env, append(c.args, c.src, "s3://bkt/"+c.name)...); r.code != 0 {
-				t.Fatalf("run into the bucket: %+v", r)
-			}
-			sameOutput(t, storeTree(t, srv, "bkt", c.name), localTree(t, local))
-		})
-	}
-}
-
 // s3DryRun runs a converter's dry run (run is called with --dry-run --json
 // SRC planDst) on the local source and on its copy in the bucket, read
 // through proxy; it fails unless the two plans are the same but for the
