@@ -425,7 +425,9 @@ func sameAsWhole(t *testing.T, dst, one string, n int) {
 
 // recordText returns the run record in dir without its per-part extents,
 // after checking that there are n of them (one per part, in order, with
-// consecutive shards adding up to the shards in dir/media).
+// consecutive shards adding up to the shards in dir/media), and without
+// its per-commit extents (an undivided run records its one commit; a
+// joined output's extents are its parts').
 func recordText(t *testing.T, dir string, n int) string {
 	t.Helper()
 	rec, err := converttest.Dest(t, dir).ReadRecord(t.Context())
@@ -442,7 +444,7 @@ func recordText(t *testing.T, dir string, n int) string {
 	if len(rec.Parts) != n || (n > 0 && next != len(packShards(filepath.Join(dir, "media")))) {
 		t.Fatalf("%s: extents %+v for %d parts", dir, rec.Parts, n)
 	}
-	rec.Parts = nil
+	rec.Parts, rec.Commits = nil, nil
 	return string(rec.Encode())
 }
 
