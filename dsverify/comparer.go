@@ -19,6 +19,9 @@ type Comparer struct {
 	compare func(v *verifier, src string) error
 }
 
+// IsZero reports whether c is the zero Comparer, which compares nothing.
+func (c Comparer) IsZero() bool { return c.claims == nil || c.compare == nil }
+
 // The converters' comparisons. Each claims only what none of the others
 // does, so the order they are tried in does not matter: a dataset with a
 // Lance table convert-lance wrote, compared with a Lance dataset, is
