@@ -90,24 +90,33 @@ func TestAirflowCommands(t *testing.T) {
 // scripts/requirements/airflow.txt) with a home of its own: SQLite, the
 // example DAG folder, a pool for the parts.
 type airflow struct {
-	bin string   // the airflow command
-	py  string   // its Python
-	env []string // the environment every command gets
-	db  string
+	bin  string   // the airflow command
+	py   string   // its Python
+	env  []string // the environment every command gets
+	home string   // AIRFLOW_HOME (task logs under logs/)
+	db   string
 }
 
 func newAirflow(t *testing.T) *airflow {
 	t.Helper()
-	py := testtool.PythonFor(t, "airflow")
-	home := t.TempDir()
 	dags, err := filepath.Abs(filepath.Join("..", "..", "examples", "airflow"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &airflow{bin: filepath.Join(filepath.Dir(py), "airflow"), py: py, db: filepath.Join(home, "airflow.db")}
+	return newAirflowAt(t, dags)
+}
+
+// newAirflowAt is newAirflow with the DAG folder dags and more variables
+// (which replace the defaults of the same name).
+func newAirflowAt(t *testing.T, dags string, env ...string) *airflow {
+	t.Helper()
+	py := testtool.PythonFor(t, "airflow")
+	home := t.TempDir()
+	a := &airflow{bin: filepath.Join(filepath.Dir(py), "airflow"), py: py, home: home, db: filepath.Join(home, "airflow.db")}
 	a.env = append(os.Environ(), "AIRFLOW_HOME="+home, "AIRFLOW__CORE__DAGS_FOLDER="+dags, "AIRFLOW__CORE__LOAD_EXAMPLES=False",
 		"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=sqlite:///"+a.db, "PYTHONDONTWRITEBYTECODE=1",
 		"BPCONVERT_RETRY_DELAY=0", "BPCONVERT_POOL=bpconvert", "BPCONVERT_ASSET_URI=file:///converted/packs")
+	a.env = append(a.env, env...)
 	for _, args := range [][]string{{"db", "migrate"}, {"pools", "set", "bpconvert", "4", "bpconvert parts"}} {
 		if out, err := a.cmd(context.Background(), args...).CombinedOutput(); err != nil {
 			t.Fatalf("airflow %v: %v\n%s", args, err, out)
