@@ -29,7 +29,7 @@ func TestAirflowCommands(t *testing.T) {
 	testtool.Require(t, "python3")
 	dir := filepath.Join("..", "..", "examples", "airflow")
 	root := t.TempDir()
-	for _, f := range []string{"bpconvert_commands.py", "bpconvert_dag.py"} {
+	for _, f := range []string{"bpconvert_commands.py", "bpconvert_dag.py", "bpconvert_append_dag.py"} {
 		// python3 -m py_compile, with the byte code kept out of the tree.
 		script := "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 		if out, err := exec.Command("python3", "-c", script, filepath.Join(dir, f), filepath.Join(root, f+"c")).CombinedOutput(); err != nil {
