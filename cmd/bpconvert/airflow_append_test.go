@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -188,7 +189,9 @@ func (a *airflow) xcomOf(t *testing.T, dag, runID, task string) map[string]any {
 // was asset-triggered by that round's event, no task was retried, DST
 // verifies against every source and holds the members of one conversion of
 // all of them; after the second, the first run's shards are byte for byte
-// as they were and the append reports the two new sources.
+// as they were and the append reports the two new sources. A third event,
+// after the producer rewrote tars DST holds, fails its append with exit 3
+// without a retry.
 func TestAirflowAppendOnAsset(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -281,5 +284,39 @@ func TestAirflowAppendOnAsset(t *testing.T) {
 		if got, _ := appended["appended"].(map[string]any); got["sources"] != 2.0 {
 			t.Errorf("the append's summary says appended %v, want 2 new sources", appended["appended"])
 		}
+	}
+	changedSourceFails(t, a, dst)
+}
+
+// changedSourceFails has the producer write round 1's tars again (the same
+// bytes, a new modification time): the next asset-triggered append stops
+// with exit 3 naming one of them, its task fails once without a retry,
+// verify does not run, and DST's shards stay as they were.
+func changedSourceFails(t *testing.T, a *airflow, dst string) {
+	t.Helper()
+	before := packBytes(t, dst)
+	a.run(t, "dags", "trigger", "shard_producer", "-c", `{"round": 1}`)
+	finished := "select run_id, run_type, state from dag_run where dag_id = 'bpconvert_append' and state in ('success', 'failed') order by id"
+	a.schedule(t, func() bool { return len(a.query(t, finished)) == 3 })
+	run := a.query(t, finished)[2]
+	runID := run[0].(string)
+	log := a.taskLog("bpconvert_append", runID, "append")
+	if fmt.Sprint(run[1:]) != "[asset_triggered failed]" {
+		t.Fatalf("a run over a changed source: %v\n%s", run, log)
+	}
+	tis := a.query(t, fmt.Sprintf("select task_id, try_number, state from task_instance where run_id = '%s' order by task_id", runID))
+	if fmt.Sprint(tis) != "[[append 1 failed] [verify 0 upstream_failed]]" {
+		t.Fatalf("a run over a changed source: tasks %v", tis)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`"level":"error","event":"bpconvert: error: [^"]*train-r1-000[01]\.tar`),
+		regexp.MustCompile(`AirflowFailException.*bpconvert convert-wds exited 3: [^"]*train-r1-000[01]\.tar[^"]*invalid input, not retried`),
+	} {
+		if !want.MatchString(log) {
+			t.Fatalf("the append task's log lacks %q:\n%s", want, log)
+		}
+	}
+	if after := packBytes(t, dst); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a refused append changed the shards: %v, were %v", after, before)
 	}
 }
