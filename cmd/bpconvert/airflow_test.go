@@ -23,7 +23,9 @@ import (
 // python3 and runs exactly the commands its helper module templates: the
 // parts concurrently, then finalize, then a retry of each (all exit 0),
 // then verify against the sources; it also checks the module's exit-code
-// rules against the codes bpconvert documents.
+// rules against the codes bpconvert documents, and what the append DAG
+// gives bpconvert for an Asset's URI (a file:// URI's path, another URI as
+// it is).
 func TestAirflowCommands(t *testing.T) {
 	t.Parallel()
 	testtool.Require(t, "python3")
@@ -34,6 +36,21 @@ func TestAirflowCommands(t *testing.T) {
 		script := "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 		if out, err := exec.Command("python3", "-c", script, filepath.Join(dir, f), filepath.Join(root, f+"c")).CombinedOutput(); err != nil {
 			t.Fatalf("py_compile %s: %v\n%s", f, err, out)
+		}
+	}
+	// The path or URI the append DAG gives bpconvert for an Asset's URI.
+	for uri, want := range map[string]string{
+		"file:///data/shards/train":   "/data/shards/train",
+		"file:///data/new%20shards":   "/data/new shards",
+		"s3://bucket/shards/train":    "s3://bucket/shards/train",
+		"file:///data/packs/train/":   "/data/packs/train/",
+		"s3://bucket/packs?region=x1": "s3://bucket/packs?region=x1",
+	} {
+		script := "import sys; sys.path.insert(0, sys.argv[1]); import bpconvert_commands; print(bpconvert_commands.location(sys.argv[2]))"
+		cmd := exec.Command("python3", "-c", script, dir, uri)
+		cmd.Env = append(cmd.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSuffix(string(out), "\n") != want {
+			t.Errorf("location(%q) = %q (%v), want %q", uri, out, err, want)
 		}
 	}
 	shards := wdsShards(t, root, 5, 4, 2000)

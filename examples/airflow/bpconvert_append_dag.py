@@ -18,23 +18,24 @@ holds has changed or disappeared, or is corrupt) fail without retrying;
 anything else (1: another append committed first, 143: stopped) is retried,
 and the retry resumes or finds the work done.
 
-Environment of the DAG processor: BPCONVERT_SOURCE_URI, the source Asset
-(default file:///data/shards/train: SRC is its path), BPCONVERT_ASSET_URI,
-the packs Asset (default file:///data/packs/train: DST is its path),
+Environment of the DAG processor and the workers: BPCONVERT_SOURCE_URI,
+the source Asset (default file:///data/shards/train: SRC is its path; an
+s3:// URI is SRC as it is), BPCONVERT_ASSET_URI, the packs Asset (default
+file:///data/packs/train: DST is its path, or the s3:// URI),
 BPCONVERT_APPEND_FLAGS, more converter flags (for example
-"--max-pack-bytes 4GB"), and BPCONVERT_RETRY_DELAY. A manual trigger may give other paths as params.
+"--max-pack-bytes 4GB"), and BPCONVERT_RETRY_DELAY. A manual trigger may
+give other paths as params.
 """
 
 import logging
 import os
 import shlex
 from datetime import timedelta
-from urllib.parse import urlparse
 
 from airflow.sdk import Asset, Param, dag, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from bpconvert_commands import BpconvertFailed, append_command, run, verify_command
+from bpconvert_commands import BpconvertFailed, append_command, location, run, verify_command
 
 #: The dataset that grows; DAGs that add to it declare it as an outlet.
 SOURCE = Asset(name="bpconvert_source", uri=os.environ.get("BPCONVERT_SOURCE_URI", "file:///data/shards/train"))
@@ -71,9 +72,9 @@ def bpconvert(argv):
     params={
         "bpconvert": Param("bpconvert", type="string", description="the bpconvert program (a path, or a name on PATH)"),
         "converter": Param("convert-wds", enum=["convert-wds", "convert-parquet", "convert-lerobot", "convert-lance"]),
-        "sources": Param([urlparse(SOURCE.uri).path], type="array", items={"type": "string"},
+        "sources": Param([location(SOURCE.uri)], type="array", items={"type": "string"},
                          description="SRC arguments; by default the source Asset's path"),
-        "dest": Param(urlparse(PACKS.uri).path, type="string", description="DST; by default the packs Asset's path"),
+        "dest": Param(location(PACKS.uri), type="string", description="DST; by default the packs Asset's path"),
         "extra": Param(EXTRA, type="array", items={"type": "string"},
                        description="more converter flags, the same on every run (DST records them)"),
     },

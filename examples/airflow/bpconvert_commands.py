@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from urllib.parse import unquote, urlparse
 
 #: Exit codes after which retrying cannot help.
 NO_RETRY = {2: "usage error or conflicting destination", 3: "invalid input"}
@@ -31,6 +32,13 @@ NO_RETRY = {2: "usage error or conflicting destination", 3: "invalid input"}
 def part_command(bpconvert, converter, sources, dst, part, parts, extra=()):
     """The argv of part `part` (1-based) of `parts` of a split conversion."""
     return [bpconvert, converter, *sources, dst, "--part", f"{part}/{parts}", "--yes", *extra]
+
+
+def location(uri):
+    """What bpconvert is given for an Asset's URI: the path of a file://
+    URI, any other URI (s3://bucket/prefix) as it is."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
 def append_command(bpconvert, converter, sources, dst, extra=()):
