@@ -35,7 +35,7 @@ from datetime import timedelta
 from airflow.sdk import Asset, Param, dag, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from bpconvert_commands import BpconvertFailed, append_command, location, run, verify_command
+from bpconvert_commands import append_command, location, run_task, verify_command
 
 #: The dataset that grows; DAGs that add to it declare it as an outlet.
 SOURCE = Asset(name="bpconvert_source", uri=os.environ.get("BPCONVERT_SOURCE_URI", "file:///data/shards/train"))
@@ -52,15 +52,9 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("BPCONVERT_RETRY_DELAY", "3
 
 
 def bpconvert(argv):
-    """Run bpconvert; return its summary, or raise what Airflow should do."""
-    log = logging.getLogger("bpconvert")  # into the task log
-    try:
-        return run(argv, log)
-    except BpconvertFailed as e:
-        log.error("%s", e)
-        if e.outcome == "fail":
-            raise AirflowFailException(str(e)) from None
-        raise AirflowException(str(e)) from None
+    """Run bpconvert; return its summary, or raise what Airflow should do:
+    AirflowFailException (no retry) or AirflowException (retried)."""
+    return run_task(argv, AirflowFailException, AirflowException)
 
 
 @dag(

@@ -125,6 +125,20 @@ def run(argv, log=None):
     return summary
 
 
+def run_task(argv, fail, retry):
+    """Run bpconvert as an engine's task: stream its output to the logger
+    "bpconvert" (the task log) and return its summary, or raise fail(message)
+    when a retry cannot help (exit 2 or 3) and retry(message) otherwise; fail
+    and retry are the engine's exception classes (Airflow:
+    AirflowFailException and AirflowException)."""
+    log = logging.getLogger("bpconvert")
+    try:
+        return run(argv, log)
+    except BpconvertFailed as e:
+        log.error("%s", e)
+        raise (fail if e.outcome == "fail" else retry)(str(e)) from None
+
+
 if __name__ == "__main__":
     # python3 bpconvert_commands.py BPCONVERT CONVERTER DST PARTS SRC...
     # prints the commands of every part, of finalize and of verify, one per
