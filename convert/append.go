@@ -138,7 +138,7 @@ func (b *Base) Sources(cur []SourceFile, allowRemoved bool) (SourceDiff, error) 
 		case sameSource(old, s):
 			d.Kept = append(d.Kept, s)
 		default:
-			e := Invalid("append", s.Path, fmt.Errorf("changed since %s converted it (size %d, then %d; modified %s, then %s): an append adds new source files, it does not replace what the output holds",
+			e := Invalid("append", s.Path, fmt.Errorf("changed since %s converted it (%d bytes now, %d then; modified %s now, %s then): an append adds new source files, it does not replace what the output holds",
 				b.Dest.Location(), s.Size, old.Size, s.ModTime, old.ModTime))
 			e.Hint = "convert the changed sources into a new destination (or remove this one and convert again)"
 			return d, e
@@ -272,7 +272,7 @@ func (b *Base) committedShards(ctx context.Context) ([]packcore.ShardInfo, error
 		return nil, err
 	}
 	var man *packcore.Manifest
-	if raw, err := objstore.ReadAll(ctx, st, objstore.Join(b.packDir, packcore.ManifestName), 1<<28); err == nil {
+	if raw, err := objstore.ReadAll(ctx, st, b.inPack(packcore.ManifestName), 1<<28); err == nil {
 		man, err = packcore.DecodeManifest(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Dest.Location(), err)
@@ -330,6 +330,14 @@ func (b *Base) committedShards(ctx context.Context) ([]packcore.ShardInfo, error
 	return out, nil
 }
 
+// inPack returns the path of name in the pack directory.
+func (b *Base) inPack(name string) string {
+	if b.packDir == "." {
+		return name
+	}
+	return objstore.Join(b.packDir, name)
+}
+
 // sortShards sorts shard names by number.
 func sortShards(names []string) {
 	slices.SortFunc(names, func(a, b string) int {
@@ -349,10 +357,7 @@ func (b *Base) storedShards(ctx context.Context) (out []packcore.StoredShard, me
 		return nil, 0, 0, err
 	}
 	for _, s := range b.Shards {
-		name := objstore.Join(b.packDir, s.Name)
-		if b.packDir == "." {
-			name = s.Name
-		}
+		name := b.inPack(s.Name)
 		obj, err := st.Open(ctx, name)
 		if err != nil {
 			return nil, 0, 0, fmt.Errorf("%s: committed shard %s: %w", b.Dest.Location(), name, err)

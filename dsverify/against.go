@@ -12,25 +12,21 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
 // against compares every payload of the source with the member that holds
-// it: a Lance source when the dataset has a table convert-lance wrote,
-// WebDataset shards when it has a samples table, parquet tables when it
-// has tables that convert-parquet rewrote.
+// it: with the first of the converters' comparisons that claims the
+// dataset and source, or else as the packs, or the tables blobpack 0.2.0
+// wrote, were made from it.
 func (v *verifier) against(src string) error {
+	for _, c := range v.opts.Comparers {
+		if c.claims != nil && c.claims(v, src) {
+			return c.compare(v, src)
+		}
+	}
 	switch {
-	case len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src)):
-		return v.againstLance(src)
-	case v.isLeRobotDataset(src):
-		return v.againstLeRobot(src)
-	case v.wds != nil:
-		return v.againstWDS(src)
-	case v.hasParquetRecord():
-		return v.againstParquet(src)
 	case len(v.plainLance) > 0 && v.store == nil && isLanceDataset(src):
 		sort.Strings(v.plainLance)
 		return v.againstBlobpackLance(src, v.plainLance)
@@ -223,7 +219,7 @@ func (v *verifier) sourceShards(src string) ([]string, error) {
 	if objstore.IsRemote(src) {
 		files, err = v.remoteShards(src)
 	} else {
-		files, err = wds.ShardFiles(v.ctx, src)
+		files, err = localShards(src)
 	}
 	if err == nil && len(files) == 0 {
 		err = errors.New("no tar shards")
@@ -240,14 +236,14 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 	// A tar in object storage is streamed, reads fetched ahead.
 	seq := f.stream(v.ctx)
 	defer seq.Close()
-	r, comp, release, err := wds.Decompress(bufio.NewReaderSize(seq, 1<<20))
+	r, comp, release, err := openTar(bufio.NewReaderSize(seq, 1<<20))
 	if err != nil {
 		return fmt.Errorf("--against: %s: corrupt %s stream: %w", name, comp, err)
 	}
 	defer release()
 	prefix := ""
 	if v.wds.shardPrefix {
-		prefix = wds.ShardStem(name) + "/"
+		prefix = tarStem(name) + "/"
 	}
 	tr := tar.NewReader(r)
 	for {
@@ -263,7 +259,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 		}
 		p := Problem{Table: name, Row: -1}
 		member := fmt.Sprintf("member %q: ", h.Name)
-		rel := wds.StripDot(h.Name)
+		rel := memberPath(h.Name)
 		key := prefix + rel
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont, tar.TypeLink, tar.TypeSymlink:
@@ -274,7 +270,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont:
 		case tar.TypeLink, tar.TypeSymlink:
-			target := wds.StripDot(h.Linkname)
+			target := memberPath(h.Linkname)
 			if h.Typeflag == tar.TypeSymlink {
 				target = path.Join(path.Dir(rel), h.Linkname)
 			}
@@ -325,13 +321,7 @@ func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) erro
 }
 
 // wdsField returns a member name's WebDataset field and sample key.
-func wdsField(name string) (field, sample string, ok bool) {
-	sample, field, ok = wds.SplitSample(name)
-	if !ok || field == "" {
-		return "", "", false
-	}
-	return field, sample, true
-}
+func wdsField(name string) (field, sample string, ok bool) { return sampleField(name) }
 
 // parquetRecord is the part of convert-parquet's table record that the
 // comparison needs.
@@ -355,7 +345,7 @@ func decodeParquetRecord(s string) (*parquetRecord, bool) {
 // objects directly under it that are named like shards are taken in name
 // order.
 func (v *verifier) remoteShards(src string) ([]string, error) {
-	locs, err := wds.ExpandShards(src)
+	locs, err := expandShardList(src)
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +370,7 @@ func (v *verifier) remoteShards(src string) ([]string, error) {
 		n := len(out)
 		err = st.List(v.ctx, prefix, func(in objstore.Info) error {
 			rest := strings.TrimPrefix(in.Name, prefix)
-			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && wds.IsShardName(rest) {
+			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && isTarName(rest) {
 				out = append(out, joinPath(strings.TrimSuffix(loc, "/"), rest))
 			}
 			return nil

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -60,11 +59,11 @@ func (v *verifier) againstLeRobot(src string) error {
 	if err != nil {
 		return fmt.Errorf("--against: %s: %w", videoindex.FileName, err)
 	}
-	var blobs map[string]lerobot.SourceFile
-	if lance, err := v.storedAsLance(src); err != nil {
+	var blobs map[string]cameraBlob
+	if lance, videoPath, err := v.storedAsLance(src); err != nil {
 		return err
 	} else if lance {
-		if blobs, err = lerobot.LanceCameraFiles(v.ctx, src, objstore.Options{Stats: v.opts.Stats}); err != nil {
+		if blobs, err = v.leRobotCameraBlobs(src, videoPath); err != nil {
 			return fmt.Errorf("--against: %w", err)
 		}
 	}
@@ -117,26 +116,28 @@ func (v *verifier) againstLeRobot(src string) error {
 const maxIndexBytes = 1 << 30
 
 // storedAsLance reports whether the LeRobot source src is stored as Lance
-// (meta/info.json's storage_format), reading that file alone.
-func (v *verifier) storedAsLance(src string) (bool, error) {
+// (meta/info.json's storage_format), with the video_path template of its
+// camera files, reading that file alone.
+func (v *verifier) storedAsLance(src string) (bool, string, error) {
 	b, err := v.fs.readAll(joinPath(src, "meta/info.json"), 64<<20)
 	if err != nil {
-		return false, fmt.Errorf("--against: %w", err)
+		return false, "", fmt.Errorf("--against: %w", err)
 	}
 	var info struct {
 		StorageFormat string `json:"storage_format"`
+		VideoPath     string `json:"video_path"`
 	}
 	if err := json.Unmarshal(b, &info); err != nil {
-		return false, fmt.Errorf("--against: %s: %w", joinPath(src, "meta/info.json"), err)
+		return false, "", fmt.Errorf("--against: %s: %w", joinPath(src, "meta/info.json"), err)
 	}
-	return info.StorageFormat == lerobot.StorageLance, nil
+	return info.StorageFormat == leRobotLanceStorage, info.VideoPath, nil
 }
 
 // openCameraFile opens the source camera file that a conversion packed
 // whole as key: the file or object key under src, or with blobs (a source
 // stored as Lance) the blob of that name. A key naming none matches
 // fs.ErrNotExist.
-func (v *verifier) openCameraFile(src, key string, blobs map[string]lerobot.SourceFile) (io.Closer, io.Reader, error) {
+func (v *verifier) openCameraFile(src, key string, blobs map[string]cameraBlob) (io.Closer, io.Reader, error) {
 	if blobs == nil {
 		f, err := v.fs.open(joinPath(src, key))
 		if err != nil {

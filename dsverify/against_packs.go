@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/convert/wds"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
@@ -125,7 +124,7 @@ func (v *verifier) isSourceDir(src string) (bool, error) {
 		}
 		return st.IsDir(), nil
 	}
-	if strings.ContainsAny(strings.TrimPrefix(src, "s3://"), "{:") || wds.IsShardName(src) {
+	if strings.ContainsAny(strings.TrimPrefix(src, "s3://"), "{:") || isTarName(src) {
 		return false, nil
 	}
 	st, key, err := v.fs.store(src)
@@ -146,7 +145,7 @@ func (v *verifier) isSourceDir(src string) (bool, error) {
 func (v *verifier) holdsTarsOnly(src string, set *packcore.Set) bool {
 	tars, other := false, false
 	_ = v.walkSource(src, func(key string, _ func() (io.ReadCloser, error)) error {
-		if set.Has(key) || !wds.IsShardName(key) || strings.Contains(key, "/") {
+		if set.Has(key) || !isTarName(key) || strings.Contains(key, "/") {
 			other = true
 			return errStopWalk
 		}
@@ -227,7 +226,7 @@ func (v *verifier) detectShardPrefix(first string, set *packcore.Set) (bool, err
 	defer f.Close()
 	seq := f.stream(v.ctx)
 	defer seq.Close()
-	r, comp, release, err := wds.Decompress(bufio.NewReaderSize(seq, 1<<16))
+	r, comp, release, err := openTar(bufio.NewReaderSize(seq, 1<<16))
 	if err != nil {
 		return false, fmt.Errorf("%s: corrupt %s stream: %w", first, comp, err)
 	}
@@ -244,7 +243,7 @@ func (v *verifier) detectShardPrefix(first string, set *packcore.Set) (bool, err
 		if h.Typeflag != tar.TypeReg && h.Typeflag != '\x00' {
 			continue
 		}
-		rel := wds.StripDot(h.Name)
-		return !set.Has(rel) && set.Has(wds.ShardStem(first)+"/"+rel), nil
+		rel := memberPath(h.Name)
+		return !set.Has(rel) && set.Has(tarStem(first)+"/"+rel), nil
 	}
 }

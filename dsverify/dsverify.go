@@ -141,6 +141,11 @@ type Options struct {
 	// Stats, when set, counts the requests and bytes that reading an
 	// s3:// dataset or source took.
 	Stats *objstore.Stats
+	// Comparers are the converters' comparisons with a source that
+	// Against tries (the CLI passes each converter's, from convert/formats);
+	// a dataset none of them claims is compared only if packs alone were
+	// made from the source or blobpack 0.2.0 converted it.
+	Comparers []Comparer
 }
 
 // ErrNothingToVerify is returned for a directory that holds neither packs
@@ -299,6 +304,9 @@ type verifier struct {
 	// what absolute and URL references call root (see shardRel).
 	packDirs []string
 	bases    map[string]bool
+	// isLeRobot caches whether the --against source is a LeRobot dataset
+	// (nil until asked).
+	isLeRobot *bool
 }
 
 // storeName is the name in the root's store of a path relative to root.

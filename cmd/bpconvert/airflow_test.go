@@ -23,17 +23,34 @@ import (
 // python3 and runs exactly the commands its helper module templates: the
 // parts concurrently, then finalize, then a retry of each (all exit 0),
 // then verify against the sources; it also checks the module's exit-code
-// rules against the codes bpconvert documents.
+// rules against the codes bpconvert documents, and what the append DAG
+// gives bpconvert for an Asset's URI (a file:// URI's path, another URI as
+// it is).
 func TestAirflowCommands(t *testing.T) {
 	t.Parallel()
 	testtool.Require(t, "python3")
 	dir := filepath.Join("..", "..", "examples", "airflow")
 	root := t.TempDir()
-	for _, f := range []string{"bpconvert_commands.py", "bpconvert_dag.py"} {
+	for _, f := range []string{"bpconvert_commands.py", "bpconvert_dag.py", "bpconvert_append_dag.py"} {
 		// python3 -m py_compile, with the byte code kept out of the tree.
 		script := "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)"
 		if out, err := exec.Command("python3", "-c", script, filepath.Join(dir, f), filepath.Join(root, f+"c")).CombinedOutput(); err != nil {
 			t.Fatalf("py_compile %s: %v\n%s", f, err, out)
+		}
+	}
+	// The path or URI the append DAG gives bpconvert for an Asset's URI.
+	for uri, want := range map[string]string{
+		"file:///data/shards/train":   "/data/shards/train",
+		"file:///data/new%20shards":   "/data/new shards",
+		"s3://bucket/shards/train":    "s3://bucket/shards/train",
+		"file:///data/packs/train/":   "/data/packs/train/",
+		"s3://bucket/packs?region=x1": "s3://bucket/packs?region=x1",
+	} {
+		script := "import sys; sys.path.insert(0, sys.argv[1]); import bpconvert_commands; print(bpconvert_commands.location(sys.argv[2]))"
+		cmd := exec.Command("python3", "-c", script, dir, uri)
+		cmd.Env = append(cmd.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSuffix(string(out), "\n") != want {
+			t.Errorf("location(%q) = %q (%v), want %q", uri, out, err, want)
 		}
 	}
 	shards := wdsShards(t, root, 5, 4, 2000)
@@ -90,24 +107,33 @@ func TestAirflowCommands(t *testing.T) {
 // scripts/requirements/airflow.txt) with a home of its own: SQLite, the
 // example DAG folder, a pool for the parts.
 type airflow struct {
-	bin string   // the airflow command
-	py  string   // its Python
-	env []string // the environment every command gets
-	db  string
+	bin  string   // the airflow command
+	py   string   // its Python
+	env  []string // the environment every command gets
+	home string   // AIRFLOW_HOME (task logs under logs/)
+	db   string
 }
 
 func newAirflow(t *testing.T) *airflow {
 	t.Helper()
-	py := testtool.PythonFor(t, "airflow")
-	home := t.TempDir()
 	dags, err := filepath.Abs(filepath.Join("..", "..", "examples", "airflow"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &airflow{bin: filepath.Join(filepath.Dir(py), "airflow"), py: py, db: filepath.Join(home, "airflow.db")}
+	return newAirflowAt(t, dags)
+}
+
+// newAirflowAt is newAirflow with the DAG folder dags and more variables
+// (which replace the defaults of the same name).
+func newAirflowAt(t *testing.T, dags string, env ...string) *airflow {
+	t.Helper()
+	py := testtool.PythonFor(t, "airflow")
+	home := t.TempDir()
+	a := &airflow{bin: filepath.Join(filepath.Dir(py), "airflow"), py: py, home: home, db: filepath.Join(home, "airflow.db")}
 	a.env = append(os.Environ(), "AIRFLOW_HOME="+home, "AIRFLOW__CORE__DAGS_FOLDER="+dags, "AIRFLOW__CORE__LOAD_EXAMPLES=False",
 		"AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=sqlite:///"+a.db, "PYTHONDONTWRITEBYTECODE=1",
 		"BPCONVERT_RETRY_DELAY=0", "BPCONVERT_POOL=bpconvert", "BPCONVERT_ASSET_URI=file:///converted/packs")
+	a.env = append(a.env, env...)
 	for _, args := range [][]string{{"db", "migrate"}, {"pools", "set", "bpconvert", "4", "bpconvert parts"}} {
 		if out, err := a.cmd(context.Background(), args...).CombinedOutput(); err != nil {
 			t.Fatalf("airflow %v: %v\n%s", args, err, out)

@@ -22,10 +22,14 @@ type packFlags struct {
 	maxMembers   int
 	refBase      string
 	noManifest   bool
+	// append and allowRemoved are --append and --allow-removed.
+	append, allowRemoved bool
 }
 
 func (p *packFlags) register(fs *flag.FlagSet) {
 	registerPackLimits(fs, &p.maxPackBytes, &p.maxMembers, &p.noManifest, packcore.DefaultMaxMembers)
+	fs.BoolVar(&p.append, "append", false, "pack only the files that DST's committed pack does not hold yet, into new shards, and commit\nthem as a new version of it (an absent DST is packed whole, with a run record); a changed file is refused")
+	fs.BoolVar(&p.allowRemoved, "allow-removed", false, "with --append: keep the members of files the pack holds that are gone from SRC now")
 	fs.StringVar(&p.refBase, "ref-base", "", "shard directory `DIR` as references name it, relative to the dataset root (default: the pack directory's name)")
 }
 
@@ -80,6 +84,8 @@ type packResult struct {
 	ShardFiles  []packcore.ShardInfo `json:"shard_files"`
 	// Upload describes the uploads of a pack written to object storage.
 	Upload *plan.Upload `json:"upload,omitempty"`
+	// Appended says what a pack --append added to a committed pack.
+	Appended *plan.Appended `json:"appended,omitempty"`
 }
 
 func cmdPack(e *env, fset *flag.FlagSet) runFunc {
@@ -92,7 +98,10 @@ func cmdPack(e *env, fset *flag.FlagSet) runFunc {
 		if err := checkDestParent("pack", dst); err != nil {
 			return nil, err
 		}
-		if objstore.IsRemote(src) || objstore.IsRemote(dst) {
+		if pf.allowRemoved && !pf.append {
+			return nil, usagef("pack: --allow-removed goes with --append")
+		}
+		if objstore.IsRemote(src) || objstore.IsRemote(dst) || pf.append {
 			return packRemote(ctx, e, fset, &pf, src, dst, *staging)
 		}
 		if *staging != "" {

@@ -67,9 +67,10 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 	var out *convert.Output
 	var stats packcore.Stats
 	var upload *plan.Upload
-	if objstore.IsRemote(dst) {
+	var appended *plan.Appended
+	if objstore.IsRemote(dst) || pf.append {
 		dst = strings.TrimSuffix(dst, "/")
-		if objstore.IsRemote(src) {
+		if objstore.IsRemote(src) && objstore.IsRemote(dst) {
 			a, b := strings.TrimSuffix(src, "/")+"/", dst+"/"
 			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
 				return nil, fmt.Errorf("pack: %s and %s: %w", src, dst, stage.ErrOverlap)
@@ -90,7 +91,20 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		if err != nil {
 			return nil, err
 		}
-		if old, err := d.ReadRecord(ctx); err == nil {
+		if !d.Remote() && !objstore.IsRemote(src) {
+			if err := stage.CheckDisjoint(src, d.Location()); err != nil {
+				return nil, fmt.Errorf("pack: %w", err)
+			}
+		}
+		base, err := packBase(ctx, pf, d, rec)
+		if err != nil {
+			return nil, err
+		}
+		if base != nil && len(base.Diff.New) == 0 {
+			e.infof("already done: %s holds every file of this source; nothing was written", d.Location())
+			return plan.Summary{Status: plan.StatusAlreadyDone, Dest: d.Location()}, nil
+		}
+		if old, err := d.ReadRecord(ctx); err == nil && base == nil {
 			if diff := rec.Diff(old); len(diff) > 0 {
 				return nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
 					hint: "choose a new destination, or remove this one to pack again"}
@@ -99,17 +113,20 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 			return plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
 		}
 		refBase := pf.refBase
-		if refBase == "" {
+		if refBase == "" && d.Remote() {
 			_, prefix, _ := objstore.ParseS3(dst)
 			refBase = path.Base("/" + prefix)
 			if prefix == "" {
 				refBase = "."
 			}
+		} else if refBase == "" {
+			refBase = filepath.Base(d.Location())
 		}
 		prog := e.newProgress("pack")
 		out, err = convert.Begin(ctx, d, convert.OutputOptions{
 			Pack: convert.PackOptions{MaxPackBytes: int64(pf.maxPackBytes), MaxMembers: pf.maxMembers, NoManifest: pf.noManifest,
-				Record: rec},
+				Record: rec, Append: pf.append, AllowRemoved: pf.allowRemoved},
+			Base:     base,
 			PackDir:  ".",
 			RefBase:  refBase,
 			Progress: prog,
@@ -120,6 +137,9 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		defer out.Abort()
 		prog.SetTotal(count, total)
 		err = walk(func(it item) error {
+			if base.Holds(sourcePath(src, it.path, srcStore != nil)) {
+				return nil // packed by an earlier commit
+			}
 			if err := addItem(ctx, out, srcStore, it.key, it.path, it.size); err != nil {
 				return fmt.Errorf("pack: %s: %w", it.path, err)
 			}
@@ -137,7 +157,10 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		if err != nil {
 			return nil, err
 		}
-		upload = out.Summary(plan.Summary{}).Upload
+		sum := out.Summary(plan.Summary{})
+		upload, appended = sum.Upload, sum.Appended
+		stats.Members, stats.Bytes = sum.Blobs, sum.Bytes
+		dst = d.Location()
 	} else {
 		// From object storage to a local directory: the local pack path
 		// with objects as the files.
@@ -179,7 +202,42 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 	}
 	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
 	return packResult{Src: src, Dst: dst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
-		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles, Upload: upload}, nil
+		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles, Upload: upload, Appended: appended}, nil
+}
+
+// packBase, for pack --append into a destination holding a committed pack
+// with a run record, reads it (see convertFlags.appendBase) and makes rec
+// the extended pack's record; nil otherwise.
+func packBase(ctx context.Context, pf *packFlags, d convert.Dest, rec *convert.Record) (*convert.Base, error) {
+	if !pf.append {
+		return nil, nil
+	}
+	t := convert.Target{Dest: d, Record: rec, Append: true}
+	if _, err := t.Recover(ctx); err != nil {
+		return nil, err
+	}
+	base, err := t.ReadBase(ctx, ".")
+	if err != nil || base == nil {
+		return nil, err
+	}
+	if _, err := base.Sources(rec.Sources, pf.allowRemoved); err != nil {
+		return nil, err
+	}
+	base.Extend(rec)
+	return base, nil
+}
+
+// sourcePath is the path of a pack source's file as its run record names
+// it (see convert.Identify): absolute for a local file, the s3:// location
+// of an object.
+func sourcePath(src, p string, remote bool) string {
+	if remote {
+		return strings.TrimSuffix(src, "/") + "/" + p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // fileAdder is what addItem adds to: a run's output or a pack writer.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert/formats"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -18,7 +19,7 @@ func cmdVerify(e *env, fset *flag.FlagSet) runFunc {
 		"or Lance source of a dataset that blobpack 0.2.0 converted, or the directory or tars that packs alone were\n"+
 		"made from (by pack, or by blobpack 0.2.0's pack and convert-wds: keys are file paths or member names)")
 	return func(ctx context.Context, pos []string) (any, error) {
-		opts := dsverify.Options{Against: *against}
+		opts := dsverify.Options{Against: *against, Comparers: formats.Comparers()}
 		remote := objstore.IsRemote(pos[0]) || objstore.IsRemote(*against)
 		if remote {
 			if objstore.IsRemote(pos[0]) {

@@ -1,8 +1,73 @@
 package main
 
-// commands lists every subcommand in help order. Adding a command is one
-// entry here and a define function (its flags, returning its run).
+import "github.com/bpconvert/bpconvert/convert/formats"
+
+// commands lists every subcommand in help order: the converters, in the
+// order of formats.All, after version. Adding a command is one entry here
+// and a define function (its flags, returning its run); adding a converter
+// is its Format and its case in converterCommand.
 func commands() []command {
+	return append(append(append([]command{}, leadCommands()...), converterCommands()...), tailCommands()...)
+}
+
+// converterCommands makes the command of each converter of formats.All
+// that converterCommand knows.
+func converterCommands() []command {
+	var out []command
+	for _, f := range formats.All {
+		if c, ok := converterCommand(f); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// converterCommand is the command that runs the converter f: its name,
+// operands and summary are f's, its flags, operand count, help text and
+// examples the CLI's. A converter it does not know has none (and the test
+// of the converters table fails).
+func converterCommand(f formats.Format) (command, bool) {
+	c := command{name: f.Command, args: f.Args, nargs: 2, summary: f.Summary}
+	switch f.Command {
+	case "convert-wds":
+		c.nargs, c.define = -1, cmdWDS
+		c.long = "SRC is a directory of shards, a tar, a brace pattern ('train-{000000..000099}.tar'), several\nof them (a shell glob), - for standard input, or s3://BUCKET/PREFIX."
+		c.examples = []string{
+			"bpconvert convert-wds --dry-run shards/ ds/",
+			"bpconvert convert-wds --yes 'shards/train-{000000..000099}.tar' ds/ --inline cls,json",
+			"bpconvert convert-wds --yes --part 2/8 shards/ s3://bucket/ds",
+		}
+	case "convert-parquet":
+		c.define = cmdParquet
+		c.examples = []string{
+			"bpconvert convert-parquet --dry-run hf/ ds/",
+			"bpconvert convert-parquet --yes hf/ ds/",
+			"bpconvert convert-parquet --yes part-00000.parquet ds/ --column jpg --field meta.thumb",
+		}
+	case "convert-lerobot":
+		c.define, c.long = cmdLerobot, lerobotHelp
+		c.examples = []string{
+			"bpconvert convert-lerobot --dry-run pusht/ ds/",
+			"bpconvert convert-lerobot --yes pusht/ ds/",
+		}
+	case "convert-lance":
+		c.define = cmdConvertLance
+		c.long = "SRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read\n" +
+			"through ranged requests (manifest, file metadata, then the pages and blobs the run needs);\n" +
+			"the summary says what was fetched (bytes_fetched, fetch_requests)."
+		c.examples = []string{
+			"bpconvert convert-lance --yes images.lance ds/",
+			"bpconvert convert-lance --yes --column image images.lance ds/",
+			"bpconvert convert-lance --dry-run --dataset-version 3 images.lance ds/",
+		}
+	default:
+		return command{}, false
+	}
+	return c, true
+}
+
+// leadCommands are the commands help lists before the converters.
+func leadCommands() []command {
 	return []command{
 		{name: "pack", args: "SRC DST", nargs: 2, define: cmdPack,
 			summary: "pack every file under SRC into a new pack directory DST",
@@ -39,38 +104,12 @@ func commands() []command {
 		{name: "version", nargs: 0, define: cmdVersion,
 			summary:  "print the version",
 			examples: []string{"bpconvert version", "bpconvert --version"}},
-		{name: "convert-wds", args: "SRC DST", nargs: -1, define: cmdWDS,
-			summary: "convert WebDataset tar shards into packs and a samples.parquet table",
-			long:    "SRC is a directory of shards, a tar, a brace pattern ('train-{000000..000099}.tar'), several\nof them (a shell glob), - for standard input, or s3://BUCKET/PREFIX.",
-			examples: []string{
-				"bpconvert convert-wds --dry-run shards/ ds/",
-				"bpconvert convert-wds --yes 'shards/train-{000000..000099}.tar' ds/ --inline cls,json",
-				"bpconvert convert-wds --yes --part 2/8 shards/ s3://bucket/ds",
-			}},
-		{name: "convert-parquet", args: "SRC DST", nargs: 2, define: cmdParquet,
-			summary: "move payload columns of parquet tables into packs, columns become references",
-			examples: []string{
-				"bpconvert convert-parquet --dry-run hf/ ds/",
-				"bpconvert convert-parquet --yes hf/ ds/",
-				"bpconvert convert-parquet --yes part-00000.parquet ds/ --column jpg --field meta.thumb",
-			}},
-		{name: "convert-lerobot", args: "SRC DST", nargs: 2, define: cmdLerobot,
-			summary: "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs",
-			long:    lerobotHelp,
-			examples: []string{
-				"bpconvert convert-lerobot --dry-run pusht/ ds/",
-				"bpconvert convert-lerobot --yes pusht/ ds/",
-			}},
-		{name: "convert-lance", args: "SRC DST", nargs: 2, define: cmdConvertLance,
-			summary: "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied",
-			long: "SRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read\n" +
-				"through ranged requests (manifest, file metadata, then the pages and blobs the run needs);\n" +
-				"the summary says what was fetched (bytes_fetched, fetch_requests).",
-			examples: []string{
-				"bpconvert convert-lance --yes images.lance ds/",
-				"bpconvert convert-lance --yes --column image images.lance ds/",
-				"bpconvert convert-lance --dry-run --dataset-version 3 images.lance ds/",
-			}},
+	}
+}
+
+// tailCommands are the commands help lists after the converters.
+func tailCommands() []command {
+	return []command{
 		{name: "lance-inspect", args: "DATASET", nargs: 1, define: cmdLanceInspect,
 			summary: "describe a Lance dataset: versions, schema, fragments, column encodings, first rows",
 			long: "Binary values print as {size, sha256}; blob columns as handles {size, kind, ref_id, location}.\n" +
@@ -94,6 +133,5 @@ func commands() []command {
 				"bpconvert rebase ds/ --ref-base s3://bucket/ds",
 				"bpconvert rebase ds/ --ref-base .",
 			}},
-		// Converters register here.
 	}
 }

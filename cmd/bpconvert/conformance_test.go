@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert/formats"
+	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/plan"
 )
@@ -58,13 +59,19 @@ var conformanceSources = map[string]func(t *testing.T, root string) conformanceS
 // pass, each with a source of its own: a dry run prints a plan and writes
 // nothing; a run writes output that verify --against finds equal to the
 // source; a retry of the finished run is already done (exit 0, nothing
-// written) with the same totals; a run killed (SIGKILL) once its first
-// shard, half of them or all but one are complete resumes from them (a
-// converter whose shards complete together: once a shard is being
-// written), or with --restart starts over, and either way ends with the
-// bytes of the uninterrupted run; and once
-// one payload byte of a pack is flipped, verify --against fails. A converter without a source here fails
-// the suite.
+// written) with the same totals. Then, side by side: a run killed
+// (SIGKILL) once its first shard, half of them or all but one are complete
+// resumes from them (a converter whose shards complete together: once a
+// shard is being written), or with --restart starts over, and either way
+// ends with the bytes of the uninterrupted run; the run split into 2 and 3
+// parts (--part I/N, the parts run at once) and joined by finalize holds
+// the same members, table values and references as the one run (its packs
+// are cut differently, so they are compared by member, not byte for byte),
+// and a second finalize is already done; the run into a bucket (versitygw
+// on loopback) writes the objects the local run wrote, byte for byte, a
+// retry is already done and verify --against passes on the bucket. Last,
+// once one payload byte of a pack is flipped, verify --against fails. A
+// converter without a source here fails the suite.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	for _, f := range formats.All {
@@ -75,73 +82,139 @@ func TestConformance(t *testing.T) {
 				t.Fatal("no source for the conformance suite: every converter runs it with a source of its own")
 			}
 			root := t.TempDir()
-			s := source(t, root)
-			dst := filepath.Join(root, "out")
-			into := func(dst string, more ...string) []string {
-				a := append(append([]string{f.Command}, s.srcs...), dst)
-				return append(append(a, s.flags...), more...)
-			}
-			args := func(more ...string) []string { return into(dst, more...) }
-
-			r := bp(t, args("--dry-run", "--json")...)
-			if r.code != exitOK {
-				t.Fatalf("dry run: %+v", r)
-			}
-			if p, err := plan.ParseJSON(strings.NewReader(r.stdout)); err != nil || p.Source.Format != f.Name {
-				t.Fatalf("dry run plan: format %q, %v; want %q", p.Source.Format, err, f.Name)
-			}
-			if left, _ := filepath.Glob(filepath.Join(root, ".out*")); exists(dst) || len(left) > 0 {
-				t.Fatalf("the dry run wrote: %s exists %v, %v", dst, exists(dst), left)
-			}
-
-			first := conformanceRun(t, args("--yes", "--json"), plan.StatusOK)
+			c := conformanceCase{f: f, s: source(t, root), root: root, dst: filepath.Join(root, "out")}
+			c.dryRun(t)
+			first := conformanceRun(t, c.args("--yes", "--json"), plan.StatusOK)
 			if first.Blobs == 0 || first.Shards == 0 || first.Format != f.Name {
 				t.Fatalf("run: %+v", first)
 			}
-			before := treeBytes(t, dst)
-			again := conformanceRun(t, args("--yes", "--json"), plan.StatusAlreadyDone)
+			before := treeBytes(t, c.dst)
+			again := conformanceRun(t, c.args("--yes", "--json"), plan.StatusAlreadyDone)
 			if again.Blobs != first.Blobs || again.Bytes != first.Bytes || again.Shards != first.Shards {
 				t.Errorf("retry: %d blobs, %d bytes, %d shards; the run wrote %d, %d, %d",
 					again.Blobs, again.Bytes, again.Shards, first.Blobs, first.Bytes, first.Shards)
 			}
-			if after := treeBytes(t, dst); len(after) != len(before) {
+			if after := treeBytes(t, c.dst); len(after) != len(before) {
 				t.Errorf("the retry changed the output: %d files, were %d", len(after), len(before))
 			}
 
-			type kill struct {
-				at      int  // complete shards staged when it is killed
-				restart bool // the rerun has --restart, and starts over
-			}
-			kills := []kill{{1, false}, {int(first.Shards) / 2, false}, {int(first.Shards) - 1, false}, {int(first.Shards) / 2, true}}
-			if s.grouped {
-				kills = []kill{{0, false}, {0, true}}
-			}
-			for i, k := range kills {
-				killed := filepath.Join(root, fmt.Sprint("killed-", i))
-				killAt(t, into(killed, "--yes", "--json"), killed, k.at)
-				more := []string{"--yes", "--json"}
-				if k.restart {
-					more = append(more, "--restart")
-				}
-				r := bp(t, into(killed, more...)...)
-				if resumed := strings.Contains(r.stderr, "resuming an interrupted run"); r.code != exitOK || resumed == k.restart && (k.at > 0 || k.restart) {
-					t.Fatalf("rerun after a kill at %d complete shards (restart %v): resumed %v: %+v", k.at, k.restart, resumed, r)
-				}
-				sameTree(t, killed, dst)
-				if left, _ := filepath.Glob(filepath.Join(root, ".killed-*")); len(left) > 0 {
-					t.Fatalf("left after the rerun: %v", left)
-				}
-			}
+			t.Run("against the run", func(t *testing.T) {
+				t.Run("killed", func(t *testing.T) { t.Parallel(); c.killed(t, int(first.Shards)) })
+				t.Run("parts", func(t *testing.T) { t.Parallel(); c.parts(t) })
+				t.Run("bucket", func(t *testing.T) { t.Parallel(); c.bucket(t) })
+			})
 
-			if r := bp(t, "verify", dst, "--against", s.against); r.code != exitOK || !strings.Contains(r.stdout+r.stderr, "0 mismatches") {
+			if r := bp(t, "verify", c.dst, "--against", c.s.against); r.code != exitOK || !strings.Contains(r.stdout+r.stderr, "0 mismatches") {
 				t.Fatalf("verify --against: %+v", r)
 			}
-			flipPayloadByte(t, filepath.Join(dst, "media", "pack-0000.zip"))
-			if r := bp(t, "verify", dst, "--against", s.against); r.code == exitOK {
+			flipPayloadByte(t, filepath.Join(c.dst, "media", "pack-0000.zip"))
+			if r := bp(t, "verify", c.dst, "--against", c.s.against); r.code == exitOK {
 				t.Fatalf("verify --against passed with a payload byte flipped: %+v", r)
 			}
 		})
 	}
+}
+
+// conformanceCase is one converter's run of the suite: its source, and
+// the output dst of its one run under root.
+type conformanceCase struct {
+	f         formats.Format
+	s         conformanceSource
+	root, dst string
+}
+
+// into returns the converter's command line writing into dst.
+func (c *conformanceCase) into(dst string, more ...string) []string {
+	a := append(append([]string{c.f.Command}, c.s.srcs...), dst)
+	return append(append(a, c.s.flags...), more...)
+}
+
+// args returns the converter's command line writing into c.dst.
+func (c *conformanceCase) args(more ...string) []string { return c.into(c.dst, more...) }
+
+// dryRun: a dry run prints the converter's plan and writes nothing.
+func (c *conformanceCase) dryRun(t *testing.T) {
+	t.Helper()
+	r := bp(t, c.args("--dry-run", "--json")...)
+	if r.code != exitOK {
+		t.Fatalf("dry run: %+v", r)
+	}
+	if p, err := plan.ParseJSON(strings.NewReader(r.stdout)); err != nil || p.Source.Format != c.f.Name {
+		t.Fatalf("dry run plan: format %q, %v; want %q", p.Source.Format, err, c.f.Name)
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.root, ".out*")); exists(c.dst) || len(left) > 0 {
+		t.Fatalf("the dry run wrote: %s exists %v, %v", c.dst, exists(c.dst), left)
+	}
+}
+
+// killed kills runs at several points and reruns them (see TestConformance);
+// shards is how many the one run wrote.
+func (c *conformanceCase) killed(t *testing.T, shards int) {
+	type kill struct {
+		at      int  // complete shards staged when it is killed
+		restart bool // the rerun has --restart, and starts over
+	}
+	kills := []kill{{1, false}, {shards / 2, false}, {shards - 1, false}, {shards / 2, true}}
+	if c.s.grouped {
+		kills = []kill{{0, false}, {0, true}}
+	}
+	for i, k := range kills {
+		killed := filepath.Join(c.root, fmt.Sprint("killed-", i))
+		killAt(t, c.into(killed, "--yes", "--json"), killed, k.at)
+		more := []string{"--yes", "--json"}
+		if k.restart {
+			more = append(more, "--restart")
+		}
+		r := bp(t, c.into(killed, more...)...)
+		if resumed := strings.Contains(r.stderr, "resuming an interrupted run"); r.code != exitOK || resumed == k.restart && (k.at > 0 || k.restart) {
+			t.Fatalf("rerun after a kill at %d complete shards (restart %v): resumed %v: %+v", k.at, k.restart, resumed, r)
+		}
+		sameTree(t, killed, c.dst)
+		if left, _ := filepath.Glob(filepath.Join(c.root, ".killed-*")); len(left) > 0 {
+			t.Fatalf("left after the rerun: %v", left)
+		}
+	}
+}
+
+// parts splits the run into 2 and 3 parts run at once, joins them with
+// finalize and compares the result with the one run (sameAsWhole); verify
+// --against passes on it, and finalize again is already done.
+func (c *conformanceCase) parts(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		dst := filepath.Join(c.root, fmt.Sprint("split", n))
+		runParts(t, n, func(part string) []string { return c.into(dst, "--yes", "--quiet", "--part", part) })
+		if r := bp(t, "finalize", dst, "--json"); r.code != exitOK || lastJSON(t, r)["status"] != string(plan.StatusOK) {
+			t.Fatalf("finalize of %d parts: %+v", n, r)
+		}
+		sameAsWhole(t, dst, c.dst, n)
+		if left, _ := filepath.Glob(filepath.Join(c.root, fmt.Sprintf(".split%d.*", n))); len(left) > 0 {
+			t.Fatalf("left after finalize: %v", left)
+		}
+		if r := bp(t, "verify", dst, "--against", c.s.against); r.code != exitOK || !strings.Contains(r.stdout+r.stderr, "0 mismatches") {
+			t.Fatalf("verify --against the joined parts: %+v", r)
+		}
+		if r := bp(t, "finalize", dst, "--json"); r.code != exitOK || lastJSON(t, r)["status"] != string(plan.StatusAlreadyDone) {
+			t.Fatalf("finalize again: %+v", r)
+		}
+	}
+}
+
+// bucket runs the conversion into a bucket of a versitygw on loopback: the
+// objects are the local run's files, byte for byte (the run record aside,
+// which holds its own times); a retry is already done; verify --against
+// reads the bucket and finds every payload equal to the source's.
+func (c *conformanceCase) bucket(t *testing.T) {
+	srv := s3test.Start(t, "bkt")
+	env := srv.Env()
+	dst := "s3://bkt/out"
+	for _, want := range []plan.Status{plan.StatusOK, plan.StatusAlreadyDone} {
+		r := bpS3(t, env, c.into(dst, "--yes", "--json")...)
+		if r.code != exitOK || lastJSON(t, r)["status"] != string(want) {
+			t.Fatalf("run into the bucket, want %s: %+v", want, r)
+		}
+	}
+	sameOutput(t, storeTree(t, srv, "bkt", "out"), localTree(t, c.dst))
+	verifyAgainstAll(t, env, [2]string{dst, c.s.against})
 }
 
 // killAt starts the command args, which writes into dst, lets it run a

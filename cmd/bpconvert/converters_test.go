@@ -13,8 +13,8 @@ import (
 
 // TestConvertersTable: the converters are the convert-* rows of the
 // README's commands table and the entries of formats.All, and each of them
-// is wired alike: its Format has the README's operands and summary and a
-// joiner for finalize, it is a command of the CLI with the same summary,
+// is wired alike: its Format has the README's operands and summary, a
+// joiner for finalize and a comparison for verify --against, it is a command of the CLI with the same summary,
 // it takes every flag the converters share, and docs/converters.md has its
 // section. Neither the CLI nor formats.All has a converter the table lacks.
 func TestConvertersTable(t *testing.T) {
@@ -68,7 +68,7 @@ func TestConvertersTable(t *testing.T) {
 			if !ok {
 				t.Fatalf("in the README's table, not in formats.All")
 			}
-			if f.Args != args || f.Summary != summary || f.Joiner == nil || f.Name == "" {
+			if f.Args != args || f.Summary != summary || f.Joiner == nil || f.Against.IsZero() || f.Name == "" {
 				t.Errorf("formats.All has %+v, README %q %q", f, args, summary)
 			}
 			if !regexp.MustCompile("(?m)^## .*: `" + name + " ").Match(docs) {

@@ -219,7 +219,7 @@ func TestRefBaseS3(t *testing.T) {
 	if r := bp(t, "convert-wds", src, dst, "--yes", "--quiet", "--max-members", "16", "--ref-base", "s3://data/ds"); r.code != exitOK {
 		t.Fatalf("convert-wds: %s", r.stderr)
 	}
-	uploadTree(t, "s3://data/ds", dst)
+	upload(t, srv, dst, "data", "ds")
 	refs := refsIn(t, dst)
 	set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{RefBase: "s3://data/ds/media"})
 	if err != nil {

@@ -64,6 +64,27 @@ for s in range(shards):
 	}
 }
 
+// wdsSize is the shape of a WebDataset source that wdsSource writes:
+// shards tars of samples samples, each a random .jpg of size bytes and a
+// .cls.
+type wdsSize struct{ shards, samples, size int }
+
+// s3WDS is the set-up most S3 tests share: a versitygw on loopback with
+// buckets, a scratch directory root, and a WebDataset of shape w written
+// under root/src by Python's tarfile, uploaded under into/wds through the
+// S3 API when into names a bucket ("" uploads nothing).
+func s3WDS(t *testing.T, into string, w wdsSize, buckets ...string) (srv *s3test.Server, root, src string) {
+	t.Helper()
+	srv = s3test.Start(t, buckets...)
+	root = t.TempDir()
+	src = filepath.Join(root, "src")
+	wdsSource(t, src, w.shards, w.samples, w.size)
+	if into != "" {
+		upload(t, srv, src, into, "wds")
+	}
+	return srv, root, src
+}
+
 // upload copies every file under dir to bucket/prefix through the S3 API.
 func upload(t *testing.T, srv *s3test.Server, dir, bucket, prefix string) {
 	t.Helper()
@@ -178,13 +199,9 @@ func pendingUploads(t *testing.T, srv *s3test.Server, bucket string) int {
 // staged.
 func TestS3Directions(t *testing.T) {
 	t.Parallel()
-	srv := s3test.Start(t, "src-bucket", "dst-bucket")
+	srv, root, src := s3WDS(t, "src-bucket", wdsSize{3, 30, 20000}, "src-bucket", "dst-bucket")
 	env := srv.Env()
 	staging := t.TempDir()
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 3, 30, 20000)
-	upload(t, srv, src, "src-bucket", "wds")
 
 	local := filepath.Join(root, "local")
 	if r := bp(t, "convert-wds", "--yes", "--quiet", "--max-members", "16", src, local); r.code != 0 {
@@ -317,11 +334,8 @@ func TestS3Errors(t *testing.T) {
 // and the output is the same as a local run's.
 func TestS3Faults(t *testing.T) {
 	t.Parallel()
-	srv := s3test.Start(t, "bkt")
+	srv, root, src := s3WDS(t, "", wdsSize{2, 20, 30000}, "bkt")
 	proxy := s3test.NewProxy(t, srv)
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 2, 20, 30000)
 	local := filepath.Join(root, "local")
 	if r := bp(t, "convert-wds", "--yes", "--quiet", "--max-members", "8", src, local); r.code != 0 {
 		t.Fatalf("local run: %+v", r)
@@ -360,11 +374,8 @@ func TestS3Faults(t *testing.T) {
 // SIGTERM exits 143 leaving no upload in progress.
 func TestS3StoppedAndResumed(t *testing.T) {
 	t.Parallel()
-	srv := s3test.Start(t, "bkt")
+	srv, root, src := s3WDS(t, "", wdsSize{4, 40, 50000}, "bkt")
 	proxy := s3test.NewProxy(t, srv)
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 4, 40, 50000)
 	local := filepath.Join(root, "local")
 	if r := bp(t, "convert-wds", "--yes", "--quiet", "--max-members", "10", src, local); r.code != 0 {
 		t.Fatalf("local run: %+v", r)
@@ -459,36 +470,6 @@ func filterShards(tree map[string][]byte) []string {
 		}
 	}
 	return out
-}
-
-// TestS3OtherConverters: convert-parquet and convert-lance write into a
-// bucket exactly what they write locally (sources in a bucket: TestS3Parquet,
-// TestS3Lance).
-func TestS3OtherConverters(t *testing.T) {
-	t.Parallel()
-	srv := s3test.Start(t, "bkt")
-	env := srv.Env()
-	pq := filepath.Join(parquetFixtureRoot(t), "plain")
-	ln := filepath.Join(lanceFixtures(t), "blob2_2_2.lance")
-	for _, c := range []struct {
-		name string
-		args []string // the converter, its flags; then SRC DST are added
-		src  string
-	}{
-		{"parquet", []string{"convert-parquet", "--yes", "--quiet", "--column", "jpg", "--field", "meta.thumb", "--max-pack-bytes", "256KiB"}, pq},
-		{"lance", []string{"convert-lance", "--yes", "--quiet"}, ln},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			local := filepath.Join(t.TempDir(), "out")
-			if r := bp(t, append(c.args, c.src, local)...); r.code != 0 {
-				t.Fatalf("local run: %+v", r)
-			}
-			if r := bpS3(t, env, append(c.args, c.src, "s3://bkt/"+c.name)...); r.code != 0 {
-				t.Fatalf("run into the bucket: %+v", r)
-			}
-			sameOutput(t, storeTree(t, srv, "bkt", c.name), localTree(t, local))
-		})
-	}
 }
 
 // s3DryRun runs a converter's dry run (run is called with --dry-run --json

@@ -178,11 +178,7 @@ func TestS3FanOut(t *testing.T) {
 // the hint to rerun), never bad input (exit 3); nothing is left at DST.
 func TestS3SourceUnavailable(t *testing.T) {
 	t.Parallel()
-	srv := s3test.Start(t, "src")
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 3, 6, 5000)
-	upload(t, srv, src, "src", "wds")
+	srv, root, _ := s3WDS(t, "src", wdsSize{3, 6, 5000}, "src")
 	proxy := s3test.NewProxy(t, srv)
 	proxy.SetFaults(func(_ int, r *http.Request) s3test.Fault {
 		if strings.Contains(r.URL.Path, "train-0001.tar") {
@@ -223,11 +219,7 @@ func TestS3SourceUnavailable(t *testing.T) {
 // window (1 MiB) per member, not the tars.
 func TestS3DryRunHeaders(t *testing.T) {
 	t.Parallel()
-	srv := s3test.Start(t, "src")
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 2, 3, 4_000_000)
-	upload(t, srv, src, "src", "wds")
+	srv, root, src := s3WDS(t, "src", wdsSize{2, 3, 4_000_000}, "src")
 	var total int64
 	for _, b := range localTree(t, src) {
 		total += int64(len(b))

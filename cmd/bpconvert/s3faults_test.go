@@ -98,17 +98,13 @@ func inject(t *testing.T, proxy *s3test.Proxy, f faultKind) func() int {
 // never a hang; an object overwritten while it is read ends with exit 1
 // and no output.
 func TestS3FaultClasses(t *testing.T) {
-	srv := s3test.Start(t, "src", "dst")
+	// Two tars of about 9.3 MB: each is read in two ranged GETs.
+	srv, root, src := s3WDS(t, "src", wdsSize{2, 30, 300000}, "src", "dst")
 	proxy := s3test.NewProxy(t, srv)
 	proxy.SetSwap(func(p string) string {
 		// the same range of the neighbouring tar or shard
 		return strings.NewReplacer("-0000.", "-0001.", "-0001.", "-0000.").Replace(p)
 	})
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	// Two tars of about 9.3 MB: each is read in two ranged GETs.
-	wdsSource(t, src, 2, 30, 300000)
-	upload(t, srv, src, "src", "wds")
 	env := append(proxy.Env(srv), "BPCONVERT_S3_TIMEOUT=2", "BPCONVERT_S3_CONNECT_TIMEOUT=2", "AWS_MAX_ATTEMPTS=3")
 
 	// Clean runs, straight to the server.
@@ -292,11 +288,7 @@ func put(t *testing.T, srv *s3test.Server, bucket, key string, b []byte) {
 // side names the bucket, a source prefix with nothing under it exits 3,
 // and verify --against a source missing a tar reports the rows it lost.
 func TestS3ExitClasses(t *testing.T) {
-	srv := s3test.Start(t, "src", "dst")
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 2, 6, 2000)
-	upload(t, srv, src, "src", "wds")
+	srv, root, src := s3WDS(t, "src", wdsSize{2, 6, 2000}, "src", "dst")
 	ds := filepath.Join(root, "ds")
 	if r := bpS3(t, srv.Env(), "convert-wds", "--yes", "--quiet", "s3://src/wds", ds); r.code != 0 {
 		t.Fatalf("clean run: %+v", r)

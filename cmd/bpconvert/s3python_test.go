@@ -141,8 +141,8 @@ func TestS3VerifyAgainstParquet(t *testing.T) {
 	if r := bp(t, "convert-parquet", src, ds, "--yes", "--quiet", "--column", "image"); r.code != 0 {
 		t.Fatalf("convert-parquet: %+v", r)
 	}
-	uploadTree(t, "s3://tables/ds", ds)
-	uploadTree(t, "s3://tables/src", src)
+	upload(t, srv, ds, "tables", "ds")
+	upload(t, srv, src, "tables", "src")
 	for _, c := range [][2]string{
 		{ds, src},
 		{"s3://tables/ds", src},
@@ -173,7 +173,7 @@ pq.write_table(t, sys.argv[2], row_group_size=16)
 	if out, err := exec.Command(py, "-c", change, filepath.Join(src, "part-0.parquet"), filepath.Join(bad, "part-0.parquet")).CombinedOutput(); err != nil {
 		t.Fatalf("pyarrow: %v\n%s", err, out)
 	}
-	uploadTree(t, "s3://tables/bad", bad)
+	upload(t, srv, bad, "tables", "bad")
 	r, d := verifyJSON(t, "s3://tables/ds", "--against", "s3://tables/bad")
 	if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 || len(d.Problems) != 1 || d.Problems[0].Row != 3 {
 		t.Fatalf("changed source: exit %d %+v %+v", r.code, d.Against, d.Problems)

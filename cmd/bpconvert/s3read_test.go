@@ -2,42 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
-	"github.com/bpconvert/bpconvert/objstore"
 )
-
-// uploadTree puts every file under dir into the store at loc (an s3://
-// location), names relative to dir.
-func uploadTree(t *testing.T, loc, dir string) {
-	t.Helper()
-	ctx := context.Background()
-	st, err := objstore.Open(ctx, loc, objstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		return st.Put(ctx, filepath.ToSlash(rel), bytes.NewReader(b), int64(len(b)), objstore.PutOptions{})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
 
 // summary reads a --summary-file document.
 func summary(t *testing.T, p string) map[string]any {
@@ -69,8 +41,8 @@ func s3Dataset(t *testing.T) (srv *s3test.Server, src, ds string) {
 	if r := bp(t, "convert-wds", src, ds, "--yes", "--quiet", "--inline", "cls", "--max-members", "30"); r.code != 0 {
 		t.Fatalf("convert-wds: %+v", r)
 	}
-	uploadTree(t, "s3://data/ds", ds)
-	uploadTree(t, "s3://data/src", src)
+	upload(t, srv, ds, "data", "ds")
+	upload(t, srv, src, "data", "src")
 	return srv, src, ds
 }
 
@@ -85,7 +57,7 @@ func TestS3Read(t *testing.T) {
 	t.Run("cat", func(t *testing.T) { s3ReadCat(t, ds, media) })
 	t.Run("unpack", func(t *testing.T) { s3ReadUnpack(t, media) })
 	t.Run("verify", func(t *testing.T) { s3ReadVerify(t, src, ds) })
-	t.Run("flipped byte", func(t *testing.T) { s3ReadFlipped(t, ds) })
+	t.Run("flipped byte", func(t *testing.T) { s3ReadFlipped(t, srv, ds) })
 	t.Run("errors", func(t *testing.T) { s3ReadErrors(t, srv) })
 }
 
@@ -196,7 +168,7 @@ func s3ReadVerify(t *testing.T, src, ds string) {
 
 // s3ReadFlipped (TestS3Read): a dataset in the bucket with one payload byte
 // changed fails verify, verify --against and cat.
-func s3ReadFlipped(t *testing.T, ds string) {
+func s3ReadFlipped(t *testing.T, srv *s3test.Server, ds string) {
 	// A copy of the dataset whose second shard has one payload byte
 	// changed (so its CRC-32 and the manifest's SHA-256 disagree).
 	bad := filepath.Join(t.TempDir(), "bad")
@@ -212,7 +184,7 @@ func s3ReadFlipped(t *testing.T, ds string) {
 	if err := os.WriteFile(shard, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	uploadTree(t, "s3://data/bad", bad)
+	upload(t, srv, bad, "data", "bad")
 	r, d := verifyJSON(t, "s3://data/bad")
 	probs, _ := json.Marshal(d.Problems)
 	if r.code != 1 || !strings.Contains(string(probs), "pack-0001.zip:000030.bin: CRC mismatch") || !strings.Contains(string(probs), "does not match manifest") {

@@ -64,11 +64,8 @@ func holdShard(proxy *s3test.Proxy, name string) (release func()) {
 // (--part 1/1) committed beside its destination, likewise.
 func TestS3ResumeFromBucket(t *testing.T) {
 	t.Parallel()
-	srv := s3test.Start(t, "bkt")
+	srv, root, src := s3WDS(t, "", wdsSize{2, 30, 40000}, "bkt")
 	proxy := s3test.NewProxy(t, srv)
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 2, 30, 40000)
 	files := filepath.Join(root, "files") // for pack: 60 files
 	for i := range 60 {
 		writeTree(t, files, map[string]string{fmt.Sprintf("d%d/f%02d.bin", i%3, i): strings.Repeat(string(rune('a'+i%26)), 30000+i)})
@@ -212,11 +209,8 @@ func TestS3ResumeFromBucket(t *testing.T) {
 // left. The same for finalize.
 func TestS3LostCommitAnswer(t *testing.T) {
 	t.Parallel()
-	srv := s3test.Start(t, "bkt")
+	srv, root, src := s3WDS(t, "", wdsSize{1, 20, 20000}, "bkt")
 	lossy := s3test.NewProxy(t, srv)
-	root := t.TempDir()
-	src := filepath.Join(root, "src")
-	wdsSource(t, src, 1, 20, 20000)
 	args := func(dst string) []string {
 		return []string{"convert-wds", "--yes", "--json", "--max-members", "10", "--staging", filepath.Join(root, "staging"), src, dst}
 	}

@@ -338,7 +338,8 @@ func verifyDatasetLeRobot(t *testing.T) {
 // TestVerifyLeRobotLance converts the Lance-stored twin of the LeRobot
 // v3.0 fixture (fixtures/lance14/lerobot.py, pylance 14.0.3) and checks
 // that verify --against the twin compares the camera file packed whole with
-// its blob in videos.lance, and finds a changed byte in it.
+// its blob in videos.lance, and finds a changed byte in it and the member
+// missing once Info-ZIP's zip -d removed it from the pack.
 func TestVerifyLeRobotLance(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -367,6 +368,20 @@ func TestVerifyLeRobotLance(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no problem names the changed camera file: %+v", d.Problems)
+	}
+	testtool.Require(t, "zip")
+	if out, err := exec.Command("zip", "-q", "-d", filepath.Join(dst, "media", "pack-0000.zip"), "videos/observation.images.wrist/chunk-000/file-000.mp4").CombinedOutput(); err != nil {
+		t.Fatalf("zip -d: %v %s", err, out)
+	}
+	r, d = verifyJSON(t, dst, "--against", src)
+	found = false
+	for _, p := range d.Problems {
+		if p.Table == "video_index.json" && p.Row >= 0 && strings.Contains(p.Reason, "missing from the pack") {
+			found = true
+		}
+	}
+	if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 || d.Against.Payloads != 1 || !found {
+		t.Fatalf("removed member: exit %d %+v %+v", r.code, d.Against, d.Problems)
 	}
 }
 

@@ -1,8 +1,8 @@
 // Package formats is the one list of the converters: a Format value per
 // converter, saying what the source format is called, which command runs
 // it and how, and how finalize joins the files its split runs write.
-// finalize, the CLI and the test that holds the README's commands table to
-// the code range over All; adding a converter is its package, one line
+// finalize, verify --against, the CLI's command table and the test that
+// holds the README's commands table to the code range over All; adding a converter is its package, one line
 // here, its row in the README's table and its section in
 // docs/converters.md.
 //
@@ -16,6 +16,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/parquet"
 	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/dsverify"
 )
 
 // Format is one converter.
@@ -33,17 +34,21 @@ type Format struct {
 	// slash path relative to the output), how finalize joins it: nil for a
 	// file that every part must hold the same.
 	Joiner func(rel string) convert.TableJoiner
+	// Against is how verify --against compares what the converter wrote
+	// with its source, reading the source format independently of the
+	// converter.
+	Against dsverify.Comparer
 }
 
 // All lists the converters in help order.
 var All = []Format{
-	{Name: "WebDataset", Command: "convert-wds", Args: "SRC DST", Joiner: wds.Joiner,
+	{Name: "WebDataset", Command: "convert-wds", Args: "SRC DST", Joiner: wds.Joiner, Against: dsverify.WebDataset,
 		Summary: "convert WebDataset tar shards into packs and a samples.parquet table"},
-	{Name: "Parquet", Command: "convert-parquet", Args: "SRC DST", Joiner: parquet.Joiner,
+	{Name: "Parquet", Command: "convert-parquet", Args: "SRC DST", Joiner: parquet.Joiner, Against: dsverify.Parquet,
 		Summary: "move payload columns of parquet tables into packs, columns become references"},
-	{Name: "LeRobot", Command: "convert-lerobot", Args: "SRC DST", Joiner: lerobot.Joiner,
+	{Name: "LeRobot", Command: "convert-lerobot", Args: "SRC DST", Joiner: lerobot.Joiner, Against: dsverify.LeRobot,
 		Summary: "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs"},
-	{Name: "Lance", Command: "convert-lance", Args: "SRC DST", Joiner: lance.Joiner,
+	{Name: "Lance", Command: "convert-lance", Args: "SRC DST", Joiner: lance.Joiner, Against: dsverify.Lance,
 		Summary: "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied"},
 }
 
@@ -66,4 +71,14 @@ func Joiners(command string) (func(rel string) convert.TableJoiner, bool) {
 		return nil, false
 	}
 	return f.Joiner, true
+}
+
+// Comparers returns the converters' comparisons with a source, in the
+// order of All, in the form dsverify.Options takes.
+func Comparers() []dsverify.Comparer {
+	out := make([]dsverify.Comparer, len(All))
+	for i, f := range All {
+		out[i] = f.Against
+	}
+	return out
 }

@@ -222,7 +222,7 @@ func TestPylance14(t *testing.T) {
 			// reader and compares every payload with its member, or a
 			// kept URI with the source's (with no pack when every value
 			// kept its URI).
-			rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src})
+			rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src, Comparers: []dsverify.Comparer{dsverify.Lance}})
 			if err != nil {
 				t.Fatal(err)
 			}

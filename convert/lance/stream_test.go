@@ -62,7 +62,7 @@ func convertChild() {
 	testtool.ChildMain(childEnv, func(cj childJob, out io.Writer) error {
 		ctx := context.Background()
 		if cj.Verify {
-			rep, err := dsverify.Verify(ctx, cj.Dst, dsverify.Options{Against: cj.Src})
+			rep, err := dsverify.Verify(ctx, cj.Dst, dsverify.Options{Against: cj.Src, Comparers: []dsverify.Comparer{dsverify.Lance}})
 			if err != nil {
 				return err
 			}

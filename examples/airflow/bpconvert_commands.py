@@ -5,12 +5,16 @@ printed and tested anywhere.
 
 Exit codes (bpconvert --help lists them):
   0    done, or already done (a retry of a finished task)       -> success
-  2    usage: bad flag, destination holds other output,
-       finalize with a part missing or stale                     -> fail, no retry
-  3    invalid input: a corrupt or truncated source              -> fail, no retry
+  2    usage: bad flag, destination holds other output (for
+       --append: made with other options), finalize with a part
+       missing or stale                                          -> fail, no retry
+  3    invalid input: a corrupt or truncated source; for
+       --append, a source the destination holds that changed
+       or disappeared                                            -> fail, no retry
   1, 130, 143 and anything else: a failure or a stop that a
        retry can recover from (after SIGTERM the retry resumes
-       from the complete shards)                                 -> fail, retry
+       from the complete shards; another append that committed
+       first is met by a rerun)                                  -> fail, retry
 """
 
 import json
@@ -19,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from urllib.parse import unquote, urlparse
 
 #: Exit codes after which retrying cannot help.
 NO_RETRY = {2: "usage error or conflicting destination", 3: "invalid input"}
@@ -27,6 +32,20 @@ NO_RETRY = {2: "usage error or conflicting destination", 3: "invalid input"}
 def part_command(bpconvert, converter, sources, dst, part, parts, extra=()):
     """The argv of part `part` (1-based) of `parts` of a split conversion."""
     return [bpconvert, converter, *sources, dst, "--part", f"{part}/{parts}", "--yes", *extra]
+
+
+def location(uri):
+    """What bpconvert is given for an Asset's URI: the path of a file://
+    URI, any other URI (s3://bucket/prefix) as it is."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
+
+
+def append_command(bpconvert, converter, sources, dst, extra=()):
+    """The argv that converts into dst what its record does not hold yet
+    (everything when dst is absent); exit 0 with already_done when nothing
+    is new."""
+    return [bpconvert, converter, *sources, dst, "--append", "--yes", "--json", *extra]
 
 
 def finalize_command(bpconvert, dst):
@@ -104,6 +123,20 @@ def run(argv, log=None):
     if proc.returncode != 0:
         raise BpconvertFailed(argv, proc.returncode, summary)
     return summary
+
+
+def run_task(argv, fail, retry):
+    """Run bpconvert as an engine's task: stream its output to the logger
+    "bpconvert" (the task log) and return its summary, or raise fail(message)
+    when a retry cannot help (exit 2 or 3) and retry(message) otherwise; fail
+    and retry are the engine's exception classes (Airflow:
+    AirflowFailException and AirflowException)."""
+    log = logging.getLogger("bpconvert")
+    try:
+        return run(argv, log)
+    except BpconvertFailed as e:
+        log.error("%s", e)
+        raise (fail if e.outcome == "fail" else retry)(str(e)) from None
 
 
 if __name__ == "__main__":

@@ -22,14 +22,13 @@ params of your run (the defaults below are placeholders), for example
         "dest": "/data/packs/train", "parts": 8}'
 """
 
-import logging
 import os
 from datetime import timedelta
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from bpconvert_commands import BpconvertFailed, finalize_command, part_command, run, verify_command
+from bpconvert_commands import finalize_command, part_command, run_task, verify_command
 
 #: The converted dataset, for downstream DAGs (schedule=[PACKS]). An Asset
 #: is declared when the DAG is parsed, so its URI names the default
@@ -44,15 +43,9 @@ RETRY_DELAY = timedelta(seconds=float(os.environ.get("BPCONVERT_RETRY_DELAY", "3
 
 
 def bpconvert(argv):
-    """Run bpconvert; return its summary, or raise what Airflow should do."""
-    log = logging.getLogger("bpconvert")  # into the task log
-    try:
-        return run(argv, log)
-    except BpconvertFailed as e:
-        log.error("%s", e)
-        if e.outcome == "fail":
-            raise AirflowFailException(str(e)) from None
-        raise AirflowException(str(e)) from None
+    """Run bpconvert; return its summary, or raise what Airflow should do:
+    AirflowFailException (no retry) or AirflowException (retried)."""
+    return run_task(argv, AirflowFailException, AirflowException)
 
 
 @dag(
