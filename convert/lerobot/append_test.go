@@ -1,0 +1,117 @@
+package lerobot
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
+)
+
+// testEpisode is a v3.0 episode of n frames starting at row from, in
+// camera "top"'s file f at [a, b) seconds.
+func testEpisode(i, from, n, f int64, a, b float64) Episode {
+	return Episode{Index: i, Length: n, DataChunk: 0, DataFile: f, From: from, To: from + n,
+		Videos: map[string]EpisodeVideo{"top": {Chunk: 0, File: f, From: a, To: b, HasFrom: true, HasTo: true}}}
+}
+
+func TestSelectEpisodes(t *testing.T) {
+	keys := []string{"top"}
+	e0 := testEpisode(0, 0, 12, 0, 0, 1.2)
+	e1 := testEpisode(1, 12, 15, 0, 1.2, 2.7)
+	e2 := testEpisode(2, 27, 9, 0, 2.7, 3.6)  // appended to file 0
+	e2new := testEpisode(2, 27, 9, 1, 0, 0.9) // in a new file
+	e3 := testEpisode(3, 36, 10, 1, 0.9, 1.9) // after e2new
+	e1longer := testEpisode(1, 12, 16, 0, 1.2, 2.8)
+	e1moved := e1
+	e1moved.Videos = map[string]EpisodeVideo{"top": {Chunk: 0, File: 0, From: 1.25, To: 2.7, HasFrom: true, HasTo: true}}
+	tests := []struct {
+		name               string
+		committed, current []Episode
+		fresh              []int64
+		err                string // a *convert.InputError naming this, when set
+	}{
+		{"nothing new", []Episode{e0, e1}, []Episode{e0, e1}, nil, ""},
+		{"appended to the last file", []Episode{e0, e1}, []Episode{e0, e1, e2}, []int64{2}, ""},
+		{"new files", []Episode{e0, e1}, []Episode{e0, e1, e2new, e3}, []int64{2, 3}, ""},
+		{"first append", nil, []Episode{e0, e1}, []int64{0, 1}, ""},
+		{"committed episode longer", []Episode{e0, e1}, []Episode{e0, e1longer, e2}, nil, "episode 1 changed since it was converted (length 15, now 16; dataset_to_index 27, now 28; videos/top/to_timestamp 2.7, now 2.8)"},
+		{"committed episode moved", []Episode{e0, e1}, []Episode{e0, e1moved, e2}, nil, "episode 1 changed since it was converted (videos/top/from_timestamp 1.2, now 1.25)"},
+		{"committed episode gone", []Episode{e0, e1}, []Episode{e0, e2}, nil, "episode 1, which the output holds, is no longer in the source's episode metadata"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fresh, err := selectEpisodes(tc.committed, tc.current, keys)
+			if tc.err != "" {
+				var ie *convert.InputError
+				if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v (%T), want an input error saying %q", err, err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, e := range fresh {
+				got = append(got, e.Index)
+			}
+			if !slices.Equal(got, tc.fresh) {
+				t.Fatalf("new episodes %v, want %v", got, tc.fresh)
+			}
+		})
+	}
+	// The committed output must number its episodes 0 to n-1.
+	if _, err := selectEpisodes([]Episode{e1}, []Episode{e0, e1}, keys); err == nil || !strings.Contains(err.Error(), "holds episode 1 where episode 0 was expected") {
+		t.Fatalf("committed episodes not from 0: %v", err)
+	}
+}
+
+func TestMergeIndex(t *testing.T) {
+	src := videoindex.Source{CodebaseVersion: "v3.0", FPS: 10, VideoKeys: []string{"top", "wrist"}}
+	old := videoindex.New(src, []videoindex.Entry{
+		{EpisodeIndex: 0, VideoKey: "top", Ref: "zip://a::media/pack-0000.zip", FromNS: 0, ToNS: 1e9, Frames: 10},
+		{EpisodeIndex: 1, VideoKey: "top", Ref: "zip://b::media/pack-0000.zip", FromNS: 0, ToNS: 1e9, Frames: 10},
+	})
+	fresh := []videoindex.Entry{{EpisodeIndex: 2, VideoKey: "top", Ref: "zip://c::media/pack-0001.zip", FromNS: 0, ToNS: 1e9, Frames: 10}}
+	all, err := mergeIndex(old, src, fresh, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, e := range all {
+		refs = append(refs, e.Ref)
+	}
+	if want := []string{"zip://a::media/pack-0000.zip", "zip://b::media/pack-0000.zip", "zip://c::media/pack-0001.zip"}; !slices.Equal(refs, want) {
+		t.Fatalf("refs %v, want %v", refs, want)
+	}
+	// Another frame rate or camera set is another source.
+	other := src
+	other.FPS = 30
+	var ie *convert.InputError
+	if _, err := mergeIndex(old, other, fresh, 2); !errors.As(err, &ie) || !strings.Contains(err.Error(), "converted from codebase v3.0 at 10 fps") {
+		t.Fatalf("other fps: %v", err)
+	}
+	// An entry of an episode the metadata does not hold: not our output.
+	if _, err := mergeIndex(old, src, fresh, 1); err == nil || !strings.Contains(err.Error(), "has an entry for episode 1") {
+		t.Fatalf("entry past the committed episodes: %v", err)
+	}
+}
+
+func TestDataFiles(t *testing.T) {
+	v3 := &Dataset{Version: "v3.0", DataPath: "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", ChunksSize: 1000}
+	got, err := v3.dataFiles([]Episode{testEpisode(4, 0, 1, 1, 0, 1), testEpisode(5, 1, 1, 1, 1, 2), testEpisode(6, 2, 1, 2, 0, 1)})
+	if want := []string{"data/chunk-000/file-001.parquet", "data/chunk-000/file-002.parquet"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("v3.0: %v %v, want %v", got, err, want)
+	}
+	v2 := &Dataset{Version: "v2.1", DataPath: "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet", ChunksSize: 2}
+	got, err = v2.dataFiles([]Episode{{Index: 1}, {Index: 2}})
+	if want := []string{"data/chunk-000/episode_000001.parquet", "data/chunk-001/episode_000002.parquet"}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("v2.1: %v %v, want %v", got, err, want)
+	}
+	if _, err := v3.dataFiles([]Episode{{Index: 3, DataChunk: -1, DataFile: -1}}); err == nil || !strings.Contains(err.Error(), "episode 3: the episode metadata does not say which data file holds it") {
+		t.Fatalf("unlocated episode: %v", err)
+	}
+}
