@@ -1,4 +1,4 @@
-"""grow.py OUT --version v3.0|v2.1 --files GROUPS --cache DIR
+"""grow.py OUT --version v3.0|v2.1 --files GROUPS --cache DIR [--size WxH]
 
 Writes OUT, a small LeRobot dataset laid out the way LeRobot lays out a
 dataset that received episodes over time, for the tests of
@@ -15,6 +15,10 @@ last files (its data file and episode metadata written again with the new
 rows, its camera files concatenated again by packet copy); into
 "0,1,2/3,4/5,6" it adds new files. v2.x has one file per episode; GROUPS
 only gives the episodes.
+
+--size WxH makes larger camera files: frames of that size with ffmpeg's
+noise filter over them (-vf noise=alls=40:allf=t), so they hardly compress
+(tests that count the bytes an append reads use them); 96x64 by default.
 
 Cameras: observation.images.top, libx264 with B-frames (-g 10), and
 observation.images.wrist, mpeg4 -g 10; each episode encoded alone and the
@@ -56,10 +60,11 @@ def ff(*args):
 
 def encode(cache, key, ep):
     """Returns the episode's camera file, encoding it once."""
-    out = os.path.join(cache, f"{key}-{ep}.mp4")
+    out = os.path.join(cache, f"{key}-{SIZE}-{ep}.mp4")
     if not os.path.exists(out):
         tmp = out + ".tmp.mp4"
-        ff("-f", "lavfi", "-i", f"{SOURCES[ep % len(SOURCES)]}=size={SIZE}:rate={FPS}",
+        noise = ["-vf", "noise=alls=40:allf=t"] if SIZE != "96x64" else []
+        ff("-f", "lavfi", "-i", f"{SOURCES[ep % len(SOURCES)]}=size={SIZE}:rate={FPS}", *noise,
            "-frames:v", str(LENGTHS[ep]), *ENC[key].split(), "-movflags", "+faststart", tmp)
         os.rename(tmp, out)
     return out
@@ -237,12 +242,15 @@ def write_v2(out, groups, cache):
 
 
 def main():
+    global SIZE
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--version", required=True, choices=["v3.0", "v2.1"])
     ap.add_argument("--files", required=True)
     ap.add_argument("--cache", required=True)
+    ap.add_argument("--size", default=SIZE)
     a = ap.parse_args()
+    SIZE = a.size
     a.out, a.cache = os.path.abspath(a.out), os.path.abspath(a.cache)
     groups = [[int(e) for e in g.split(",")] for g in a.files.split("/")]
     eps = [e for g in groups for e in g]
