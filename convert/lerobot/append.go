@@ -62,6 +62,8 @@ type committedOutput interface {
 	// List lists the committed files under the directory rel, as slash
 	// paths relative to the destination.
 	List(ctx context.Context, rel string) ([]string, error)
+	// recordSources are the source files the committed record identifies.
+	recordSources() []convert.SourceFile
 }
 
 // maxCommittedTable bounds a committed table an append reads back (the
@@ -79,6 +81,67 @@ type appendState struct {
 	// keptVideoFiles counts the camera files (per camera) holding
 	// committed episodes only: not read.
 	keptVideoFiles int
+	// committedFiles maps the camera and data files (relative to the
+	// root) holding committed episodes to the episodes they hold.
+	committedFiles map[string][]int64
+}
+
+// holds notes that the source file rel holds the committed episode i.
+func (a *appendState) holds(rel string, i int64) {
+	if a.committedFiles == nil {
+		a.committedFiles = map[string][]int64{}
+	}
+	if eps := a.committedFiles[rel]; !slices.Contains(eps, i) {
+		a.committedFiles[rel] = append(eps, i)
+	}
+}
+
+// checkCommittedFiles refuses, naming it and its episodes, a source file
+// that holds committed episodes only (a camera or data file no new
+// episode was added to) and that changed or disappeared since the output
+// was committed: was lists the source files as the committed record has
+// them, now as they are. fresh names the files holding new episodes,
+// which may have grown. Sources are named as root (a directory or an
+// s3:// location) joined with their path relative to it.
+func (a *appendState) checkCommittedFiles(root string, was, now []convert.SourceFile, fresh map[string]bool) error {
+	cur := make(map[string]convert.SourceFile, len(now))
+	for _, f := range now {
+		cur[f.Path] = f
+	}
+	var rels []string
+	for rel := range a.committedFiles {
+		rels = append(rels, rel)
+	}
+	slices.Sort(rels)
+	byPath := make(map[string]convert.SourceFile, len(was))
+	for _, f := range was {
+		byPath[f.Path] = f
+	}
+	for _, rel := range rels {
+		if fresh[rel] {
+			continue
+		}
+		p := strings.TrimSuffix(root, "/") + "/" + rel
+		old, ok := byPath[p]
+		if !ok {
+			continue // not identified by the committed record
+		}
+		eps := a.committedFiles[rel]
+		slices.Sort(eps)
+		what := fmt.Sprintf("episode %d", eps[0])
+		if len(eps) > 1 {
+			what = fmt.Sprintf("episodes %d-%d", eps[0], eps[len(eps)-1])
+		}
+		n, ok := cur[p]
+		switch {
+		case !ok:
+			return invalid(rel, fmt.Errorf("it held %s, which the output holds, and is gone", what))
+		case n.Size != old.Size || n.ModTime != old.ModTime:
+			return invalid(rel, fmt.Errorf("it holds %s, which the output holds, and changed since they were converted (%d bytes at %s, now %d bytes at %s)",
+				what, old.Size, old.ModTime, n.Size, n.ModTime))
+		}
+	}
+	return nil
 }
 
 // from is the first episode index the append converts.
@@ -308,8 +371,43 @@ func (ins *Inspection) planAppend(ctx context.Context, out committedOutput) erro
 	if err != nil {
 		return err
 	}
-	ins.appending = &appendState{out: out, episodes: committed, fresh: fresh}
+	a := &appendState{out: out, episodes: committed, fresh: fresh}
+	for _, e := range committed {
+		rels, err := d.dataFiles([]Episode{e})
+		if err != nil {
+			return err
+		}
+		a.holds(rels[0], e.Index)
+	}
+	ins.appending = a
 	return nil
+}
+
+// checkAppendSources refuses an append whose source changed under the
+// output: a file holding committed episodes only that changed or
+// disappeared since the commit (see checkCommittedFiles). The current
+// identities are the record this run commits (Options.Record); without
+// one, or without a committed record, only the episode metadata is
+// compared.
+func (ins *Inspection) checkAppendSources() error {
+	a, rec := ins.appending, ins.Options.Record
+	if rec == nil {
+		return nil
+	}
+	fresh := map[string]bool{}
+	rels, err := ins.Dataset.dataFiles(a.fresh)
+	if err != nil {
+		return err
+	}
+	for _, rel := range rels {
+		fresh[rel] = true
+	}
+	for _, vf := range ins.Videos {
+		for _, f := range vf.Files {
+			fresh[f.Rel] = true
+		}
+	}
+	return a.checkCommittedFiles(ins.Dataset.Root, a.out.recordSources(), rec.Sources, fresh)
 }
 
 // committedFrames reads the committed frames table: its episodes' rows,

@@ -115,3 +115,42 @@ func TestDataFiles(t *testing.T) {
 		t.Fatalf("unlocated episode: %v", err)
 	}
 }
+
+func TestCheckCommittedFiles(t *testing.T) {
+	a := &appendState{}
+	a.holds("videos/top/file-000.mp4", 0)
+	a.holds("videos/top/file-000.mp4", 1)
+	a.holds("videos/top/file-001.mp4", 2)
+	a.holds("data/file-000.parquet", 0)
+	file := func(rel string, size int64, mtime string) convert.SourceFile {
+		return convert.SourceFile{Path: "/ds/" + rel, Size: size, ModTime: mtime}
+	}
+	was := []convert.SourceFile{file("videos/top/file-000.mp4", 100, "t0"), file("videos/top/file-001.mp4", 50, "t0"), file("data/file-000.parquet", 10, "t0")}
+	fresh := map[string]bool{"videos/top/file-001.mp4": true} // grew: episode 3 added
+	tests := []struct {
+		name string
+		now  []convert.SourceFile
+		err  string
+	}{
+		{"unchanged, one grown", []convert.SourceFile{file("videos/top/file-000.mp4", 100, "t0"), file("videos/top/file-001.mp4", 80, "t1"), file("data/file-000.parquet", 10, "t0")}, ""},
+		{"rewritten", []convert.SourceFile{file("videos/top/file-000.mp4", 100, "t1"), file("videos/top/file-001.mp4", 80, "t1"), file("data/file-000.parquet", 10, "t0")},
+			"videos/top/file-000.mp4: it holds episodes 0-1, which the output holds, and changed since they were converted (100 bytes at t0, now 100 bytes at t1)"},
+		{"gone", []convert.SourceFile{file("videos/top/file-000.mp4", 100, "t0"), file("videos/top/file-001.mp4", 80, "t1")},
+			"data/file-000.parquet: it held episode 0, which the output holds, and is gone"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := a.checkCommittedFiles("/ds", was, tc.now, fresh)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ie *convert.InputError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("error %v, want an input error saying %q", err, tc.err)
+			}
+		})
+	}
+}

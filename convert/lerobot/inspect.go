@@ -268,6 +268,12 @@ func inspectTree(ctx context.Context, t *srctree.Tree, opts Options) (*Inspectio
 		if err := ins.validateIntervals(); err != nil {
 			return nil, err
 		}
+		if ins.appending != nil {
+			// Before any camera file is read.
+			if err := ins.checkAppendSources(); err != nil {
+				return nil, err
+			}
+		}
 		if len(ins.Videos) > 0 && opts.Engine == nil && !opts.NoProbe {
 			return nil, errors.New("lerobot: no video engine to read the camera files (Options.Engine)")
 		}
@@ -421,6 +427,7 @@ func (ins *Inspection) locateVideos() error {
 			}
 			if a := ins.appending; a != nil && e.Index < a.from() {
 				committedRels[rel] = true // converted: its footage is not read again
+				a.holds(rel, e.Index)
 				continue
 			}
 			f := byRel[rel]
