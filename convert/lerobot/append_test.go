@@ -1,13 +1,24 @@
 package lerobot
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/converttest"
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
+	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/packcore"
 )
 
 // testEpisode is a v3.0 episode of n frames starting at row from, in
@@ -150,6 +161,216 @@ func TestCheckCommittedFiles(t *testing.T) {
 			var ie *convert.InputError
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("error %v, want an input error saying %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// growDataset writes (or grows) the LeRobot dataset at dir with
+// testdata/grow.py (pyarrow tables, ffmpeg CLI videos; the script says
+// how), its episodes laid out in files as groups says, each episode
+// encoded once into cache so that episodes already present keep their
+// packets.
+func growDataset(t *testing.T, dir, version, groups, cache string, args ...string) {
+	t.Helper()
+	testtool.Require(t, "ffmpeg", "ffprobe")
+	a := append([]string{filepath.Join("testdata", "grow.py"), dir, "--version", version, "--files", groups, "--cache", cache}, args...)
+	out, err := exec.Command(testtool.Python(t), a...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("grow.py %s: %v\n%s", strings.Join(a[1:], " "), err, out)
+	}
+}
+
+// dirOutput is a committed output read from a local directory.
+type dirOutput struct {
+	dir     string
+	sources []convert.SourceFile
+}
+
+func (o dirOutput) ReadFile(_ context.Context, rel string, max int64) ([]byte, error) {
+	return os.ReadFile(filepath.Join(o.dir, filepath.FromSlash(rel)))
+}
+
+func (o dirOutput) List(_ context.Context, rel string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(filepath.Join(o.dir, filepath.FromSlash(rel)), func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			r, _ := filepath.Rel(o.dir, p)
+			out = append(out, filepath.ToSlash(r))
+		}
+		return err
+	})
+	return out, err
+}
+
+func (o dirOutput) recordSources() []convert.SourceFile { return o.sources }
+
+// packKeys lists the members of the packs under dst/media.
+func packKeys(t *testing.T, dst string) []string {
+	t.Helper()
+	set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	var keys []string
+	for m := range set.Members() {
+		keys = append(keys, m.Key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// indexView is what a reader of a video index sees of each (episode,
+// camera): the member holding it (references' shard numbers differ between
+// an appended output and a single conversion), its interval and frames.
+func indexView(t *testing.T, dst string) []string {
+	t.Helper()
+	ix, err := videoindex.ReadFile(filepath.Join(dst, videoindex.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ix.Episodes {
+		key, _, err := packcore.ParseRef(e.Ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%d %s %s [%d, %d) %d", e.EpisodeIndex, e.VideoKey, key, e.FromNS, e.ToNS, e.Frames))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// framesView reads a frames table (arrow-go, checked against DuckDB by
+// the frames tests) as rows of index, episode, frame and per camera the
+// member and pts of the cell.
+func framesView(t *testing.T, dst string) []string {
+	t.Helper()
+	cells := map[cellKey]frameCell{}
+	keys, eps, err := readFrames(context.Background(), memory.DefaultAllocator, filepath.Join(dst, FramesFile), func(ref string) (string, error) {
+		key, _, err := packcore.ParseRef(ref)
+		return key, err
+	}, cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, e := range eps {
+		for k := int64(0); k < e.length; k++ {
+			row := fmt.Sprintf("%d %d %d", e.first+k, e.episode, k)
+			for _, key := range keys {
+				c := cells[cellKey{e.episode, key}]
+				if k < int64(len(c.pts)) {
+					row += fmt.Sprintf(" %s@%d", c.ref, c.pts[k])
+				} else {
+					row += " null"
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// TestAppendStages converts a v3.0 dataset, grows it the two ways LeRobot
+// grows one (new episodes in the last files, then in new files) and runs
+// the append of each growth against the committed output, into an empty
+// directory that receives what the append stages: the containers of the new
+// episodes only, the merged video index and frames table, the data files
+// holding new episodes and the meta/ files that changed. Merged onto the
+// committed output, the index and frames table equal those of one
+// conversion of the grown dataset, and so do the tables and meta/ files.
+func TestAppendStages(t *testing.T) {
+	engine := testEngine(t, true)
+	ctx := context.Background()
+	cache := t.TempDir()
+	src := filepath.Join(t.TempDir(), "ds")
+	growDataset(t, src, "v3.0", "0,1,2/3,4", cache)
+	committed := filepath.Join(t.TempDir(), "out")
+	convertAll := func(dst string) {
+		t.Helper()
+		ins, err := Inspect(ctx, src, Options{Engine: engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Convert(ctx, ins, converttest.Dest(t, dst), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	convertAll(committed)
+
+	for _, step := range []struct {
+		groups  string
+		members []string
+		data    []string
+		meta    []string
+	}{
+		{"0,1,2/3,4,5", []string{
+			"videos/observation.images.top/chunk-000/file-001/episode_000005.mp4",
+			"videos/observation.images.wrist/chunk-000/file-001/episode_000005.mp4"},
+			[]string{"data/chunk-000/file-001.parquet"},
+			[]string{"meta/episodes/chunk-000/file-001.parquet", "meta/info.json", "meta/stats.json", "meta/tasks.parquet"}},
+		{"0,1,2/3,4,5/6,7", []string{
+			"videos/observation.images.top/chunk-000/file-002/episode_000006.mp4",
+			"videos/observation.images.top/chunk-000/file-002/episode_000007.mp4",
+			"videos/observation.images.wrist/chunk-000/file-002/episode_000006.mp4",
+			"videos/observation.images.wrist/chunk-000/file-002/episode_000007.mp4"},
+			[]string{"data/chunk-000/file-002.parquet"},
+			[]string{"meta/episodes/chunk-000/file-002.parquet", "meta/info.json", "meta/stats.json"}},
+	} {
+		t.Run(step.groups, func(t *testing.T) {
+			growDataset(t, src, "v3.0", step.groups, cache)
+			ins, err := Inspect(ctx, src, Options{Engine: engine, committed: dirOutput{dir: committed}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			staged := filepath.Join(t.TempDir(), "staged")
+			if _, err := Convert(ctx, ins, converttest.Dest(t, staged), nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := packKeys(t, staged); !slices.Equal(got, step.members) {
+				t.Errorf("packed %v, want the new episodes' containers %v", got, step.members)
+			}
+			var files []string
+			for rel := range treeSums(t, staged) {
+				if !strings.HasPrefix(rel, "media/") && rel != convert.RecordName && !strings.HasPrefix(rel, ".") {
+					files = append(files, rel)
+				}
+			}
+			slices.Sort(files)
+			want := append(append(slices.Clone(step.data), step.meta...), FramesFile, videoindex.FileName)
+			slices.Sort(want)
+			if !slices.Equal(files, want) {
+				t.Errorf("staged %v, want %v", files, want)
+			}
+
+			// Merge onto the committed output as a commit would, then
+			// compare with one conversion of the grown dataset.
+			for _, rel := range files {
+				b, err := os.ReadFile(filepath.Join(staged, rel))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(committed, rel)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			whole := filepath.Join(t.TempDir(), "whole")
+			convertAll(whole)
+			if a, b := indexView(t, committed), indexView(t, whole); !slices.Equal(a, b) {
+				t.Errorf("video index after the append:\n%s\none conversion:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+			}
+			if a, b := framesView(t, committed), framesView(t, whole); !slices.Equal(a, b) {
+				t.Errorf("frames table after the append (%d rows) differs from one conversion's (%d rows)", len(a), len(b))
+			}
+			ws, cs := treeSums(t, whole), treeSums(t, committed)
+			for rel, sum := range ws {
+				if (strings.HasPrefix(rel, "data/") || strings.HasPrefix(rel, "meta/")) && cs[rel] != sum {
+					t.Errorf("%s differs from one conversion's", rel)
+				}
 			}
 		})
 	}

@@ -26,7 +26,7 @@ episodes of a v3.0 file concatenated with the concat demuxer (-c copy,
 +faststart) as LeRobot does, from/to_timestamp the cumulative stream
 durations (ffprobe). Tables are written by pyarrow (scripts/requirements/
 test.txt pins it), metadata shaped like LeRobot's (v2.1: huggingface/lerobot
-v0.3.3; v3.0: as fixtures/parquet/lerobot.mjs describes). Episodes 4 and
+v0.3.3; v3.0: as fixtures/parquet/lerobot.mjs describes). Episodes 5 and
 later carry a second task, so meta/tasks grows too.
 
 Made with: Python 3, pyarrow (pinned), ffmpeg/ffprobe 5.1 (Debian 12).
@@ -94,7 +94,7 @@ def concat(files, out):
 
 
 def task_of(ep):
-    return 0 if ep < 4 else 1
+    return 0 if ep < 5 else 1
 
 
 def frames_table(eps, start):
