@@ -81,6 +81,9 @@ type Options struct {
 	// binary column's every value sniffed), says so, and Run checks
 	// everything as it writes.
 	QuickPlan bool
+	// Base is the committed output an append extends (see Target.ReadBase),
+	// nil for a run that writes a new output.
+	Base *Base
 }
 
 // DefaultMaxMembers is the converters' member cap per shard when the user
@@ -118,6 +121,12 @@ type PackOptions struct {
 	// (zip://KEY::media/pack-NNNN.zip), else an absolute path or a URL that
 	// references put before media/pack-NNNN.zip.
 	RefBase string
+	// Append converts only what the destination's committed output does
+	// not hold yet (see Base) and commits it as a new version of that
+	// output; AllowRemoved keeps the rows of a source file the committed
+	// output holds and that has since disappeared, where an append would
+	// refuse.
+	Append, AllowRemoved bool
 }
 
 // Members is the member cap the options name: MaxMembers, or

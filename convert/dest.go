@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
@@ -55,6 +56,14 @@ type Dest interface {
 
 	// begin starts the output (see Begin).
 	begin(ctx context.Context, o OutputOptions) (*Output, error)
+	// readRecordRaw reads the committed record's bytes and, in object
+	// storage, its ETag.
+	readRecordRaw(ctx context.Context) (raw []byte, etag string, err error)
+	// store opens the destination as a store, for reading a committed
+	// output (stats: nil for none).
+	store(ctx context.Context, stats *objstore.Stats) (objstore.Store, error)
+	// recover finishes an append's commit that a stopped run began.
+	recover(ctx context.Context) (bool, error)
 	// finalize joins the parts (see Finalize).
 	finalize(ctx context.Context, o FinalizeOptions) (FinalizeResult, error)
 }
@@ -114,6 +123,21 @@ func (d localDest) Part(p Part) (Dest, error) { return localDest{dir: partDir(d.
 func (d localDest) Check(context.Context) error { return stage.CheckDest(d.dir) }
 
 func (d localDest) ReadRecord(context.Context) (*Record, error) { return readRecord(d.dir) }
+
+func (d localDest) readRecordRaw(context.Context) ([]byte, string, error) {
+	p := filepath.Join(d.dir, RecordName)
+	b, err := srcfile.ReadFile(p, maxRecord)
+	if err != nil {
+		return nil, "", srcfile.Named("read", p, err)
+	}
+	return b, "", nil
+}
+
+func (d localDest) store(context.Context, *objstore.Stats) (objstore.Store, error) {
+	return objstore.NewLocal(d.dir)
+}
+
+func (d localDest) recover(context.Context) (bool, error) { return stage.FinishAppend(d.dir) }
 
 func (d localDest) Totals(context.Context) (members, bytes int64, shards int, err error) {
 	return totals(d.dir)
@@ -202,6 +226,37 @@ func (d *bucketDest) Check(ctx context.Context) error {
 		return fmt.Errorf("%s: %w and is not empty", d.loc, stage.ErrExists)
 	}
 	return nil
+}
+
+func (d *bucketDest) store(ctx context.Context, stats *objstore.Stats) (objstore.Store, error) {
+	return d.open(ctx, stats)
+}
+
+// readRecordRaw reads the record and its ETag, again should the record be
+// replaced between the two (a bounded number of times).
+func (d *bucketDest) readRecordRaw(ctx context.Context) ([]byte, string, error) {
+	st, err := d.open(ctx, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	for range 5 {
+		in, err := st.Stat(ctx, RecordName)
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := objstore.ReadAll(ctx, st, RecordName, maxRecord)
+		if err != nil {
+			return nil, "", err
+		}
+		again, err := st.Stat(ctx, RecordName)
+		if err != nil {
+			return nil, "", err
+		}
+		if again.ETag == in.ETag {
+			return b, in.ETag, nil
+		}
+	}
+	return nil, "", &RetryError{Err: fmt.Errorf("%s/%s keeps changing while it is read", d.loc, RecordName), Hint: "rerun when the runs writing it have finished"}
 }
 
 func (d *bucketDest) ReadRecord(ctx context.Context) (*Record, error) {

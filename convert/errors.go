@@ -119,8 +119,22 @@ func Hint(err error) string {
 	if errors.As(err, &ue) {
 		return ue.Hint
 	}
+	var re *RetryError
+	if errors.As(err, &re) {
+		return re.Hint
+	}
 	return ""
 }
+
+// RetryError is a failure that a rerun can get past (exit 1), such as
+// another run holding or changing the destination, with a hint saying so.
+type RetryError struct {
+	Err  error
+	Hint string
+}
+
+func (e *RetryError) Error() string { return e.Err.Error() }
+func (e *RetryError) Unwrap() error { return e.Err }
 
 // maxName is the longest name an error message shows whole.
 const maxName = 256

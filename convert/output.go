@@ -44,6 +44,10 @@ type OutputOptions struct {
 	// PackDir below Pack.RefBase (the dataset root as references name it),
 	// or PackDir itself by default.
 	RefBase string
+	// Base, for an append, is the committed output to extend (see
+	// Target.ReadBase): new shards are numbered after its shards, a key
+	// it holds is refused, and Commit moves the staged files into it.
+	Base *Base
 }
 
 // CheckDisjoint returns an error wrapping stage.ErrOverlap when dst is src,
@@ -113,6 +117,15 @@ type Output struct {
 	// reused counts the members found again in reused shards, and their
 	// bytes, which the writer's figures leave out.
 	reused, reusedBytes int64
+	// rec is the run's record, completed with this commit's extent when
+	// the output is committed.
+	rec *Record
+	// base is the committed output an append extends, with its shards'
+	// names and the members and bytes they hold.
+	base                   *Base
+	baseShards             map[string]bool
+	baseMembers, baseBytes int64
+	baseETag               string
 }
 
 // Begin starts the output for destination dst, which must be absent or
@@ -138,6 +151,9 @@ func Begin(ctx context.Context, dst Dest, o OutputOptions) (*Output, error) {
 
 // begin starts an output staged beside the directory (stage.BeginWith).
 func (d localDest) begin(ctx context.Context, o OutputOptions) (*Output, error) {
+	if o.Base != nil {
+		return d.beginAppend(ctx, o)
+	}
 	var rec []byte
 	if o.Pack.Record != nil {
 		rec = o.Pack.Record.Encode()
@@ -154,7 +170,7 @@ func (d localDest) begin(ctx context.Context, o OutputOptions) (*Output, error) 
 			return nil, err
 		}
 	}
-	out, err := beginWriter(ctx, d.dir, st, o, st.Resumed, nil, nil)
+	out, err := beginWriter(ctx, d.dir, st, o, st.Resumed, nil, nil, 0)
 	if err != nil {
 		st.Abort()
 		return nil, err
@@ -163,7 +179,9 @@ func (d localDest) begin(ctx context.Context, o OutputOptions) (*Output, error) 
 }
 
 // beginWriter opens the pack writer of an output staged in st.
-func beginWriter(ctx context.Context, final string, st *stage.Stage, o OutputOptions, resume bool, stored []packcore.StoredShard, publish func(packcore.ShardInfo) error) (*Output, error) {
+// The first base of stored are the committed shards an append extends,
+// not counted as resumed.
+func beginWriter(ctx context.Context, final string, st *stage.Stage, o OutputOptions, resume bool, stored []packcore.StoredShard, publish func(packcore.ShardInfo) error, base int) (*Output, error) {
 	pc := progress.OrNop(o.Progress)
 	w, err := packcore.Create(ctx, filepath.Join(st.Dir, filepath.FromSlash(o.packDir())), packcore.WriterOptions{
 		MaxPackBytes: o.Pack.MaxPackBytes,
@@ -185,9 +203,9 @@ func beginWriter(ctx context.Context, final string, st *stage.Stage, o OutputOpt
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Final: final, Dir: st.Dir, Pack: w, st: st, ctx: ctx, record: o.Pack.Record != nil, resumed: map[string]bool{}}
-	if resume {
-		for _, s := range w.Completed() {
+	out := &Output{Final: final, Dir: st.Dir, Pack: w, st: st, ctx: ctx, record: o.Pack.Record != nil, resumed: map[string]bool{}, rec: o.Pack.Record}
+	if resume && len(w.Completed()) > base {
+		for _, s := range w.Completed()[base:] {
 			out.stats.Shards++
 			out.Resumed += s.Members
 		}
@@ -281,7 +299,7 @@ func (o *Output) AddBytes(key string, b []byte, group string) (string, error) {
 // shard (done), or says that the member must be written.
 func (o *Output) reuse(key string, size int64, group string) (ref string, done bool, err error) {
 	if o.Resumed > 0 && !o.resumed[key] {
-		if ref, sz, ok := o.Pack.Lookup(key); ok {
+		if ref, sz, ok := o.Pack.Lookup(key); ok && !o.inBase(ref) {
 			if sz != size {
 				return "", false, fmt.Errorf("resuming: member %q has %d bytes in the staged shard, the source now gives %d", key, sz, size)
 			}
@@ -297,6 +315,16 @@ func (o *Output) reuse(key string, size int64, group string) (ref string, done b
 	return "", false, nil
 }
 
+// inBase reports whether ref names a member of a committed shard an
+// append extends.
+func (o *Output) inBase(ref string) bool {
+	if len(o.baseShards) == 0 {
+		return false
+	}
+	_, shard, err := packcore.ParseRef(ref)
+	return err == nil && o.baseShards[path.Base(shard)]
+}
+
 // EndShard completes the open pack shard (see packcore.Writer.EndShard).
 func (o *Output) EndShard() error { return o.Pack.EndShard() }
 
@@ -306,7 +334,11 @@ func (o *Output) Lookup(key string) (ref string, size int64, ok bool) {
 	if o.Resumed > 0 && !o.resumed[key] {
 		return "", 0, false
 	}
-	return o.Pack.Lookup(key)
+	ref, size, ok = o.Pack.Lookup(key)
+	if ok && o.inBase(ref) {
+		return "", 0, false
+	}
+	return ref, size, ok
 }
 
 // Path returns the staging path of rel, a slash-separated path relative to
@@ -338,11 +370,21 @@ func (o *Output) Commit() (packcore.Stats, error) {
 	if err != nil {
 		return st, err
 	}
+	if err := o.completeRecord(); err != nil {
+		return st, err
+	}
 	if o.remote == nil {
+		if o.base != nil {
+			return st, o.st.CommitAppend()
+		}
 		return st, o.st.Commit()
 	}
 	rec, _ := os.ReadFile(filepath.Join(o.Dir, RecordName))
-	if err := o.remote.commit(o.Dir, rec); err != nil {
+	commit := o.remote.commit
+	if o.base != nil {
+		commit = o.remote.commitAppend
+	}
+	if err := commit(o.Dir, rec); err != nil {
 		return st, err
 	}
 	o.st.Abort() // the staged copy is in the store now
@@ -382,7 +424,11 @@ func (o *Output) Summary(s plan.Summary) plan.Summary {
 		// The commit's answer was lost and its retry found it done.
 		s.Status = plan.StatusAlreadyDone
 	}
-	s.Blobs, s.Bytes, s.Shards = o.stats.Members, o.stats.Bytes, int64(o.stats.Shards)
+	s.Blobs, s.Bytes, s.Shards = o.stats.Members+o.baseMembers, o.stats.Bytes+o.baseBytes, int64(o.stats.Shards)
+	if b := o.base; b != nil {
+		s.Appended = &plan.Appended{Sources: len(b.Diff.New), Skipped: len(b.Diff.Kept), Removed: len(b.Diff.Removed),
+			Blobs: o.stats.Members, Bytes: o.stats.Bytes, Shards: int64(o.stats.Shards - len(b.Shards))}
+	}
 	s.Warnings = append(s.Warnings, GroupWarnings(o.stats.GroupsSplit)...)
 	if r := o.remote; r != nil {
 		s.Upload = &plan.Upload{Requests: r.stats.Requests(), Bytes: r.stats.BytesWritten(),

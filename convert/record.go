@@ -41,6 +41,22 @@ type Record struct {
 	// Parts, in a destination joined by Finalize, say what each part of
 	// the split contributed; they are not compared.
 	Parts []PartExtent `json:"parts,omitempty"`
+	// AppendTo, in the record of an append, is the SHA-256 of the record
+	// it extends (see Base); Commits say what each commit added, the
+	// first conversion first. Neither is compared.
+	AppendTo string         `json:"append_to,omitempty"`
+	Commits  []CommitExtent `json:"commits,omitempty"`
+}
+
+// CommitExtent is what one commit of a destination added: the shards
+// numbered First to First+Shards-1, holding Members members of Bytes
+// payload bytes, converted from Sources source files.
+type CommitExtent struct {
+	First   int   `json:"first_shard"`
+	Shards  int   `json:"shards"`
+	Members int64 `json:"members"`
+	Bytes   int64 `json:"bytes"`
+	Sources int   `json:"sources"`
 }
 
 // PartExtent is what one part of a split conversion contributed to the
@@ -176,6 +192,7 @@ func (r *Record) Whole() *Record {
 	w := *r
 	w.Options = maps.Clone(r.Options)
 	w.Options[PartOption] = ""
+	w.Commits = nil // a part's own; a joined output's are its parts
 	return &w
 }
 
@@ -211,6 +228,11 @@ func decodeRecord(b []byte, where string) (*Record, error) {
 // words for an error message; it is empty when the runs produce the same
 // output. Tool versions are not compared.
 func (r *Record) Diff(earlier *Record) []string {
+	return append(r.optionsDiff(earlier), r.sourcesDiff(earlier)...)
+}
+
+// optionsDiff names the differences of command and options (see Diff).
+func (r *Record) optionsDiff(earlier *Record) []string {
 	var out []string
 	if r.Command != earlier.Command {
 		out = append(out, fmt.Sprintf("command %s, earlier %s", r.Command, earlier.Command))
@@ -227,6 +249,12 @@ func (r *Record) Diff(earlier *Record) []string {
 			out = append(out, fmt.Sprintf("--%s %q, earlier %q", k, r.Options[k], earlier.Options[k]))
 		}
 	}
+	return out
+}
+
+// sourcesDiff names the source files that differ (see Diff).
+func (r *Record) sourcesDiff(earlier *Record) []string {
+	var out []string
 	old := map[string]SourceFile{}
 	for _, s := range earlier.Sources {
 		old[s.Path] = s

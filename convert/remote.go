@@ -56,6 +56,8 @@ type remote struct {
 	// found is set when commit found the record already committed, equal
 	// to this run's (see ownCommit).
 	found bool
+	// baseETag, for an append, is the ETag of the record it extends.
+	baseETag string
 }
 
 // StagingDir returns the local directory that stages a run into dst, an
@@ -115,6 +117,9 @@ func readRemoteState(ctx context.Context, st objstore.Store, packDir string) (re
 // that finds an interrupted run's shards in the store (its pending record
 // equal to this run's) resumes from them.
 func (d *bucketDest) begin(ctx context.Context, o OutputOptions) (*Output, error) {
+	if o.Base != nil {
+		return d.beginAppend(ctx, o)
+	}
 	dst := d.loc
 	stats := o.Stats
 	if stats == nil {
@@ -184,7 +189,7 @@ func (d *bucketDest) begin(ctx context.Context, o OutputOptions) (*Output, error
 			return nil, err
 		}
 	}
-	out, err := beginWriter(ctx, dst, sg, o, resume || sg.Resumed, stored, r.publish)
+	out, err := beginWriter(ctx, dst, sg, o, resume || sg.Resumed, stored, r.publish, 0)
 	if err != nil {
 		sg.Abort()
 		return nil, err

@@ -25,6 +25,11 @@ type Target struct {
 	Part    Part
 	Record  *Record
 	Restart bool
+	// Append is set for a run that appends to a committed output (see
+	// Base); Done then says already_done when nothing is new.
+	Append bool
+	// Base is the committed output the append extends, once read (Base).
+	Base *Base
 }
 
 // newDestHint is the hint of a refusal of a destination that holds the
@@ -63,6 +68,12 @@ func (t Target) Check(ctx context.Context, src string) error {
 // committed output differs is discarded under Restart, to be converted
 // again. format names the summary's format.
 func (t Target) Done(ctx context.Context, format string) (*plan.Summary, error) {
+	if t.Base != nil {
+		if len(t.Base.Diff.New) > 0 {
+			return nil, nil
+		}
+		return totalsDone(ctx, t.Dest, format)
+	}
 	if t.Part.Whole() {
 		return doneAt(ctx, t.Dest, t.Record, format, newDestHint)
 	}
@@ -111,6 +122,11 @@ func doneAt(ctx context.Context, d Dest, rec *Record, format, hint string) (*pla
 	if diff := rec.Diff(old); len(diff) > 0 {
 		return nil, &UsageError{Err: fmt.Errorf("%s: %w: %s", d.Location(), ErrDifferentRun, strings.Join(diff, "; ")), Hint: hint}
 	}
+	return totalsDone(ctx, d, format)
+}
+
+// totalsDone is the already_done summary of the output d holds, with its totals.
+func totalsDone(ctx context.Context, d Dest, format string) (*plan.Summary, error) {
 	sum := plan.Summary{Status: plan.StatusAlreadyDone, Format: format, Dest: d.Location()}
 	members, bytes, shards, err := d.Totals(ctx)
 	if err != nil {
@@ -128,6 +144,12 @@ func doneAt(ctx context.Context, d Dest, rec *Record, format, hint string) (*pla
 // nothing. A part says nothing.
 func (t Target) Next(ctx context.Context) (string, error) {
 	if !t.Part.Whole() {
+		return "", nil
+	}
+	if t.Base != nil {
+		if len(t.Base.Diff.New) == 0 {
+			return fmt.Sprintf("A real run would do nothing: %s holds every source already (already done, exit 0).", t.Dest.Location()), nil
+		}
 		return "", nil
 	}
 	done, err := doneAt(ctx, t.Dest, t.Record, "", newDestHint)

@@ -109,6 +109,9 @@ func (l *Local) Put(ctx context.Context, name string, r io.ReaderAt, size int64,
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if o.IfMatch != "" {
+		return fmt.Errorf("%s: a conditional put on an ETag needs object storage", name)
+	}
 	p, err := l.path(name)
 	if err != nil {
 		return err

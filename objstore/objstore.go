@@ -72,6 +72,11 @@ type Info struct {
 type PutOptions struct {
 	// IfAbsent makes the put fail (ErrExists) when the object exists.
 	IfAbsent bool
+	// IfMatch, when not "", makes the put replace the object only while
+	// its ETag is IfMatch (Info.ETag); otherwise it fails with an error
+	// matching ErrChanged, and no two puts on the same ETag can both
+	// succeed. Object storage only: a local store refuses it.
+	IfMatch string
 	// SHA256 is the hex digest of the bytes, recorded with the object
 	// where the backend can (S3 metadata), for resumes to trust.
 	SHA256 string

@@ -661,7 +661,7 @@ func (s *S3) Put(ctx context.Context, name string, r io.ReaderAt, size int64, o 
 	if o.SHA256 != "" {
 		meta = map[string]string{metaSHA256: o.SHA256}
 	}
-	if size <= s.partSize || o.IfAbsent {
+	if size <= s.partSize || o.IfAbsent || o.IfMatch != "" {
 		in := &s3.PutObjectInput{
 			Bucket:        &s.bucket,
 			Key:           aws.String(s.key(name)),
@@ -672,8 +672,14 @@ func (s *S3) Put(ctx context.Context, name string, r io.ReaderAt, size int64, o 
 		if o.IfAbsent {
 			in.IfNoneMatch = aws.String("*")
 		}
+		if o.IfMatch != "" {
+			in.IfMatch = aws.String(o.IfMatch)
+		}
 		s.stats.request()
 		if _, err := s.client.PutObject(ctx, in); err != nil {
+			if o.IfMatch != "" && isPrecondition(err) {
+				return fmt.Errorf("%s: %w", s.url(name), ErrChanged)
+			}
 			return s.fail("put", name, err)
 		}
 		s.stats.addWritten(size)

@@ -71,12 +71,21 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, srcfile.Named("read", filepath.Join(dir, ManifestName), err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
+	m, err := DecodeManifest(b)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestName), err)
 	}
+	return m, nil
+}
+
+// DecodeManifest decodes a manifest read whole.
+func DecodeManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
 	if m.Algorithm != "sha256" {
-		return nil, fmt.Errorf("%s: unsupported algorithm %q", filepath.Join(dir, ManifestName), m.Algorithm)
+		return nil, fmt.Errorf("unsupported algorithm %q", m.Algorithm)
 	}
 	return &m, nil
 }

@@ -47,6 +47,9 @@ type Plan struct {
 	// is not simply to write it: refuse it (and why), find it done, or resume. Text
 	// plans show it on their last line.
 	Next string `json:"next,omitempty"`
+	// Append, for a run that appends to a committed output, says what is
+	// new and converted, and what the output holds already and is skipped.
+	Append *AppendPlan `json:"append,omitempty"`
 	// Warnings are things the user should know before confirming.
 	Warnings []string `json:"warnings"`
 	// Fetched, for a source in object storage, says what planning fetched
@@ -351,4 +354,33 @@ func (c *Counts) UnmarshalJSON(b []byte) error {
 	}
 	*c = out
 	return nil
+}
+
+// AppendPlan is what an append converts and skips (see Plan.Append).
+type AppendPlan struct {
+	// Unit names what is counted: "source files", "fragments", "episodes".
+	Unit string `json:"unit"`
+	// New and NewBytes are what the append converts; Skipped and
+	// SkippedBytes what the committed output holds already (not read);
+	// Removed what it holds that has disappeared from the source (its rows
+	// stay).
+	New          int   `json:"new"`
+	NewBytes     int64 `json:"new_bytes"`
+	Skipped      int   `json:"skipped"`
+	SkippedBytes int64 `json:"skipped_bytes"`
+	Removed      int   `json:"removed"`
+	// Base is the number of shards the committed output holds, which new
+	// shards are numbered after.
+	BaseShards int `json:"base_shards"`
+}
+
+// Text is the plan's line on an append.
+func (a AppendPlan) Text() string {
+	s := fmt.Sprintf("Append to the committed output (%s): %s (%s) to convert into new shards; %s (%s) held already, not read",
+		CountText(int64(a.BaseShards), "shards"), CountText(int64(a.New), "new "+a.Unit), HumanBytes(a.NewBytes),
+		CountText(int64(a.Skipped), a.Unit), HumanBytes(a.SkippedBytes))
+	if a.Removed > 0 {
+		s += fmt.Sprintf("; %s gone from the source, their rows kept (--allow-removed)", CountText(int64(a.Removed), a.Unit))
+	}
+	return s + "."
 }

@@ -60,6 +60,24 @@ type Summary struct {
 	// Fetched, for a source in object storage, says what the run fetched
 	// from it; nil for a local source.
 	*Fetched
+	// Appended, for a run that appended to a committed output, says what
+	// this run added (Blobs, Bytes and Shards are the whole output's).
+	Appended *Appended `json:"appended,omitempty"`
+}
+
+// Appended is what an append added to a committed output.
+type Appended struct {
+	// Sources counts the source files (or, for Lance and LeRobot,
+	// fragments and episodes) converted; Skipped those the output held
+	// already, unread; Removed those it held that have disappeared
+	// (their rows kept).
+	Sources int `json:"sources"`
+	Skipped int `json:"skipped"`
+	Removed int `json:"removed,omitempty"`
+	// Blobs, Bytes and Shards count what this run wrote into packs.
+	Blobs  int64 `json:"blobs"`
+	Bytes  int64 `json:"bytes"`
+	Shards int64 `json:"shards"`
 }
 
 // Fetched says what reading a source in object storage fetched.
@@ -147,6 +165,10 @@ func RenderSummaryText(w io.Writer, s Summary) error {
 		}
 		if len(parts) > 0 {
 			b.WriteString("; " + strings.Join(parts, ", "))
+		}
+		if a := s.Appended; a != nil {
+			fmt.Fprintf(&b, "; this append added %s (%s) in %s from %s, %s unchanged",
+				CountText(a.Blobs, "blobs"), HumanBytes(a.Bytes), CountText(a.Shards, "new shards"), CountText(int64(a.Sources), "new sources"), CountText(int64(a.Skipped), "sources"))
 		}
 		if u := s.Upload; u != nil {
 			fmt.Fprintf(&b, "; uploaded %s in %s (parts of %s, at most %d at once; staging at most %s)",

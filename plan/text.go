@@ -105,6 +105,9 @@ func RenderTextWith(w io.Writer, p Plan, opts TextOptions) error {
 			b.WriteString("  - " + safe(warn) + "\n")
 		}
 	}
+	if p.Append != nil {
+		b.WriteString("\n" + safe(p.Append.Text()) + "\n")
+	}
 	if p.Next != "" {
 		b.WriteString("\n" + safe(p.Next) + "\n")
 	}

@@ -33,6 +33,10 @@ type convertFlags struct {
 	explain      bool
 	restart      bool
 	staging      string
+	// append and allowRemoved are --append and --allow-removed; base is
+	// the committed output an append extends, once read (appendBase).
+	append, allowRemoved bool
+	base                 *convert.Base
 	// part is --part I/N, for the converters that take it (registerPart).
 	part partFlag
 	// record says what the run produces (nil when a source cannot be
@@ -61,6 +65,8 @@ func (c *convertFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.yes, "yes", false, "accept the plan without asking (scripted runs)")
 	fs.BoolVar(&c.explain, "explain", false, "show the plan's explanations (how keys, samples, readers and shard limits work), once per topic")
 	fs.BoolVar(&c.restart, "restart", false, "discard the staged work of an interrupted run instead of resuming it, and with --part\nreplace a finished part made from sources or options that have changed since")
+	fs.BoolVar(&c.append, "append", false, "convert only the sources that DST's committed output does not hold yet, into new shards, and commit\nthem as a new version of it (an absent DST is converted whole); a changed source is refused")
+	fs.BoolVar(&c.allowRemoved, "allow-removed", false, "with --append: keep the rows of sources the output holds that are gone from the source now")
 	fs.StringVar(&c.staging, "staging", "", "local directory `DIR` that stages the shards of a run into s3:// before each is uploaded (default: the system's temporary directory)")
 }
 
@@ -100,14 +106,14 @@ func (p *partFlag) Set(s string) error {
 // pack returns the pack settings the flags name, with the run's record.
 func (c *convertFlags) pack() convert.PackOptions {
 	return convert.PackOptions{MaxPackBytes: int64(c.maxPackBytes), MaxMembers: c.maxMembers, NoManifest: c.noManifest,
-		Record: c.record, Restart: c.restart, Part: c.part.Part, RefBase: string(c.refBase)}
+		Record: c.record, Restart: c.restart, Part: c.part.Part, RefBase: string(c.refBase), Append: c.append, AllowRemoved: c.allowRemoved}
 }
 
 // options are the settings every converter takes, from the flags. The plan
 // is quick (convert.Options.QuickPlan) when no one confirms it: --yes
 // without --dry-run.
 func (c *convertFlags) options() convert.Options {
-	return convert.Options{PackOptions: c.pack(), ToolVersion: buildVersion(), QuickPlan: c.yes && !c.dryRun}
+	return convert.Options{PackOptions: c.pack(), ToolVersion: buildVersion(), QuickPlan: c.yes && !c.dryRun, Base: c.base}
 }
 
 // refBaseFlag is a converter's --ref-base, checked as it is parsed (see
@@ -151,7 +157,8 @@ func (c *convertFlags) render(w io.Writer, p plan.Plan) error {
 }
 
 // notRecorded are flags that do not change what a run writes.
-var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "explain": true, "restart": true, "staging": true}
+var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": true, "yes": true, "dry-run": true, "explain": true, "restart": true, "staging": true,
+	"append": true, "allow-removed": true}
 
 // identify records what the run produces: the command, every flag that
 // shapes the output (defaults included) and the identity of every source
@@ -170,6 +177,38 @@ func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources [
 		}
 	})
 	c.record = &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: fs.Name(), Options: opts, Sources: files}
+	return c.appendBase(ctx, "")
+}
+
+// appendBase, for --append into a destination that holds a committed
+// output, reads that output (see convert.Target.ReadBase), sorts the
+// sources against its record and makes the run's record the extended
+// output's; a real run first finishes an append's commit that a stopped
+// run began. packDir is the run's pack directory ("" for the default).
+func (c *convertFlags) appendBase(ctx context.Context, packDir string) error {
+	if c.allowRemoved && !c.append {
+		return usagef("%s: --allow-removed goes with --append", c.command)
+	}
+	if !c.append || c.dest == nil {
+		return nil
+	}
+	if c.record == nil {
+		return usagef("%s: --append needs sources it can identify: standard input cannot tell what is new", c.command)
+	}
+	if !c.dryRun {
+		if _, err := c.target().Recover(ctx); err != nil {
+			return err
+		}
+	}
+	base, err := c.target().ReadBase(ctx, packDir)
+	if err != nil || base == nil {
+		return err
+	}
+	if _, err := base.Sources(c.record.Sources, c.allowRemoved); err != nil {
+		return err
+	}
+	base.Extend(c.record)
+	c.base = base
 	return nil
 }
 
@@ -192,7 +231,7 @@ func (c *convertFlags) destination(ctx context.Context, src, dst string) (conver
 // target is the run's destination side: where, which part, what it
 // records and whether to restart.
 func (c *convertFlags) target() convert.Target {
-	return convert.Target{Dest: c.dest, Part: c.part.Part, Record: c.record, Restart: c.restart}
+	return convert.Target{Dest: c.dest, Part: c.part.Part, Record: c.record, Restart: c.restart, Append: c.append, Base: c.base}
 }
 
 // next says in p.Next what a real run would do with a destination that is
@@ -335,6 +374,7 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	}
 	p, err := job.Plan(ctx, nil, e.newProgress("inspect"))
 	p = cf.withShardNote(p)
+	cf.withAppend(&p)
 	if w := spaceWarning(cf, p); w != "" {
 		p.Warnings = append(p.Warnings, w)
 	}
@@ -412,6 +452,18 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 		plan.RenderSummaryText(e.stderr, sum)
 	}
 	return sum, nil
+}
+
+// withAppend says in the plan of an append what it converts and what the
+// committed output holds already, counted in source files, unless the
+// converter said it in its own units (fragments, episodes).
+func (c *convertFlags) withAppend(p *plan.Plan) {
+	b := c.base
+	if b == nil || p.Append != nil {
+		return
+	}
+	p.Append = &plan.AppendPlan{Unit: "source files", New: len(b.Diff.New), NewBytes: convert.Bytes(b.Diff.New),
+		Skipped: len(b.Diff.Kept), SkippedBytes: convert.Bytes(b.Diff.Kept), Removed: len(b.Diff.Removed), BaseShards: len(b.Shards)}
 }
 
 // scripted is the command line that makes the choice of names without a

@@ -90,6 +90,7 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 	out, err := convert.Begin(ctx, opts.dst, convert.OutputOptions{
 		Pack:     opts.PackOptions,
 		Sources:  SourceDirs(opts.src),
+		Base:     opts.Base,
 		OnShard:  c.onShard,
 		Progress: pc,
 	})
@@ -151,7 +152,11 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 		if err != nil {
 			return nil, fmt.Errorf("wds: samples spool: %w", err)
 		}
-		n, err := writeTable(out.Path(TableName), rows, tableSpec{
+		tablePath := out.Path(TableName)
+		if opts.Base != nil {
+			tablePath = out.Path(newRowsName)
+		}
+		n, err := writeTable(tablePath, rows, tableSpec{
 			fields:  c.smp.fields,
 			shards:  c.tableNames,
 			record:  TableRecord{SourceFormat: "webdataset", PackBase: MediaDir, Inline: append([]string{}, opts.Inline...), ShardPrefix: opts.ShardPrefix},
@@ -160,6 +165,11 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 		})
 		if err != nil {
 			return nil, fmt.Errorf("wds: %s: %w", TableName, err)
+		}
+		if opts.Base != nil {
+			if n, err = appendTable(ctx, opts.Base, tablePath, out.Path(TableName), opts.mem); err != nil {
+				return nil, fmt.Errorf("wds: %s: %w", TableName, err)
+			}
 		}
 		spool.Close()
 		c.inl.Close()

@@ -87,10 +87,35 @@ func ShardStem(p string) string {
 // input), an existing file or directory, or a brace pattern list.
 func resolveSources(ctx context.Context, opts Options) (sourceList, error) {
 	l, err := listSources(ctx, opts)
-	if err != nil || opts.Part.Whole() {
+	if err != nil {
 		return l, err
 	}
+	if opts.Base != nil {
+		l = l.newOnly(opts.Base)
+	}
+	if opts.Part.Whole() {
+		return l, nil
+	}
 	return l.part(opts.Part), nil
+}
+
+// newOnly keeps the shards that the committed output an append extends
+// does not hold.
+func (l sourceList) newOnly(b *convert.Base) sourceList {
+	out := sourceList{Ignored: l.Ignored}
+	for _, s := range l.Shards {
+		p := s.Path
+		if s.store == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+		}
+		if !b.Holds(p) {
+			out.Shards = append(out.Shards, s)
+			out.Bytes += s.Size
+		}
+	}
+	return out
 }
 
 // part keeps the shards of one part of a split conversion (see
