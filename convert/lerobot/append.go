@@ -18,6 +18,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
+	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/srctree"
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -345,7 +346,57 @@ func underDir(rel, dir string) bool { return strings.HasPrefix(rel, dir+"/") && 
 // committedOutput returns the committed output an append extends, or nil
 // for a conversion.
 func (o Options) committedOutput() committedOutput {
-	return o.committed
+	switch {
+	case o.committed != nil:
+		return o.committed
+	case o.Base != nil:
+		return baseOutput{o.Base}
+	}
+	return nil
+}
+
+// baseOutput reads the committed output through convert.Base.
+type baseOutput struct{ b *convert.Base }
+
+func (o baseOutput) ReadFile(ctx context.Context, rel string, max int64) ([]byte, error) {
+	return o.b.ReadFile(ctx, rel, max)
+}
+
+func (o baseOutput) List(ctx context.Context, rel string) ([]string, error) {
+	return o.b.List(ctx, rel)
+}
+
+func (o baseOutput) recordSources() []convert.SourceFile { return o.b.Record.Sources }
+
+// appendPlan is the plan's account of an append, in episodes: the new
+// ones and the bytes of the camera files they are cut from or packed as,
+// and the committed ones, with the bytes of the camera files holding only
+// them (not read).
+func (ins *Inspection) appendPlan() *plan.AppendPlan {
+	a := ins.appending
+	p := &plan.AppendPlan{Unit: "episodes", New: len(a.fresh), Skipped: len(a.episodes)}
+	for _, vf := range ins.Videos {
+		for _, f := range vf.Files {
+			p.NewBytes += f.Size
+		}
+	}
+	if b := ins.Options.Base; b != nil {
+		p.BaseShards = len(b.Shards)
+		held := map[string]bool{}
+		for _, vf := range ins.Videos {
+			for _, f := range vf.Files {
+				held[f.Rel] = true
+			}
+		}
+		root := strings.TrimSuffix(ins.Dataset.Root, "/") + "/"
+		for _, f := range b.Record.Sources {
+			rel := strings.TrimPrefix(f.Path, root)
+			if _, ok := a.committedFiles[rel]; ok && !held[rel] {
+				p.SkippedBytes += f.Size
+			}
+		}
+	}
+	return p
 }
 
 // planAppend reads the committed output's episode metadata, checks the

@@ -98,7 +98,7 @@ func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog prog
 	o := ins.Options
 	d := ins.Dataset
 	prog = progress.OrNop(prog)
-	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog})
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog, Base: o.Base})
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +230,10 @@ func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog prog
 		},
 		Warnings: append(append([]string{}, ins.Warnings...), warnings...),
 	})
+	if a, sa := ins.appending, res.Summary.Appended; a != nil && sa != nil {
+		// Counted in episodes, as the plan counts them.
+		sa.Sources, sa.Skipped, sa.Removed = len(a.fresh), len(a.episodes), 0
+	}
 	return res, nil
 }
 

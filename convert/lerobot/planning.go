@@ -34,6 +34,9 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 		Dest:     dst,
 		Warnings: append([]string{}, ins.Warnings...),
 	}
+	if ins.appending != nil {
+		p.Append = ins.appendPlan()
+	}
 	for _, vf := range ins.Videos {
 		p.Source.Bytes += vf.Bytes()
 	}
@@ -198,7 +201,7 @@ func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
 		}
 		if f.Split {
 			split++
-			if f.Report.PreRollNS > 0 {
+			if f.Report.PreRollNS > 0 && !f.Grown { // a grown file's committed footage comes first
 				preRoll++
 			}
 			if f.Report.TrailingNS > 0 {
