@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -329,27 +328,10 @@ func (a *appendState) sameCommitted(ctx context.Context, rel string, b []byte) (
 	return bytes.Equal(old, b), nil
 }
 
-// episodeRange names a run of episode indexes for messages.
-func episodeRange(eps []Episode) string {
-	switch len(eps) {
-	case 0:
-		return "no episodes"
-	case 1:
-		return fmt.Sprintf("episode %d", eps[0].Index)
-	}
-	return fmt.Sprintf("episodes %d-%d", eps[0].Index, eps[len(eps)-1].Index)
-}
-
-// underDir reports whether rel lies under the directory dir.
-func underDir(rel, dir string) bool { return strings.HasPrefix(rel, dir+"/") && path.Clean(rel) == rel }
-
 // committedOutput returns the committed output an append extends, or nil
 // for a conversion.
 func (o Options) committedOutput() committedOutput {
-	switch {
-	case o.committed != nil:
-		return o.committed
-	case o.Base != nil:
+	if o.Base != nil {
 		return baseOutput{o.Base}
 	}
 	return nil

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -181,46 +180,6 @@ func growDataset(t *testing.T, dir, version, groups, cache string, args ...strin
 	}
 }
 
-// dirOutput is a committed output read from a local directory.
-type dirOutput struct {
-	dir     string
-	sources []convert.SourceFile
-}
-
-func (o dirOutput) ReadFile(_ context.Context, rel string, max int64) ([]byte, error) {
-	return os.ReadFile(filepath.Join(o.dir, filepath.FromSlash(rel)))
-}
-
-func (o dirOutput) List(_ context.Context, rel string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(filepath.Join(o.dir, filepath.FromSlash(rel)), func(p string, e fs.DirEntry, err error) error {
-		if err == nil && e.Type().IsRegular() {
-			r, _ := filepath.Rel(o.dir, p)
-			out = append(out, filepath.ToSlash(r))
-		}
-		return err
-	})
-	return out, err
-}
-
-func (o dirOutput) recordSources() []convert.SourceFile { return o.sources }
-
-// packKeys lists the members of the packs under dst/media.
-func packKeys(t *testing.T, dst string) []string {
-	t.Helper()
-	set, err := packcore.OpenSet(filepath.Join(dst, "media"), packcore.SetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	var keys []string
-	for m := range set.Members() {
-		keys = append(keys, m.Key)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // indexView is what a reader of a video index sees of each (episode,
 // camera): the member holding it (references' shard numbers differ between
 // an appended output and a single conversion), its interval and frames.
@@ -273,24 +232,34 @@ func framesView(t *testing.T, dst string) []string {
 	return rows
 }
 
-// TestAppendStages converts a v3.0 dataset, grows it the two ways LeRobot
-// grows one (new episodes in the last files, then in new files) and runs
-// the append of each growth against the committed output, into an empty
-// directory that receives what the append stages: the containers of the new
-// episodes only, the merged video index and frames table, the data files
-// holding new episodes and the meta/ files that changed. Merged onto the
-// committed output, the index and frames table equal those of one
-// conversion of the grown dataset, and so do the tables and meta/ files.
-func TestAppendStages(t *testing.T) {
+// TestAppendCommits converts a v3.0 dataset, grows it the two ways LeRobot
+// grows one (new episodes in the last files, then in new files) and
+// appends each growth to the output through convert.Base. Each append
+// adds a shard of the new episodes' containers only and replaces or adds
+// exactly the data files holding new episodes, the meta/ files that
+// changed, the video index and the frames table (and the manifest and
+// record); no other file of the output changes. The index and frames table
+// then equal those of one conversion of the grown dataset, and so do the
+// tables and meta/ files.
+func TestAppendCommits(t *testing.T) {
 	engine := testEngine(t, true)
 	ctx := context.Background()
 	cache := t.TempDir()
 	src := filepath.Join(t.TempDir(), "ds")
 	growDataset(t, src, "v3.0", "0,1,2/3,4", cache)
-	committed := filepath.Join(t.TempDir(), "out")
+	record := func() *convert.Record {
+		t.Helper()
+		files, err := convert.Identify(ctx, []string{src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &convert.Record{Tool: "bpconvert", Command: "convert-lerobot", Options: map[string]string{}, Sources: files}
+	}
 	convertAll := func(dst string) {
 		t.Helper()
-		ins, err := Inspect(ctx, src, Options{Engine: engine})
+		opts := Options{Engine: engine}
+		opts.Record = record()
+		ins, err := Inspect(ctx, src, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,77 +267,83 @@ func TestAppendStages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	convertAll(committed)
+	out := filepath.Join(t.TempDir(), "out")
+	convertAll(out)
 
 	for _, step := range []struct {
 		groups  string
 		members []string
-		data    []string
-		meta    []string
+		changed []string
 	}{
 		{"0,1,2/3,4,5", []string{
 			"videos/observation.images.top/chunk-000/file-001/episode_000005.mp4",
 			"videos/observation.images.wrist/chunk-000/file-001/episode_000005.mp4"},
-			[]string{"data/chunk-000/file-001.parquet"},
-			[]string{"meta/episodes/chunk-000/file-001.parquet", "meta/info.json", "meta/stats.json", "meta/tasks.parquet"}},
+			[]string{"data/chunk-000/file-001.parquet", "media/pack-0001.zip",
+				"meta/episodes/chunk-000/file-001.parquet", "meta/info.json", "meta/stats.json", "meta/tasks.parquet"}},
 		{"0,1,2/3,4,5/6,7", []string{
 			"videos/observation.images.top/chunk-000/file-002/episode_000006.mp4",
 			"videos/observation.images.top/chunk-000/file-002/episode_000007.mp4",
 			"videos/observation.images.wrist/chunk-000/file-002/episode_000006.mp4",
 			"videos/observation.images.wrist/chunk-000/file-002/episode_000007.mp4"},
-			[]string{"data/chunk-000/file-002.parquet"},
-			[]string{"meta/episodes/chunk-000/file-002.parquet", "meta/info.json", "meta/stats.json"}},
+			[]string{"data/chunk-000/file-002.parquet", "media/pack-0002.zip",
+				"meta/episodes/chunk-000/file-002.parquet", "meta/info.json", "meta/stats.json"}},
 	} {
 		t.Run(step.groups, func(t *testing.T) {
 			growDataset(t, src, "v3.0", step.groups, cache)
-			ins, err := Inspect(ctx, src, Options{Engine: engine, committed: dirOutput{dir: committed}})
+			before := treeSums(t, out)
+			rec := record()
+			base, err := convert.Target{Dest: converttest.Dest(t, out), Record: rec, Append: true}.ReadBase(ctx, "")
+			if err != nil || base == nil {
+				t.Fatalf("base %v, %v", base, err)
+			}
+			base.Extend(rec) // as the CLI does: the record lists every commit
+			opts := Options{Engine: engine}
+			opts.Record, opts.Append, opts.Base = rec, true, base
+			ins, err := Inspect(ctx, src, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			staged := filepath.Join(t.TempDir(), "staged")
-			if _, err := Convert(ctx, ins, converttest.Dest(t, staged), nil); err != nil {
+			if _, err := Convert(ctx, ins, converttest.Dest(t, out), nil); err != nil {
 				t.Fatal(err)
 			}
-			if got := packKeys(t, staged); !slices.Equal(got, step.members) {
-				t.Errorf("packed %v, want the new episodes' containers %v", got, step.members)
-			}
-			var files []string
-			for rel := range treeSums(t, staged) {
-				if !strings.HasPrefix(rel, "media/") && rel != convert.RecordName && !strings.HasPrefix(rel, ".") {
-					files = append(files, rel)
+			after := treeSums(t, out)
+			var changed []string
+			for rel, sum := range after {
+				if before[rel] != sum && rel != convert.RecordName && rel != "media/"+packcore.ManifestName && rel != FramesFile && rel != videoindex.FileName {
+					changed = append(changed, rel)
 				}
 			}
-			slices.Sort(files)
-			want := append(append(slices.Clone(step.data), step.meta...), FramesFile, videoindex.FileName)
-			slices.Sort(want)
-			if !slices.Equal(files, want) {
-				t.Errorf("staged %v, want %v", files, want)
+			slices.Sort(changed)
+			if !slices.Equal(changed, step.changed) {
+				t.Errorf("the append changed %v, want %v", changed, step.changed)
+			}
+			set, err := packcore.OpenSet(filepath.Join(out, "media"), packcore.SetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for m := range set.Members() {
+				if path.Base(m.Shard) == path.Base(step.changed[1]) {
+					keys = append(keys, m.Key)
+				}
+			}
+			set.Close()
+			slices.Sort(keys)
+			if !slices.Equal(keys, step.members) {
+				t.Errorf("the new shard holds %v, want the new episodes' containers %v", keys, step.members)
 			}
 
-			// Merge onto the committed output as a commit would, then
-			// compare with one conversion of the grown dataset.
-			for _, rel := range files {
-				b, err := os.ReadFile(filepath.Join(staged, rel))
-				if err != nil {
-					t.Fatal(err)
-				}
-				p := filepath.Join(committed, rel)
-				os.MkdirAll(filepath.Dir(p), 0o755)
-				if err := os.WriteFile(p, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 			whole := filepath.Join(t.TempDir(), "whole")
 			convertAll(whole)
-			if a, b := indexView(t, committed), indexView(t, whole); !slices.Equal(a, b) {
+			if a, b := indexView(t, out), indexView(t, whole); !slices.Equal(a, b) {
 				t.Errorf("video index after the append:\n%s\none conversion:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 			}
-			if a, b := framesView(t, committed), framesView(t, whole); !slices.Equal(a, b) {
+			if a, b := framesView(t, out), framesView(t, whole); !slices.Equal(a, b) {
 				t.Errorf("frames table after the append (%d rows) differs from one conversion's (%d rows)", len(a), len(b))
 			}
-			ws, cs := treeSums(t, whole), treeSums(t, committed)
+			ws := treeSums(t, whole)
 			for rel, sum := range ws {
-				if (strings.HasPrefix(rel, "data/") || strings.HasPrefix(rel, "meta/")) && cs[rel] != sum {
+				if (strings.HasPrefix(rel, "data/") || strings.HasPrefix(rel, "meta/")) && after[rel] != sum {
 					t.Errorf("%s differs from one conversion's", rel)
 				}
 			}

@@ -77,10 +77,6 @@ type Options struct {
 	// not read, so no Engine is needed and the plan says what was not
 	// probed. Such an inspection plans; Convert refuses it.
 	NoProbe bool
-
-	// committed, when set, is the committed output an append extends
-	// (see append.go).
-	committed committedOutput
 }
 
 // withDefaults fills in the defaults and refuses unknown modes as
