@@ -144,7 +144,8 @@ func killDuring(t *testing.T, args []string, staging string) {
 	}
 }
 
-// TestLerobotAppend converts a LeRobot v3.0 dataset, then appends to the
+// TestLerobotAppend converts a LeRobot v3.0 dataset with --append into an
+// absent destination (everything is converted), then appends to the
 // output twice, after LeRobot's two ways of adding episodes: into the last
 // files (episode 5 concatenated to file-001 of each camera, its rows
 // written into data and episode metadata file-001), then into new files
@@ -160,8 +161,10 @@ func TestLerobotAppend(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "ds")
 	dst := filepath.Join(t.TempDir(), "out")
 	growDataset(t, src, "v3.0", "0,1,2/3,4", cache)
-	if r := bp(t, "convert-lerobot", src, dst, "--yes", "--json"); r.code != exitOK {
-		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
+	// The command a schedule runs from the first day: into an absent
+	// destination, --append converts everything.
+	if doc := appendRun(t, src, dst); doc["blobs"] != 10.0 || doc["appended"] != nil {
+		t.Fatalf("first run: summary %v", doc)
 	}
 	first := shardSums(t, dst)
 
