@@ -135,7 +135,7 @@ func (b *Base) Sources(cur []SourceFile, allowRemoved bool) (SourceDiff, error) 
 		switch {
 		case !ok:
 			d.New = append(d.New, s)
-		case old == s:
+		case sameSource(old, s):
 			d.Kept = append(d.Kept, s)
 		default:
 			e := Invalid("append", s.Path, fmt.Errorf("changed since %s converted it (size %d, then %d; modified %s, then %s): an append adds new source files, it does not replace what the output holds",
@@ -155,6 +155,24 @@ func (b *Base) Sources(cur []SourceFile, allowRemoved bool) (SourceDiff, error) 
 	b.Diff = d
 	return d, nil
 }
+
+// sameSource reports whether a source file is the one a record holds:
+// the same size and time, or for an object in object storage the same
+// size and content tag (an object uploaded again with the same bytes is
+// the same source).
+func sameSource(old, cur SourceFile) bool {
+	if old == cur {
+		return true
+	}
+	_, t1, ok1 := strings.Cut(old.ModTime, " ")
+	_, t2, ok2 := strings.Cut(cur.ModTime, " ")
+	return ok1 && ok2 && t1 != "" && t1 == t2 && old.Size == cur.Size && old.Path == cur.Path
+}
+
+// SameSource reports whether cur is the source file old that a record
+// holds (see sameSource), for converters that sort their sources
+// themselves.
+func SameSource(old, cur SourceFile) bool { return sameSource(old, cur) }
 
 // Holds reports whether the committed output holds the source file path
 // (kept or removed; see Sources): an append skips it without reading it.

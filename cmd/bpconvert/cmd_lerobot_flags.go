@@ -159,7 +159,7 @@ func lerobotDiff(was, now []convert.SourceFile) convert.SourceDiff {
 	}
 	var d convert.SourceDiff
 	for _, f := range now {
-		if old, ok := held[f.Path]; ok && old == f {
+		if old, ok := held[f.Path]; ok && convert.SameSource(old, f) {
 			d.Kept = append(d.Kept, f)
 		} else {
 			d.New = append(d.New, f)

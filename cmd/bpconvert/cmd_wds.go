@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/objstore"
 	flag "github.com/spf13/pflag"
 )
 
@@ -57,7 +58,13 @@ func cmdWDS(e *env, fset *flag.FlagSet) runFunc {
 				fields = append(fields, strings.ToLower(f))
 			}
 		}
+		var stats *objstore.Stats
+		if objstore.IsRemote(src) {
+			stats = &objstore.Stats{}
+			cf.fromBucket(src, stats)
+		}
 		job, err := wds.NewJob(ctx, src, absDst, wds.Options{
+			Stats:       stats,
 			Options:     cf.options(),
 			Stdin:       e.stdin,
 			ShardPrefix: *shardPrefix,

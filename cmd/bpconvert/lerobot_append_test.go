@@ -48,9 +48,9 @@ func shardSums(t *testing.T, dst string) map[string]string {
 	return out
 }
 
-// appendRun runs convert-lerobot --append and returns its summary, which
+// lerobotAppendRun runs convert-lerobot --append and returns its summary, which
 // must say ok with exit 0.
-func appendRun(t *testing.T, src, dst string, args ...string) map[string]any {
+func lerobotAppendRun(t *testing.T, src, dst string, args ...string) map[string]any {
 	t.Helper()
 	r := bp(t, append([]string{"convert-lerobot", src, dst, "--append", "--yes", "--json"}, args...)...)
 	if r.code != exitOK {
@@ -163,7 +163,7 @@ func TestLerobotAppend(t *testing.T) {
 	growDataset(t, src, "v3.0", "0,1,2/3,4", cache)
 	// The command a schedule runs from the first day: into an absent
 	// destination, --append converts everything.
-	if doc := appendRun(t, src, dst); doc["blobs"] != 10.0 || doc["appended"] != nil {
+	if doc := lerobotAppendRun(t, src, dst); doc["blobs"] != 10.0 || doc["appended"] != nil {
 		t.Fatalf("first run: summary %v", doc)
 	}
 	first := shardSums(t, dst)
@@ -177,7 +177,7 @@ func TestLerobotAppend(t *testing.T) {
 		{"0,1,2/3,4,5/6,7", 2, 6, 4, 1},
 	} {
 		growDataset(t, src, "v3.0", step.groups, cache)
-		doc := appendRun(t, src, dst)
+		doc := lerobotAppendRun(t, src, dst)
 		a, _ := doc["appended"].(map[string]any)
 		if doc["status"] != "ok" || a["sources"] != step.new || a["skipped"] != step.held || a["blobs"] != step.blobs || a["shards"] != step.shards {
 			t.Fatalf("%s: summary %v, want %v new episodes, %v held, %v blobs in %v new shard", step.groups, doc, step.new, step.held, step.blobs, step.shards)
@@ -291,7 +291,7 @@ func TestLerobotAppendKilled(t *testing.T) {
 	if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
 		t.Fatalf("verify after the kill: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	doc := appendRun(t, src, dst, "--max-members", "1")
+	doc := lerobotAppendRun(t, src, dst, "--max-members", "1")
 	if a, _ := doc["appended"].(map[string]any); a["sources"] != 4.0 {
 		t.Fatalf("the rerun's summary %v", doc)
 	}
@@ -322,7 +322,7 @@ func TestLerobotAppendV2(t *testing.T) {
 		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
 	}
 	growDataset(t, src, "v2.1", "0,1,2,3,4", cache)
-	doc := appendRun(t, src, dst)
+	doc := lerobotAppendRun(t, src, dst)
 	if a, _ := doc["appended"].(map[string]any); a["sources"] != 2.0 || a["skipped"] != 3.0 || a["blobs"] != 4.0 {
 		t.Fatalf("summary %v", doc)
 	}

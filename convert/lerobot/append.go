@@ -136,7 +136,7 @@ func (a *appendState) checkCommittedFiles(root string, was, now []convert.Source
 		switch {
 		case !ok:
 			return invalid(rel, fmt.Errorf("it held %s, which the output holds, and is gone", what))
-		case n.Size != old.Size || n.ModTime != old.ModTime:
+		case !convert.SameSource(old, n):
 			return invalid(rel, fmt.Errorf("it holds %s, which the output holds, and changed since they were converted (%d bytes at %s, now %d bytes at %s)",
 				what, old.Size, old.ModTime, n.Size, n.ModTime))
 		}

@@ -150,7 +150,7 @@ func listSources(ctx context.Context, opts Options) (sourceList, error) {
 		return sourceList{Shards: []shardSource{{Name: "-", Stem: name, Size: -1}}, Bytes: -1}, nil
 	}
 	if objstore.IsRemote(src) {
-		return listRemote(ctx, src)
+		return listRemote(ctx, src, opts.Stats)
 	}
 	fi, err := os.Stat(src)
 	if err == nil {
@@ -175,7 +175,7 @@ func listSources(ctx context.Context, opts Options) (sourceList, error) {
 // listRemote lists the shards in object storage that src names: one
 // object, the shards directly under a prefix (sorted by name), or a brace
 // pattern of objects.
-func listRemote(ctx context.Context, src string) (sourceList, error) {
+func listRemote(ctx context.Context, src string, stats *objstore.Stats) (sourceList, error) {
 	bucket, key, err := objstore.ParseS3(src)
 	if err != nil && !strings.ContainsAny(src, "{}") {
 		return sourceList{}, fmt.Errorf("wds: %w", err)
@@ -187,7 +187,7 @@ func listRemote(ctx context.Context, src string) (sourceList, error) {
 		}
 		var l sourceList
 		for _, n := range names {
-			one, err := listRemote(ctx, n)
+			one, err := listRemote(ctx, n, stats)
 			if err != nil {
 				return sourceList{}, err
 			}
@@ -196,7 +196,7 @@ func listRemote(ctx context.Context, src string) (sourceList, error) {
 		}
 		return l, nil
 	}
-	st, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{})
+	st, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{Stats: stats})
 	if err != nil {
 		return sourceList{}, fmt.Errorf("wds: %w", err)
 	}
