@@ -38,6 +38,7 @@ func cmdLerobot(e *env, fset *flag.FlagSet) runFunc {
 	choices(fset, "video", lerobot.VideoCopy, lerobot.VideoSkip)
 	fset.BoolVar(&o.noSplit, "no-split-episodes", false, "keep every v3.0 camera file whole; episodes are addressed by [from_ns, to_ns)")
 	fset.Float64Var(&o.tolerance, "tolerance-frames", lerobot.DefaultToleranceFrames, "how many frames `N` an episode's interval may differ from its length")
+	fset.MarkHidden("allow-removed") // an append refuses converted episodes that are gone
 	return func(ctx context.Context, pos []string) (any, error) {
 		return runLerobot(ctx, e, fset, o, pos)
 	}
