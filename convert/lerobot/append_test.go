@@ -303,6 +303,14 @@ func TestAppendCommits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			p := ins.Plan(out)
+			if a := p.Append; a == nil || a.Unit != "episodes" || a.New != len(step.members)/2 || a.BaseShards != len(base.Shards) {
+				t.Errorf("plan's append %+v", a)
+			}
+			grown := strings.Contains(planString(t, p), "1 file(s) grew since the output was converted")
+			if want := step.groups == "0,1,2/3,4,5"; grown != want {
+				t.Errorf("the plan says the files grew: %v, want %v", grown, want)
+			}
 			if _, err := Convert(ctx, ins, converttest.Dest(t, out), nil); err != nil {
 				t.Fatal(err)
 			}
