@@ -383,3 +383,73 @@ func committing(srv *s3test.Server, dst string) bool {
 	}
 	return exists(filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".bpconvert-staging", ".bpconvert-commit"))
 }
+
+// TestAppendContention runs a second append while one is under way, into a
+// local directory and into a bucket: the second is told to rerun (exit 1,
+// with a hint) and writes nothing; the first commits; the second, rerun,
+// then appends what it brought to the new version, and the output verifies
+// against every source.
+func TestAppendContention(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"local", "bucket"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			src := filepath.Join(root, "src")
+			env := os.Environ()
+			dst, srcArg := filepath.Join(root, "out"), src
+			media := filepath.Join(dst, "media")
+			var srv *s3test.Server
+			sync := func() {}
+			if where == "bucket" {
+				srv = s3test.Start(t, "bkt")
+				env = append(cleanAWSEnv(), append(srv.Env(), "AWS_EC2_METADATA_DISABLED=true")...)
+				dst, srcArg = "s3://bkt/out", "s3://bkt/src"
+				media = srv.Path("bkt", "out/media")
+				sync = func() { upload(t, srv, src, "bkt", "src") }
+			}
+			args := []string{"convert-wds", "--append", "--yes", "--json", "--max-members", "8", "--staging", filepath.Join(root, "staging"), srcArg, dst}
+			if srv == nil {
+				args = []string{"convert-wds", "--append", "--yes", "--json", "--max-members", "8", srcArg, dst}
+			}
+			addShards(t, src, 0, 1, 8, 1000)
+			sync()
+			appendRun(t, env, args, "ok")
+			addShards(t, src, 1, 6, 40, 60000)
+			sync()
+			have := len(packShards(media))
+			first := exec.Command(binPath, args...)
+			first.Env = env
+			var out1, err1 bytes.Buffer
+			first.Stdout, first.Stderr = &out1, &err1
+			if err := first.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Once the first has a new shard, the second starts.
+			if !testtool.WaitFor(2*time.Minute, 2*time.Millisecond, func() bool {
+				return len(packShards(media)) > have || stagedShards(dst) > 0
+			}) {
+				first.Process.Kill()
+				t.Fatal("the first append wrote no shard")
+			}
+			first.Process.Signal(syscall.SIGSTOP)
+			addShards(t, src, 7, 1, 8, 1000)
+			sync()
+			second := runBin(t, env, args...)
+			first.Process.Signal(syscall.SIGCONT)
+			if second.code != exitFailure || !strings.Contains(second.stderr, "hint: ") {
+				first.Wait()
+				t.Fatalf("a second append while one is under way: exit %d, want 1 with a hint\n%s", second.code, second.stderr)
+			}
+			t.Logf("the second append: %s", strings.TrimSpace(second.stderr))
+			if err := first.Wait(); err != nil {
+				t.Fatalf("the first append: %v\n%s", err, err1.String())
+			}
+			sum := appendRun(t, env, args, "ok")
+			if a, _ := sum["appended"].(map[string]any); a == nil || a["sources"].(float64) != 1 {
+				t.Fatalf("the second append, rerun: %v", sum)
+			}
+			verifyAgainstAll(t, env, [2]string{dst, srcArg})
+		})
+	}
+}

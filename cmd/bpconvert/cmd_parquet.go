@@ -38,13 +38,7 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 	keepPath := fset.Bool("keep-path", false, "keep the source path of each extracted media struct in a string field beside it, named FIELD"+parquet.PathSuffix+"\n(image"+parquet.PathSuffix+" beside image; a list beside a list), declared Value(\"string\") in the features; by default it is not kept")
 	strictRemote := fset.Bool("strict-remote", false, "refuse a media value whose bytes are null and whose path is a URL (hf://, https://, s3://, ...),\nas dataset builders write them; by default such a value is kept as it is, its path unchanged, and counted")
 	fetchRemote := fset.Bool("fetch-remote", false, "fetch the file of each media value whose bytes are null and whose path is a URL (https://, hf:// from HF_ENDPOINT\nwith HF_TOKEN, s3:// with the credentials of s3:// sources) and pack it like a local file, rather than keep the URL;\nbounded by "+fetch.EnvTimeout+" (default 60s an attempt) and "+fetch.EnvMaxBytes+" (default 256 MiB)")
-	fset.MarkHidden("append")
-	fset.MarkHidden("allow-removed")
 	return func(ctx context.Context, pos []string) (any, error) {
-		if cf.append {
-			return nil, &usageError{msg: "convert-parquet: --append is not supported for parquet tables and Hugging Face datasets yet (table files renamed on upload and cards rewritten would be taken for new sources)",
-				hint: "convert the grown dataset into a new destination; convert-wds, convert-lerobot and convert-lance take --append"}
-		}
 		var err error
 		var fetcher parquet.RemoteFetcher
 		if *fetchRemote {
@@ -100,6 +94,9 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 				return nil, storeError("convert-parquet", err)
 			}
 			return nil, err
+		}
+		if done, err := e.nothingNew(ctx, &cf); done != nil || err != nil {
+			return done, err
 		}
 		// With --yes (cf.options' QuickPlan) the plan does not read the Arrow
 		// files of a save_to_disk dataset in a bucket a first time.

@@ -170,6 +170,9 @@ func hintFor(err error) string {
 	if errors.Is(err, stage.ErrExists) || errors.Is(err, packcore.ErrNotEmpty) {
 		return "packs are immutable: choose a new destination directory"
 	}
+	if errors.Is(err, stage.ErrBusy) {
+		return "another run is writing this destination: rerun when it has finished (a rerun of the same command then finds its work done or adds to it)"
+	}
 	if errors.Is(err, stage.ErrOverlap) {
 		return "choose a destination outside the source directory"
 	}

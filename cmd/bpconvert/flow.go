@@ -454,6 +454,23 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	return sum, nil
 }
 
+// nothingNew is, for an append that finds nothing new in its sources, the
+// already_done summary (see alreadyDone), for a converter that would read
+// its sources when its job is made; nil otherwise.
+func (e *env) nothingNew(ctx context.Context, cf *convertFlags) (any, error) {
+	if cf.base == nil || len(cf.base.Diff.New) > 0 {
+		return nil, nil
+	}
+	done, err := cf.target().Done(ctx, "")
+	if done == nil || err != nil {
+		return nil, err
+	}
+	if !e.quiet {
+		plan.RenderSummaryText(e.stderr, *done)
+	}
+	return *done, nil
+}
+
 // withAppend says in the plan of an append what it converts and what the
 // committed output holds already, counted in source files, unless the
 // converter said it in its own units (fragments, episodes).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -141,6 +142,31 @@ func listInputs(ctx context.Context, tree *srctree.Tree, file string) (*inputs, 
 		return nil, err
 	}
 	return in, nil
+}
+
+// newOnly keeps, for an append, the files that the committed output b
+// does not hold (see convert.Base.Holds): new tables are converted, new
+// other files copied, and what the output holds is neither read nor
+// written again. A save_to_disk dataset, whose state files change as it
+// grows, cannot be appended to.
+func (in *inputs) newOnly(b *convert.Base) error {
+	if b == nil {
+		return nil
+	}
+	if in.disk != nil {
+		return &convert.UsageError{Err: errors.New("--append: a dataset saved with save_to_disk rewrites its state files as it grows, so an append cannot tell what is new"),
+			Hint: "convert the grown dataset into a new destination, or push it as parquet files (a directory of tables takes --append)"}
+	}
+	held := func(f inputFile) bool {
+		loc := in.root + "/" + f.rel
+		if !in.tree.Remote() {
+			loc = filepath.Join(in.root, filepath.FromSlash(f.rel))
+		}
+		return b.Holds(loc)
+	}
+	in.tables = slices.DeleteFunc(in.tables, held)
+	in.others = slices.DeleteFunc(in.others, held)
+	return nil
 }
 
 // gitDir returns the .git directory an object of a bucket lies under.

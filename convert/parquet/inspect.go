@@ -395,6 +395,9 @@ func inspectTree(ctx context.Context, tree *srctree.Tree, file string, opts Opti
 	if err != nil {
 		return nil, err
 	}
+	if err := in.newOnly(opts.Base); err != nil {
+		return nil, err
+	}
 	src := tree.Location()
 	if file != "" {
 		src = tree.Path(file)
