@@ -169,6 +169,11 @@ func sameSource(old, cur SourceFile) bool {
 	return ok1 && ok2 && t1 != "" && t1 == t2 && old.Size == cur.Size && old.Path == cur.Path
 }
 
+// SameSource reports whether cur is the source file old that a record
+// holds (see sameSource), for converters that sort their sources
+// themselves.
+func SameSource(old, cur SourceFile) bool { return sameSource(old, cur) }
+
 // Holds reports whether the committed output holds the source file path
 // (kept or removed; see Sources): an append skips it without reading it.
 func (b *Base) Holds(path string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
 	"github.com/bpconvert/bpconvert/objstore"
@@ -37,6 +38,7 @@ func cmdLerobot(e *env, fset *flag.FlagSet) runFunc {
 	choices(fset, "video", lerobot.VideoCopy, lerobot.VideoSkip)
 	fset.BoolVar(&o.noSplit, "no-split-episodes", false, "keep every v3.0 camera file whole; episodes are addressed by [from_ns, to_ns)")
 	fset.Float64Var(&o.tolerance, "tolerance-frames", lerobot.DefaultToleranceFrames, "how many frames `N` an episode's interval may differ from its length")
+	fset.MarkHidden("allow-removed") // an append refuses converted episodes that are gone
 	return func(ctx context.Context, pos []string) (any, error) {
 		return runLerobot(ctx, e, fset, o, pos)
 	}
@@ -84,7 +86,7 @@ func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos 
 	if err != nil {
 		return nil, err
 	}
-	if err := cf.identify(ctx, fset, []string{src}); err != nil {
+	if err := o.identify(ctx, fset, src); err != nil {
 		if tree != nil {
 			return nil, storeError("convert-lerobot", err)
 		}
@@ -107,4 +109,62 @@ func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos 
 		cf.fromBucket(src, stats)
 	}
 	return e.runJob(ctx, cf, job)
+}
+
+// identify records what the run produces (convertFlags.identify) and, for
+// --append into a destination holding a committed output, reads that
+// output. A LeRobot dataset grows by episodes, which LeRobot writes into
+// the files that hold earlier ones as often as into new files, so a
+// source file the record holds that changed is not refused here as it is
+// for the converters that append whole files: the converter compares the
+// episodes (see convert/lerobot's append.go). The record's files still
+// tell whether anything is new: none changed or added is already done.
+func (o *lerobotFlags) identify(ctx context.Context, fset *flag.FlagSet, src string) error {
+	cf := &o.cf
+	appending := cf.append
+	if appending && cf.allowRemoved {
+		return usagef("convert-lerobot: --allow-removed does not apply: an append refuses a dataset whose converted episodes changed or disappeared")
+	}
+	cf.append = false
+	err := cf.identify(ctx, fset, []string{src})
+	cf.append = appending
+	if err != nil || !appending || cf.dest == nil {
+		return err
+	}
+	if cf.record == nil {
+		return usagef("convert-lerobot: --append needs a dataset it can identify")
+	}
+	if !cf.dryRun {
+		if _, err := cf.target().Recover(ctx); err != nil {
+			return err
+		}
+	}
+	base, err := cf.target().ReadBase(ctx, "")
+	if err != nil || base == nil {
+		return err
+	}
+	base.Diff = lerobotDiff(base.Record.Sources, cf.record.Sources)
+	base.Extend(cf.record)
+	cf.base = base
+	return nil
+}
+
+// lerobotDiff sorts the dataset's files now against those the committed
+// record lists: New the added or changed ones, Kept the unchanged ones.
+// One that disappeared is left to the converter, which refuses it when it
+// held converted episodes.
+func lerobotDiff(was, now []convert.SourceFile) convert.SourceDiff {
+	held := make(map[string]convert.SourceFile, len(was))
+	for _, f := range was {
+		held[f.Path] = f
+	}
+	var d convert.SourceDiff
+	for _, f := range now {
+		if old, ok := held[f.Path]; ok && convert.SameSource(old, f) {
+			d.Kept = append(d.Kept, f)
+		} else {
+			d.New = append(d.New, f)
+		}
+	}
+	return d
 }

@@ -98,7 +98,7 @@ func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog prog
 	o := ins.Options
 	d := ins.Dataset
 	prog = progress.OrNop(prog)
-	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog})
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog, Base: o.Base})
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +178,12 @@ func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog prog
 			}
 			res.Tables = n
 		}
+	} else if ins.appending != nil {
+		n, err := ins.appendFiles(ctx, out)
+		if err != nil {
+			return nil, err
+		}
+		res.Copied += n
 	} else if o.Part.I <= 1 {
 		n, err := d.copyTree(ctx, "data", out.Path("data"))
 		if err != nil {
@@ -185,7 +191,7 @@ func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog prog
 		}
 		res.Copied += n
 	}
-	if o.Part.I <= 1 { // the whole run, or part 1 of a split one
+	if o.Part.I <= 1 && ins.appending == nil { // the whole run, or part 1 of a split one
 		n, err := d.copyTree(ctx, "meta", out.Path("meta"))
 		if err != nil {
 			return nil, err
@@ -224,6 +230,10 @@ func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog prog
 		},
 		Warnings: append(append([]string{}, ins.Warnings...), warnings...),
 	})
+	if a, sa := ins.appending, res.Summary.Appended; a != nil && sa != nil {
+		// Counted in episodes, as the plan counts them.
+		sa.Sources, sa.Skipped, sa.Removed = len(a.fresh), len(a.episodes), 0
+	}
 	return res, nil
 }
 
@@ -236,12 +246,30 @@ func (ins *Inspection) writeIndexes(ctx context.Context, out *convert.Output, en
 	for _, vf := range ins.Videos {
 		keys = append(keys, vf.Key)
 	}
-	ix := videoindex.New(videoindex.Source{CodebaseVersion: d.Version, FPS: videoindex.Float(d.FPS), VideoKeys: keys}, entries)
+	src := videoindex.Source{CodebaseVersion: d.Version, FPS: videoindex.Float(d.FPS), VideoKeys: keys}
+	eps := datasetEpisodes(d)
+	mem := memory.DefaultAllocator
+	if a := ins.appending; a != nil {
+		// The committed entries and rows first, read back from the output.
+		committed, err := a.committedIndex(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if entries, err = mergeIndex(committed, src, entries, a.from()); err != nil {
+			return nil, err
+		}
+		old, err := a.committedFrames(ctx, mem, keys, cells)
+		if err != nil {
+			return nil, err
+		}
+		eps = append(old, slices.DeleteFunc(eps, func(e frameEpisode) bool { return e.episode < a.from() })...)
+	}
+	ix := videoindex.New(src, entries)
 	if err := videoindex.WriteFile(out.Path(videoindex.FileName), ix); err != nil {
 		return nil, fmt.Errorf("lerobot: %w", err)
 	}
 	res.IndexEntries = len(entries)
-	n, err := writeFrames(ctx, memory.DefaultAllocator, out.Path(FramesFile), datasetEpisodes(d), keys, cells)
+	n, err := writeFrames(ctx, mem, out.Path(FramesFile), eps, keys, cells)
 	if err != nil {
 		return nil, fmt.Errorf("lerobot: %s: %w", FramesFile, err)
 	}

@@ -386,6 +386,18 @@ func (d *Dataset) readEpisodesV2(ctx context.Context) error {
 	r := srctree.Stream(ctx, f)
 	defer r.Close()
 	d.EpisodeFiles = []string{rel}
+	eps, err := parseEpisodesJSONL(r, rel)
+	if err != nil {
+		return err
+	}
+	d.Episodes = append(d.Episodes, eps...)
+	return nil
+}
+
+// parseEpisodesJSONL parses the v2.x episode metadata rel (one JSON object
+// a line), refusing rows without an index or a positive length.
+func parseEpisodesJSONL(r io.Reader, rel string) ([]Episode, error) {
+	var eps []Episode
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	line := 0
@@ -400,20 +412,20 @@ func (d *Dataset) readEpisodesV2(ctx context.Context) error {
 			Length       *int64 `json:"length"`
 		}
 		if err := json.Unmarshal(text, &row); err != nil {
-			return invalid(rel, fmt.Errorf("line %d: %w", line, err))
+			return nil, invalid(rel, fmt.Errorf("line %d: %w", line, err))
 		}
 		if row.EpisodeIndex == nil || *row.EpisodeIndex < 0 {
-			return invalid(rel, fmt.Errorf("line %d: no episode_index", line))
+			return nil, invalid(rel, fmt.Errorf("line %d: no episode_index", line))
 		}
 		if row.Length == nil || *row.Length <= 0 {
-			return invalid(rel, fmt.Errorf("line %d: episode %d has no positive length", line, *row.EpisodeIndex))
+			return nil, invalid(rel, fmt.Errorf("line %d: episode %d has no positive length", line, *row.EpisodeIndex))
 		}
-		d.Episodes = append(d.Episodes, Episode{Index: *row.EpisodeIndex, Length: *row.Length, DataChunk: -1, DataFile: -1, From: -1, To: -1})
+		eps = append(eps, Episode{Index: *row.EpisodeIndex, Length: *row.Length, DataChunk: -1, DataFile: -1, From: -1, To: -1})
 	}
 	if err := sc.Err(); err != nil {
-		return invalid(rel, err)
+		return nil, invalid(rel, err)
 	}
-	return nil
+	return eps, nil
 }
 
 // readEpisodesV3 reads every meta/episodes/**/*.parquet.
@@ -450,7 +462,7 @@ func (d *Dataset) readEpisodesV3(ctx context.Context) error {
 
 // readEpisodeTable reads the columns this package needs from one v3.0
 // episode metadata table: its footer, then those columns' chunks.
-func readEpisodeTable(ctx context.Context, r srctree.File, videoKeys []string) ([]Episode, error) {
+func readEpisodeTable(ctx context.Context, r sizedReaderAt, videoKeys []string) ([]Episode, error) {
 	mem := memory.DefaultAllocator
 	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, r.Size()))
 	if err != nil {
@@ -567,6 +579,12 @@ func readEpisodeTable(ctx context.Context, r srctree.File, videoKeys []string) (
 		eps = append(eps, e)
 	}
 	return eps, nil
+}
+
+// sizedReaderAt reads a file of known size.
+type sizedReaderAt interface {
+	io.ReaderAt
+	Size() int64
 }
 
 // videoColumns are the per-camera columns of v3.0 episode metadata.

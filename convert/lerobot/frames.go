@@ -209,7 +209,12 @@ func readFrames(ctx context.Context, mem memory.Allocator, p string, rename func
 		return nil, nil, err
 	}
 	defer f.Close()
-	tbl, err := pqarrow.ReadTable(ctx, f, nil, pqarrow.ArrowReadProperties{}, mem)
+	return readFramesFrom(ctx, mem, f, p, rename, cells)
+}
+
+// readFramesFrom is readFrames of the table r, named p in errors.
+func readFramesFrom(ctx context.Context, mem memory.Allocator, r parquet.ReaderAtSeeker, p string, rename func(string) (string, error), cells map[cellKey]frameCell) ([]string, []frameEpisode, error) {
+	tbl, err := pqarrow.ReadTable(ctx, r, nil, pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", p, err)
 	}

@@ -136,6 +136,9 @@ type Inspection struct {
 	// lanceTables plans the tables written from frames.lance, for a
 	// dataset stored as Lance.
 	lanceTables *lanceTables
+	// appending is set when the inspection plans an append: what the
+	// committed output holds and which episodes are new.
+	appending *appendState
 }
 
 // VideoFeature is one camera and its files.
@@ -176,6 +179,9 @@ type VideoFile struct {
 	// otherwise it is packed whole (Reasons say why, for v3.0 files).
 	Split   bool
 	Reasons []string
+	// Grown is set, in an append, when the file also holds episodes the
+	// output holds: Episodes are the new ones only, and they must be cut.
+	Grown bool
 }
 
 // ImageFeature is one image feature stored inside the tables.
@@ -233,6 +239,11 @@ func inspectTree(ctx context.Context, t *srctree.Tree, opts Options) (*Inspectio
 			Err:  fmt.Errorf("lerobot: %s: image features %s are extracted from the tables of a local dataset only, not yet from object storage", d.Root, strings.Join(d.ImageKeys, ", ")),
 			Hint: "add --images skip to convert the videos and copy the tables unchanged, or copy the dataset to a local directory first"}
 	}
+	if out := opts.committedOutput(); out != nil {
+		if err := ins.planAppend(ctx, out); err != nil {
+			return nil, err
+		}
+	}
 	if d.lance != nil {
 		if opts.Images == ImagesExtract && len(d.ImageKeys) > 0 {
 			return nil, &convert.InputError{Source: "lerobot", File: "meta/info.json", Offset: -1, Row: -1,
@@ -252,6 +263,12 @@ func inspectTree(ctx context.Context, t *srctree.Tree, opts Options) (*Inspectio
 		}
 		if err := ins.validateIntervals(); err != nil {
 			return nil, err
+		}
+		if ins.appending != nil {
+			// Before any camera file is read.
+			if err := ins.checkAppendSources(); err != nil {
+				return nil, err
+			}
 		}
 		if len(ins.Videos) > 0 && opts.Engine == nil && !opts.NoProbe {
 			return nil, errors.New("lerobot: no video engine to read the camera files (Options.Engine)")
@@ -381,6 +398,7 @@ func (ins *Inspection) locateVideos() error {
 	for _, key := range d.VideoKeys {
 		vf := &VideoFeature{Key: key}
 		byRel := map[string]*VideoFile{}
+		committedRels := map[string]bool{}
 		for _, e := range d.Episodes {
 			vals := map[string]any{"video_key": key}
 			ep := video.Episode{Index: int(e.Index), Frames: e.Length}
@@ -402,6 +420,11 @@ func (ins *Inspection) locateVideos() error {
 			rel, err := formatTemplate(d.VideoPath, vals)
 			if err != nil {
 				return invalid("meta/info.json", fmt.Errorf("video_path: %w", err))
+			}
+			if a := ins.appending; a != nil && e.Index < a.from() {
+				committedRels[rel] = true // converted: its footage is not read again
+				a.holds(rel, e.Index)
+				continue
 			}
 			f := byRel[rel]
 			if f == nil && d.lance != nil {
@@ -432,6 +455,15 @@ func (ins *Inspection) locateVideos() error {
 		}
 		for _, f := range vf.Files {
 			slices.SortStableFunc(f.Episodes, func(a, b video.Episode) int { return cmpInt(a.FromNS, b.FromNS) })
+			f.Grown = committedRels[f.Rel]
+		}
+		if a := ins.appending; a != nil {
+			a.keptVideoFiles += len(committedRels)
+			for _, f := range vf.Files {
+				if f.Grown {
+					a.keptVideoFiles--
+				}
+			}
 		}
 		slices.SortFunc(vf.Files, func(a, b *VideoFile) int { return strings.Compare(a.Rel, b.Rel) })
 		ins.Videos = append(ins.Videos, vf)
@@ -514,6 +546,10 @@ func (ins *Inspection) scanVideos(ctx context.Context) error {
 				ins.Warnings = append(ins.Warnings, fmt.Sprintf("%s: %s: %s", f.Key, f.Rel, w))
 			}
 			ins.decide(f)
+			if f.Grown && !f.Split {
+				problems = append(problems, fmt.Sprintf("%s: %s holds episodes the output holds and new ones, which cannot be cut out by packet copy (%s), and it cannot be packed whole again beside its converted copy: convert the dataset again without --append",
+					f.Key, f.Rel, strings.Join(f.Reasons, "; ")))
+			}
 		}
 	}
 	return refuse(problems)
@@ -547,6 +583,15 @@ func (ins *Inspection) decide(f *VideoFile) {
 		return // one file per episode already
 	}
 	rep := f.Report
+	if f.Grown {
+		if ins.Options.NoSplitEpisodes {
+			f.Reasons = []string{"--no-split-episodes"}
+			return
+		}
+		dec := rep.Decide()
+		f.Split, f.Reasons = dec.Split, dec.Reasons
+		return
+	}
 	if len(f.Episodes) == 1 && rep.PreRollNS == 0 && rep.TrailingNS == 0 {
 		f.Reasons = []string{"one episode spanning the whole file"}
 		return

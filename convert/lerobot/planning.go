@@ -34,6 +34,9 @@ func (ins *Inspection) Plan(dst string) plan.Plan {
 		Dest:     dst,
 		Warnings: append([]string{}, ins.Warnings...),
 	}
+	if ins.appending != nil {
+		p.Append = ins.appendPlan()
+	}
 	for _, vf := range ins.Videos {
 		p.Source.Bytes += vf.Bytes()
 	}
@@ -198,7 +201,7 @@ func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
 		}
 		if f.Split {
 			split++
-			if f.Report.PreRollNS > 0 {
+			if f.Report.PreRollNS > 0 && !f.Grown { // a grown file's committed footage comes first
 				preRoll++
 			}
 			if f.Report.TrailingNS > 0 {
@@ -258,6 +261,9 @@ func (ins *Inspection) videoEntry(vf *VideoFeature) plan.Entry {
 			e.Notes = append(e.Notes, fmt.Sprintf("%s: %s%s", f.Rel, strings.Join(reasons, "; "), more))
 		}
 	}
+	if grown := grownFiles(vf); grown > 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("%d file(s) grew since the output was converted: only their new episodes are cut, the footage converted earlier is not read", grown))
+	}
 	if preRoll > 0 {
 		e.Notes = append(e.Notes, fmt.Sprintf("%d file(s) carry footage before their first episode; it is cut off, not packed", preRoll))
 	}
@@ -304,4 +310,16 @@ func (ins *Inspection) metaEntry() plan.Entry {
 		}
 	}
 	return e
+}
+
+// grownFiles counts the camera files of vf that an append cuts for their
+// new episodes only.
+func grownFiles(vf *VideoFeature) int {
+	n := 0
+	for _, f := range vf.Files {
+		if f.Grown {
+			n++
+		}
+	}
+	return n
 }

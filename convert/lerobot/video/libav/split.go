@@ -95,6 +95,14 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 	pk := astiav.AllocPacket()
 	defer pk.Free()
 	ei, idx := 0, -1
+	// A report of some of the file's episodes (an append cuts the new
+	// episodes of a camera file that grew) starts at a later packet: seek
+	// to its keyframe (by PTS: the index of an MP4 file with B-frames may
+	// place a keyframe after its DTS), so the packets before it are not read.
+	resync := false
+	if first := r.Episodes[0].Run.First; first > 0 && first < len(s.Packets) {
+		resync = fc.SeekFrame(s.StreamIndex, s.Packets[first].PTS, astiav.NewSeekFlags(astiav.SeekFlagBackward)) == nil
+	}
 	for n := 0; ei < len(r.Episodes); n++ {
 		if n%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -113,6 +121,16 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 		if pk.StreamIndex() != s.StreamIndex {
 			pk.Unref()
 			continue
+		}
+		if resync {
+			// The first packet after the seek: find it among the scanned ones.
+			resync = false
+			if idx = seekedTo(s, pk, r.Episodes[0].Run.First); idx < 0 {
+				got := [3]int64{pk.Pts(), pk.Dts(), int64(pk.Size())}
+				pk.Unref()
+				return nil, fmt.Errorf("video: %s: after seeking, the packet pts/dts/size %v is none scanned before packet #%d; the file changed", s.Path, got, r.Episodes[0].Run.First)
+			}
+			idx--
 		}
 		idx++
 		if idx >= len(s.Packets) {
@@ -163,6 +181,17 @@ func Split(ctx context.Context, r *video.Report, dest video.Dest) (outs []video.
 			s.Path, r.Episodes[ei].Index, idx+1, len(s.Packets))
 	}
 	return outs, nil
+}
+
+// seekedTo returns the index, at most first, of the scanned packet that pk
+// is (same PTS, DTS and size), or -1.
+func seekedTo(s *video.Scan, pk *astiav.Packet, first int) int {
+	for j := min(first, len(s.Packets)-1); j >= 0; j-- {
+		if p := s.Packets[j]; p.DTS == pk.Dts() && p.PTS == pk.Pts() && p.Size == pk.Size() {
+			return j
+		}
+	}
+	return -1
 }
 
 // muxer writes one episode container to a temporary file beside its final
