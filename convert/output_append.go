@@ -74,10 +74,12 @@ func (o *Output) completeRecord() error {
 	}
 	rec := *o.rec
 	first, sources := 0, len(rec.Sources)
+	rec.Commits = nil
 	if o.base != nil {
+		// The committed output's commits, whether or not the record was
+		// extended (Base.Extend): the next append counts its shards by them.
 		first, sources = len(o.base.Shards), len(o.base.Diff.New)
-	} else {
-		rec.Commits = nil
+		rec.Commits = o.base.commits()
 	}
 	rec.Commits = append(rec.Commits, CommitExtent{First: first, Shards: o.stats.Shards - first,
 		Members: o.stats.Members, Bytes: o.stats.Bytes, Sources: sources})

@@ -121,31 +121,16 @@ func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos 
 // tell whether anything is new: none changed or added is already done.
 func (o *lerobotFlags) identify(ctx context.Context, fset *flag.FlagSet, src string) error {
 	cf := &o.cf
-	appending := cf.append
-	if appending && cf.allowRemoved {
+	if cf.append && cf.allowRemoved {
 		return usagef("convert-lerobot: --allow-removed does not apply: an append refuses a dataset whose converted episodes changed or disappeared")
 	}
-	cf.append = false
-	err := cf.identify(ctx, fset, []string{src})
-	cf.append = appending
-	if err != nil || !appending || cf.dest == nil {
+	cf.ownDiff = true
+	if err := cf.identify(ctx, fset, []string{src}); err != nil {
 		return err
 	}
-	if cf.record == nil {
-		return usagef("convert-lerobot: --append needs a dataset it can identify")
+	if b := cf.base; b != nil {
+		b.Diff = lerobotDiff(b.Record.Sources, cf.record.Sources)
 	}
-	if !cf.dryRun {
-		if _, err := cf.target().Recover(ctx); err != nil {
-			return err
-		}
-	}
-	base, err := cf.target().ReadBase(ctx, "")
-	if err != nil || base == nil {
-		return err
-	}
-	base.Diff = lerobotDiff(base.Record.Sources, cf.record.Sources)
-	base.Extend(cf.record)
-	cf.base = base
 	return nil
 }
 

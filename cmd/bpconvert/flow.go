@@ -38,7 +38,9 @@ type convertFlags struct {
 	append, allowRemoved bool
 	base                 *convert.Base
 	// ownDiff is set by a converter that sorts what is new itself, in its
-	// own units (Lance fragments): the source files are not sorted.
+	// own units (Lance fragments, LeRobot episodes, which grow files in
+	// place): the source files are not sorted here, and the converter sets
+	// the base's Diff.
 	ownDiff bool
 	// part is --part I/N, for the converters that take it (registerPart).
 	part partFlag

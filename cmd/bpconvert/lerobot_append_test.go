@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,21 +30,6 @@ func growDataset(t *testing.T, dir, version, groups, cache string, args ...strin
 	if err != nil {
 		t.Fatalf("grow.py %s: %v\n%s", strings.Join(a[1:], " "), err, out)
 	}
-}
-
-// shardSums maps every pack shard under dir/media to its SHA-256.
-func shardSums(t *testing.T, dst string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	names, _ := filepath.Glob(filepath.Join(dst, "media", "pack-*.zip"))
-	for _, p := range names {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(p)] = sha256Hex(b)
-	}
-	return out
 }
 
 // lerobotAppendRun runs convert-lerobot --append and returns its summary, which
@@ -99,8 +83,8 @@ func episodesOf(t *testing.T, dst string) []int64 {
 	return eps
 }
 
-// sameFiles fails t unless the files rels hold the same bytes under a and b.
-func sameFiles(t *testing.T, a, b string, rels ...string) {
+// sameFilesIn fails t unless the files rels hold the same bytes under a and b.
+func sameFilesIn(t *testing.T, a, b string, rels ...string) {
 	t.Helper()
 	for _, rel := range rels {
 		x, err1 := os.ReadFile(filepath.Join(a, rel))
@@ -111,37 +95,13 @@ func sameFiles(t *testing.T, a, b string, rels ...string) {
 	}
 }
 
-// killDuring starts the command args, which writes into dst, and kills it
+// killDuring runs the command args, which writes into dst, and kills it
 // with SIGKILL once its staging directory holds a pack shard being written
-// or complete, leaving the staging as a crash does. It lets the process run
-// a tenth of a millisecond at a time, so a fast run is caught all the same.
+// or complete, leaving the staging as a crash does (see killWhen).
 func killDuring(t *testing.T, args []string, staging string) {
 	t.Helper()
-	cmd := exec.Command(binPath, args...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	ended := false
-	reached := testtool.WaitFor(2*time.Minute, 0, func() bool {
-		select {
-		case <-done:
-			ended = true
-			return true
-		default:
-		}
-		cmd.Process.Signal(syscall.SIGCONT)
-		time.Sleep(100 * time.Microsecond)
-		cmd.Process.Signal(syscall.SIGSTOP)
-		names, _ := filepath.Glob(filepath.Join(staging, "media", "*"))
-		return len(names) > 0
-	})
-	cmd.Process.Kill()
-	<-done
-	if !reached || ended {
-		t.Fatalf("the append ended or stalled before it staged a shard (ended: %v)", ended)
-	}
+	media := filepath.Join(staging, "media")
+	killWhen(t, nil, args, "a pack shard", func() bool { return hasTempShard(media) || len(packShards(media)) > 0 })
 }
 
 // TestLerobotAppend converts a LeRobot v3.0 dataset with --append into an
@@ -166,7 +126,7 @@ func TestLerobotAppend(t *testing.T) {
 	if doc := lerobotAppendRun(t, src, dst); doc["blobs"] != 10.0 || doc["appended"] != nil {
 		t.Fatalf("first run: summary %v", doc)
 	}
-	first := shardSums(t, dst)
+	first := fileHashes(t, filepath.Join(dst, "media"))
 
 	for _, step := range []struct {
 		groups        string
@@ -182,7 +142,7 @@ func TestLerobotAppend(t *testing.T) {
 		if doc["status"] != "ok" || a["sources"] != step.new || a["skipped"] != step.held || a["blobs"] != step.blobs || a["shards"] != step.shards {
 			t.Fatalf("%s: summary %v, want %v new episodes, %v held, %v blobs in %v new shard", step.groups, doc, step.new, step.held, step.blobs, step.shards)
 		}
-		now := shardSums(t, dst)
+		now := fileHashes(t, filepath.Join(dst, "media"))
 		for name, sum := range first {
 			if now[name] != sum {
 				t.Errorf("%s: the first commit's %s changed", step.groups, name)
@@ -211,7 +171,7 @@ func TestLerobotAppend(t *testing.T) {
 	if len(tables) < 8 {
 		t.Fatalf("one conversion wrote %d files under data/ and meta/", len(tables))
 	}
-	sameFiles(t, dst, whole, tables...)
+	sameFilesIn(t, dst, whole, tables...)
 
 	r := bp(t, "convert-lerobot", src, dst, "--append", "--yes", "--json")
 	if r.code != exitOK || lastJSON(t, r)["status"] != "already_done" {
@@ -281,7 +241,7 @@ func TestLerobotAppendKilled(t *testing.T) {
 	if r := bp(t, "convert-lerobot", src, dst, "--yes", "--quiet", "--max-members", "1"); r.code != exitOK {
 		t.Fatalf("convert: exit %d: %s", r.code, r.stderr)
 	}
-	first := shardSums(t, dst)
+	first := fileHashes(t, filepath.Join(dst, "media"))
 	growDataset(t, src, "v3.0", "0,1,2/3,4,5/6,7,8", cache, "--size", "320x240")
 	args := []string{"convert-lerobot", src, dst, "--append", "--yes", "--quiet", "--max-members", "1"}
 	killDuring(t, args, filepath.Join(filepath.Dir(dst), ".out.bpconvert-staging"))
@@ -301,7 +261,7 @@ func TestLerobotAppendKilled(t *testing.T) {
 	if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
 		t.Fatalf("verify --against: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	now := shardSums(t, dst)
+	now := fileHashes(t, filepath.Join(dst, "media"))
 	for name, sum := range first {
 		if now[name] != sum {
 			t.Errorf("the first commit's %s changed", name)
@@ -336,6 +296,6 @@ func TestLerobotAppendV2(t *testing.T) {
 	if a, b := indexView(t, dst), indexView(t, whole); !slices.Equal(a, b) {
 		t.Errorf("video index after the append:\n%s\none conversion:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
-	sameFiles(t, dst, whole, "meta/info.json", "meta/episodes.jsonl", "meta/tasks.jsonl", "meta/episodes_stats.jsonl",
+	sameFilesIn(t, dst, whole, "meta/info.json", "meta/episodes.jsonl", "meta/tasks.jsonl", "meta/episodes_stats.jsonl",
 		"data/chunk-000/episode_000003.parquet", "data/chunk-000/episode_000004.parquet")
 }
