@@ -179,15 +179,14 @@ func sameShards(t *testing.T, before, now map[string]string) {
 	}
 }
 
-// killWhen starts bpconvert args (env as its environment) and kills it
+// tryKill starts bpconvert args (env as its environment) and kills it
 // with SIGKILL once cond holds, stepping it with SIGSTOP/SIGCONT so the
-// moment is caught; it fails when the run ends first.
-func killWhen(t *testing.T, env, args []string, what string, cond func() bool) {
+// moment is caught; it reports false when the run ended first (on a busy
+// machine a short phase can pass between two steps).
+func tryKill(t *testing.T, env, args []string, cond func() bool) bool {
 	t.Helper()
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = env
-	var se bytes.Buffer
-	cmd.Stderr = &se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -200,19 +199,28 @@ func killWhen(t *testing.T, env, args []string, what string, cond func() bool) {
 		default:
 		}
 		cmd.Process.Signal(syscall.SIGCONT)
-		time.Sleep(200 * time.Microsecond)
+		time.Sleep(100 * time.Microsecond)
 		cmd.Process.Signal(syscall.SIGSTOP)
 		return cond()
 	})
 	select {
 	case <-exited:
-		t.Fatalf("the append ended before %s:\n%s", what, se.String())
+		return false
 	default:
 	}
 	cmd.Process.Kill()
 	<-exited
 	if !reached {
-		t.Fatalf("the append never reached %s", what)
+		t.Fatal("the run neither reached the moment to kill it nor ended")
+	}
+	return true
+}
+
+// killWhen is tryKill that fails t when the run ends first.
+func killWhen(t *testing.T, env, args []string, what string, cond func() bool) {
+	t.Helper()
+	if !tryKill(t, env, args, cond) {
+		t.Fatalf("the run ended before %s", what)
 	}
 }
 
@@ -236,8 +244,7 @@ func appendRun(t *testing.T, env, args []string, want string) map[string]any {
 // against all the sources, the shards of the first commit are byte for
 // byte as they were, and a reader looping over the dataset (pyarrow and
 // zipfile; s3fs for the bucket) during the appends sees only whole
-// versions. One append is killed (SIGKILL) while it writes shards and one
-// while it commits; the same command then ends committed. Old sources are
+// versions (TestAppendKilled kills appends). Old sources are
 // never read: for the bucket the bytes fetched stay within the new tars'
 // size, and locally the old tars are overwritten with zeros (same size
 // and time) during the appends, which would fail any read of them.
@@ -286,23 +293,9 @@ func TestAppendWDS(t *testing.T) {
 				newBytes := addShards(t, src, shards, n, samples, size)
 				old := hideOld(t, src, shards, where == "local")
 				sync()
-				want := "ok"
-				if i == 1 {
-					// Killed while it writes its shards, then while it commits:
-					// the same command then finds it committed.
-					have := len(packShards(media))
-					killWhen(t, env, args(), "a new shard", func() bool {
-						if srv != nil {
-							return len(packShards(media)) > have
-						}
-						return stagedShards(dst) > 0
-					})
-					killWhen(t, env, args(), "its commit", func() bool { return committing(srv, dst) })
-					want = "already_done"
-				}
-				sum := appendRun(t, env, args(), want)
+				sum := appendRun(t, env, args(), "ok")
 				a, _ := sum["appended"].(map[string]any)
-				if want == "ok" && (a == nil || a["sources"].(float64) != float64(n) || a["skipped"].(float64) != float64(shards)) {
+				if a == nil || a["sources"].(float64) != float64(n) || a["skipped"].(float64) != float64(shards) {
 					t.Fatalf("append %d: appended %v, want %d new and %d skipped sources", i+1, sum["appended"], n, shards)
 				}
 				if where == "bucket" {
@@ -493,6 +486,77 @@ func TestAppendPack(t *testing.T) {
 			sameShards(t, first, fileHashes(t, media))
 			verifyAgainstAll(t, env, [2]string{dst, src})
 			appendRun(t, env, args, "already_done")
+		})
+	}
+}
+
+// TestAppendKilled kills appends with SIGKILL, into a local directory and
+// into a bucket: while an append writes its shards, and while it commits
+// (locally: once its staging directory is marked complete; in a bucket:
+// once its journal is put). After each kill the same command ends
+// committed, the output verifies against every source and the first
+// commit's shards are unchanged. A phase a busy machine lets a run pass
+// between two steps is tried again with the next new tar (at most six
+// times).
+func TestAppendKilled(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"local", "bucket"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			src := filepath.Join(root, "src")
+			env := os.Environ()
+			dst, srcArg := filepath.Join(root, "out"), src
+			media := filepath.Join(dst, "media")
+			var srv *s3test.Server
+			sync := func() {}
+			args := []string{"convert-wds", "--append", "--yes", "--json", "--max-members", "8", srcArg, dst}
+			if where == "bucket" {
+				srv = s3test.Start(t, "bkt")
+				env = append(cleanAWSEnv(), append(srv.Env(), "AWS_EC2_METADATA_DISABLED=true")...)
+				dst, srcArg = "s3://bkt/out", "s3://bkt/src"
+				media = srv.Path("bkt", "out/media")
+				sync = func() { upload(t, srv, src, "bkt", "src") }
+				args = []string{"convert-wds", "--append", "--yes", "--json", "--max-members", "8", "--staging", filepath.Join(root, "staging"), srcArg, dst}
+			}
+			addShards(t, src, 0, 1, 16, 4000)
+			sync()
+			appendRun(t, env, args, "ok")
+			first := fileHashes(t, media)
+			next := 1
+			phases := []struct {
+				name, rerun string
+				at          func(have int) bool
+			}{
+				{"while it writes its shards", "ok", func(have int) bool {
+					if srv != nil {
+						return len(packShards(media)) > have
+					}
+					return stagedShards(dst) > 0
+				}},
+				{"while it commits", "already_done", func(int) bool { return committing(srv, dst) }},
+			}
+			for _, ph := range phases {
+				caught := false
+				for attempt := 0; attempt < 6 && !caught; attempt++ {
+					addShards(t, src, next, 1, 40, 30000)
+					next++
+					sync()
+					have := len(packShards(media))
+					caught = tryKill(t, env, args, func() bool { return ph.at(have) })
+					if caught {
+						// Killed while writing, the rerun resumes and commits;
+						// killed while committing, it finishes the commit before
+						// it plans, and finds nothing new.
+						appendRun(t, env, args, ph.rerun)
+					}
+					sameShards(t, first, fileHashes(t, media))
+					verifyAgainstAll(t, env, [2]string{dst, srcArg})
+				}
+				if !caught {
+					t.Fatalf("no append was caught %s in six tries", ph.name)
+				}
+			}
 		})
 	}
 }
