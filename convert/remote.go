@@ -162,14 +162,7 @@ func (d *bucketDest) begin(ctx context.Context, o OutputOptions) (*Output, error
 	if err != nil {
 		return nil, err
 	}
-	maxShard := o.Pack.MaxPackBytes
-	if maxShard <= 0 {
-		maxShard = packcore.DefaultMaxPackBytes
-	}
-	r := &remote{store: st, ctx: ctx, stats: stats, maxShard: maxShard, media: filepath.Join(sg.Dir, filepath.FromSlash(o.packDir())), sem: make(chan struct{}, UploadsInFlight)}
-	if o.packDir() != "." {
-		r.packDir = o.packDir()
-	}
+	r := newRemote(ctx, st, stats, sg, o)
 	if sg.Resumed {
 		if err := clearForResume(sg.Dir, o.packDir()); err != nil {
 			sg.Abort()
@@ -194,8 +187,13 @@ func (d *bucketDest) begin(ctx context.Context, o OutputOptions) (*Output, error
 		sg.Abort()
 		return nil, err
 	}
+	return r.attach(out)
+}
+
+// attach makes r the object-storage side of out, and uploads the shards a
+// killed run completed in the staging directory but did not upload.
+func (r *remote) attach(out *Output) (*Output, error) {
 	out.remote = r
-	// Shards a killed run completed here but did not upload go up now.
 	for _, s := range out.Pack.Completed() {
 		if _, err := os.Stat(filepath.Join(r.media, s.Name)); err == nil {
 			if err := r.publish(s); err != nil {
@@ -205,6 +203,19 @@ func (d *bucketDest) begin(ctx context.Context, o OutputOptions) (*Output, error
 		}
 	}
 	return out, nil
+}
+
+// newRemote is the object-storage side of an output into st staged in sg.
+func newRemote(ctx context.Context, st objstore.Store, stats *objstore.Stats, sg *stage.Stage, o OutputOptions) *remote {
+	maxShard := o.Pack.MaxPackBytes
+	if maxShard <= 0 {
+		maxShard = packcore.DefaultMaxPackBytes
+	}
+	r := &remote{store: st, ctx: ctx, stats: stats, maxShard: maxShard, media: filepath.Join(sg.Dir, filepath.FromSlash(o.packDir())), sem: make(chan struct{}, UploadsInFlight)}
+	if o.packDir() != "." {
+		r.packDir = o.packDir()
+	}
+	return r
 }
 
 // differentPending is the refusal of a run into dst, which holds the

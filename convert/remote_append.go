@@ -8,14 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/stage"
 )
 
@@ -80,30 +78,14 @@ func (d *bucketDest) beginAppend(ctx context.Context, o OutputOptions) (*Output,
 	if err != nil {
 		return nil, err
 	}
-	maxShard := o.Pack.MaxPackBytes
-	if maxShard <= 0 {
-		maxShard = packcore.DefaultMaxPackBytes
-	}
-	r := &remote{store: st, ctx: ctx, stats: stats, maxShard: maxShard, media: filepath.Join(sg.Dir, filepath.FromSlash(o.packDir())),
-		sem: make(chan struct{}, UploadsInFlight), baseETag: etag}
-	if o.packDir() != "." {
-		r.packDir = o.packDir()
-	}
+	r := newRemote(ctx, st, stats, sg, o)
+	r.baseETag = etag
 	out, err := d.appendWriter(ctx, r, sg, o, resume)
 	if err != nil {
 		sg.Abort()
 		return nil, err
 	}
-	out.remote = r
-	for _, s := range out.Pack.Completed() {
-		if _, err := os.Stat(filepath.Join(r.media, s.Name)); err == nil {
-			if err := r.publish(s); err != nil {
-				out.Abort()
-				return nil, err
-			}
-		}
-	}
-	return out, nil
+	return r.attach(out)
 }
 
 // appendWriter opens the writer of an append into object storage: the

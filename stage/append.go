@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,27 +38,8 @@ func BeginAppend(final string, o Options) (*Stage, error) {
 		st.unlock()
 		return nil, err
 	}
-	if _, err := os.Lstat(st.Dir); err == nil {
-		if o.Resume && o.Record != nil {
-			if old, err := os.ReadFile(filepath.Join(st.Dir, RecordName)); err == nil && bytes.Equal(old, o.Record) {
-				st.Resumed = true
-				return st, nil
-			}
-		}
-		if err := os.RemoveAll(st.Dir); err != nil {
-			st.unlock()
-			return nil, fmt.Errorf("%s: removing stale staging directory: %w", final, err)
-		}
-	}
-	if err := os.Mkdir(st.Dir, 0o755); err != nil {
-		st.unlock()
-		return nil, fmt.Errorf("%s: %w", final, err)
-	}
-	if o.Record != nil {
-		if err := atomicfile.WriteFile(filepath.Join(st.Dir, RecordName), o.Record, 0o644); err != nil {
-			st.Abort()
-			return nil, fmt.Errorf("%s: %w", final, err)
-		}
+	if err := st.prepare(o); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

@@ -102,29 +102,39 @@ func BeginWith(final string, o Options) (*Stage, error) {
 		st.release()
 		return nil, err
 	}
+	if err := st.prepare(o); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// prepare makes the locked stage's directory: a stale one whose record
+// equals o.Record is kept when o.Resume is set (Resumed), any other
+// removed; a new one gets o.Record. On an error the stage is released.
+func (st *Stage) prepare(o Options) error {
 	if _, err := os.Lstat(st.Dir); err == nil {
 		if o.Resume && o.Record != nil {
 			if old, err := os.ReadFile(filepath.Join(st.Dir, RecordName)); err == nil && bytes.Equal(old, o.Record) {
 				st.Resumed = true
-				return st, nil
+				return nil
 			}
 		}
 		if err := os.RemoveAll(st.Dir); err != nil {
 			st.release()
-			return nil, fmt.Errorf("%s: removing stale staging directory: %w", final, err)
+			return fmt.Errorf("%s: removing stale staging directory: %w", st.Final, err)
 		}
 	}
 	if err := os.Mkdir(st.Dir, 0o755); err != nil {
 		st.release()
-		return nil, fmt.Errorf("%s: %w", final, err)
+		return fmt.Errorf("%s: %w", st.Final, err)
 	}
 	if o.Record != nil {
 		if err := atomicfile.WriteFile(filepath.Join(st.Dir, RecordName), o.Record, 0o644); err != nil {
 			st.Abort()
-			return nil, fmt.Errorf("%s: %w", final, err)
+			return fmt.Errorf("%s: %w", st.Final, err)
 		}
 	}
-	return st, nil
+	return nil
 }
 
 // acquire takes the destination's lock file, exclusively and without
