@@ -2,7 +2,6 @@ package convert
 
 import (
 	"context"
-	"path"
 	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
@@ -84,13 +83,4 @@ func (o *Output) completeRecord() error {
 	rec.Commits = append(rec.Commits, CommitExtent{First: first, Shards: o.stats.Shards - first,
 		Members: o.stats.Members, Bytes: o.stats.Bytes, Sources: sources})
 	return atomicfile.WriteFile(filepath.Join(o.Dir, RecordName), rec.Encode(), 0o644)
-}
-
-// shardOf returns the shard file name of a member reference.
-func shardOf(ref string) string {
-	_, shard, err := packcore.ParseRef(ref)
-	if err != nil {
-		return ""
-	}
-	return path.Base(shard)
 }

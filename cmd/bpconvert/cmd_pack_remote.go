@@ -25,184 +25,234 @@ func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 	if !objstore.IsRemote(dst) && staging != "" {
 		return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
 	}
-	// The files to pack: a local directory walked as pack walks it, or
-	// every object under a prefix, in name order.
-	type item struct {
-		key, path string
-		size      int64
+	ps, err := openPackSource(ctx, src)
+	if err != nil {
+		return nil, err
 	}
-	var walk func(fn func(it item) error) error
-	var srcStore objstore.Store
+	var res packResult
+	if objstore.IsRemote(dst) || pf.append {
+		var done *plan.Summary
+		if res, done, err = packRecorded(ctx, e, fset, pf, ps, dst, staging); done != nil || err != nil {
+			if done != nil {
+				return *done, nil
+			}
+			return nil, err
+		}
+	} else if res, err = packFromBucket(ctx, e, pf, ps, dst); err != nil {
+		return nil, err
+	}
+	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(res.Members, "blobs"), plan.Thousands(res.Bytes), plan.CountText(int64(res.Shards), "shards"), res.Dst)
+	return res, nil
+}
+
+// packItem is one file (or object) to pack.
+type packItem struct {
+	key, path string
+	size      int64
+}
+
+// packSource is what a pack reads: a local directory walked as pack walks
+// it, or every object under a prefix, in name order.
+type packSource struct {
+	src          string
+	store        objstore.Store // nil for a local directory
+	count, total int64
+	walk         func(fn func(it packItem) error) error
+}
+
+// openPackSource lists the files src names and counts them; a source with
+// nothing in it is refused.
+func openPackSource(ctx context.Context, src string) (*packSource, error) {
+	ps := &packSource{src: src}
 	if objstore.IsRemote(src) {
 		st, err := objstore.Open(ctx, src, objstore.Options{})
 		if err != nil {
 			return nil, err
 		}
-		srcStore = st
-		walk = func(fn func(it item) error) error {
+		ps.store = st
+		ps.walk = func(fn func(it packItem) error) error {
 			return st.List(ctx, "", func(in objstore.Info) error {
 				if err := packcore.ValidateKey(in.Name); err != nil {
 					return fmt.Errorf("%s/%s: %w", src, in.Name, err)
 				}
-				return fn(item{key: in.Name, path: in.Name, size: in.Size})
+				return fn(packItem{key: in.Name, path: in.Name, size: in.Size})
 			})
 		}
 	} else {
-		walk = func(fn func(it item) error) error {
-			return walkFiles(ctx, src, func(key, p string, size int64) error { return fn(item{key, p, size}) })
+		ps.walk = func(fn func(it packItem) error) error {
+			return walkFiles(ctx, src, func(key, p string, size int64) error { return fn(packItem{key, p, size}) })
 		}
 	}
-	var count, total int64
-	if err := walk(func(it item) error { count++; total += it.size; return nil }); err != nil {
+	if err := ps.walk(func(it packItem) error { ps.count++; ps.total += it.size; return nil }); err != nil {
 		return nil, &inputError{err: err}
 	}
-	if count == 0 && srcStore != nil {
+	if ps.count == 0 && ps.store != nil {
 		// A prefix with nothing under it is a source that is missing, as
 		// a missing directory is.
 		return nil, &inputError{err: fmt.Errorf("pack: no object is under %s: %w", src, fs.ErrNotExist)}
 	}
-	if count == 0 {
+	if ps.count == 0 {
 		return nil, usagef("pack: no files under %s", src)
 	}
-	var out *convert.Output
-	var stats packcore.Stats
-	var upload *plan.Upload
-	var appended *plan.Appended
-	if objstore.IsRemote(dst) || pf.append {
-		dst = strings.TrimSuffix(dst, "/")
-		if objstore.IsRemote(src) && objstore.IsRemote(dst) {
-			a, b := strings.TrimSuffix(src, "/")+"/", dst+"/"
-			if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
-				return nil, fmt.Errorf("pack: %s and %s: %w", src, dst, stage.ErrOverlap)
-			}
+	return ps, nil
+}
+
+// packRecorded packs through the converters' output path, with a run
+// record: into object storage, or with --append. A destination that holds
+// this pack already gives done.
+func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, ps *packSource, dst, staging string) (packResult, *plan.Summary, error) {
+	src := ps.src
+	dst = strings.TrimSuffix(dst, "/")
+	if objstore.IsRemote(src) && objstore.IsRemote(dst) {
+		a, b := strings.TrimSuffix(src, "/")+"/", dst+"/"
+		if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
+			return packResult{}, nil, fmt.Errorf("pack: %s and %s: %w", src, dst, stage.ErrOverlap)
 		}
-		files, err := convert.Identify(ctx, []string{src})
-		if err != nil {
-			return nil, &inputError{err: err}
-		}
-		opts := map[string]string{}
-		fset.VisitAll(func(f *flag.Flag) {
-			if !notRecorded[f.Name] {
-				opts[f.Name] = f.Value.String()
-			}
-		})
-		rec := &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: "pack", Options: opts, Sources: files}
-		d, err := convert.ParseDest(dst, staging)
-		if err != nil {
-			return nil, err
-		}
-		if !d.Remote() && !objstore.IsRemote(src) {
-			if err := stage.CheckDisjoint(src, d.Location()); err != nil {
-				return nil, fmt.Errorf("pack: %w", err)
-			}
-		}
-		base, err := packBase(ctx, pf, d, rec)
-		if err != nil {
-			return nil, err
-		}
-		if base != nil && len(base.Diff.New) == 0 {
-			e.infof("already done: %s holds every file of this source; nothing was written", d.Location())
-			return plan.Summary{Status: plan.StatusAlreadyDone, Dest: d.Location()}, nil
-		}
-		if old, err := d.ReadRecord(ctx); err == nil && base == nil {
-			if diff := rec.Diff(old); len(diff) > 0 {
-				return nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
-					hint: "choose a new destination, or remove this one to pack again"}
-			}
-			e.infof("already done: %s holds the pack of this source; nothing was written", dst)
-			return plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
-		}
-		refBase := pf.refBase
-		if refBase == "" && d.Remote() {
-			_, prefix, _ := objstore.ParseS3(dst)
-			refBase = path.Base("/" + prefix)
-			if prefix == "" {
-				refBase = "."
-			}
-		} else if refBase == "" {
-			refBase = filepath.Base(d.Location())
-		}
-		prog := e.newProgress("pack")
-		out, err = convert.Begin(ctx, d, convert.OutputOptions{
-			Pack: convert.PackOptions{MaxPackBytes: int64(pf.maxPackBytes), MaxMembers: pf.maxMembers, NoManifest: pf.noManifest,
-				Record: rec, Append: pf.append, AllowRemoved: pf.allowRemoved},
-			Base:     base,
-			PackDir:  ".",
-			RefBase:  refBase,
-			Progress: prog,
-		})
-		if err != nil {
-			return nil, err
-		}
-		defer out.Abort()
-		prog.SetTotal(count, total)
-		err = walk(func(it item) error {
-			if base.Holds(sourcePath(src, it.path, srcStore != nil)) {
-				return nil // packed by an earlier commit
-			}
-			if err := addItem(ctx, out, srcStore, it.key, it.path, it.size); err != nil {
-				return fmt.Errorf("pack: %s: %w", it.path, err)
-			}
-			prog.Add(1, it.size)
-			return nil
-		})
-		if err == nil {
-			stats, err = out.Commit()
-		}
-		if err != nil && ctx.Err() != nil {
-			// Stopped by a signal: the shards uploaded stay for a rerun.
-			out.Abort()
-			return nil, keptInBucket(ctx, err, convert.Target{Dest: d, Record: rec}, ".")
-		}
-		if err != nil {
-			return nil, err
-		}
-		sum := out.Summary(plan.Summary{})
-		upload, appended = sum.Upload, sum.Appended
-		stats.Members, stats.Bytes = sum.Blobs, sum.Bytes
-		dst = d.Location()
-	} else {
-		// From object storage to a local directory: the local pack path
-		// with objects as the files.
-		abs, _ := filepath.Abs(dst)
-		st, err := stage.Begin(abs)
-		if err != nil {
-			return nil, err
-		}
-		defer st.Abort()
-		opts := pf.options()
-		opts.NoLock = true
-		if opts.RefBase == "" {
-			opts.RefBase = filepath.Base(abs)
-		}
-		w, err := packcore.Create(ctx, st.Dir, opts)
-		if err != nil {
-			return nil, err
-		}
-		defer w.Abort()
-		prog := e.newProgress("pack")
-		prog.SetTotal(count, total)
-		err = walk(func(it item) error {
-			if err := addItem(ctx, w, srcStore, it.key, it.path, it.size); err != nil {
-				return fmt.Errorf("pack: %s/%s: %w", src, it.path, err)
-			}
-			prog.Add(1, it.size)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if stats, err = w.Close(); err != nil {
-			return nil, err
-		}
-		if err := st.Commit(); err != nil {
-			return nil, err
-		}
-		dst = abs
 	}
-	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
-	return packResult{Src: src, Dst: dst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
-		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles, Upload: upload, Appended: appended}, nil
+	d, rec, base, done, err := packTarget(ctx, e, fset, pf, src, dst, staging)
+	if done != nil || err != nil {
+		return packResult{}, done, err
+	}
+	prog := e.newProgress("pack")
+	out, err := convert.Begin(ctx, d, convert.OutputOptions{
+		Pack: convert.PackOptions{MaxPackBytes: int64(pf.maxPackBytes), MaxMembers: pf.maxMembers, NoManifest: pf.noManifest,
+			Record: rec, Append: pf.append, AllowRemoved: pf.allowRemoved},
+		Base:     base,
+		PackDir:  ".",
+		RefBase:  packRefBase(pf, d),
+		Progress: prog,
+	})
+	if err != nil {
+		return packResult{}, nil, err
+	}
+	defer out.Abort()
+	prog.SetTotal(ps.count, ps.total)
+	err = ps.walk(func(it packItem) error {
+		if base.Holds(sourcePath(src, it.path, ps.store != nil)) {
+			return nil // packed by an earlier commit
+		}
+		if err := addItem(ctx, out, ps.store, it.key, it.path, it.size); err != nil {
+			return fmt.Errorf("pack: %s: %w", it.path, err)
+		}
+		prog.Add(1, it.size)
+		return nil
+	})
+	var stats packcore.Stats
+	if err == nil {
+		stats, err = out.Commit()
+	}
+	if err != nil && ctx.Err() != nil {
+		// Stopped by a signal: the shards uploaded stay for a rerun.
+		out.Abort()
+		return packResult{}, nil, keptInBucket(ctx, err, convert.Target{Dest: d, Record: rec}, ".")
+	}
+	if err != nil {
+		return packResult{}, nil, err
+	}
+	sum := out.Summary(plan.Summary{})
+	return packResult{Src: src, Dst: d.Location(), Members: sum.Blobs, Bytes: sum.Bytes, Shards: stats.Shards,
+		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles, Upload: sum.Upload, Appended: sum.Appended}, nil, nil
+}
+
+// packTarget parses a recorded pack's destination and says what it holds:
+// the record of this run, the committed pack an append extends, or done
+// when it holds this pack already (a different one is refused).
+func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src, dst, staging string) (convert.Dest, *convert.Record, *convert.Base, *plan.Summary, error) {
+	files, err := convert.Identify(ctx, []string{src})
+	if err != nil {
+		return nil, nil, nil, nil, &inputError{err: err}
+	}
+	opts := map[string]string{}
+	fset.VisitAll(func(f *flag.Flag) {
+		if !notRecorded[f.Name] {
+			opts[f.Name] = f.Value.String()
+		}
+	})
+	rec := &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: "pack", Options: opts, Sources: files}
+	d, err := convert.ParseDest(dst, staging)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if !d.Remote() && !objstore.IsRemote(src) {
+		if err := stage.CheckDisjoint(src, d.Location()); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("pack: %w", err)
+		}
+	}
+	base, err := packBase(ctx, pf, d, rec)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if base != nil && len(base.Diff.New) == 0 {
+		e.infof("already done: %s holds every file of this source; nothing was written", d.Location())
+		return nil, nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: d.Location()}, nil
+	}
+	if old, err := d.ReadRecord(ctx); err == nil && base == nil {
+		if diff := rec.Diff(old); len(diff) > 0 {
+			return nil, nil, nil, nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
+				hint: "choose a new destination, or remove this one to pack again"}
+		}
+		e.infof("already done: %s holds the pack of this source; nothing was written", dst)
+		return nil, nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
+	}
+	return d, rec, base, nil, nil
+}
+
+// packRefBase is what a recorded pack's references name its directory by:
+// --ref-base, else the destination's last name ("." for a bucket's root).
+func packRefBase(pf *packFlags, d convert.Dest) string {
+	if pf.refBase != "" {
+		return pf.refBase
+	}
+	if !d.Remote() {
+		return filepath.Base(d.Location())
+	}
+	_, prefix, _ := objstore.ParseS3(d.Location())
+	if prefix == "" {
+		return "."
+	}
+	return path.Base("/" + prefix)
+}
+
+// packFromBucket packs objects into a local directory: the local pack path
+// with objects as the files.
+func packFromBucket(ctx context.Context, e *env, pf *packFlags, ps *packSource, dst string) (packResult, error) {
+	abs, _ := filepath.Abs(dst)
+	st, err := stage.Begin(abs)
+	if err != nil {
+		return packResult{}, err
+	}
+	defer st.Abort()
+	opts := pf.options()
+	opts.NoLock = true
+	if opts.RefBase == "" {
+		opts.RefBase = filepath.Base(abs)
+	}
+	w, err := packcore.Create(ctx, st.Dir, opts)
+	if err != nil {
+		return packResult{}, err
+	}
+	defer w.Abort()
+	prog := e.newProgress("pack")
+	prog.SetTotal(ps.count, ps.total)
+	err = ps.walk(func(it packItem) error {
+		if err := addItem(ctx, w, ps.store, it.key, it.path, it.size); err != nil {
+			return fmt.Errorf("pack: %s/%s: %w", ps.src, it.path, err)
+		}
+		prog.Add(1, it.size)
+		return nil
+	})
+	if err != nil {
+		return packResult{}, err
+	}
+	stats, err := w.Close()
+	if err != nil {
+		return packResult{}, err
+	}
+	if err := st.Commit(); err != nil {
+		return packResult{}, err
+	}
+	return packResult{Src: ps.src, Dst: abs, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
+		GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
 }
 
 // packBase, for pack --append into a destination holding a committed pack
