@@ -2,7 +2,6 @@ package convert
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -462,19 +461,7 @@ func (r *remote) commit(stageDir string, rec []byte) error {
 	if err := r.wait(); err != nil {
 		return err
 	}
-	var files []string
-	err := filepath.WalkDir(stageDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(stageDir, p)
-		rel = filepath.ToSlash(rel)
-		if rel == RecordName || IsTemp(rel) || (path.Dir(rel) == cmp.Or(r.packDir, ".") && strings.HasSuffix(rel, ".zip")) {
-			return nil
-		}
-		files = append(files, rel)
-		return nil
-	})
+	files, err := r.stagedFiles(stageDir)
 	if err != nil {
 		return err
 	}

@@ -338,26 +338,9 @@ func TestLanceAppendReaderAndKill(t *testing.T) {
 		t.Fatalf("the reader never read the table: %s", rerr.String())
 	}
 	r := bp(t, append(args, "--append")...)
-	if err := os.WriteFile(stop, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := reader.Wait(); err != nil {
-		t.Fatalf("reader: %v\n%s", err, rerr.String())
-	}
+	stopLanceReader(t, reader, stop, &rout, &rerr, "")
 	if r.code != exitOK {
 		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
-	}
-	var seen struct {
-		Seen     []uint64 `json:"seen"`
-		Reads    int      `json:"reads"`
-		Problems []string `json:"problems"`
-	}
-	if err := json.Unmarshal(rout.Bytes(), &seen); err != nil {
-		t.Fatalf("reader: %v: %s", err, rout.String())
-	}
-	t.Logf("the reader opened the table %d times, seeing source versions %v", seen.Reads, seen.Seen)
-	if len(seen.Problems) > 0 || len(seen.Seen) != 2 {
-		t.Fatalf("the reader saw source versions %v and these problems: %v", seen.Seen, seen.Problems)
 	}
 	checkLance(t, py, src, v2, dst, "img")
 	sameFiles(t, "the first commit's shards", first, shardSums(t, filepath.Join(dst, "media")))
@@ -404,5 +387,30 @@ func killMidAppend(t *testing.T, dst string, args []string) {
 	}
 	if !exists(filepath.Join(dst, convert.RecordName)) {
 		t.Fatal("the committed output's record is gone after SIGKILL")
+	}
+}
+
+// stopLanceReader stops the looping lanceReader and fails t unless it read
+// whole versions only, and both the old and the new one (where says where
+// the table is, for the log).
+func stopLanceReader(t *testing.T, reader *exec.Cmd, stop string, rout, rerr *bytes.Buffer, where string) {
+	t.Helper()
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Wait(); err != nil {
+		t.Fatalf("reader: %v\n%s", err, rerr.String())
+	}
+	var seen struct {
+		Seen     []uint64 `json:"seen"`
+		Reads    int      `json:"reads"`
+		Problems []string `json:"problems"`
+	}
+	if err := json.Unmarshal(rout.Bytes(), &seen); err != nil {
+		t.Fatalf("reader: %v: %s", err, rout.String())
+	}
+	t.Logf("the reader opened the table%s %d times, seeing source versions %v", where, seen.Reads, seen.Seen)
+	if len(seen.Problems) > 0 || len(seen.Seen) != 2 {
+		t.Fatalf("the reader saw source versions %v and these problems: %v", seen.Seen, seen.Problems)
 	}
 }

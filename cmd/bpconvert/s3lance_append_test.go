@@ -89,24 +89,9 @@ func TestS3LanceAppend(t *testing.T) {
 		t.Fatalf("the reader never read the table: %s", rerr.String())
 	}
 	r := bpS3(t, env, append(args, "--append")...)
-	os.WriteFile(stop, nil, 0o644)
-	if err := reader.Wait(); err != nil {
-		t.Fatalf("reader: %v\n%s", err, rerr.String())
-	}
+	stopLanceReader(t, reader, stop, &rout, &rerr, " in the bucket")
 	if r.code != exitOK {
 		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
-	}
-	var seen struct {
-		Seen     []uint64 `json:"seen"`
-		Reads    int      `json:"reads"`
-		Problems []string `json:"problems"`
-	}
-	if err := json.Unmarshal(rout.Bytes(), &seen); err != nil {
-		t.Fatalf("reader: %v: %s", err, rout.String())
-	}
-	t.Logf("the reader opened the table in the bucket %d times, seeing source versions %v", seen.Reads, seen.Seen)
-	if len(seen.Problems) > 0 || len(seen.Seen) != 2 {
-		t.Fatalf("the reader saw source versions %v and these problems: %v", seen.Seen, seen.Problems)
 	}
 	doc := lastJSON(t, r)
 	fetched := int64(doc["bytes_fetched"].(float64))
