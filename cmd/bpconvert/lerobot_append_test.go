@@ -152,16 +152,7 @@ func TestLerobotAppend(t *testing.T) {
 	if eps := episodesOf(t, dst); !slices.Equal(eps, []int64{0, 1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("the video index holds episodes %v", eps)
 	}
-	if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
-		t.Fatalf("verify --against: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-	whole := filepath.Join(t.TempDir(), "whole")
-	if r := bp(t, "convert-lerobot", src, whole, "--yes", "--quiet"); r.code != exitOK {
-		t.Fatalf("one conversion: exit %d: %s", r.code, r.stderr)
-	}
-	if a, b := indexView(t, dst), indexView(t, whole); !slices.Equal(a, b) {
-		t.Errorf("video index after the appends:\n%s\none conversion:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
-	}
+	whole := likeOneConversion(t, src, dst)
 	var tables []string
 	for rel := range localTree(t, whole) {
 		if strings.HasPrefix(rel, "data/") || strings.HasPrefix(rel, "meta/") {
@@ -286,6 +277,16 @@ func TestLerobotAppendV2(t *testing.T) {
 	if a, _ := doc["appended"].(map[string]any); a["sources"] != 2.0 || a["skipped"] != 3.0 || a["blobs"] != 4.0 {
 		t.Fatalf("summary %v", doc)
 	}
+	whole := likeOneConversion(t, src, dst)
+	sameFilesIn(t, dst, whole, "meta/info.json", "meta/episodes.jsonl", "meta/tasks.jsonl", "meta/episodes_stats.jsonl",
+		"data/chunk-000/episode_000003.parquet", "data/chunk-000/episode_000004.parquet")
+}
+
+// likeOneConversion checks that the appended output dst verifies against
+// src and that its video index equals that of one conversion of src, which
+// it returns.
+func likeOneConversion(t *testing.T, src, dst string) string {
+	t.Helper()
 	if r := bp(t, "verify", dst, "--against", src); r.code != exitOK {
 		t.Fatalf("verify --against: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -294,8 +295,7 @@ func TestLerobotAppendV2(t *testing.T) {
 		t.Fatalf("one conversion: exit %d: %s", r.code, r.stderr)
 	}
 	if a, b := indexView(t, dst), indexView(t, whole); !slices.Equal(a, b) {
-		t.Errorf("video index after the append:\n%s\none conversion:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+		t.Errorf("video index after appending:\n%s\none conversion:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
 	}
-	sameFilesIn(t, dst, whole, "meta/info.json", "meta/episodes.jsonl", "meta/tasks.jsonl", "meta/episodes_stats.jsonl",
-		"data/chunk-000/episode_000003.parquet", "data/chunk-000/episode_000004.parquet")
+	return whole
 }
