@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 
@@ -33,13 +34,10 @@ type Base struct {
 	// Diff is what the sources hold compared with Record (see Sources).
 	Diff SourceDiff
 
-	// Stats, when set, counts what reading the committed output fetches
-	// from object storage.
-	Stats *objstore.Stats
-
 	packDir string
-	raw     []byte // the committed record's bytes
-	etag    string // its ETag in object storage
+	held    map[string]bool // the paths of Diff.Kept and Diff.Removed (Holds)
+	raw     []byte          // the committed record's bytes
+	etag    string          // its ETag in object storage
 }
 
 // SourceDiff sorts a run's source files against a committed record: New
@@ -144,7 +142,7 @@ func (b *Base) Sources(cur []SourceFile, allowRemoved bool) (SourceDiff, error) 
 			return d, e
 		}
 	}
-	for _, p := range slices.Sorted(mapKeys(held)) {
+	for _, p := range slices.Sorted(maps.Keys(held)) {
 		if !allowRemoved {
 			e := Invalid("append", p, fmt.Errorf("converted into %s earlier and gone from the sources now", b.Dest.Location()))
 			e.Hint = "add --allow-removed to keep its rows and append the new sources"
@@ -180,17 +178,17 @@ func (b *Base) Holds(path string) bool {
 	if b == nil {
 		return false
 	}
-	for _, s := range b.Diff.Kept {
-		if s.Path == path {
-			return true
+	if n := len(b.Diff.Kept) + len(b.Diff.Removed); b.held == nil || len(b.held) != n {
+		// Built once per Diff: Holds is asked for every source file.
+		b.held = make(map[string]bool, n)
+		for _, s := range b.Diff.Kept {
+			b.held[s.Path] = true
+		}
+		for _, s := range b.Diff.Removed {
+			b.held[s.Path] = true
 		}
 	}
-	for _, s := range b.Diff.Removed {
-		if s.Path == path {
-			return true
-		}
-	}
-	return false
+	return b.held[path]
 }
 
 // Extend makes rec, the record of the run that appends to b, the record of
@@ -221,7 +219,7 @@ func (b *Base) commits() []CommitExtent {
 // slash-separated paths relative to the destination. It is not for
 // writing: an append writes into its Output.
 func (b *Base) Store(ctx context.Context) (objstore.Store, error) {
-	return b.Dest.store(ctx, b.Stats)
+	return b.Dest.store(ctx, nil)
 }
 
 // Open opens a committed file of the output (rel is slash-separated,
@@ -393,17 +391,6 @@ func (b *Base) sameBase(raw []byte) error {
 		return &RetryError{Err: fmt.Errorf("%s: %w", b.Dest.Location(), ErrBaseMoved), Hint: "rerun the same command: it appends to the output as it is now"}
 	}
 	return nil
-}
-
-// mapKeys returns the keys of m.
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // errAppendBusy is the error of an append that finds another run's

@@ -125,7 +125,6 @@ type Output struct {
 	base                   *Base
 	baseShards             map[string]bool
 	baseMembers, baseBytes int64
-	baseETag               string
 }
 
 // Begin starts the output for destination dst, which must be absent or

@@ -59,7 +59,6 @@ func beginAppendWriter(ctx context.Context, final string, st *stage.Stage, o Out
 		return nil, err
 	}
 	out.base, out.baseShards, out.baseMembers, out.baseBytes = o.Base, names, members, size
-	out.baseETag = o.Base.etag
 	return out, nil
 }
 

@@ -79,9 +79,10 @@ func appendTable(ctx context.Context, b *convert.Base, newRows, final string, me
 	var popts []parquet.WriterProperty
 	popts = append(popts, parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(1<<40), parquet.WithAllocator(mem),
 		parquet.WithDictionaryFor(ColumnKey, false))
+	inline := inlineFields(schema)
 	for _, fd := range schema.Fields()[2:] {
 		// Inline fields keep the dictionary the table writer gives them.
-		if !inlineField(schema, fd.Name) {
+		if !slices.Contains(inline, fd.Name) {
 			popts = append(popts, parquet.WithDictionaryFor(fd.Name, false))
 		}
 	}
@@ -141,18 +142,19 @@ func tableMeta(r *file.Reader) arrow.Metadata {
 	return arrow.NewMetadata([]string{MetaKey}, []string{*v})
 }
 
-// inlineField reports whether the table's record lists name as inline.
-func inlineField(schema *arrow.Schema, name string) bool {
+// inlineFields are the fields the table's record (MetaKey) lists as
+// inline.
+func inlineFields(schema *arrow.Schema) []string {
 	md := schema.Metadata()
 	i := md.FindKey(MetaKey)
 	if i < 0 {
-		return false
+		return nil
 	}
 	var rec TableRecord
 	if err := json.Unmarshal([]byte(md.Values()[i]), &rec); err != nil {
-		return false
+		return nil
 	}
-	return slices.Contains(rec.Inline, name)
+	return rec.Inline
 }
 
 // copyRows writes every row of r into fw under schema, a field r lacks as
