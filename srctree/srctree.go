@@ -45,6 +45,8 @@ var ErrNotDir = errors.New("not a directory")
 type Tree struct {
 	loc string // the root: an absolute directory, or s3://BUCKET[/PREFIX]
 
+	stats *objstore.Stats // the Options.Stats the tree was opened with
+
 	// a local root
 	root, rootReal string
 
@@ -119,7 +121,7 @@ func Open(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tree{loc: abs, root: abs, rootReal: real}, nil
+	return &Tree{loc: abs, root: abs, rootReal: real, stats: o.Stats}, nil
 }
 
 // OpenSource opens the dataset a converter's SRC names. A local directory,
@@ -189,7 +191,7 @@ func openRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, err
 	if err != nil {
 		return nil, err
 	}
-	t := &Tree{loc: "s3://" + bucket, store: st, byName: map[string]int{}}
+	t := &Tree{loc: "s3://" + bucket, store: st, byName: map[string]int{}, stats: o.Stats}
 	if prefix != "" {
 		t.loc += "/" + prefix
 		t.prefix = prefix + "/"
@@ -219,6 +221,12 @@ func (t *Tree) Location() string { return t.loc }
 
 // Remote reports whether the tree is in object storage.
 func (t *Tree) Remote() bool { return t.store != nil }
+
+// Stats returns the counts the tree was opened with (Options.Stats of
+// Open or OpenSource): the requests and bytes that opening and reading a
+// remote tree fetched so far. Nil when none were given; a local tree
+// fetches nothing, so its counts stay zero.
+func (t *Tree) Stats() *objstore.Stats { return t.stats }
 
 // Empty reports whether a remote tree holds no object (always false for a
 // local one).

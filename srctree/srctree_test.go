@@ -218,6 +218,12 @@ func TestOpenSource(t *testing.T) {
 			if file != c.file || tr.Location() != c.where {
 				t.Fatalf("file %q in %s, want %q in %s", file, tr.Location(), c.file, c.where)
 			}
+			if tr.Stats() != st || tr.Remote() != strings.HasPrefix(c.loc, "s3://") {
+				t.Fatalf("Stats() %p (want %p), Remote() %v", tr.Stats(), st, tr.Remote())
+			}
+			if tr.Remote() != (st.Requests() > 0) {
+				t.Fatalf("opening sent %d requests for %d bytes", st.Requests(), st.BytesRead())
+			}
 			if file == "" {
 				var names []string
 				err := tr.Walk(ctx, "", func(e srctree.Entry) error {
