@@ -40,6 +40,17 @@ import (
 // directory.
 var ErrNotDir = errors.New("not a directory")
 
+// LocalError is the error of Open and OpenSource for a location on this
+// machine that cannot be opened (a missing path, one that is not a
+// directory): a caller words it as a problem with the path, where a
+// store's failure to list a bucket is the store's. Err is the cause.
+type LocalError struct{ Err error }
+
+func (e *LocalError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *LocalError) Unwrap() error { return e.Err }
+
 // Tree is an opened source dataset. Its methods are safe for concurrent
 // use.
 type Tree struct {
@@ -101,11 +112,21 @@ type File interface {
 // whose objects are listed now (o.Stats, when set, counts the requests and
 // bytes of the listing and of every read). A missing bucket and refused
 // credentials are the store's errors (objstore.ErrNoBucket,
-// objstore.ErrDenied); a prefix holding nothing is an empty tree.
+// objstore.ErrDenied); a prefix holding nothing is an empty tree. A local
+// location that cannot be opened gives a *LocalError.
 func Open(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
 	if objstore.IsRemote(loc) {
 		return openRemote(ctx, loc, o)
 	}
+	t, err := openLocalDir(loc, o)
+	if err != nil {
+		return nil, &LocalError{Err: err}
+	}
+	return t, nil
+}
+
+// openLocalDir opens the local directory loc.
+func openLocalDir(loc string, o objstore.Options) (*Tree, error) {
 	abs, err := filepath.Abs(loc)
 	if err != nil {
 		return nil, err
@@ -133,29 +154,15 @@ func Open(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
 // object is found with one HEAD request, and others (Stat, Open, ReadFile)
 // each with one when first asked for, while Walk and IsDir see the object
 // alone. A location in a bucket that names neither gives an error matching
-// fs.ErrNotExist that says so.
+// fs.ErrNotExist that says so; a local location that cannot be opened a
+// *LocalError.
 func OpenSource(ctx context.Context, loc string, o objstore.Options) (t *Tree, file string, err error) {
 	if !objstore.IsRemote(loc) {
-		abs, err := filepath.Abs(loc)
+		t, file, err := openLocalSource(loc, o)
 		if err != nil {
-			return nil, "", err
+			return nil, "", &LocalError{Err: err}
 		}
-		st, err := os.Stat(abs)
-		if err != nil {
-			return nil, "", err
-		}
-		if st.IsDir() {
-			t, err := Open(ctx, abs, o)
-			return t, "", err
-		}
-		if t, err = Open(ctx, filepath.Dir(abs), o); err != nil {
-			return nil, "", err
-		}
-		if t.fileReal, err = filepath.EvalSymlinks(abs); err != nil {
-			return nil, "", err
-		}
-		t.file = filepath.Base(abs)
-		return t, t.file, nil
+		return t, file, nil
 	}
 	bucket, prefix, err := objstore.ParseS3(loc)
 	if err != nil {
@@ -180,6 +187,31 @@ func OpenSource(ctx context.Context, loc string, o objstore.Options) (t *Tree, f
 	t.byName = map[string]int{file: 0}
 	t.looked = map[string]Entry{}
 	return t, file, nil
+}
+
+// openLocalSource is OpenSource of a location on this machine.
+func openLocalSource(loc string, o objstore.Options) (*Tree, string, error) {
+	abs, err := filepath.Abs(loc)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, "", err
+	}
+	if st.IsDir() {
+		t, err := openLocalDir(abs, o)
+		return t, "", err
+	}
+	t, err := openLocalDir(filepath.Dir(abs), o)
+	if err != nil {
+		return nil, "", err
+	}
+	if t.fileReal, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, "", err
+	}
+	t.file = filepath.Base(abs)
+	return t, t.file, nil
 }
 
 func openRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {

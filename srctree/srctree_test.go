@@ -282,12 +282,25 @@ func TestOpenSource(t *testing.T) {
 		})
 	}
 	for _, loc := range []string{remote + "/no-such-thing", "s3://src/nothing"} {
-		if _, _, err := srctree.OpenSource(ctx, loc, reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) {
+		var le *srctree.LocalError
+		if _, _, err := srctree.OpenSource(ctx, loc, reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) || errors.As(err, &le) {
 			t.Errorf("%s: %v", loc, err)
 		}
 	}
-	if _, _, err := srctree.OpenSource(ctx, filepath.Join(local, "nope"), reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a missing local file: %v", err)
+	var le *srctree.LocalError
+	for _, open := range []func(string) error{
+		func(loc string) error {
+			_, _, err := srctree.OpenSource(ctx, loc, reach(srv, objstore.Options{}))
+			return err
+		},
+		func(loc string) error { _, err := srctree.Open(ctx, loc, reach(srv, objstore.Options{})); return err },
+	} {
+		if err := open(filepath.Join(local, "nope")); !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &le) {
+			t.Errorf("a missing local file: %v", err)
+		}
+	}
+	if _, err := srctree.Open(ctx, filepath.Join(local, "meta", "info.json"), reach(srv, objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) || !errors.As(err, &le) {
+		t.Errorf("a local file opened as a tree: %v", err)
 	}
 }
 
