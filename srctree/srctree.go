@@ -424,6 +424,27 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 	return t.openRemote(ctx, e)
 }
 
+// Object opens the file rel of a tree in a bucket as the store's object,
+// pinned to the version the tree found (a read of an object replaced
+// since fails with an error matching objstore.ErrChanged), for a reader
+// that runs its own read-ahead (objstore.NewSeqReader, NewRangeReader)
+// rather than the tree's. Its requests are counted in the tree's Stats.
+// Errors as for Stat; a local tree holds no objects (an error).
+func (t *Tree) Object(ctx context.Context, rel string) (objstore.Object, error) {
+	if t.store == nil {
+		return nil, &fs.PathError{Op: "open", Path: t.Path(rel), Err: errors.New("not in object storage")}
+	}
+	e, err := t.Stat(rel)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size, ETag: e.ETag})
+	if err != nil {
+		return nil, err
+	}
+	return &recorder{Object: obj, t: t}, nil
+}
+
 // OpenSection opens the n bytes of the regular file rel from off as a file
 // of their own (errors as for Open; a section past the file's end is
 // refused). In a bucket its reads, and their read-ahead, stay inside the

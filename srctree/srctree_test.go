@@ -429,3 +429,48 @@ func TestRemoteReads(t *testing.T) {
 		}
 	})
 }
+
+// TestObject: a remote file opened as the store's object reads the
+// version the tree listed, counted in the tree's Stats; once the object is
+// replaced its reads fail with objstore.ErrChanged; a local tree holds no
+// objects.
+func TestObject(t *testing.T) {
+	t.Parallel()
+	srv, local, remote := trees(t)
+	ctx := context.Background()
+	st := &objstore.Stats{}
+	tr, err := srctree.Open(ctx, remote, reach(srv, objstore.Options{Stats: st}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "data/chunk-000/file-000.parquet"
+	obj, err := tr.Object(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	before := st.BytesRead()
+	b := make([]byte, obj.Size())
+	if n, err := obj.ReadAt(b, 0); n != len(b) || (err != nil && !errors.Is(err, io.EOF)) || string(b) != files[name] {
+		t.Fatalf("read %d bytes (%v): %.20q", n, err, b)
+	}
+	if got := st.BytesRead() - before; got != int64(len(b)) {
+		t.Errorf("the read counted %d bytes, want %d", got, len(b))
+	}
+	if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String("ds/" + name), Body: strings.NewReader("replaced")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obj.ReadAt(make([]byte, 4), 0); !errors.Is(err, objstore.ErrChanged) {
+		t.Errorf("a read of the replaced object: %v", err)
+	}
+	if _, err := tr.Object(ctx, "no-such-file"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing object: %v", err)
+	}
+	lt, err := srctree.Open(ctx, local, objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lt.Object(ctx, name); err == nil {
+		t.Error("a local tree opened an object")
+	}
+}
