@@ -2,8 +2,10 @@
 // and the output path they all share.
 //
 // A converter package (convert/wds, convert/parquet, convert/lerobot,
-// convert/lance) has one shape: Options that embed this package's Options,
-// NewJob(ctx, SRC, DST, Options) returning its *Job, which implements Job
+// convert/lance) has one shape: Options that embed this package's Options
+// (the source arrives in them opened, as a Source, made by the converter
+// package's OpenSource over srctree), NewJob(ctx, SRC, DST, Options)
+// returning its *Job, which implements Job
 // (Plan computes what will happen without writing anything, Run carries the
 // plan out, each reporting progress to the counter it is given), and a
 // Joiner for Finalize when its runs can be split into parts. Run writes through an Output (Begin): a staging directory beside the
@@ -84,6 +86,11 @@ type Options struct {
 	// Base is the committed output an append extends (see Target.ReadBase),
 	// nil for a run that writes a new output.
 	Base *Base
+	// Source is the source the run converts, opened once by the caller
+	// (srctree.OpenSource): the converter reads it only through it, and
+	// its plan and summary say what reading it fetched from object storage
+	// (Source.Fetched).
+	Source Source
 }
 
 // DefaultMaxMembers is the converters' member cap per shard when the user

@@ -355,7 +355,7 @@ func currentSources(ctx context.Context, recs []*Record) []SourceFile {
 	}
 	var out []SourceFile
 	for _, p := range slices.Sorted(maps.Keys(paths)) {
-		if got, err := Identify(ctx, []string{p}); err == nil && len(got) == 1 {
+		if got, err := IdentifyPaths(ctx, []string{p}); err == nil && len(got) == 1 {
 			out = append(out, got[0])
 		}
 	}

@@ -22,10 +22,10 @@ import (
 type OutputOptions struct {
 	// Pack are the user's pack settings.
 	Pack PackOptions
-	// Sources are the directories (and files) the run reads, local paths
-	// or s3:// locations: Begin refuses a destination that is one of them,
-	// lies inside one or holds one (see CheckDisjoint).
-	Sources []string
+	// Sources are the opened sources the run reads: Begin refuses a
+	// destination that is one of them, lies inside one or holds one (see
+	// CheckDisjoint).
+	Sources []Source
 	// GroupFill overrides packcore's placement-group fill threshold when
 	// not zero (see packcore.WriterOptions.GroupFill).
 	GroupFill float64
@@ -50,20 +50,29 @@ type OutputOptions struct {
 	Base *Base
 }
 
-// CheckDisjoint returns an error wrapping stage.ErrOverlap when dst is src,
-// lies inside it or holds it: a local source and destination are compared
-// with symlinks resolved (a file source by its directory; see
-// stage.CheckDisjoint), two s3:// locations by bucket and prefix; a local
-// path and an s3:// location never overlap, and "" or "-" (standard input)
-// is no path.
-func CheckDisjoint(src string, dst Dest) error {
-	if src == "" || src == "-" || dst == nil {
+// CheckDisjoint returns an error wrapping stage.ErrOverlap when dst is the
+// source src, lies inside it or holds it: a local source and destination
+// are compared with symlinks resolved (a file source by its directory; see
+// stage.CheckDisjoint), a source and a destination in object storage by
+// bucket and prefix; a local path and an s3:// location never overlap, and
+// a source not opened (standard input) is no path. A source of Parts is
+// checked part by part; the error names a source as it was given.
+func CheckDisjoint(src Source, dst Dest) error {
+	if !src.Opened() || dst == nil {
 		return nil
 	}
-	loc := dst.Location()
-	switch r1, r2 := objstore.IsRemote(src), dst.Remote(); {
+	for _, p := range src.Parts {
+		if err := CheckDisjoint(p, dst); err != nil {
+			return err
+		}
+	}
+	if src.Tree == nil {
+		return nil
+	}
+	at, loc := src.Location(), dst.Location()
+	switch r1, r2 := src.Remote(), dst.Remote(); {
 	case r1 && r2:
-		a, b := strings.TrimSuffix(src, "/")+"/", loc+"/"
+		a, b := strings.TrimSuffix(at, "/")+"/", loc+"/"
 		if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
 			return fmt.Errorf("%s and %s: %w", src, loc, stage.ErrOverlap)
 		}
@@ -71,7 +80,11 @@ func CheckDisjoint(src string, dst Dest) error {
 	case r1 || r2:
 		return nil
 	}
-	return stage.CheckDisjoint(src, loc)
+	err := stage.CheckDisjoint(at, loc)
+	if errors.Is(err, stage.ErrOverlap) && src.Name != "" {
+		return fmt.Errorf("%s and %s: %w", src.Name, loc, stage.ErrOverlap)
+	}
+	return err
 }
 
 // packDir returns PackDir with its default.

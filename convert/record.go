@@ -10,11 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/srctree"
 
 	"github.com/bpconvert/bpconvert/stage"
 )
@@ -78,56 +78,29 @@ type SourceFile struct {
 	ModTime string `json:"mtime"`
 }
 
-// Identify lists the regular files of the given sources (files, or
-// directories walked recursively, symbolic links followed for files) with
-// their absolute paths, sizes and modification times, sorted by path. A
-// source in object storage (s3://) is an object, or a prefix whose every
-// object is listed; an object's content tag stands beside its time.
-func Identify(ctx context.Context, sources []string) ([]SourceFile, error) {
+// Identify lists the regular files of the given opened sources with their
+// absolute paths (s3:// locations in a bucket), sizes and modification
+// times, sorted by path: the file a source names, or every file of its
+// tree (a local directory walked recursively, symbolic links followed for
+// files; every object under a prefix). An object's content tag stands
+// beside its time.
+func Identify(ctx context.Context, sources []Source) ([]SourceFile, error) {
 	var out []SourceFile
-	add := func(p string, info fs.FileInfo) {
-		out = append(out, SourceFile{Path: p, Size: info.Size(), ModTime: info.ModTime().UTC().Format(time.RFC3339Nano)})
-	}
 	for _, src := range sources {
-		if objstore.IsRemote(src) {
-			files, err := identifyRemote(ctx, src)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, files...)
+		if src.Tree == nil {
 			continue
 		}
-		abs, err := filepath.Abs(src)
+		var files []SourceFile
+		var err error
+		if src.Tree.Remote() {
+			files, err = identifyRemote(ctx, src)
+		} else {
+			files, err = identifyLocal(src.Location())
+		}
 		if err != nil {
 			return nil, err
 		}
-		info, err := os.Stat(abs)
-		if err != nil {
-			return nil, err
-		}
-		if !info.IsDir() {
-			add(abs, info)
-			continue
-		}
-		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			info, err := os.Stat(p)
-			if err != nil {
-				return err
-			}
-			if info.Mode().IsRegular() {
-				add(p, info)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+		out = append(out, files...)
 	}
 	slices.SortFunc(out, func(a, b SourceFile) int {
 		switch {
@@ -141,44 +114,78 @@ func Identify(ctx context.Context, sources []string) ([]SourceFile, error) {
 	return out, nil
 }
 
-// identifyRemote lists the object src names, or every object under it.
-func identifyRemote(ctx context.Context, src string) ([]SourceFile, error) {
-	st, err := objstore.Open(ctx, src, objstore.Options{})
-	if err != nil {
-		return nil, err
-	}
-	file := func(loc string, in objstore.Info) SourceFile {
-		mt := in.ModTime.UTC().Format(time.RFC3339Nano)
-		if in.ETag != "" {
-			mt += " " + in.ETag
+// IdentifyPaths is Identify of the sources named by path or s3:// location
+// (each opened as srctree.OpenSource opens it, counting nothing): for
+// what a record names, or a source read by name.
+func IdentifyPaths(ctx context.Context, paths []string) ([]SourceFile, error) {
+	var srcs []Source
+	for _, p := range paths {
+		t, file, err := srctree.OpenSource(ctx, p, objstore.Options{})
+		if err != nil {
+			return nil, err
 		}
-		return SourceFile{Path: loc, Size: in.Size, ModTime: mt}
+		srcs = append(srcs, Source{Tree: t, File: file})
 	}
+	return Identify(ctx, srcs)
+}
+
+// identifyLocal lists the local file abs, or every regular file under the
+// directory abs.
+func identifyLocal(abs string) ([]SourceFile, error) {
 	var out []SourceFile
-	err = st.List(ctx, "", func(in objstore.Info) error {
-		out = append(out, file(strings.TrimSuffix(src, "/")+"/"+in.Name, in))
-		return nil
-	})
+	add := func(p string, info fs.FileInfo) {
+		out = append(out, SourceFile{Path: p, Size: info.Size(), ModTime: info.ModTime().UTC().Format(time.RFC3339Nano)})
+	}
+	info, err := os.Stat(abs)
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > 0 {
+	if !info.IsDir() {
+		add(abs, info)
 		return out, nil
 	}
-	// Not a prefix: an object.
-	bucket, key, err := objstore.ParseS3(src)
-	if err != nil {
-		return nil, err
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			add(p, info)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// identifyRemote lists the object src names, or every object of its tree,
+// as the tree listed them.
+func identifyRemote(ctx context.Context, src Source) ([]SourceFile, error) {
+	file := func(e srctree.Entry) SourceFile {
+		mt := e.ModTime.UTC().Format(time.RFC3339Nano)
+		if e.ETag != "" {
+			mt += " " + e.ETag
+		}
+		return SourceFile{Path: src.Tree.Path(e.Name), Size: e.Size, ModTime: mt}
 	}
-	root, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{})
-	if err != nil {
-		return nil, err
+	if src.File != "" {
+		e, err := src.Tree.Stat(src.File)
+		if err != nil {
+			return nil, err
+		}
+		return []SourceFile{file(e)}, nil
 	}
-	in, err := root.Stat(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return []SourceFile{file(src, in)}, nil
+	var out []SourceFile
+	err := src.Tree.Walk(ctx, "", func(e srctree.Entry) error {
+		out = append(out, file(e))
+		return nil
+	})
+	return out, err
 }
 
 // PartOption is the option that names a run's part (--part I/N); it is

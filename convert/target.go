@@ -37,11 +37,11 @@ type Target struct {
 const newDestHint = "choose a new destination directory, or remove this one to convert again"
 
 // Check returns an error unless the run may write to its destination:
-// disjoint from src (see CheckDisjoint; "" for none), and absent or empty,
+// disjoint from src (see CheckDisjoint; a zero Source for none), and absent or empty,
 // or holding a finished run's output, which Done then compares with this
 // run. A part in object storage is checked where it is committed, beside
 // the destination, which it does not touch.
-func (t Target) Check(ctx context.Context, src string) error {
+func (t Target) Check(ctx context.Context, src Source) error {
 	if err := CheckDisjoint(src, t.Dest); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 	flag "github.com/spf13/pflag"
 )
 
@@ -71,19 +72,29 @@ func cmdLanceInspect(e *env, fset *flag.FlagSet) runFunc {
 				o.columns = append(o.columns, c)
 			}
 		}
-		var stats *objstore.Stats
+		// The dataset is opened (in a bucket: listed) once; every read of
+		// it in a bucket is counted.
 		dir := pos[0]
-		if objstore.IsRemote(dir) {
-			if _, _, err := objstore.ParseS3(dir); err != nil {
-				return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
-			}
-			dir, stats = strings.TrimSuffix(dir, "/"), &objstore.Stats{}
+		stats := &objstore.Stats{}
+		t, err := srctree.Open(ctx, dir, objstore.Options{Stats: stats})
+		var local *srctree.LocalError
+		open := func(v lancefmt.OpenOptions) (*lancefmt.Dataset, error) { return lancestore.OpenTree(ctx, t, "", v) }
+		switch {
+		case errors.Is(err, objstore.ErrBadLocation):
+			return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
+		case errors.As(err, &local):
+			// lancefmt says what is wrong with the path.
+			open = func(v lancefmt.OpenOptions) (*lancefmt.Dataset, error) { return lancestore.Open(ctx, dir, v, nil) }
+		case err != nil:
+			open = func(lancefmt.OpenOptions) (*lancefmt.Dataset, error) { return nil, fmt.Errorf("lance: %w", err) }
+		case t.Remote():
+			dir = t.Location()
 		}
-		ins, err := inspectLance(ctx, dir, o, stats)
+		ins, err := inspectLance(ctx, dir, o, open)
 		if err != nil {
 			return nil, err
 		}
-		if stats != nil {
+		if t != nil && t.Remote() {
 			ins.fetched = &fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
 			e.infof("read %s in %s from %s", plan.HumanBytes(stats.BytesRead()), plan.CountText(stats.Requests(), "requests"), dir)
 		}
@@ -105,14 +116,14 @@ func cmdLanceInspect(e *env, fset *flag.FlagSet) runFunc {
 	}
 }
 
-// inspectLance opens the dataset (a directory, or s3://BUCKET/PREFIX whose
-// reads stats counts) and describes it, turning the reader's errors into
-// the command's usage and input errors.
-func inspectLance(ctx context.Context, dir string, o lanceInspectOptions, stats *objstore.Stats) (*lanceInspection, error) {
-	ds, err := lancestore.Open(ctx, dir, lancefmt.OpenOptions{Version: o.version}, stats)
+// inspectLance opens the dataset dir names with open (at the version it
+// is given) and describes it, turning the reader's errors into the
+// command's usage and input errors.
+func inspectLance(ctx context.Context, dir string, o lanceInspectOptions, open func(lancefmt.OpenOptions) (*lancefmt.Dataset, error)) (*lanceInspection, error) {
+	ds, err := open(lancefmt.OpenOptions{Version: o.version})
 	if errors.Is(err, lancefmt.ErrVersionNotFound) {
 		hint := ""
-		if latest, lerr := lancestore.Open(ctx, dir, lancefmt.OpenOptions{}, stats); lerr == nil {
+		if latest, lerr := open(lancefmt.OpenOptions{}); lerr == nil {
 			hint = "the dataset has versions " + versionRanges(latest.Versions())
 		}
 		return nil, &usageError{msg: fmt.Sprintf("lance-inspect: %s: --dataset-version %d: no such version", dir, o.version), hint: hint}

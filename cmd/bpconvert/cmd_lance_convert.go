@@ -24,43 +24,37 @@ func cmdConvertLance(e *env, fset *flag.FlagSet) runFunc {
 	return func(ctx context.Context, pos []string) (any, error) {
 		src, dst := pos[0], pos[1]
 		e.setOperands(fset.Name(), pos[:1], pos[1])
-		check := src
-		var stats *objstore.Stats
-		if objstore.IsRemote(src) {
-			if _, _, err := objstore.ParseS3(src); err != nil {
-				return nil, &usageError{msg: fmt.Sprintf("convert-lance: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
-			}
-			src = strings.TrimSuffix(src, "/")
-			stats = &objstore.Stats{}
+		// The dataset is opened (in a bucket: listed) once, here, and every
+		// read of it in a bucket is counted for the plan and the summary.
+		source, err := cf.openSourceWith(ctx, src, lance.OpenSource, func(err error) error {
+			return lanceStoreError(strings.TrimSuffix(src, "/"), err)
+		})
+		if err != nil {
+			return nil, err
 		}
-		absDst, err := cf.destination(ctx, check, dst)
+		storeErr := func(err error) error { return err }
+		if source.Remote() {
+			src = source.Location()
+			storeErr = func(err error) error { return lanceStoreError(src, err) }
+		}
+		absDst, err := cf.destination(ctx, source, dst)
 		if err != nil {
 			return nil, err
 		}
 		// An append sorts the dataset's fragments itself (the files of a
 		// Lance dataset are not its rows: Lance rewrites a version hint).
 		cf.ownDiff = true
-		if err := cf.identify(ctx, fset, []string{src}); err != nil {
-			if stats != nil {
-				return nil, lanceStoreError(src, err)
-			}
-			return nil, err
+		if err := cf.identify(ctx, fset, []convert.Source{source}); err != nil {
+			return nil, storeErr(err)
 		}
 		job, err := lance.NewJob(ctx, src, absDst, lance.Options{
 			Options:  cf.options(),
 			Version:  *version,
 			Columns:  columns,
 			External: lance.External(*external),
-			Stats:    stats,
 		})
 		if err != nil {
-			if stats != nil {
-				return nil, lanceStoreError(src, err)
-			}
-			return nil, err
-		}
-		if stats != nil {
-			cf.fromBucket(src, stats)
+			return nil, storeErr(err)
 		}
 		return e.runJob(ctx, &cf, job)
 	}

@@ -7,8 +7,6 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lerobot"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video"
-	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/srctree"
 	flag "github.com/spf13/pflag"
 )
 
@@ -61,40 +59,30 @@ func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos 
 	if !(*tolerance > 0) {
 		return nil, usagef("convert-lerobot: --tolerance-frames %g: want a positive number of frames", *tolerance)
 	}
-	src, check := pos[0], pos[0]
+	src := pos[0]
 	e.setOperands(fset.Name(), pos[:1], pos[1])
-	var (
-		tree  *srctree.Tree
-		stats *objstore.Stats
-	)
-	if objstore.IsRemote(src) {
-		// The dataset in the bucket is listed once, here, and every read
-		// of it is counted for the summary.
-		if _, _, err := objstore.ParseS3(src); err != nil {
-			return nil, &usageError{msg: fmt.Sprintf("convert-lerobot: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
-		}
-		stats = &objstore.Stats{}
-		if tree, err = srctree.Open(ctx, src, objstore.Options{Stats: stats}); err != nil {
-			return nil, storeError("convert-lerobot", err)
-		}
-		src = tree.Location()
-		if tree.Empty() {
-			return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
-		}
-	}
-	absDst, err := cf.destination(ctx, check, pos[1])
+	// The dataset is opened (in a bucket: listed) once, here, and every
+	// read of it in a bucket is counted for the plan and the summary.
+	source, err := cf.openSource(ctx, src, lerobot.OpenSource)
 	if err != nil {
 		return nil, err
 	}
-	if err := o.identify(ctx, fset, src); err != nil {
-		if tree != nil {
+	src = source.Location()
+	if source.Tree.Empty() {
+		return nil, &inputError{err: fmt.Errorf("convert-lerobot: %s holds no objects; a LeRobot dataset holds meta/info.json", src)}
+	}
+	absDst, err := cf.destination(ctx, source, pos[1])
+	if err != nil {
+		return nil, err
+	}
+	if err := o.identify(ctx, fset, source); err != nil {
+		if source.Remote() {
 			return nil, storeError("convert-lerobot", err)
 		}
 		return nil, err
 	}
 	job, err := lerobot.NewJob(ctx, src, absDst, lerobot.Options{
 		Options:         cf.options(),
-		Tree:            tree,
 		Images:          lerobot.ImageMode(*images),
 		Video:           lerobot.VideoMode(*videoMode),
 		NoSplitEpisodes: *noSplit,
@@ -104,9 +92,6 @@ func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos 
 	})
 	if err != nil {
 		return nil, err
-	}
-	if stats != nil {
-		cf.fromBucket(src, stats)
 	}
 	return e.runJob(ctx, cf, job)
 }
@@ -119,13 +104,13 @@ func (o *lerobotFlags) run(ctx context.Context, e *env, fset *flag.FlagSet, pos 
 // for the converters that append whole files: the converter compares the
 // episodes (see convert/lerobot's append.go). The record's files still
 // tell whether anything is new: none changed or added is already done.
-func (o *lerobotFlags) identify(ctx context.Context, fset *flag.FlagSet, src string) error {
+func (o *lerobotFlags) identify(ctx context.Context, fset *flag.FlagSet, src convert.Source) error {
 	cf := &o.cf
 	if cf.append && cf.allowRemoved {
 		return usagef("convert-lerobot: --allow-removed does not apply: an append refuses a dataset whose converted episodes changed or disappeared")
 	}
 	cf.ownDiff = true
-	if err := cf.identify(ctx, fset, []string{src}); err != nil {
+	if err := cf.identify(ctx, fset, []convert.Source{src}); err != nil {
 		return err
 	}
 	if b := cf.base; b != nil {

@@ -158,7 +158,7 @@ func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags
 // the record of this run, the committed pack an append extends, or done
 // when it holds this pack already (a different one is refused).
 func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src, dst, staging string) (convert.Dest, *convert.Record, *convert.Base, *plan.Summary, error) {
-	files, err := convert.Identify(ctx, []string{src})
+	files, err := convert.IdentifyPaths(ctx, []string{src})
 	if err != nil {
 		return nil, nil, nil, nil, &inputError{err: err}
 	}

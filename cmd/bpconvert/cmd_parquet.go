@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/fetch"
 	"github.com/bpconvert/bpconvert/convert/parquet"
-	"github.com/bpconvert/bpconvert/objstore"
-	"github.com/bpconvert/bpconvert/srctree"
 	flag "github.com/spf13/pflag"
 )
 
@@ -61,36 +59,21 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 		}
 		src, dst := pos[0], pos[1]
 		e.setOperands(fset.Name(), pos[:1], pos[1])
-		var (
-			tree  *srctree.Tree
-			stats *objstore.Stats
-			check = src
-		)
-		if objstore.IsRemote(src) {
-			// A source in a bucket: a table object, or a prefix holding
-			// tables (and a card, a save_to_disk directory's JSON files, other
-			// files), listed once here; every read of it is counted for the
-			// summary.
-			if _, _, err := objstore.ParseS3(src); err != nil {
-				return nil, &usageError{msg: fmt.Sprintf("convert-parquet: %v", err), hint: "name object storage as s3://BUCKET/PREFIX"}
-			}
-			stats = &objstore.Stats{}
-			var file string
-			if tree, file, err = srctree.OpenSource(ctx, src, objstore.Options{Stats: stats}); err != nil {
-				return nil, storeError("convert-parquet", err)
-			}
-			src = tree.Location()
-			if file != "" {
-				src = tree.Path(file)
-			}
-			check = src // a local destination cannot overlap it (convert.CheckDisjoint)
-		}
-		absDst, err := cf.destination(ctx, check, dst)
+		// The source (a table file, or a directory or prefix holding
+		// tables, and a card, a save_to_disk directory's JSON files, other
+		// files) is listed once here; every read of it in a bucket is
+		// counted for the plan and the summary.
+		source, err := cf.openSource(ctx, src, parquet.OpenSource)
 		if err != nil {
 			return nil, err
 		}
-		if err := cf.identify(ctx, fset, []string{src}); err != nil {
-			if tree != nil {
+		src = source.Location()
+		absDst, err := cf.destination(ctx, source, dst)
+		if err != nil {
+			return nil, err
+		}
+		if err := cf.identify(ctx, fset, []convert.Source{source}); err != nil {
+			if source.Remote() {
 				return nil, storeError("convert-parquet", err)
 			}
 			return nil, err
@@ -104,7 +87,6 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 			Columns:  columns,
 			Fields:   fieldPaths,
 			Options:  cf.options(),
-			Tree:     tree,
 			Media:    parquet.MediaMode(*media),
 			KeepPath: *keepPath,
 
@@ -113,9 +95,6 @@ func cmdParquet(e *env, fset *flag.FlagSet) runFunc {
 		})
 		if err != nil {
 			return nil, err
-		}
-		if stats != nil {
-			cf.fromBucket(src, stats)
 		}
 		return e.runJob(ctx, &cf, job)
 	}

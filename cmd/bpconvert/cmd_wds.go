@@ -20,6 +20,7 @@ func cmdWDS(e *env, fset *flag.FlagSet) runFunc {
 	noTable := fset.Bool("no-table", false, "do not write samples.parquet")
 	inline := fset.String("inline", "", "comma-separated fields `FIELDS` (e.g. cls,txt,json) stored inline in samples.parquet instead of as references")
 	return func(ctx context.Context, pos []string) (any, error) {
+		var err error
 		if len(pos) < 2 {
 			return nil, &usageError{msg: fmt.Sprintf("convert-wds: expected SRC... DST, got %d argument(s)", len(pos)), hint: "run bpconvert convert-wds --help"}
 		}
@@ -31,24 +32,29 @@ func cmdWDS(e *env, fset *flag.FlagSet) runFunc {
 		if src == "-" && !cf.part.Whole() {
 			return nil, usagef("convert-wds: --part splits shard files; standard input cannot be split")
 		}
-		// SRC may be a pattern or "-": the destination is checked against the
-		// directories it names.
 		e.setOperands(fset.Name(), pos[:len(pos)-1], pos[len(pos)-1])
-		absDst, err := cf.destination(ctx, "", pos[len(pos)-1])
+		// The shards are listed once, here (standard input is read as it
+		// comes), and every read of them in a bucket is counted for the
+		// plan and the summary.
+		var source convert.Source
+		if src != "-" {
+			if source, err = wds.OpenSource(ctx, src, objstore.Options{Stats: &objstore.Stats{}}); err != nil {
+				return nil, err
+			}
+			cf.source, cf.fetchedFrom = source, src
+		}
+		// SRC may be a pattern or "-": the destination is checked against
+		// the directories it names.
+		absDst, err := cf.destination(ctx, wds.Dirs(source), pos[len(pos)-1])
 		if err != nil {
 			return nil, err
 		}
-		for _, dir := range wds.SourceDirs(src) {
-			if err := convert.CheckDisjoint(dir, absDst); err != nil {
-				return nil, err
-			}
-		}
 		if src != "-" {
-			files, err := wds.ShardFiles(ctx, src)
+			shards, err := wds.ShardSources(ctx, source)
 			if err != nil {
 				return nil, err
 			}
-			if err := cf.identify(ctx, fset, files); err != nil {
+			if err := cf.identify(ctx, fset, shards); err != nil {
 				return nil, err
 			}
 		}
@@ -58,13 +64,7 @@ func cmdWDS(e *env, fset *flag.FlagSet) runFunc {
 				fields = append(fields, strings.ToLower(f))
 			}
 		}
-		var stats *objstore.Stats
-		if objstore.IsRemote(src) {
-			stats = &objstore.Stats{}
-			cf.fromBucket(src, stats)
-		}
 		job, err := wds.NewJob(ctx, src, absDst, wds.Options{
-			Stats:       stats,
 			Options:     cf.options(),
 			Stdin:       e.stdin,
 			ShardPrefix: *shardPrefix,

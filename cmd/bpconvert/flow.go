@@ -13,7 +13,6 @@ import (
 	"github.com/charmbracelet/huh"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
@@ -54,10 +53,11 @@ type convertFlags struct {
 	// flags are the converter's flags, for the command line that repeats
 	// an interactive choice (set by register).
 	flags *flag.FlagSet
-	// fetched, for a source in object storage (see fromBucket), says what
-	// reading it has fetched so far, for a dry run's plan and the run's
-	// summary; nil for a local source. fetchedFrom names that source.
-	fetched     func() *plan.Fetched
+	// source is the run's source, opened once (see openSource) and handed
+	// to the converter in its options: the converter's plan and summary
+	// say what reading it fetched from object storage. fetchedFrom names
+	// it in the line that says so.
+	source      convert.Source
 	fetchedFrom string
 }
 
@@ -118,7 +118,7 @@ func (c *convertFlags) pack() convert.PackOptions {
 // is quick (convert.Options.QuickPlan) when no one confirms it: --yes
 // without --dry-run.
 func (c *convertFlags) options() convert.Options {
-	return convert.Options{PackOptions: c.pack(), ToolVersion: buildVersion(), QuickPlan: c.yes && !c.dryRun, Base: c.base}
+	return convert.Options{PackOptions: c.pack(), ToolVersion: buildVersion(), QuickPlan: c.yes && !c.dryRun, Base: c.base, Source: c.source}
 }
 
 // refBaseFlag is a converter's --ref-base, checked as it is parsed (see
@@ -168,9 +168,9 @@ var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": t
 // identify records what the run produces: the command, every flag that
 // shapes the output (defaults included) and the identity of every source
 // file, so that a retry of a finished run is recognised (exit 0, already
-// done) and a rerun after a kill resumes. sources are the files and
-// directories read.
-func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources []string) error {
+// done) and a rerun after a kill resumes. sources are the opened sources
+// read.
+func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources []convert.Source) error {
 	files, err := convert.Identify(ctx, sources)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
@@ -224,9 +224,9 @@ func (c *convertFlags) appendBase(ctx context.Context, packDir string) error {
 
 // destination parses a converter's DST, once (convert.ParseDest), and
 // checks before anything is planned that the run may write there (see
-// convert.Target.Check): src is the source it must be disjoint from ("" for
-// none).
-func (c *convertFlags) destination(ctx context.Context, src, dst string) (convert.Dest, error) {
+// convert.Target.Check): src is the source it must be disjoint from (a
+// zero Source for none).
+func (c *convertFlags) destination(ctx context.Context, src convert.Source, dst string) (convert.Dest, error) {
 	if err := checkDestParent(c.command, dst); err != nil {
 		return nil, err
 	}
@@ -356,24 +356,33 @@ func (e *env) runJob(ctx context.Context, cf *convertFlags, job convert.Job) (an
 		s.Part, s.PartFrom = cf.part.String(), cf.part.from
 		sum = s
 	}
-	if err == nil && cf.fetched != nil {
-		sum = withFetched(e, sum, cf.fetchedFrom, cf.fetched())
+	if err == nil {
+		sum = e.sayFetched(cf, sum)
 	}
 	return sum, err
 }
 
-// fromBucket says that the run reads its source src from object storage
-// through stats: the dry run's plan and the summary say what was fetched.
-func (c *convertFlags) fromBucket(src string, stats *objstore.Stats) {
-	c.fetchedFrom = src
-	c.fetched = func() *plan.Fetched {
-		return &plan.Fetched{BytesFetched: stats.BytesRead(), Requests: stats.Requests()}
+// sayFetched says in a line on stderr what reading a source in object
+// storage fetched, as the converter's summary says it (or, for a dry run,
+// as the source's counts say it now).
+func (e *env) sayFetched(cf *convertFlags, res any) any {
+	f := cf.source.Fetched()
+	if s, ok := res.(plan.Summary); ok && s.Fetched != nil {
+		f = s.Fetched
 	}
+	if f != nil {
+		e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), cf.fetchedFrom)
+	}
+	return res
 }
 
 // runJobPart is runJob less the part's note in the summary.
 func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job) (any, error) {
 	if done, err := cf.alreadyDone(ctx, ""); done != nil || err != nil {
+		if done != nil {
+			// What opening the source fetched (its listing).
+			done.Fetched = cf.source.Fetched()
+		}
 		if done != nil && !e.quiet {
 			plan.RenderSummaryText(e.stderr, *done)
 		}
@@ -545,8 +554,8 @@ func shellQuote(s string) string {
 func (e *env) dryRun(ctx context.Context, cf *convertFlags, p plan.Plan) (any, error) {
 	refused := cf.next(ctx, &p)
 	if e.json {
-		if refused == nil && cf.fetched != nil {
-			p.Fetched = cf.fetched()
+		if refused != nil {
+			p.Fetched = nil // the refusal's plan says nothing of it
 		}
 		var b bytes.Buffer
 		if err := plan.RenderJSON(&b, p); err != nil {

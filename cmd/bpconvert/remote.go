@@ -59,16 +59,3 @@ func storeError(cmd string, err error) error {
 	}
 	return err
 }
-
-// withFetched adds what reading a source in object storage fetched to a
-// converter's summary (a finished or already done run), and says it in a
-// line on stderr; a dry run's plan carries it already (see
-// convertFlags.fetched).
-func withFetched(e *env, res any, src string, f *fetched) any {
-	e.infof("read %s in %s from %s", plan.HumanBytes(f.BytesFetched), plan.CountText(f.Requests, "requests"), src)
-	if r, ok := res.(plan.Summary); ok {
-		r.Fetched = f
-		return r
-	}
-	return res
-}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/lancefmt"
-	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 	"github.com/bpconvert/bpconvert/plan"
 )
 
@@ -99,7 +98,7 @@ func (j *Job) planAppend(ctx context.Context, base committedFiles) (*appendState
 	}
 	from := j.ds
 	if j.ds.Version() != rec.SourceVersion {
-		from, err = lancestore.Open(ctx, j.src, lancefmt.OpenOptions{Version: rec.SourceVersion}, j.opts.Stats)
+		from, err = openDataset(ctx, j.opts.Source, lancefmt.OpenOptions{Version: rec.SourceVersion})
 	}
 	if err != nil {
 		if storeFailed(err) {

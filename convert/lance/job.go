@@ -12,6 +12,7 @@ import (
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // TableDir is the rewritten dataset, relative to DST.
@@ -47,9 +48,30 @@ type Options struct {
 	Columns []string
 	// External is what happens to external blobs (default ExternalCopy).
 	External External
-	// Stats, when set, counts what reading a source in object storage
-	// (s3://BUCKET/PREFIX) sends and fetches, for the summary.
-	Stats *objstore.Stats
+}
+
+// OpenSource opens the dataset directory src names (a local directory, or
+// a prefix in a bucket listed now, its reads counted in o.Stats when set;
+// see srctree.OpenSource) as a converter's source (see
+// convert.Options.Source). A local path that cannot be opened gives a
+// *srctree.LocalError; a store's failures (a missing bucket, refused
+// credentials, nothing at src) are its own.
+func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
+	t, file, err := srctree.OpenSource(ctx, src, o)
+	if err != nil {
+		return convert.Source{}, err
+	}
+	return convert.Source{Tree: t, File: file}, nil
+}
+
+// openDataset opens the dataset of the source s at the version o names
+// (see lancestore.OpenTree). lancefmt reads a local dataset by its path:
+// its messages name it as it was given.
+func openDataset(ctx context.Context, s convert.Source, o lancefmt.OpenOptions) (*lancefmt.Dataset, error) {
+	if !s.Remote() && s.Name != "" {
+		return lancefmt.Open(ctx, s.Name, o)
+	}
+	return lancestore.OpenTree(ctx, s.Tree, s.File, o)
 }
 
 // candidate is a column that may hold payloads.
@@ -83,8 +105,10 @@ var (
 )
 
 // NewJob opens the dataset at src, a local directory or s3://BUCKET/PREFIX
-// (the version opts name), and checks the named columns. Nothing is read
-// beyond the listing of _versions and the manifest.
+// (the version opts name), and checks the named columns. The dataset is
+// read through opts.Source when the caller opened it (see OpenSource;
+// src then names it in messages and the plan), else opened here. Nothing
+// is read beyond the listing of _versions and the manifest.
 func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
 	if opts.External == "" {
 		opts.External = ExternalCopy
@@ -92,7 +116,19 @@ func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*J
 	if opts.External != ExternalCopy && opts.External != ExternalKeep {
 		return nil, &convert.UsageError{Err: fmt.Errorf("lance: --external %q: want copy or keep", opts.External)}
 	}
-	ds, err := lancestore.Open(ctx, src, lancefmt.OpenOptions{Version: opts.Version}, opts.Stats)
+	if !opts.Source.Opened() {
+		s, err := OpenSource(ctx, src, objstore.Options{})
+		var local *srctree.LocalError
+		if errors.As(err, &local) {
+			return nil, convert.Invalid("lance", "", err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.Name = src
+		opts.Source = s
+	}
+	ds, err := openDataset(ctx, opts.Source, lancefmt.OpenOptions{Version: opts.Version})
 	if err != nil {
 		if storeFailed(err) {
 			return nil, err
@@ -272,6 +308,9 @@ func (j *Job) selected(c *candidate) bool {
 // Plan computes the plan for the selection (see convert.Job).
 func (j *Job) Plan(ctx context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
 	p, err := j.planFor(ctx, selected)
+	if err == nil {
+		p.Fetched = j.opts.Source.Fetched()
+	}
 	return p, j.storeFirst(err)
 }
 

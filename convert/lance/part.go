@@ -13,7 +13,6 @@ import (
 	"github.com/bpconvert/bpconvert/internal/atomicfile"
 	"github.com/bpconvert/bpconvert/lancefmt"
 	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
-	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // PartFile is what one part of a split conversion (convert.Part) writes in
@@ -82,14 +81,7 @@ func (j *Job) partFragments(p convert.Part) (map[uint64]bool, []uint64, uint64, 
 // writePart writes PartFile into dir with the references of the part's
 // fragments.
 func (j *Job) writePart(dir string, names []string, cols []*refs) error {
-	abs := j.src
-	if !objstore.IsRemote(abs) {
-		var err error
-		if abs, err = filepath.Abs(j.src); err != nil {
-			return err
-		}
-	}
-	doc := partDoc{Source: abs, Version: j.ds.Version(), External: j.opts.External, ToolVersion: j.opts.ToolVersion, Columns: names}
+	doc := partDoc{Source: j.opts.Source.Location(), Version: j.ds.Version(), External: j.opts.External, ToolVersion: j.opts.ToolVersion, Columns: names}
 	for _, r := range cols {
 		m := map[string][]*string{}
 		for _, frag := range r.fragments() {

@@ -50,6 +50,9 @@ func (j *Job) physicalRows(frag uint64) uint64 {
 // the kept columns copied in sequential runs of reads.
 func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, error) {
 	sum, err := j.run(ctx, prog)
+	if err == nil {
+		sum.Fetched = j.opts.Source.Fetched()
+	}
 	return sum, j.storeFirst(err)
 }
 
@@ -66,7 +69,7 @@ func (j *Job) run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 			return plan.Summary{}, c.ev.disagree
 		}
 	}
-	out, err := convert.Begin(ctx, j.dst, convert.OutputOptions{Pack: j.opts.PackOptions, Sources: []string{j.src}, Progress: prog, Base: j.opts.Base})
+	out, err := convert.Begin(ctx, j.dst, convert.OutputOptions{Pack: j.opts.PackOptions, Sources: []convert.Source{j.opts.Source}, Progress: prog, Base: j.opts.Base})
 	if err != nil {
 		return plan.Summary{}, err
 	}

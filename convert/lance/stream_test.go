@@ -82,7 +82,11 @@ func convertChild() {
 		if err != nil {
 			return err
 		}
-		j, err := NewJob(ctx, cj.Src, dst, Options{Options: convert.Options{QuickPlan: cj.Quick}, Columns: []string{cj.Column}, Stats: stats})
+		src, err := OpenSource(ctx, cj.Src, objstore.Options{Stats: stats})
+		if err != nil {
+			return err
+		}
+		j, err := NewJob(ctx, cj.Src, dst, Options{Options: convert.Options{QuickPlan: cj.Quick, Source: src}, Columns: []string{cj.Column}})
 		if err != nil {
 			return err
 		}

@@ -249,7 +249,7 @@ func TestAppendCommits(t *testing.T) {
 	growDataset(t, src, "v3.0", "0,1,2/3,4", cache)
 	record := func() *convert.Record {
 		t.Helper()
-		files, err := convert.Identify(ctx, []string{src})
+		files, err := convert.IdentifyPaths(ctx, []string{src})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -98,7 +98,7 @@ func convertTo(ctx context.Context, ins *Inspection, dst convert.Dest, prog prog
 	o := ins.Options
 	d := ins.Dataset
 	prog = progress.OrNop(prog)
-	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: o.PackOptions, Sources: []string{d.Root}, Progress: prog, Base: o.Base})
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: o.PackOptions, Sources: []convert.Source{{Tree: d.tree}}, Progress: prog, Base: o.Base})
 	if err != nil {
 		return nil, err
 	}

@@ -188,15 +188,42 @@ func Open(ctx context.Context, src string) (*Dataset, error) {
 // refused credentials) stay the store's errors.
 func openTree(ctx context.Context, src string, o objstore.Options) (*srctree.Tree, error) {
 	t, err := srctree.Open(ctx, src, o)
+	var local *srctree.LocalError
 	switch {
 	case err == nil:
 		return t, nil
-	case objstore.IsRemote(src):
+	case !errors.As(err, &local):
 		return nil, fmt.Errorf("lerobot: %w", err)
 	case errors.Is(err, srctree.ErrNotDir):
-		return nil, invalid("", fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", src))
+		return nil, notDir(src)
 	}
 	return nil, invalid(src, srcfile.Cause(err))
+}
+
+// OpenSource opens the dataset at src (a local directory, or a prefix in a
+// bucket listed now, its reads counted in o.Stats when set) as a
+// converter's source (see convert.Options.Source). A local file is opened
+// as such, for the checks that come before the dataset is read (the plan
+// refuses it); another local path that cannot be opened gives a
+// *srctree.LocalError, and a store's failures (a missing bucket, refused
+// credentials) are its own.
+func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
+	t, err := srctree.Open(ctx, src, o)
+	if errors.Is(err, srctree.ErrNotDir) {
+		var file string
+		if t, file, err = srctree.OpenSource(ctx, src, o); err == nil {
+			return convert.Source{Tree: t, File: file}, nil
+		}
+	}
+	if err != nil {
+		return convert.Source{}, err
+	}
+	return convert.Source{Tree: t}, nil
+}
+
+// notDir is the error of a dataset named as a file.
+func notDir(name string) error {
+	return invalid("", fmt.Errorf("%s is not a directory; a LeRobot dataset is a directory holding meta/info.json", name))
 }
 
 // OpenTree is Open for a dataset opened as a source tree: a local

@@ -55,9 +55,6 @@ type Options struct {
 	// Options are the settings every converter takes (QuickPlan changes
 	// nothing: a LeRobot plan reads no payload).
 	convert.Options
-	// Tree, when set, is the source opened (srctree.Open) by a caller that
-	// counts what reading it fetches; otherwise the job opens the source.
-	Tree *srctree.Tree
 	// Images is ImagesExtract (default) or ImagesSkip.
 	Images ImageMode
 	// Video is VideoCopy (default) or VideoSkip.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -20,9 +21,10 @@ type Job struct {
 var _ convert.Job = (*Job)(nil)
 
 // NewJob returns the job converting the dataset at src (a directory, or
-// its s3:// location; see Options.Tree) into dst, absent or empty. A
-// dataset with video features needs opts.Engine. Nothing is read yet but
-// the options.
+// its s3:// location) into dst, absent or empty: the dataset opts.Source
+// holds when the caller opened it (see OpenSource), else the one Plan
+// opens at src. A dataset with video features needs opts.Engine. Nothing
+// is read yet but the options.
 func NewJob(_ context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, err
@@ -36,19 +38,25 @@ func NewJob(_ context.Context, src string, dst convert.Dest, opts Options) (*Job
 // the inspection reports no progress.
 func (j *Job) Plan(ctx context.Context, _ []string, _ progress.Counter) (plan.Plan, error) {
 	if j.ins == nil {
-		var ins *Inspection
-		var err error
-		if j.opts.Tree != nil {
-			ins, err = InspectTree(ctx, j.opts.Tree, j.opts)
-		} else {
-			ins, err = Inspect(ctx, j.src, j.opts)
+		if !j.opts.Source.Opened() {
+			t, err := openTree(ctx, j.src, objstore.Options{})
+			if err != nil {
+				return plan.Plan{}, err
+			}
+			j.opts.Source = convert.Source{Tree: t}
 		}
+		if j.opts.Source.File != "" {
+			return plan.Plan{}, notDir(j.opts.Source.String())
+		}
+		ins, err := InspectTree(ctx, j.opts.Source.Tree, j.opts)
 		if err != nil {
 			return plan.Plan{}, err
 		}
 		j.ins = ins
 	}
-	return j.ins.Plan(j.dst.Location()), nil
+	p := j.ins.Plan(j.dst.Location())
+	p.Fetched = j.opts.Source.Fetched()
+	return p, nil
 }
 
 // Run converts the dataset as planned, reporting progress to prog, and
@@ -61,6 +69,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 	if err != nil {
 		return plan.Summary{}, err
 	}
+	res.Summary.Fetched = j.opts.Source.Fetched()
 	return res.Summary, nil
 }
 

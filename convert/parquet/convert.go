@@ -114,7 +114,7 @@ func Convert(ctx context.Context, ins *Inspection, sel Selection, dst convert.De
 	if len(sel.Paths) == 0 {
 		return nil, fmt.Errorf("parquet: %w", ErrNeedSelection)
 	}
-	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: opts.PackOptions, Sources: []string{ins.Src}, Progress: prog, Base: opts.Base})
+	out, err := convert.Begin(ctx, dst, convert.OutputOptions{Pack: opts.PackOptions, Sources: []convert.Source{ins.source}, Progress: prog, Base: opts.Base})
 	if err != nil {
 		return nil, err
 	}

@@ -374,7 +374,7 @@ func TestHFDiskJob(t *testing.T) {
 // diskRecord is the run record the CLI would write for src and part p.
 func diskRecord(t *testing.T, src string, p convert.Part) *convert.Record {
 	t.Helper()
-	sources, err := convert.Identify(context.Background(), []string{src})
+	sources, err := convert.IdentifyPaths(context.Background(), []string{src})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,10 +64,6 @@ type Options struct {
 	// rows), so that the conversion fetches each file once: the plan then
 	// counts no rows and samples no values of those files, and says so.
 	convert.Options
-	// Tree, when set, is the source opened (srctree.OpenSource) by a
-	// caller that counts what reading it fetches, and SRC names its root
-	// or the file it was opened for; otherwise the job opens the source.
-	Tree *srctree.Tree
 	// Allocator serves every Arrow buffer (default memory.DefaultAllocator).
 	Allocator memory.Allocator
 	// Keys, when set, names each payload's member key (without its
@@ -270,6 +266,8 @@ type Inspection struct {
 
 	in   *inputs
 	opts Options
+	// source is the source inspected.
+	source convert.Source
 }
 
 // openTable opens the parquet file rel of the source for reading with
@@ -364,18 +362,39 @@ func recovered(rel string, err *error) {
 }
 
 // Inspect lists the source src (a local file or directory, or an s3://
-// location: see InspectTree), reads every table's footer, finds candidate
-// payload fields from the schema and samples a few values of each for
-// evidence. It writes nothing.
+// location: see OpenSource and InspectTree), reads every table's footer,
+// finds candidate payload fields from the schema and samples a few values
+// of each for evidence. It writes nothing.
 func Inspect(ctx context.Context, src string, opts Options) (*Inspection, error) {
-	tree, file, err := srctree.OpenSource(ctx, src, objstore.Options{})
+	s, err := openSource(ctx, src)
 	if err != nil {
-		if objstore.IsRemote(src) {
-			return nil, err
-		}
-		return nil, &InputError{Source: "parquet", Row: -1, Offset: -1, Err: err}
+		return nil, err
 	}
-	return InspectTree(ctx, tree, file, opts)
+	return InspectTree(ctx, s.Tree, s.File, opts)
+}
+
+// openSource is OpenSource for a caller that did not open the source: a
+// bad local path is an *InputError.
+func openSource(ctx context.Context, src string) (convert.Source, error) {
+	s, err := OpenSource(ctx, src, objstore.Options{})
+	var le *srctree.LocalError
+	if errors.As(err, &le) {
+		return convert.Source{}, &InputError{Source: "parquet", Row: -1, Offset: -1, Err: err}
+	}
+	return s, err
+}
+
+// OpenSource opens the source src names (see srctree.OpenSource): a table
+// file, a directory or a prefix holding tables; o.Stats, when set, counts
+// what reading a source in object storage fetches. A local path that
+// cannot be opened gives a *srctree.LocalError; a store's failures are its
+// own.
+func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
+	tree, file, err := srctree.OpenSource(ctx, src, o)
+	if err != nil {
+		return convert.Source{}, err
+	}
+	return convert.Source{Tree: tree, File: file}, nil
 }
 
 // InspectTree is Inspect of the source tree holds (see srctree.OpenSource):
@@ -402,7 +421,7 @@ func inspectTree(ctx context.Context, tree *srctree.Tree, file string, opts Opti
 	if file != "" {
 		src = tree.Path(file)
 	}
-	ins := &Inspection{Src: src, Root: in.root, in: in, opts: opts, Warnings: append([]string(nil), in.warnings...)}
+	ins := &Inspection{Src: src, Root: in.root, in: in, opts: opts, Warnings: append([]string(nil), in.warnings...), source: convert.Source{Tree: tree, File: file}}
 	for _, o := range in.others {
 		ins.Others = append(ins.Others, o.rel)
 	}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"path/filepath"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
-	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // Job converts parquet tables or a Hugging Face dataset.
@@ -28,44 +25,50 @@ var (
 	_ convert.Chooser = (*Job)(nil)
 )
 
-// NewJob inspects src (a parquet file, a directory of tables, a Hugging
-// Face dataset or save_to_disk directory; see Inspect: footers and a
-// sample of values) and returns the job converting it into dst, absent or
-// empty, with the selection opts.Columns and opts.Fields name.
+// NewJob returns the job converting src (a parquet file, a directory of
+// tables, a Hugging Face dataset or save_to_disk directory, opened by the
+// caller as opts.Source or, when that is not set, here: see OpenSource)
+// into dst, absent or empty, with the selection opts.Columns and
+// opts.Fields name. Nothing is read but the source's listing: Plan
+// inspects it (footers and a sample of values; see Inspect).
 func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
-	var ins *Inspection
-	var err error
-	if opts.Tree != nil {
-		var file string
-		if file, err = treeFile(opts.Tree, src); err == nil {
-			ins, err = InspectTree(ctx, opts.Tree, file, opts)
+	if !opts.Source.Opened() {
+		s, err := openSource(ctx, src)
+		if err != nil {
+			return nil, err
 		}
-	} else {
-		ins, err = Inspect(ctx, src, opts)
+		opts.Source = s
 	}
-	if err != nil {
-		return nil, usage(err)
-	}
-	j := &Job{ins: ins, dst: dst, opts: opts}
-	if _, err := ins.Select(opts.Columns, opts.Fields); err != nil && !errors.Is(err, ErrNeedSelection) {
-		return nil, usage(err)
-	}
-	return j, nil
+	return &Job{dst: dst, opts: opts}, nil
 }
 
 // NeedChoice returns a usage error when the user named no column and the
-// source declares no media features.
+// source declares no media features (nil before a plan was made).
 func (j *Job) NeedChoice() error {
+	if j.ins == nil {
+		return nil
+	}
 	if _, err := j.ins.Select(j.opts.Columns, j.opts.Fields); errors.Is(err, ErrNeedSelection) {
 		return usage(err)
 	}
 	return nil
 }
 
-// Plan selects the named entries (candidate names as the plan shows them)
-// or, when selected is nil, the job's own selection, and plans it. A
+// Plan inspects the source, the first time it is called (see Inspect),
+// selects the named entries (candidate names as the plan shows them) or,
+// when selected is nil, the job's own selection, and plans it. A
 // selection still to be made plans every candidate as not chosen.
-func (j *Job) Plan(_ context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
+func (j *Job) Plan(ctx context.Context, selected []string, _ progress.Counter) (plan.Plan, error) {
+	if j.ins == nil {
+		ins, err := InspectTree(ctx, j.opts.Source.Tree, j.opts.Source.File, j.opts)
+		if err != nil {
+			return plan.Plan{}, usage(err)
+		}
+		if _, err := ins.Select(j.opts.Columns, j.opts.Fields); err != nil && !errors.Is(err, ErrNeedSelection) {
+			return plan.Plan{}, usage(err)
+		}
+		j.ins = ins
+	}
 	var err error
 	if selected != nil {
 		j.sel, err = j.ins.Select(nil, j.pathsByName(selected))
@@ -79,7 +82,9 @@ func (j *Job) Plan(_ context.Context, selected []string, _ progress.Counter) (pl
 		return plan.Plan{}, usage(err)
 	}
 	j.planned = true
-	return j.ins.Plan(j.sel, j.dst.Location()), nil
+	p := j.ins.Plan(j.sel, j.dst.Location())
+	p.Fetched = j.opts.Source.Fetched()
+	return p, nil
 }
 
 // Run converts the planned selection.
@@ -91,6 +96,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 	if err != nil {
 		return plan.Summary{}, usage(err)
 	}
+	res.Summary.Fetched = j.opts.Source.Fetched()
 	return res.Summary, nil
 }
 
@@ -118,17 +124,4 @@ func usage(err error) error {
 		return &convert.UsageError{Err: err, Hint: "run with --dry-run to list the candidate columns"}
 	}
 	return err
-}
-
-// treeFile returns the file of tree (opened by srctree.OpenSource) that
-// src names: "" when src is the tree's root, the name of the file the
-// tree was opened for when src is that file.
-func treeFile(tree *srctree.Tree, src string) (string, error) {
-	if src == tree.Location() {
-		return "", nil
-	}
-	if file := path.Base(filepath.ToSlash(src)); tree.Path(file) == src {
-		return file, nil
-	}
-	return "", fmt.Errorf("parquet: %s is not the source the tree of %s was opened for", src, tree.Location())
 }

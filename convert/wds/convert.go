@@ -76,6 +76,10 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 		return nil, errors.New("wds: no destination given")
 	}
 	pc = progress.OrNop(pc)
+	opts, err := opts.opened(ctx)
+	if err != nil {
+		return nil, err
+	}
 	srcs, err := resolveSources(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -89,7 +93,7 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 	}
 	out, err := convert.Begin(ctx, opts.dst, convert.OutputOptions{
 		Pack:     opts.PackOptions,
-		Sources:  SourceDirs(opts.src),
+		Sources:  []convert.Source{Dirs(opts.Source)},
 		Base:     opts.Base,
 		OnShard:  c.onShard,
 		Progress: pc,

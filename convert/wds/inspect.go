@@ -39,6 +39,10 @@ func inspect(ctx context.Context, opts Options, pc progress.Counter) (plan.Plan,
 		return plan.Plan{}, err
 	}
 	pc = progress.OrNop(pc)
+	opts, err := opts.opened(ctx)
+	if err != nil {
+		return plan.Plan{}, err
+	}
 	srcs, err := resolveSources(ctx, opts)
 	if err != nil {
 		return plan.Plan{}, err
@@ -156,7 +160,7 @@ func (in *inspection) scan(ctx context.Context, pc progress.Counter) error {
 // shard reads one shard's headers. Problems are recorded, not returned;
 // the error is for cancellation.
 func (in *inspection) shard(ctx context.Context, pc progress.Counter, walk *walker, i int, src shardSource, buf *[]byte) error {
-	if in.opts.QuickPlan && src.store != nil {
+	if in.opts.QuickPlan && src.remote() {
 		// A header pass over a remote tar costs a ranged read per window
 		// of headers: a confirmed run leaves the checks to Convert, which
 		// reads each tar once.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/progress"
 )
@@ -23,15 +24,24 @@ var _ convert.Job = (*Job)(nil)
 // file, a directory (its shards, by name: *.tar, *.tar.gz, *.tgz,
 // *.tar.bz2, *.tar.xz, *.tar.zst, ... in sorted order), brace patterns
 // joined with "::" (see ExpandShards), an s3:// location of any of these,
-// or "-" for one shard read from opts.Stdin. dst must be absent or empty.
-// Nothing is read yet but the options.
-func NewJob(_ context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
+// or "-" for one shard read from opts.Stdin. The shards are those of
+// opts.Source when the caller opened it (see OpenSource), else src is
+// opened here. dst must be absent or empty. Nothing is read yet but the
+// options and the listing of the shards.
+func NewJob(ctx context.Context, src string, dst convert.Dest, opts Options) (*Job, error) {
 	opts.src, opts.dst = src, dst
 	if dst == nil {
 		return nil, errors.New("wds: no destination given")
 	}
 	if err := opts.withDefaults().check(); err != nil {
 		return nil, &convert.UsageError{Err: err}
+	}
+	if src != "-" && !opts.Source.Opened() {
+		s, err := OpenSource(ctx, src, objstore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		opts.Source = s
 	}
 	return &Job{opts: opts}, nil
 }
@@ -47,6 +57,7 @@ func (j *Job) Plan(ctx context.Context, _ []string, prog progress.Counter) (plan
 	if err != nil {
 		return p, usage(err)
 	}
+	p.Fetched = j.opts.Source.Fetched()
 	j.plan = &p
 	return p, nil
 }
@@ -60,6 +71,7 @@ func (j *Job) Run(ctx context.Context, prog progress.Counter) (plan.Summary, err
 	if err != nil {
 		return plan.Summary{}, usage(err)
 	}
+	res.summary.Fetched = j.opts.Source.Fetched()
 	return res.summary, nil
 }
 
@@ -70,23 +82,4 @@ func usage(err error) error {
 		return &convert.UsageError{Err: err, Hint: "name a shard, a directory of shards, a brace pattern such as shards/train-{000000..000099}.tar, or - for stdin"}
 	}
 	return err
-}
-
-// ShardFiles lists the shard files that src names (see NewJob), for
-// identifying a run's sources; standard input ("-") lists none.
-func ShardFiles(ctx context.Context, src string) ([]string, error) {
-	if src == "-" {
-		return nil, nil
-	}
-	srcs, err := resolveSources(ctx, Options{src: src})
-	if err != nil {
-		return nil, usage(err)
-	}
-	var out []string
-	for _, s := range srcs.Shards {
-		if s.Path != "" {
-			out = append(out, s.Path)
-		}
-	}
-	return out, nil
 }

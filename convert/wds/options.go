@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bpconvert/bpconvert/convert"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 )
@@ -52,9 +51,6 @@ type Options struct {
 	// InlineMax is the largest member stored inline (default
 	// DefaultInlineMax); a larger one is an error.
 	InlineMax int64
-	// Stats, when set, counts the requests and bytes that reading a
-	// source in object storage fetches.
-	Stats *objstore.Stats
 	// src and dst are NewJob's.
 	src string
 	dst convert.Dest

@@ -2,12 +2,10 @@ package wds
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // tableNames returns the __shard__ value of every shard: its path relative
@@ -27,7 +25,7 @@ func tableNames(shards []shardSource) []string {
 		if err != nil {
 			a = filepath.Clean(s.Path)
 		}
-		if s.store != nil {
+		if s.remote() {
 			a = "/" + strings.TrimPrefix(s.Path, "s3://") // bucket, then key
 		}
 		abs[i] = a
@@ -80,22 +78,4 @@ func partTableNames(ctx context.Context, opts Options, part []shardSource) []str
 		}
 	}
 	return names
-}
-
-// SourceDirs are the directories among the sources src names (see
-// NewJob): the output must be disjoint from them (convert.CheckDisjoint),
-// while a shard file's own directory may hold the destination.
-func SourceDirs(src string) []string {
-	var dirs []string
-	if src == "" || src == "-" {
-		return nil
-	}
-	for _, p := range strings.Split(src, "::") {
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			dirs = append(dirs, p)
-		} else if objstore.IsRemote(p) && !strings.ContainsAny(p, "{") {
-			dirs = append(dirs, p)
-		}
-	}
-	return dirs
 }

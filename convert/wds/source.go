@@ -13,6 +13,7 @@ import (
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // shardSuffixes are the file name endings that mark a tar shard when a
@@ -34,14 +35,17 @@ type shardSource struct {
 	Stem string
 	// Size is the file size in bytes, or -1 for standard input.
 	Size int64
-	// store and key name a shard in object storage (Path is then its
-	// s3:// location).
-	store objstore.Store
-	key   string
-	// etag is the listed version of a shard in object storage: every
-	// pass reads that version, or fails (objstore.ErrChanged).
-	etag string
+	// tree and rel are the opened source's tree that holds the shard and
+	// its name there (nil for standard input). A shard in object storage
+	// (Path is then its s3:// location) is read through the tree: every
+	// pass reads the version the tree found, or fails
+	// (objstore.ErrChanged).
+	tree *srctree.Tree
+	rel  string
 }
+
+// remote reports whether the shard is in object storage.
+func (s shardSource) remote() bool { return s.tree != nil && s.tree.Remote() }
 
 // sourceList is what a source argument resolves to.
 type sourceList struct {
@@ -105,7 +109,7 @@ func (l sourceList) newOnly(b *convert.Base) sourceList {
 	out := sourceList{Ignored: l.Ignored}
 	for _, s := range l.Shards {
 		p := s.Path
-		if s.store == nil {
+		if !s.remote() {
 			if abs, err := filepath.Abs(p); err == nil {
 				p = abs
 			}
@@ -133,13 +137,10 @@ func (l sourceList) part(p convert.Part) sourceList {
 	return out
 }
 
-// listSources lists every shard that opts.src names.
+// listSources lists every shard of the source: standard input ("-"), or
+// the shards of the opened source (see OpenSource).
 func listSources(ctx context.Context, opts Options) (sourceList, error) {
-	src := opts.src
-	if src == "" {
-		return sourceList{}, fmt.Errorf("wds: no source given")
-	}
-	if src == "-" {
+	if opts.src == "-" {
 		if opts.Stdin == nil {
 			return sourceList{}, fmt.Errorf("wds: source is standard input but no reader was given")
 		}
@@ -149,98 +150,196 @@ func listSources(ctx context.Context, opts Options) (sourceList, error) {
 		}
 		return sourceList{Shards: []shardSource{{Name: "-", Stem: name, Size: -1}}, Bytes: -1}, nil
 	}
-	if objstore.IsRemote(src) {
-		return listRemote(ctx, src, opts.Stats)
+	opts, err := opts.opened(ctx)
+	if err != nil {
+		return sourceList{}, err
 	}
-	fi, err := os.Stat(src)
-	if err == nil {
-		if fi.IsDir() {
-			return listDir(src)
-		}
-		return listFiles([]string{src})
-	}
-	if !strings.ContainsAny(src, "{}") && !strings.Contains(src, "::") {
-		return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: pathCause(err)}
-	}
-	names, perr := ExpandShards(src)
-	if perr != nil {
-		return sourceList{}, fmt.Errorf("wds: %w", perr)
-	}
-	if len(names) == 0 {
-		return sourceList{}, fmt.Errorf("wds: %q: %w", src, ErrNoShards)
-	}
-	return listFiles(names)
+	return shardsOf(ctx, opts.Source)
 }
 
-// listRemote lists the shards in object storage that src names: one
-// object, the shards directly under a prefix (sorted by name), or a brace
-// pattern of objects.
-func listRemote(ctx context.Context, src string, stats *objstore.Stats) (sourceList, error) {
-	bucket, key, err := objstore.ParseS3(src)
-	if err != nil && !strings.ContainsAny(src, "{}") {
-		return sourceList{}, fmt.Errorf("wds: %w", err)
+// opened returns o with its Source opened from its src when the caller
+// did not open it (standard input is no source to open).
+func (o Options) opened(ctx context.Context) (Options, error) {
+	if o.src == "-" || o.Source.Opened() {
+		return o, nil
 	}
-	if strings.ContainsAny(src, "{}") || strings.Contains(src, "::") {
-		names, perr := ExpandShards(src)
-		if perr != nil {
-			return sourceList{}, fmt.Errorf("wds: %w", perr)
-		}
-		var l sourceList
-		for _, n := range names {
-			one, err := listRemote(ctx, n, stats)
-			if err != nil {
-				return sourceList{}, err
-			}
-			l.Shards = append(l.Shards, one.Shards...)
-			l.Bytes += one.Bytes
-		}
-		return l, nil
-	}
-	st, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{Stats: stats})
+	s, err := openSource(ctx, o.src, objstore.Options{})
+	o.Source = s
+	return o, err
+}
+
+// OpenSource opens the shards src names (see NewJob; not "-", standard
+// input, which is no source to open): a shard file, a directory or a
+// prefix (its shards, listed now), or brace patterns joined with "::",
+// each name a shard file or, in a bucket, a prefix of shards. o.Stats,
+// when set, counts what reading shards in object storage fetches. The
+// source is checked as it is listed: a missing shard, a directory without
+// shards and a bad pattern are errors here (problems with the source are
+// *InputError values; a bad pattern and no shards are usage errors).
+func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
+	s, err := openSource(ctx, src, o)
 	if err != nil {
-		return sourceList{}, fmt.Errorf("wds: %w", err)
+		return convert.Source{}, usage(err)
 	}
-	shard := func(key string, size int64, etag string) shardSource {
-		loc := "s3://" + bucket + "/" + key
-		return shardSource{Name: loc, Path: loc, Stem: ShardStem(key), Size: size, store: st, key: key, etag: etag}
+	if _, err := shardsOf(ctx, s); err != nil {
+		return convert.Source{}, usage(err)
 	}
-	if key != "" && !strings.HasSuffix(src, "/") {
-		if in, err := st.Stat(ctx, key); err == nil {
-			return sourceList{Shards: []shardSource{shard(key, in.Size, in.ETag)}, Bytes: in.Size}, nil
-		} else if !errors.Is(err, objstore.ErrNotExist) || errors.Is(err, objstore.ErrNoBucket) {
-			return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: err}
+	return s, nil
+}
+
+func openSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
+	if src == "" || src == "-" {
+		return convert.Source{}, fmt.Errorf("wds: no source given")
+	}
+	if !strings.ContainsAny(src, "{}") && !strings.Contains(src, "::") {
+		t, file, err := srctree.OpenSource(ctx, src, o)
+		if err != nil {
+			return convert.Source{}, openError(src, err)
+		}
+		return convert.Source{Parts: []convert.Source{{Tree: t, File: file, Name: src}}, Name: src}, nil
+	}
+	names, err := ExpandShards(src)
+	if err != nil {
+		return convert.Source{}, fmt.Errorf("wds: %w", err)
+	}
+	if len(names) == 0 {
+		return convert.Source{}, fmt.Errorf("wds: %q: %w", src, ErrNoShards)
+	}
+	out := convert.Source{Name: src}
+	// The objects named in one prefix are looked up in one tree, found
+	// by the first of them (see srctree.OpenSource).
+	byDir := map[string]*srctree.Tree{}
+	for _, n := range names {
+		if i := strings.LastIndex(n, "/"); i > 0 {
+			if t := byDir[n[:i]]; t != nil {
+				if _, err := t.Stat(n[i+1:]); err == nil {
+					out.Parts = append(out.Parts, convert.Source{Tree: t, File: n[i+1:], Name: n})
+					continue
+				}
+			}
+		}
+		t, file, err := srctree.OpenSource(ctx, n, o)
+		if err != nil {
+			return convert.Source{}, openError(n, err)
+		}
+		if file == "" && !t.Remote() {
+			return convert.Source{}, &InputError{Source: "wds", Row: -1, File: n, Offset: -1, Err: errors.New("is a directory, not a shard")}
+		}
+		if file != "" && t.Remote() {
+			byDir[t.Location()] = t
+		}
+		out.Parts = append(out.Parts, convert.Source{Tree: t, File: file, Name: n})
+	}
+	return out, nil
+}
+
+// openError words a failure to open the shard or directory name.
+func openError(name string, err error) error {
+	var local *srctree.LocalError
+	switch {
+	case errors.As(err, &local):
+		return &InputError{Source: "wds", Row: -1, File: name, Offset: -1, Err: pathCause(err)}
+	case errors.Is(err, objstore.ErrBadLocation):
+		return fmt.Errorf("wds: %w", err)
+	}
+	return &InputError{Source: "wds", Row: -1, File: name, Offset: -1, Err: err}
+}
+
+// shardsOf lists the shards of the opened source s: each part's shard
+// file, or the shards directly inside its directory or prefix, sorted by
+// name.
+func shardsOf(ctx context.Context, s convert.Source) (sourceList, error) {
+	var l sourceList
+	for _, p := range s.Parts {
+		var one sourceList
+		var err error
+		switch {
+		case p.Tree.Remote():
+			one, err = listRemote(ctx, p)
+		case p.File == "":
+			one, err = listDir(p.String())
+		default:
+			one, err = listFiles([]string{p.String()})
+		}
+		if err != nil {
+			return sourceList{}, err
+		}
+		for i, sh := range one.Shards {
+			if sh.tree == nil {
+				// a local shard: the part's file, or one directly in it
+				one.Shards[i].tree, one.Shards[i].rel = p.Tree, p.File
+				if p.File == "" {
+					one.Shards[i].rel = filepath.Base(sh.Path)
+				}
+			}
+		}
+		l.Shards = append(l.Shards, one.Shards...)
+		l.Ignored = append(l.Ignored, one.Ignored...)
+		l.Bytes += one.Bytes
+	}
+	return l, nil
+}
+
+// Dirs are the directories and prefixes among the parts of the opened
+// source s: the output must be disjoint from them (convert.CheckDisjoint),
+// while a shard file's own directory may hold the destination.
+func Dirs(s convert.Source) convert.Source {
+	var out convert.Source
+	for _, p := range s.Parts {
+		if p.File == "" {
+			out.Parts = append(out.Parts, p)
 		}
 	}
-	prefix := key
-	if prefix != "" {
-		prefix += "/"
+	return out
+}
+
+// ShardSources are the shard files of the opened source s, each opened
+// with its tree, for identifying a run's sources.
+func ShardSources(ctx context.Context, s convert.Source) ([]convert.Source, error) {
+	l, err := shardsOf(ctx, s)
+	if err != nil {
+		return nil, usage(err)
+	}
+	out := make([]convert.Source, len(l.Shards))
+	for i, sh := range l.Shards {
+		out[i] = convert.Source{Tree: sh.tree, File: sh.rel}
+	}
+	return out, nil
+}
+
+// listRemote lists the shard of the part p of a source in object storage:
+// the object it names, or the shards directly under its prefix (sorted by
+// name), as its tree found them.
+func listRemote(ctx context.Context, p convert.Source) (sourceList, error) {
+	shard := func(e srctree.Entry) shardSource {
+		loc := p.Tree.Path(e.Name)
+		return shardSource{Name: loc, Path: loc, Stem: ShardStem(e.Name), Size: e.Size, tree: p.Tree, rel: e.Name}
+	}
+	if p.File != "" {
+		e, err := p.Tree.Stat(p.File)
+		if err != nil {
+			return sourceList{}, &InputError{Source: "wds", Row: -1, File: p.String(), Offset: -1, Err: err}
+		}
+		return sourceList{Shards: []shardSource{shard(e)}, Bytes: e.Size}, nil
 	}
 	var l sourceList
-	listed := 0
-	err = st.List(ctx, prefix, func(in objstore.Info) error {
-		listed++
-		name := strings.TrimPrefix(in.Name, prefix)
-		if strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
+	err := p.Tree.Walk(ctx, "", func(e srctree.Entry) error {
+		if strings.Contains(e.Name, "/") || strings.HasPrefix(e.Name, ".") {
 			return nil
 		}
-		if !IsShardName(name) {
-			l.Ignored = append(l.Ignored, name)
+		if !IsShardName(e.Name) {
+			l.Ignored = append(l.Ignored, e.Name)
 			return nil
 		}
-		l.Shards = append(l.Shards, shard(in.Name, in.Size, in.ETag))
-		l.Bytes += in.Size
+		l.Shards = append(l.Shards, shard(e))
+		l.Bytes += e.Size
 		return nil
 	})
 	if err != nil {
-		return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: err}
-	}
-	if listed == 0 {
-		// Nothing under the prefix: the source is missing, as a missing
-		// directory is.
-		return sourceList{}, &InputError{Source: "wds", Row: -1, File: src, Offset: -1, Err: fmt.Errorf("no object is under s3://%s/%s: %w", bucket, prefix, fs.ErrNotExist)}
+		return sourceList{}, &InputError{Source: "wds", Row: -1, File: p.String(), Offset: -1, Err: err}
 	}
 	if len(l.Shards) == 0 {
-		return sourceList{}, fmt.Errorf("wds: %s: %w (looked for *.tar, *.tar.gz, *.tgz, *.tar.bz2, *.tar.xz, *.tar.zst)", src, ErrNoShards)
+		return sourceList{}, fmt.Errorf("wds: %s: %w (looked for *.tar, *.tar.gz, *.tgz, *.tar.bz2, *.tar.xz, *.tar.zst)", p, ErrNoShards)
 	}
 	return l, nil
 }

@@ -159,8 +159,8 @@ func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool)
 	if stdin != nil && ctx.Done() != nil {
 		in = &cancelReader{ctx: ctx, r: stdin}
 	}
-	if src.store != nil {
-		obj, err := objstore.OpenListed(ctx, src.store, objstore.Info{Name: src.key, Size: src.Size, ETag: src.etag})
+	if src.remote() {
+		obj, err := src.tree.Object(ctx, src.rel)
 		if err != nil {
 			// The store's error names the object.
 			return nil, fmt.Errorf("wds: %w", err)

@@ -36,26 +36,46 @@ func (e *emptyError) Error() string {
 }
 func (e *emptyError) Is(target error) bool { return target == ErrEmpty || target == fs.ErrNotExist }
 
-// Open opens the dataset at loc, a local directory or s3://BUCKET/PREFIX,
-// at the version o chooses (o.Storage is set here). stats, when not nil,
-// counts the requests and bytes that reading a dataset in object storage
-// sends and fetches: the listing, the manifest and every later read.
-// A missing bucket and refused credentials are the store's errors
-// (objstore.ErrNoBucket, objstore.ErrDenied); a prefix that holds nothing
-// gives an error matching ErrEmpty.
+// Open opens the dataset at loc, a local directory or s3://BUCKET/PREFIX
+// (opened as srctree.Open opens it; see OpenTree), at the version o
+// chooses. stats, when not nil, counts the requests and bytes that reading
+// a dataset in object storage sends and fetches: the listing, the manifest
+// and every later read. A local path is read by lancefmt itself, whose
+// errors name it as given.
 func Open(ctx context.Context, loc string, o lancefmt.OpenOptions, stats *objstore.Stats) (*lancefmt.Dataset, error) {
-	if !objstore.IsRemote(loc) {
+	t, err := srctree.Open(ctx, loc, objstore.Options{Stats: stats})
+	var local *srctree.LocalError
+	switch {
+	case errors.As(err, &local) || err == nil && !t.Remote():
+		// lancefmt says what is wrong with the directory.
 		o.Storage = nil
 		return lancefmt.Open(ctx, loc, o)
-	}
-	t, err := srctree.Open(ctx, loc, objstore.Options{Stats: stats})
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("lance: %w", err)
+	}
+	return OpenTree(ctx, t, "", o)
+}
+
+// OpenTree opens the dataset at rel (slash-separated; "" for the root) of
+// the source tree t, at the version o chooses (o.Storage is set here): a
+// local tree is read by lancefmt itself, a tree in a bucket through t (see
+// OpenIn), which counts what it fetches in the Stats it was opened with. A
+// missing bucket and refused credentials are the store's errors
+// (objstore.ErrNoBucket, objstore.ErrDenied); a prefix that holds nothing
+// gives an error matching ErrEmpty.
+func OpenTree(ctx context.Context, t *srctree.Tree, rel string, o lancefmt.OpenOptions) (*lancefmt.Dataset, error) {
+	if !t.Remote() {
+		o.Storage = nil
+		loc := t.Location()
+		if rel != "" {
+			loc = t.Path(rel)
+		}
+		return lancefmt.Open(ctx, loc, o)
 	}
 	if t.Empty() {
 		return nil, &emptyError{loc: t.Location()}
 	}
-	return OpenIn(ctx, t, "", o)
+	return OpenIn(ctx, t, rel, o)
 }
 
 // OpenIn opens the dataset at rel (slash-separated; "" for the root) inside
