@@ -72,17 +72,17 @@ func convertChild() {
 			fmt.Fprintf(out, "%s %d\n", comparedLine, rep.Against.Payloads)
 			return nil
 		}
-		fetched := func(stats *objstore.Stats) {
-			if objstore.IsRemote(cj.Src) {
-				fmt.Fprintf(out, "%s %d\n", fetchedLine, stats.BytesRead())
-			}
-		}
 		stats := &objstore.Stats{}
-		dst, err := convert.ParseDest(cj.Dst, "")
+		src, err := OpenSource(ctx, cj.Src, objstore.Options{Stats: stats})
 		if err != nil {
 			return err
 		}
-		src, err := OpenSource(ctx, cj.Src, objstore.Options{Stats: stats})
+		fetched := func(stats *objstore.Stats) {
+			if src.Remote() {
+				fmt.Fprintf(out, "%s %d\n", fetchedLine, stats.BytesRead())
+			}
+		}
+		dst, err := convert.ParseDest(cj.Dst, "")
 		if err != nil {
 			return err
 		}
