@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -93,24 +95,28 @@ func cmdPack(e *env, fset *flag.FlagSet) runFunc {
 	pf.register(fset)
 	staging := fset.String("staging", "", "local directory `DIR` that stages the shards of a pack written to s3:// before each is uploaded (default: the system's temporary directory)")
 	return func(ctx context.Context, pos []string) (any, error) {
-		var err error
 		src, dst := pos[0], pos[1]
-		if err := checkDestParent("pack", dst); err != nil {
+		d, err := convert.ParseDest(dst, *staging)
+		var ue *convert.UsageError
+		if errors.As(err, &ue) {
+			return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDestParent("pack", d, dst); err != nil {
 			return nil, err
 		}
 		if pf.allowRemoved && !pf.append {
 			return nil, usagef("pack: --allow-removed goes with --append")
 		}
-		if objstore.IsRemote(src) || objstore.IsRemote(dst) || pf.append {
-			return packRemote(ctx, e, fset, &pf, src, dst, *staging)
-		}
-		if *staging != "" {
-			return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
+		if objstore.IsRemote(src) || d.Remote() || pf.append {
+			return packRemote(ctx, e, fset, &pf, src, d, dst)
 		}
 		if st, err := os.Stat(src); err != nil || !st.IsDir() {
 			return nil, usagef("pack: %s is not a directory", src)
 		}
-		absDst, _ := filepath.Abs(dst)
+		absDst := d.Location()
 		if err := stage.CheckDisjoint(src, absDst); err != nil {
 			return nil, fmt.Errorf("pack: %w", err)
 		}

@@ -21,24 +21,21 @@ import (
 // shards are staged locally, uploaded as each is finished, and the manifest
 // and the run record go up last; a rerun after a kill resumes from the
 // shards the store holds.
-func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src, dst, staging string) (any, error) {
-	if !objstore.IsRemote(dst) && staging != "" {
-		return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
-	}
+func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src string, d convert.Dest, dst string) (any, error) {
 	ps, err := openPackSource(ctx, src)
 	if err != nil {
 		return nil, err
 	}
 	var res packResult
-	if objstore.IsRemote(dst) || pf.append {
+	if d.Remote() || pf.append {
 		var done *plan.Summary
-		if res, done, err = packRecorded(ctx, e, fset, pf, ps, dst, staging); done != nil || err != nil {
+		if res, done, err = packRecorded(ctx, e, fset, pf, ps, d, dst); done != nil || err != nil {
 			if done != nil {
 				return *done, nil
 			}
 			return nil, err
 		}
-	} else if res, err = packFromBucket(ctx, e, pf, ps, dst); err != nil {
+	} else if res, err = packFromBucket(ctx, e, pf, ps, d); err != nil {
 		return nil, err
 	}
 	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(res.Members, "blobs"), plan.Thousands(res.Bytes), plan.CountText(int64(res.Shards), "shards"), res.Dst)
@@ -100,16 +97,16 @@ func openPackSource(ctx context.Context, src string) (*packSource, error) {
 // packRecorded packs through the converters' output path, with a run
 // record: into object storage, or with --append. A destination that holds
 // this pack already gives done.
-func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, ps *packSource, dst, staging string) (packResult, *plan.Summary, error) {
+func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, ps *packSource, d convert.Dest, dst string) (packResult, *plan.Summary, error) {
 	src := ps.src
 	dst = strings.TrimSuffix(dst, "/")
-	if objstore.IsRemote(src) && objstore.IsRemote(dst) {
-		a, b := strings.TrimSuffix(src, "/")+"/", dst+"/"
+	if objstore.IsRemote(src) && d.Remote() {
+		a, b := strings.TrimSuffix(src, "/")+"/", d.Location()+"/"
 		if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
 			return packResult{}, nil, fmt.Errorf("pack: %s and %s: %w", src, dst, stage.ErrOverlap)
 		}
 	}
-	d, rec, base, done, err := packTarget(ctx, e, fset, pf, src, dst, staging)
+	rec, base, done, err := packTarget(ctx, e, fset, pf, src, d, dst)
 	if done != nil || err != nil {
 		return packResult{}, done, err
 	}
@@ -157,10 +154,10 @@ func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags
 // packTarget parses a recorded pack's destination and says what it holds:
 // the record of this run, the committed pack an append extends, or done
 // when it holds this pack already (a different one is refused).
-func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src, dst, staging string) (convert.Dest, *convert.Record, *convert.Base, *plan.Summary, error) {
+func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src string, d convert.Dest, dst string) (*convert.Record, *convert.Base, *plan.Summary, error) {
 	files, err := convert.Identify(ctx, []string{src})
 	if err != nil {
-		return nil, nil, nil, nil, &inputError{err: err}
+		return nil, nil, nil, &inputError{err: err}
 	}
 	opts := map[string]string{}
 	fset.VisitAll(func(f *flag.Flag) {
@@ -169,32 +166,28 @@ func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		}
 	})
 	rec := &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: "pack", Options: opts, Sources: files}
-	d, err := convert.ParseDest(dst, staging)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
 	if !d.Remote() && !objstore.IsRemote(src) {
 		if err := stage.CheckDisjoint(src, d.Location()); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("pack: %w", err)
+			return nil, nil, nil, fmt.Errorf("pack: %w", err)
 		}
 	}
 	base, err := packBase(ctx, pf, d, rec)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	if base != nil && len(base.Diff.New) == 0 {
 		e.infof("already done: %s holds every file of this source; nothing was written", d.Location())
-		return nil, nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: d.Location()}, nil
+		return nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: d.Location()}, nil
 	}
 	if old, err := d.ReadRecord(ctx); err == nil && base == nil {
 		if diff := rec.Diff(old); len(diff) > 0 {
-			return nil, nil, nil, nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
+			return nil, nil, nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
 				hint: "choose a new destination, or remove this one to pack again"}
 		}
 		e.infof("already done: %s holds the pack of this source; nothing was written", dst)
-		return nil, nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
+		return nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
 	}
-	return d, rec, base, nil, nil
+	return rec, base, nil, nil
 }
 
 // packRefBase is what a recorded pack's references name its directory by:
@@ -215,8 +208,8 @@ func packRefBase(pf *packFlags, d convert.Dest) string {
 
 // packFromBucket packs objects into a local directory: the local pack path
 // with objects as the files.
-func packFromBucket(ctx context.Context, e *env, pf *packFlags, ps *packSource, dst string) (packResult, error) {
-	abs, _ := filepath.Abs(dst)
+func packFromBucket(ctx context.Context, e *env, pf *packFlags, ps *packSource, d convert.Dest) (packResult, error) {
+	abs := d.Location()
 	st, err := stage.Begin(abs)
 	if err != nil {
 		return packResult{}, err

@@ -33,8 +33,15 @@ type unpackResult struct {
 
 func cmdUnpack(e *env, fset *flag.FlagSet) runFunc {
 	return func(ctx context.Context, pos []string) (any, error) {
-		var err error
-		if err := checkDestParent("unpack", pos[1]); err != nil {
+		d, err := convert.ParseDest(pos[1], "")
+		if err != nil {
+			return nil, err
+		}
+		if d.Remote() {
+			return nil, &usageError{msg: fmt.Sprintf("unpack: %s: unpack writes files into a directory on this machine", objstore.RedactLocation(pos[1])),
+				hint: "unpack into a local directory; bpconvert pack SRC s3://BUCKET/PREFIX writes a pack into a bucket"}
+		}
+		if err := checkDestParent("unpack", d, pos[1]); err != nil {
 			return nil, err
 		}
 		var set *packcore.Set
@@ -87,7 +94,7 @@ func cmdUnpack(e *env, fset *flag.FlagSet) runFunc {
 				}
 			}
 		}
-		absDst, _ := filepath.Abs(pos[1])
+		absDst := d.Location()
 		st, err := stage.Begin(absDst)
 		if err != nil {
 			return nil, err

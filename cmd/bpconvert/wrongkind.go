@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/detect"
-	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // operands are a converter's sources and destination as they were named,
@@ -69,9 +69,14 @@ func (e *env) explainInput(err error) error {
 }
 
 // local reports whether a named operand is a plain local path (not object
-// storage, standard input or a pattern of several sources).
+// storage, as convert.ParseDest tells, standard input or a pattern of
+// several sources).
 func local(p string) bool {
-	return p != "" && p != "-" && !objstore.IsRemote(p) && !strings.ContainsAny(p, "{}*?[") && !strings.Contains(p, "::")
+	if p == "" || p == "-" || strings.ContainsAny(p, "{}*?[") || strings.Contains(p, "::") {
+		return false
+	}
+	d, err := convert.ParseDest(p, "")
+	return err == nil && !d.Remote()
 }
 
 // kindHintOf returns the hint of a kindHint in err's chain.
