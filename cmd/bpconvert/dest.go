@@ -43,3 +43,10 @@ func checkDestParent(command string, d convert.Dest, dst string) error {
 		p = parent
 	}
 }
+
+// inBucket reports whether a location named on the command line is in
+// object storage, as convert.ParseDest parses it.
+func inBucket(loc string) bool {
+	d, err := convert.ParseDest(loc, "")
+	return err == nil && d.Remote()
+}

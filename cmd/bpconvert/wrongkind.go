@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/detect"
 )
 
@@ -69,14 +68,13 @@ func (e *env) explainInput(err error) error {
 }
 
 // local reports whether a named operand is a plain local path (not object
-// storage, as convert.ParseDest tells, standard input or a pattern of
+// storage, standard input or a pattern of
 // several sources).
 func local(p string) bool {
 	if p == "" || p == "-" || strings.ContainsAny(p, "{}*?[") || strings.Contains(p, "::") {
 		return false
 	}
-	d, err := convert.ParseDest(p, "")
-	return err == nil && !d.Remote()
+	return !inBucket(p)
 }
 
 // kindHintOf returns the hint of a kindHint in err's chain.
