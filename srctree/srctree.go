@@ -180,42 +180,7 @@ func OpenSource(ctx context.Context, loc string, o objstore.Options) (t *Tree, f
 	return t, file, nil
 }
 
-// OpenUnlisted opens loc as OpenSource does, but lists nothing in a
-// bucket: there, whether loc names an object or a prefix would take a
-// request to find out, so the tree is rooted at loc, file is "", and its
-// objects are looked up by name (one HEAD request each, when Stat, Open or
-// ReadFile first asks for them), while Walk and IsDir see none.
-// It is for a reader that names the few files it reads, or makes its own
-// requests through Bucket (a pack set lists a pack directory's shards, or
-// reads the one shard named), where a listing of the tree would be a
-// request too many.
-func OpenUnlisted(ctx context.Context, loc string, o objstore.Options) (t *Tree, file string, err error) {
-	if !objstore.IsRemote(loc) {
-		return OpenSource(ctx, loc, o)
-	}
-	if t, err = newRemote(ctx, loc, o); err != nil {
-		return nil, "", err
-	}
-	t.looked = map[string]Entry{}
-	return t, "", nil
-}
-
-// Bucket returns, for a tree in object storage, the store of its bucket and
-// the key of the tree's root in it ("" for the bucket's root, else without
-// a trailing slash), with ok true; for a local tree ok is false. It is for
-// a reader that plans its own requests (a pack set: each shard's directory
-// and each member one ranged read), which the tree's reads, rounded out to
-// blocks and fetched ahead, would enlarge. What it reads through the store
-// is counted in the Stats the tree was opened with.
-func (t *Tree) Bucket() (st objstore.Store, key string, ok bool) {
-	if t.store == nil {
-		return nil, "", false
-	}
-	return t.store, strings.TrimSuffix(t.prefix, "/"), true
-}
-
-// newRemote returns the tree of loc in object storage, nothing listed.
-func newRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
+func openRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
 	bucket, prefix, err := objstore.ParseS3(loc)
 	if err != nil {
 		return nil, err
@@ -229,15 +194,6 @@ func newRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, erro
 		t.loc += "/" + prefix
 		t.prefix = prefix + "/"
 	}
-	return t, nil
-}
-
-func openRemote(ctx context.Context, loc string, o objstore.Options) (*Tree, error) {
-	t, err := newRemote(ctx, loc, o)
-	if err != nil {
-		return nil, err
-	}
-	st := t.store
 	err = st.List(ctx, t.prefix, func(in objstore.Info) error {
 		name := strings.TrimPrefix(in.Name, t.prefix)
 		if name == "" || strings.HasSuffix(name, "/") {
@@ -263,6 +219,13 @@ func (t *Tree) Location() string { return t.loc }
 
 // Remote reports whether the tree is in object storage.
 func (t *Tree) Remote() bool { return t.store != nil }
+
+// Store returns the store of a tree in object storage and the key prefix
+// of its root there ("" for the bucket's root, else ending in "/"): a
+// reader that reads objects by key (packcore's pack readers) reads the
+// file rel as prefix+rel. It returns nil and "" for a local tree, whose
+// files are read at Path.
+func (t *Tree) Store() (objstore.Store, string) { return t.store, t.prefix }
 
 // Empty reports whether a remote tree holds no object (always false for a
 // local one).

@@ -411,56 +411,43 @@ func TestRemoteReads(t *testing.T) {
 	})
 }
 
-// TestOpenUnlisted: a tree opened unlisted makes no request until a file is
-// asked for, then one HEAD per file; Bucket gives the store and the root's
-// key, whose reads are counted with the tree's; a local location opens as
-// OpenSource opens it, with no bucket.
-func TestOpenUnlisted(t *testing.T) {
+// TestStore: a tree in a bucket hands out its store and root key, under
+// which its files are the objects of the same names; a local tree none.
+func TestStore(t *testing.T) {
 	t.Parallel()
 	srv, local, remote := trees(t)
 	ctx := context.Background()
-	st := &objstore.Stats{}
-	tr, file, err := srctree.OpenUnlisted(ctx, remote, reach(srv, objstore.Options{Stats: st}))
-	if err != nil || file != "" || tr.Location() != remote || !tr.Remote() {
-		t.Fatalf("OpenUnlisted(%s): %q in %v, %v", remote, file, tr, err)
+	o := reach(srv, objstore.Options{})
+	lt, err := srctree.Open(ctx, local, o)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := st.Requests(); n != 0 {
-		t.Fatalf("opening made %d requests, want none", n)
+	if st, key := lt.Store(); st != nil || key != "" {
+		t.Errorf("local tree: Store() = %v, %q", st, key)
 	}
-	for range 2 {
-		if e, err := tr.Stat("meta/info.json"); err != nil || e.Size != int64(len(files["meta/info.json"])) {
-			t.Fatalf("Stat: %+v, %v", e, err)
+	dir, err := srctree.Open(ctx, remote, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, file, err := srctree.OpenSource(ctx, remote+"/meta/info.json", o)
+	if err != nil || file != "info.json" {
+		t.Fatalf("OpenSource: %q, %v", file, err)
+	}
+	for _, c := range []struct {
+		tr        *srctree.Tree
+		wantKey   string
+		name, obj string
+	}{
+		{dir, "ds/", "videos/cam/episode_000000.mp4", "videos/cam/episode_000000.mp4"},
+		{one, "ds/meta/", "info.json", "meta/info.json"},
+	} {
+		st, key := c.tr.Store()
+		if st == nil || key != c.wantKey {
+			t.Fatalf("%s: Store() = %v, %q; want the bucket's store and %q", c.tr.Location(), st, key, c.wantKey)
 		}
-	}
-	if _, err := tr.Stat("meta/none.json"); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("Stat of a missing object: %v", err)
-	}
-	if n := st.Requests(); n != 2 {
-		t.Fatalf("two Stats of one object and one of a missing one made %d requests, want 2", n)
-	}
-	if err := tr.Walk(ctx, "", func(e srctree.Entry) error { return nil }); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("Walk of an unlisted tree: %v", err)
-	}
-	store, key, ok := tr.Bucket()
-	if !ok || key != "ds" {
-		t.Fatalf("Bucket: %v %q %v", store, key, ok)
-	}
-	b, err := objstore.ReadAll(ctx, store, objstore.Join(key, "data.txt"), 1<<20)
-	if err != nil || string(b) != files["data.txt"] {
-		t.Fatalf("read through Bucket: %q, %v", b, err)
-	}
-	if n := st.Requests(); n <= 2 {
-		t.Fatalf("%d requests after a read through the bucket's store: it was not counted", n)
-	}
-
-	lt, file, err := srctree.OpenUnlisted(ctx, filepath.Join(local, "data.txt"), objstore.Options{})
-	if err != nil || file != "data.txt" || lt.Location() != local || lt.Remote() {
-		t.Fatalf("OpenUnlisted of a local file: %q in %v, %v", file, lt, err)
-	}
-	if _, _, ok := lt.Bucket(); ok {
-		t.Fatal("a local tree has a bucket")
-	}
-	if _, _, err := srctree.OpenUnlisted(ctx, "s3://No_Bucket/x", objstore.Options{}); !errors.Is(err, objstore.ErrBadLocation) {
-		t.Fatalf("a bad bucket name: %v", err)
+		in, err := st.Stat(ctx, key+c.name)
+		if err != nil || in.Size != int64(len(files[c.obj])) {
+			t.Errorf("%s: Stat(%s%s) = %+v, %v", c.tr.Location(), key, c.name, in, err)
+		}
 	}
 }

@@ -173,7 +173,7 @@ func openRefForCat(ctx context.Context, arg, dir string) (*packcore.Set, string,
 			return nil, "", nil, err
 		}
 	}
-	if st, _, ok := loc.tree.Bucket(); ok {
+	if st, _ := loc.tree.Store(); st != nil {
 		// One shard, opened alone: a HEAD and one read of its tail.
 		name := loc.path(rel)
 		set, err := packcore.OpenSetIn(ctx, st, name, packcore.SetOptions{RefBase: "."})

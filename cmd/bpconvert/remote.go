@@ -56,8 +56,8 @@ func openPackLoc(ctx context.Context, cmd, loc string) (*packLoc, error) {
 // path is where rel (slash-separated, relative to the location; "" for
 // the location itself) is: a local path, or a key in the bucket's store.
 func (l *packLoc) path(rel string) string {
-	if _, key, ok := l.tree.Bucket(); ok {
-		return objstore.Join(key, rel)
+	if st, prefix := l.tree.Store(); st != nil {
+		return objstore.Join(prefix, rel)
 	}
 	return l.tree.Path(path.Join(l.file, rel))
 }
@@ -68,7 +68,7 @@ func (l *packLoc) path(rel string) string {
 // each shard's directory). A store's failure is worded by storeError, a
 // local one is bad input.
 func (l *packLoc) openSet(ctx context.Context, rel string, opts packcore.SetOptions) (*packcore.Set, error) {
-	if st, _, ok := l.tree.Bucket(); ok {
+	if st, _ := l.tree.Store(); st != nil {
 		set, err := packcore.OpenSetIn(ctx, st, l.path(rel), opts)
 		if err != nil {
 			return nil, storeError(l.cmd, err)
