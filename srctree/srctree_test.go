@@ -31,16 +31,6 @@ var files = map[string]string{
 	"videos/cam/episode_000000.mp4":   strings.Repeat("v", 70000),
 }
 
-// reach returns o with what reaches srv as root (endpoint, region, the
-// root key), given as values rather than taken from the environment, so
-// the tests that use it run in parallel.
-func reach(srv *s3test.Server, o objstore.Options) objstore.Options {
-	o.Endpoint = srv.Endpoint
-	o.Region = "us-east-1"
-	o.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	return o
-}
-
 // trees returns the same files in a local directory and under a prefix of
 // a bucket of a real S3 server (versitygw), uploaded through the S3 API.
 func trees(t *testing.T) (srv *s3test.Server, local, remote string) {
@@ -81,7 +71,7 @@ func TestTree(t *testing.T) {
 	ctx := context.Background()
 	for _, loc := range []string{local, remote} {
 		t.Run(map[bool]string{true: "s3", false: "local"}[objstore.IsRemote(loc)], func(t *testing.T) {
-			tr, err := srctree.Open(ctx, loc, reach(srv, objstore.Options{}))
+			tr, err := srctree.Open(ctx, loc, srv.Reach(objstore.Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,17 +149,17 @@ func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	srv, local, _ := trees(t)
 	ctx := context.Background()
-	if _, err := srctree.Open(ctx, "s3://no-such-bucket/x", reach(srv, objstore.Options{})); !errors.Is(err, objstore.ErrNoBucket) {
+	if _, err := srctree.Open(ctx, "s3://no-such-bucket/x", srv.Reach(objstore.Options{})); !errors.Is(err, objstore.ErrNoBucket) {
 		t.Errorf("missing bucket: %v", err)
 	}
-	tr, err := srctree.Open(ctx, "s3://src/nothing", reach(srv, objstore.Options{}))
+	tr, err := srctree.Open(ctx, "s3://src/nothing", srv.Reach(objstore.Options{}))
 	if err != nil || !tr.Empty() {
 		t.Errorf("empty prefix: %v, %v", tr, err)
 	}
-	if _, err := srctree.Open(ctx, filepath.Join(local, "data.txt"), reach(srv, objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) {
+	if _, err := srctree.Open(ctx, filepath.Join(local, "data.txt"), srv.Reach(objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) {
 		t.Errorf("a file as the root: %v", err)
 	}
-	wrong := reach(srv, objstore.Options{})
+	wrong := srv.Reach(objstore.Options{})
 	wrong.Credentials.SecretAccessKey = "WRONG" + srv.SecretKey
 	if _, err := srctree.Open(ctx, "s3://src/ds", wrong); !errors.Is(err, objstore.ErrDenied) {
 		t.Errorf("wrong secret: %v", err)
@@ -211,7 +201,7 @@ func TestOpenSource(t *testing.T) {
 	} {
 		t.Run(c.loc, func(t *testing.T) {
 			st := &objstore.Stats{}
-			tr, file, err := srctree.OpenSource(ctx, c.loc, reach(srv, objstore.Options{Stats: st}))
+			tr, file, err := srctree.OpenSource(ctx, c.loc, srv.Reach(objstore.Options{Stats: st}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,11 +266,11 @@ func TestOpenSource(t *testing.T) {
 		})
 	}
 	for _, loc := range []string{remote + "/no-such-thing", "s3://src/nothing"} {
-		if _, _, err := srctree.OpenSource(ctx, loc, reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) {
+		if _, _, err := srctree.OpenSource(ctx, loc, srv.Reach(objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) {
 			t.Errorf("%s: %v", loc, err)
 		}
 	}
-	if _, _, err := srctree.OpenSource(ctx, filepath.Join(local, "nope"), reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := srctree.OpenSource(ctx, filepath.Join(local, "nope"), srv.Reach(objstore.Options{})); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a missing local file: %v", err)
 	}
 }
@@ -303,7 +293,7 @@ func TestRemoteReads(t *testing.T) {
 	}
 	open := func(t *testing.T) (srctree.File, *objstore.Stats) {
 		st := &objstore.Stats{}
-		tr, err := srctree.Open(ctx, "s3://src/ds", reach(srv, objstore.Options{Stats: st}))
+		tr, err := srctree.Open(ctx, "s3://src/ds", srv.Reach(objstore.Options{Stats: st}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +381,7 @@ func TestRemoteReads(t *testing.T) {
 	})
 	t.Run("server gone", func(t *testing.T) {
 		st := &objstore.Stats{}
-		tr, err := srctree.Open(ctx, "s3://src/ds", reach(srv, objstore.Options{Stats: st, MaxAttempts: 1}))
+		tr, err := srctree.Open(ctx, "s3://src/ds", srv.Reach(objstore.Options{Stats: st, MaxAttempts: 1}))
 		if err != nil {
 			t.Fatal(err)
 		}
