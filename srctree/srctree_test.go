@@ -407,7 +407,7 @@ func TestStore(t *testing.T) {
 	t.Parallel()
 	srv, local, remote := trees(t)
 	ctx := context.Background()
-	o := reach(srv, objstore.Options{})
+	o := srv.Reach(objstore.Options{})
 	lt, err := srctree.Open(ctx, local, o)
 	if err != nil {
 		t.Fatal(err)

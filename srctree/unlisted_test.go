@@ -19,7 +19,7 @@ func TestOpenUnlisted(t *testing.T) {
 	srv, local, remote := trees(t)
 	ctx := context.Background()
 	st := &objstore.Stats{}
-	tr, file, err := srctree.OpenUnlisted(ctx, remote, reach(srv, objstore.Options{Stats: st}))
+	tr, file, err := srctree.OpenUnlisted(ctx, remote, srv.Reach(objstore.Options{Stats: st}))
 	if err != nil || file != "" || tr.Location() != remote || !tr.Remote() {
 		t.Fatalf("OpenUnlisted(%s): %q in %v, %v", remote, file, tr, err)
 	}
