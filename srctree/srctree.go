@@ -220,6 +220,13 @@ func (t *Tree) Location() string { return t.loc }
 // Remote reports whether the tree is in object storage.
 func (t *Tree) Remote() bool { return t.store != nil }
 
+// Store returns the store of a tree in object storage and the key prefix
+// of its root there ("" for the bucket's root, else ending in "/"): a
+// reader that reads objects by key (packcore's pack readers) reads the
+// file rel as prefix+rel. It returns nil and "" for a local tree, whose
+// files are read at Path.
+func (t *Tree) Store() (objstore.Store, string) { return t.store, t.prefix }
+
 // Empty reports whether a remote tree holds no object (always false for a
 // local one).
 func (t *Tree) Empty() bool { return t.store != nil && len(t.files) == 0 }

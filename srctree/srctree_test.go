@@ -410,3 +410,44 @@ func TestRemoteReads(t *testing.T) {
 		}
 	})
 }
+
+// TestStore: a tree in a bucket hands out its store and root key, under
+// which its files are the objects of the same names; a local tree none.
+func TestStore(t *testing.T) {
+	t.Parallel()
+	srv, local, remote := trees(t)
+	ctx := context.Background()
+	o := reach(srv, objstore.Options{})
+	lt, err := srctree.Open(ctx, local, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, key := lt.Store(); st != nil || key != "" {
+		t.Errorf("local tree: Store() = %v, %q", st, key)
+	}
+	dir, err := srctree.Open(ctx, remote, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, file, err := srctree.OpenSource(ctx, remote+"/meta/info.json", o)
+	if err != nil || file != "info.json" {
+		t.Fatalf("OpenSource: %q, %v", file, err)
+	}
+	for _, c := range []struct {
+		tr        *srctree.Tree
+		wantKey   string
+		name, obj string
+	}{
+		{dir, "ds/", "videos/cam/episode_000000.mp4", "videos/cam/episode_000000.mp4"},
+		{one, "ds/meta/", "info.json", "meta/info.json"},
+	} {
+		st, key := c.tr.Store()
+		if st == nil || key != c.wantKey {
+			t.Fatalf("%s: Store() = %v, %q; want the bucket's store and %q", c.tr.Location(), st, key, c.wantKey)
+		}
+		in, err := st.Stat(ctx, key+c.name)
+		if err != nil || in.Size != int64(len(files[c.obj])) {
+			t.Errorf("%s: Stat(%s%s) = %+v, %v", c.tr.Location(), key, c.name, in, err)
+		}
+	}
+}
