@@ -112,7 +112,8 @@ func (d localDest) finalize(ctx context.Context, o FinalizeOptions) (FinalizeRes
 		return res, err
 	}
 	defer st.Abort()
-	if err := joinParts(ctx, st.Dir, parts, joiners, joined.Options[RefBaseOption], &res); err != nil {
+	ps := localParts{dirs: parts, media: filepath.Join(st.Dir, MediaDir)}
+	if err := joinParts(ctx, ps, len(parts), st.Dir, joiners, joined.Options[RefBaseOption], &res); err != nil {
 		return res, err
 	}
 	joined.Parts = res.Extents
@@ -360,89 +361,6 @@ func currentSources(ctx context.Context, recs []*Record) []SourceFile {
 		}
 	}
 	return out
-}
-
-// joinParts links the parts' shards into dir/media under new numbers,
-// merges their manifests, joins their tables and links their other files.
-// refBase is what the parts' references call the dataset root (see
-// CheckRefBase); the joined references keep it.
-func joinParts(ctx context.Context, dir string, parts []string, joiners func(rel string) TableJoiner, refBase string, res *FinalizeResult) error {
-	media := filepath.Join(dir, MediaDir)
-	if err := os.MkdirAll(media, 0o755); err != nil {
-		return err
-	}
-	renames := make([]map[string]string, len(parts)) // old shard name -> new, per part
-	owner := map[string]int{}                        // key -> part index
-	var manifest []packcore.ShardInfo
-	withManifest := true
-	for pi, part := range parts {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		pm := filepath.Join(part, MediaDir)
-		names, err := packcore.ListShards(pm)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("finalize: %s: %w", pm, err)
-		}
-		m, err := packcore.ReadManifest(pm)
-		if err != nil {
-			return fmt.Errorf("finalize: %s: %w", pm, err)
-		}
-		if m == nil && len(names) > 0 {
-			withManifest = false
-		}
-		renames[pi] = map[string]string{}
-		ext := PartExtent{Part: Part{I: pi + 1, N: len(parts)}.String(), First: res.Shards, Shards: len(names)}
-		for _, name := range names {
-			newName := fmt.Sprintf("%s-%04d.zip", packcore.DefaultPrefix, res.Shards)
-			res.Shards++
-			renames[pi][name] = newName
-			src := filepath.Join(pm, name)
-			keys, bytes, err := shardKeys(src)
-			if err != nil {
-				return fmt.Errorf("finalize: %w", err)
-			}
-			for _, k := range keys {
-				if other, dup := owner[k]; dup && other != pi {
-					return Invalid("finalize", src, fmt.Errorf("key %q is also in part %d/%d: %w", k, other+1, len(parts), packcore.ErrDuplicateKey))
-				}
-				owner[k] = pi
-			}
-			res.Members += int64(len(keys))
-			res.Bytes += bytes
-			ext.Members += int64(len(keys))
-			ext.Bytes += bytes
-			if err := os.Link(src, filepath.Join(media, newName)); err != nil {
-				return fmt.Errorf("finalize: %w", err)
-			}
-			if m != nil {
-				e, ok := m.Shards[name]
-				if !ok {
-					return fmt.Errorf("finalize: %s: manifest has no entry for %s", pm, name)
-				}
-				manifest = append(manifest, packcore.ShardInfo{Name: newName, Bytes: e.Bytes, SHA256: e.SHA256})
-			}
-		}
-		res.Extents = append(res.Extents, ext)
-	}
-	if withManifest && len(manifest) > 0 {
-		if err := packcore.WriteManifest(media, manifest); err != nil {
-			return err
-		}
-	}
-	refs := refDir(refBase, MediaDir)
-	rename := func(part int, ref string) (string, error) {
-		key, name, err := shardIn(ref, refs)
-		if err != nil {
-			return "", err
-		}
-		newName, ok := renames[part][name]
-		if !ok {
-			return "", fmt.Errorf("reference %q names no shard of part %d/%d", ref, part+1, len(parts))
-		}
-		return packcore.FormatRef(key, packcore.JoinShardPath(refs, newName)), nil
-	}
-	return joinFiles(ctx, dir, parts, joiners, rename)
 }
 
 // totals counts the members, payload bytes and shards of the packs in the

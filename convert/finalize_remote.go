@@ -169,7 +169,12 @@ func (d *bucketDest) finalize(ctx context.Context, o FinalizeOptions) (FinalizeR
 	}
 	defer release()
 	out := filepath.Join(tmp, "out")
-	if err := rp.joinRemote(ctx, tmp, out, partLocs, objects, joiners, &res); err != nil {
+	names := make([]string, len(partLocs))
+	for i, loc := range partLocs {
+		names[i] = path.Base(loc)
+	}
+	ps := bucketParts{rp: rp, names: names, objects: objects, tmp: tmp}
+	if err := joinParts(ctx, ps, len(partLocs), out, joiners, joined.Options[RefBaseOption], &res); err != nil {
 		return res, err
 	}
 	var files []string
@@ -209,107 +214,57 @@ func (d *bucketDest) finalize(ctx context.Context, o FinalizeOptions) (FinalizeR
 	return res, nil
 }
 
-// joinRemote copies the parts' shards into the destination's pack
-// directory (server-side), and writes under out, on local disk, the merged
-// manifest and the tables and other files joined from copies of the parts'
-// fetched under tmp.
-func (rp *remoteParts) joinRemote(ctx context.Context, tmp, out string, partLocs []string, objects map[string][]objstore.Info, joiners func(rel string) TableJoiner, res *FinalizeResult) error {
-	type copyJob struct{ from, to string }
-	var jobs []copyJob
-	renames := make([]map[string]string, len(partLocs))
-	owner := map[string]int{}
-	var manifest []packcore.ShardInfo
-	withManifest := true
-	localParts := make([]string, len(partLocs))
-	for pi, loc := range partLocs {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		name := path.Base(loc)
-		pm := objstore.Join(rp.parts, name, MediaDir)
-		shards, err := packcore.ListShardsIn(ctx, rp.root, pm)
-		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
-			return fmt.Errorf("finalize: %s/%s: %w", loc, MediaDir, err)
-		}
-		m, err := packcore.ReadManifestIn(ctx, rp.root, pm)
+// bucketParts are parts committed in a bucket beside the destination
+// (remoteParts): their shards are copied server-side into the
+// destination's pack directory, their other files fetched under tmp.
+type bucketParts struct {
+	rp      *remoteParts
+	names   []string                   // the parts' names under rp.parts, in part order
+	objects map[string][]objstore.Info // each part's objects, by part name
+	tmp     string
+}
+
+func (p bucketParts) location(pi int) string { return p.rp.partsLoc + "/" + p.names[pi] }
+
+func (p bucketParts) shards(ctx context.Context, pi int) ([]partShard, error) {
+	infos, err := packcore.ListShardsIn(ctx, p.rp.root, objstore.Join(p.rp.parts, p.names[pi], MediaDir))
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", p.location(pi), MediaDir, err)
+	}
+	out := make([]partShard, len(infos))
+	for i, in := range infos {
+		name := path.Base(in.Name)
+		keys, n, err := storeShardKeys(ctx, p.rp.root, in)
 		if err != nil {
-			return fmt.Errorf("finalize: %s/%s: %w", loc, MediaDir, err)
+			return nil, fmt.Errorf("%s/%s/%s: %w", p.location(pi), MediaDir, name, err)
 		}
-		if m == nil && len(shards) > 0 {
-			withManifest = false
-		}
-		renames[pi] = map[string]string{}
-		ext := PartExtent{Part: Part{I: pi + 1, N: len(partLocs)}.String(), First: res.Shards, Shards: len(shards)}
-		for _, in := range shards {
-			shard := path.Base(in.Name)
-			newName := fmt.Sprintf("%s-%04d.zip", packcore.DefaultPrefix, res.Shards)
-			res.Shards++
-			renames[pi][shard] = newName
-			keys, n, err := storeShardKeys(ctx, rp.root, in)
-			if err != nil {
-				return fmt.Errorf("finalize: %s/%s/%s: %w", loc, MediaDir, shard, err)
-			}
-			for _, k := range keys {
-				if other, dup := owner[k]; dup && other != pi {
-					return Invalid("finalize", loc+"/"+MediaDir+"/"+shard, fmt.Errorf("key %q is also in part %d/%d: %w", k, other+1, len(partLocs), packcore.ErrDuplicateKey))
-				}
-				owner[k] = pi
-			}
-			res.Members += int64(len(keys))
-			res.Bytes += n
-			ext.Members += int64(len(keys))
-			ext.Bytes += n
-			jobs = append(jobs, copyJob{from: in.Name, to: objstore.Join(rp.dst, MediaDir, newName)})
-			if m != nil {
-				e, ok := m.Shards[shard]
-				if !ok {
-					return fmt.Errorf("finalize: %s/%s: manifest has no entry for %s", loc, MediaDir, shard)
-				}
-				manifest = append(manifest, packcore.ShardInfo{Name: newName, Bytes: e.Bytes, SHA256: e.SHA256})
-			}
-		}
-		res.Extents = append(res.Extents, ext)
-		// The part's other files (its tables), fetched for the joiners.
-		localParts[pi] = filepath.Join(tmp, name)
-		for _, in := range objects[name] {
-			if in.Name == RecordName || in.Name == PendingName || strings.HasPrefix(in.Name, MediaDir+"/") {
-				continue
-			}
-			if err := fetchFile(ctx, rp.root, objstore.Join(rp.parts, name, in.Name), filepath.Join(localParts[pi], filepath.FromSlash(in.Name))); err != nil {
-				return fmt.Errorf("finalize: %w", err)
-			}
-		}
-		if err := os.MkdirAll(localParts[pi], 0o755); err != nil {
-			return err
-		}
+		out[i] = partShard{name: name, keys: keys, bytes: n, id: in.Name}
 	}
-	if err := rp.copyAll(ctx, len(jobs), func(i int) (string, string) { return jobs[i].from, jobs[i].to }); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(out, MediaDir), 0o755); err != nil {
-		return err
-	}
-	if withManifest && len(manifest) > 0 {
-		if err := packcore.WriteManifest(filepath.Join(out, MediaDir), manifest); err != nil {
-			return err
+	return out, nil
+}
+
+func (p bucketParts) manifest(ctx context.Context, pi int) (*packcore.Manifest, error) {
+	return packcore.ReadManifestIn(ctx, p.rp.root, objstore.Join(p.rp.parts, p.names[pi], MediaDir))
+}
+
+func (p bucketParts) place(ctx context.Context, moves []shardMove) error {
+	return p.rp.copyAll(ctx, len(moves), func(i int) (string, string) {
+		return moves[i].shard.id, objstore.Join(p.rp.dst, MediaDir, moves[i].newName)
+	})
+}
+
+func (p bucketParts) files(ctx context.Context, pi int) (string, error) {
+	name := p.names[pi]
+	dir := filepath.Join(p.tmp, name)
+	for _, in := range p.objects[name] {
+		if in.Name == RecordName || in.Name == PendingName || strings.HasPrefix(in.Name, MediaDir+"/") {
+			continue
 		}
-	}
-	rename := func(part int, ref string) (string, error) {
-		key, shard, err := packcore.ParseRef(ref)
-		if err != nil {
+		if err := fetchFile(ctx, p.rp.root, objstore.Join(p.rp.parts, name, in.Name), filepath.Join(dir, filepath.FromSlash(in.Name))); err != nil {
 			return "", err
 		}
-		dirName, name := path.Split(shard)
-		if path.Clean(dirName) != MediaDir {
-			return "", fmt.Errorf("reference %q names a shard outside %s/", ref, MediaDir)
-		}
-		newName, ok := renames[part][name]
-		if !ok {
-			return "", fmt.Errorf("reference %q names no shard of part %d/%d", ref, part+1, len(partLocs))
-		}
-		return packcore.FormatRef(key, MediaDir+"/"+newName), nil
 	}
-	return joinFiles(ctx, out, localParts, joiners, rename)
+	return dir, os.MkdirAll(dir, 0o755)
 }
 
 // copyAll runs n server-side copies, CopiesInFlight at once, skipping a

@@ -4,16 +4,19 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"sort"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // against compares every payload of the source with the member that holds
@@ -21,13 +24,18 @@ import (
 // dataset and source, or else as the packs, or the tables blobpack 0.2.0
 // wrote, were made from it.
 func (v *verifier) against(src string) error {
+	if _, _, err := v.source(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// a store that refused or failed (a missing source, or a shard
+		// list, is for each comparison to say in its words)
+		return fmt.Errorf("--against %s: %w", src, err)
+	}
 	for _, c := range v.opts.Comparers {
 		if c.claims != nil && c.claims(v, src) {
 			return c.compare(v, src)
 		}
 	}
 	switch {
-	case len(v.plainLance) > 0 && v.store == nil && isLanceDataset(src):
+	case len(v.plainLance) > 0 && !v.out.t.Remote() && v.sourceIsLance(false):
 		sort.Strings(v.plainLance)
 		return v.againstBlobpackLance(src, v.plainLance)
 	case len(v.rep.Tables) == 0 && len(v.packDirs) > 0:
@@ -189,7 +197,7 @@ func (v *verifier) missingSamples(src string) {
 }
 
 // againstShards is againstWDS for the shards of src already listed.
-func (v *verifier) againstShards(src string, files []string) error {
+func (v *verifier) againstShards(src string, files []treeFile) error {
 	base := v.wds.packBase
 	if base == "" {
 		base = "media"
@@ -211,15 +219,43 @@ func (v *verifier) againstShards(src string, files []string) error {
 	return nil
 }
 
-// sourceShards lists the tar shards src names, local or in object storage;
-// none is an error.
-func (v *verifier) sourceShards(src string) ([]string, error) {
-	var files []string
-	var err error
-	if objstore.IsRemote(src) {
-		files, err = v.remoteShards(src)
-	} else {
-		files, err = localShards(src)
+// source opens the source compared with (Options.Against) once: a
+// directory or prefix, or a single file or object (file its name in the
+// tree). A location in a bucket that names nothing is an empty tree; a
+// shard list (braces, "::") is no location: opening it gives an error
+// matching fs.ErrNotExist, or an empty tree.
+func (v *verifier) source() (p place, file string, err error) {
+	if !v.srcOpened {
+		v.src, v.srcFile, v.srcErr = openPlace(v.ctx, v.opts.Against, v.storeOptions())
+		v.srcOpened = true
+	}
+	return v.src, v.srcFile, v.srcErr
+}
+
+// isShardList reports whether src, naming nothing as it is, is a shard
+// list: brace patterns, or names joined by "::".
+func isShardList(src string) bool {
+	return strings.ContainsAny(src, "{}") || strings.Contains(src, "::")
+}
+
+// sourceShards lists the tar shards src names: a directory's or prefix's
+// files named like shards (directly inside it, not hidden, in name order),
+// one file, or a shard list; none is an error.
+func (v *verifier) sourceShards(src string) ([]treeFile, error) {
+	p, name, err := v.source()
+	var files []treeFile
+	switch {
+	case err == nil && name != "":
+		files = []treeFile{p.file(name)}
+	case err == nil && !p.t.Empty():
+		files, err = tarsIn(v.ctx, p)
+	case !isShardList(src):
+		if err == nil {
+			err = fmt.Errorf("%s: %w: no object and no tar shards there", src, fs.ErrNotExist)
+		}
+		return nil, err
+	default:
+		files, err = v.shardList(src)
 	}
 	if err == nil && len(files) == 0 {
 		err = errors.New("no tar shards")
@@ -227,14 +263,87 @@ func (v *verifier) sourceShards(src string) ([]string, error) {
 	return files, err
 }
 
-func (v *verifier) againstShard(name string, set *packcore.Set, a *Against) error {
-	f, err := v.fs.open(name)
+// tarsIn lists the files directly inside the root of p that are named like
+// tar shards (not hidden; a local link followed, to a file), in name order.
+func tarsIn(ctx context.Context, p place) ([]treeFile, error) {
+	var out []treeFile
+	err := p.t.Walk(ctx, "", func(e srctree.Entry) error {
+		if e.Name == "." {
+			return nil
+		}
+		if e.Mode.IsDir() {
+			return fs.SkipDir
+		}
+		if strings.Contains(e.Name, "/") || strings.HasPrefix(e.Name, ".") || !isTarName(e.Name) {
+			return nil
+		}
+		if e.Mode&fs.ModeSymlink != 0 {
+			if d, err := p.t.IsDir(e.Name); err == nil && d {
+				return nil // a link to a directory
+			}
+		}
+		out = append(out, p.file(e.Name))
+		return nil
+	})
+	return out, err
+}
+
+// shardList opens every shard a shard list names: each a file or object
+// (or, in a bucket, a prefix whose shards are taken as tarsIn takes
+// them). Names in one directory are looked up in the tree opened for the
+// first of them.
+func (v *verifier) shardList(src string) ([]treeFile, error) {
+	names, err := expandShardList(src)
+	if err != nil {
+		return nil, err
+	}
+	var out []treeFile
+	var dir place // the directory of the last single file opened
+	for _, n := range names {
+		if dir.t != nil {
+			if rest, ok := strings.CutPrefix(n, strings.TrimSuffix(dir.name, "/")+"/"); ok && rest != "" && !strings.Contains(rest, "/") {
+				_, err := dir.t.Stat(rest)
+				if err == nil || errors.Is(err, srcfile.ErrNotRegular) && !dir.file(rest).isDir() {
+					out = append(out, treeFile{t: dir.t, rel: rest, name: n})
+					continue
+				}
+				if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, srcfile.ErrNotRegular) {
+					return nil, &fs.PathError{Op: "stat", Path: n, Err: srcfile.Cause(err)}
+				}
+			}
+		}
+		p, name, err := openPlace(v.ctx, n, v.storeOptions())
+		switch {
+		case err != nil:
+			return nil, err
+		case name != "":
+			dir = p
+			out = append(out, treeFile{t: p.t, rel: name, name: n})
+		case p.t.Empty():
+			return nil, fmt.Errorf("%s: %w: no object and no tar shards there", n, fs.ErrNotExist)
+		case !p.t.Remote():
+			return nil, fmt.Errorf("%s: is a directory, not a shard", n)
+		default:
+			more, err := tarsIn(v.ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if len(more) == 0 {
+				return nil, fmt.Errorf("%s: %w: no object and no tar shards there", n, fs.ErrNotExist)
+			}
+			out = append(out, more...)
+		}
+	}
+	return out, nil
+}
+
+func (v *verifier) againstShard(f treeFile, set *packcore.Set, a *Against) error {
+	name := f.name
+	// A tar in object storage is streamed, reads fetched ahead.
+	seq, err := f.stream(v.ctx)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
 	}
-	defer f.Close()
-	// A tar in object storage is streamed, reads fetched ahead.
-	seq := f.stream(v.ctx)
 	defer seq.Close()
 	r, comp, release, err := openTar(bufio.NewReaderSize(seq, 1<<20))
 	if err != nil {
@@ -338,49 +447,4 @@ func decodeParquetRecord(s string) (*parquetRecord, bool) {
 		return nil, false
 	}
 	return &r, true
-}
-
-// remoteShards lists the tar shards an s3:// source names: brace patterns
-// and "::" lists as for local shards, each an object, or a prefix whose
-// objects directly under it that are named like shards are taken in name
-// order.
-func (v *verifier) remoteShards(src string) ([]string, error) {
-	locs, err := expandShardList(src)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, loc := range locs {
-		st, key, err := v.fs.store(loc)
-		if err != nil {
-			return nil, err
-		}
-		if key != "" {
-			if _, err := st.Stat(v.ctx, key); err == nil {
-				out = append(out, loc)
-				continue
-			} else if !errors.Is(err, objstore.ErrNotExist) {
-				return nil, err
-			}
-		}
-		prefix := ""
-		if key != "" {
-			prefix = key + "/"
-		}
-		n := len(out)
-		err = st.List(v.ctx, prefix, func(in objstore.Info) error {
-			rest := strings.TrimPrefix(in.Name, prefix)
-			if !strings.Contains(rest, "/") && !strings.HasPrefix(rest, ".") && isTarName(rest) {
-				out = append(out, joinPath(strings.TrimSuffix(loc, "/"), rest))
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(out) == n {
-			return nil, fmt.Errorf("%s: %w: no object and no tar shards there", loc, objstore.ErrNotExist)
-		}
-	}
-	return out, nil
 }

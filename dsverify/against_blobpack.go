@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"path"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/bpconvert/bpconvert/lancefmt"
-	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // Datasets converted by blobpack 0.2.0 (the Python tool bpconvert grew
@@ -47,11 +44,11 @@ const blobpackExtraction = "extraction.json"
 // readBlobpackParquet reads extraction.json at the root, if there is one
 // that blobpack convert-parquet wrote.
 func (v *verifier) readBlobpackParquet() (*blobpackParquet, error) {
-	p := joinPath(v.root, blobpackExtraction)
-	if !v.fs.exists(p) {
+	f := v.out.file(blobpackExtraction)
+	if !f.exists() {
 		return nil, nil
 	}
-	b, err := v.fs.readAll(p, 64<<20)
+	b, err := f.readAll(v.ctx, 64<<20)
 	if err != nil {
 		return nil, err
 	}
@@ -90,16 +87,11 @@ func (v *verifier) readBlobpackParquet() (*blobpackParquet, error) {
 // againstBlobpackParquet compares every extracted value of every source
 // table with the member its reference in tables/ names.
 func (v *verifier) againstBlobpackParquet(src string, rec *blobpackParquet) error {
-	isDir := true
-	if objstore.IsRemote(src) {
-		isDir = !(strings.HasSuffix(src, ".parquet") && v.fs.exists(src))
-	} else {
-		st, err := os.Stat(src)
-		if err != nil {
-			return fmt.Errorf("--against: %w", err)
-		}
-		isDir = st.IsDir()
+	sp, name, err := v.source()
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
 	}
+	isDir := name == ""
 	if !isDir && len(rec.tables) != 1 {
 		return fmt.Errorf("--against %s: a single table, but blobpack converted %d tables (%s lists them); give their directory", src, len(rec.tables), blobpackExtraction)
 	}
@@ -110,18 +102,18 @@ func (v *verifier) againstBlobpackParquet(src string, rec *blobpackParquet) erro
 		return fmt.Errorf("--against: pack directory media: %w", e.err)
 	}
 	for _, rel := range rec.tables {
-		sp := src
+		sf := sp.file(name)
 		if isDir {
-			sp = joinPath(src, rel)
+			sf = sp.file(rel)
 		}
 		out := "tables/" + rel
-		if !v.fs.exists(sp) {
+		if !sf.exists() {
 			a.Mismatches++
-			v.problem(Problem{Table: out, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sp)})
+			v.problem(Problem{Table: out, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sf)})
 			continue
 		}
 		for _, f := range rec.fields {
-			if err := v.compareColumn(a, dirOf(sp), sp, joinPath(v.root, out), out, f, e.set); err != nil {
+			if err := v.compareColumn(a, sp, path.Dir(sf.rel), sf, v.out.file(out), out, f, e.set); err != nil {
 				return err
 			}
 		}
@@ -134,13 +126,17 @@ func (v *verifier) againstBlobpackParquet(src string, rec *blobpackParquet) erro
 func (v *verifier) againstBlobpackLance(src string, rels []string) error {
 	a := &Against{Source: src, Format: "lance, converted by blobpack 0.2.0"}
 	v.rep.Against = a
-	srcDS, err := lancefmt.Open(v.ctx, src, lancefmt.OpenOptions{})
+	sp, _, err := v.source()
+	if err != nil {
+		return fmt.Errorf("--against %s: %w", src, err)
+	}
+	srcDS, err := openLance(v.ctx, sp, "", lancefmt.OpenOptions{})
 	if err != nil {
 		return fmt.Errorf("--against %s: %w", src, err)
 	}
 	a.Notes = append(a.Notes, fmt.Sprintf("blobpack records no source version: compared with version %d of %s, the latest", srcDS.Version(), src))
 	for _, rel := range rels {
-		outDS, err := lancefmt.Open(v.ctx, filepath.Join(v.root, filepath.FromSlash(rel)), lancefmt.OpenOptions{})
+		outDS, err := openLance(v.ctx, v.out, rel, lancefmt.OpenOptions{})
 		if err != nil {
 			return fmt.Errorf("--against: %s: %w", rel, err)
 		}

@@ -2,11 +2,11 @@ package dsverify
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -33,12 +33,6 @@ func decodeLanceRecord(b []byte) (*lanceRecord, bool) {
 	return &r, true
 }
 
-// isLanceDataset reports whether dir looks like a Lance dataset.
-func isLanceDataset(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, "_versions"))
-	return err == nil && st.IsDir()
-}
-
 // againstLance opens the source dataset (a directory, or s3://BUCKET/PREFIX
 // read with ranged requests) at the version that was converted and
 // compares, row by row in scan order, every extracted value (blob or
@@ -46,6 +40,10 @@ func isLanceDataset(dir string) bool {
 func (v *verifier) againstLance(src string) error {
 	a := &Against{Source: src, Format: "lance"}
 	v.rep.Against = a
+	sp, _, err := v.source()
+	if err != nil {
+		return fmt.Errorf("--against %s: %w", src, err)
+	}
 	rels := make([]string, 0, len(v.lc))
 	for rel := range v.lc {
 		rels = append(rels, rel)
@@ -53,11 +51,11 @@ func (v *verifier) againstLance(src string) error {
 	sort.Strings(rels)
 	for _, rel := range rels {
 		rec := v.lc[rel]
-		srcDS, err := lancestore.Open(v.ctx, src, lancefmt.OpenOptions{Version: rec.SourceVersion}, v.opts.Stats)
+		srcDS, err := openLance(v.ctx, sp, "", lancefmt.OpenOptions{Version: rec.SourceVersion})
 		if err != nil {
 			return fmt.Errorf("--against %s: %w", src, err)
 		}
-		outDS, err := lancestore.Open(v.ctx, joinPath(v.root, rel), lancefmt.OpenOptions{}, v.opts.Stats)
+		outDS, err := openLance(v.ctx, v.out, rel, lancefmt.OpenOptions{})
 		if err != nil {
 			return fmt.Errorf("--against: %s: %w", rel, err)
 		}
@@ -72,6 +70,34 @@ func (v *verifier) againstLance(src string) error {
 		}
 	}
 	return nil
+}
+
+// openLance opens the Lance dataset at rel ("" for the root) of p: a local
+// one directly at the tree's path of it, one in a bucket read through the
+// tree. A prefix in a bucket that holds nothing gives an error
+// matching lancestore.ErrEmpty.
+func openLance(ctx context.Context, p place, rel string, o lancefmt.OpenOptions) (*lancefmt.Dataset, error) {
+	if rel == "" && p.t.Empty() {
+		return nil, emptyLance(p.t.Location())
+	}
+	if st, _ := p.t.Store(); st == nil {
+		// on this machine: read directly at the tree's path of it
+		o.Storage = nil
+		return lancefmt.Open(ctx, p.t.Path(rel), o)
+	}
+	return lancestore.OpenIn(ctx, p.t, rel, o)
+}
+
+// emptyLance is the error for a prefix that holds no Lance dataset, nor
+// anything else; it matches lancestore.ErrEmpty and fs.ErrNotExist.
+type emptyLance string
+
+func (e emptyLance) Error() string {
+	return fmt.Sprintf("lance: %s %s; a Lance dataset holds _versions/ and data/", string(e), lancestore.ErrEmpty)
+}
+
+func (e emptyLance) Is(target error) bool {
+	return target == lancestore.ErrEmpty || target == fs.ErrNotExist
 }
 
 // packsOf returns what opens the pack directory dir (cached by set) when

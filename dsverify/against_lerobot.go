@@ -7,24 +7,19 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
-// isLeRobotDataset reports whether dir, a local directory or an s3://
-// location, looks like a LeRobot dataset (in the parquet layout or stored
-// as Lance).
-func (v *verifier) isLeRobotDataset(dir string) bool {
-	if objstore.IsRemote(dir) {
-		return v.fs.exists(joinPath(dir, "meta/info.json"))
-	}
-	_, err := os.Stat(filepath.Join(dir, "meta", "info.json"))
-	return err == nil
+// isLeRobotDataset reports whether the source, a local directory or a
+// prefix in a bucket, looks like a LeRobot dataset (in the parquet layout
+// or stored as Lance).
+func (v *verifier) isLeRobotDataset() bool {
+	p, file, err := v.source()
+	return err == nil && file == "" && p.file("meta/info.json").exists()
 }
 
 // againstLeRobot compares a converted LeRobot dataset with its source:
@@ -48,7 +43,7 @@ func (v *verifier) againstLeRobot(src string) error {
 		v.rep.Against = a
 	}
 	a.Source, a.Format = src, "lerobot"
-	b, err := v.fs.readAll(joinPath(v.root, videoindex.FileName), maxIndexBytes)
+	b, err := v.out.file(videoindex.FileName).readAll(v.ctx, maxIndexBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -59,11 +54,15 @@ func (v *verifier) againstLeRobot(src string) error {
 	if err != nil {
 		return fmt.Errorf("--against: %s: %w", videoindex.FileName, err)
 	}
+	sp, _, err := v.source()
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
+	}
 	var blobs map[string]cameraBlob
-	if lance, videoPath, err := v.storedAsLance(src); err != nil {
+	if lance, videoPath, err := v.storedAsLance(sp); err != nil {
 		return err
 	} else if lance {
-		if blobs, err = v.leRobotCameraBlobs(src, videoPath); err != nil {
+		if blobs, err = v.leRobotCameraBlobs(sp, videoPath); err != nil {
 			return fmt.Errorf("--against: %w", err)
 		}
 	}
@@ -94,7 +93,7 @@ func (v *verifier) againstLeRobot(src string) error {
 		if e.err != nil {
 			continue // reported by the table check
 		}
-		sf, r, err := v.openCameraFile(src, key, blobs)
+		r, err := v.openCameraFile(sp, key, blobs)
 		if errors.Is(err, fs.ErrNotExist) {
 			a.NotCompared++ // an episode container cut from a camera file
 			continue
@@ -103,7 +102,7 @@ func (v *verifier) againstLeRobot(src string) error {
 			return fmt.Errorf("--against: %w", err)
 		}
 		n, reason, err := sameBytes(r, e.set, key)
-		sf.Close()
+		r.Close()
 		if err != nil {
 			return err
 		}
@@ -118,62 +117,33 @@ const maxIndexBytes = 1 << 30
 // storedAsLance reports whether the LeRobot source src is stored as Lance
 // (meta/info.json's storage_format), with the video_path template of its
 // camera files, reading that file alone.
-func (v *verifier) storedAsLance(src string) (bool, string, error) {
-	b, err := v.fs.readAll(joinPath(src, "meta/info.json"), 64<<20)
+func (v *verifier) storedAsLance(sp place) (bool, string, error) {
+	info := sp.file("meta/info.json")
+	b, err := info.readAll(v.ctx, 64<<20)
 	if err != nil {
 		return false, "", fmt.Errorf("--against: %w", err)
 	}
-	var info struct {
+	var doc struct {
 		StorageFormat string `json:"storage_format"`
 		VideoPath     string `json:"video_path"`
 	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		return false, "", fmt.Errorf("--against: %s: %w", joinPath(src, "meta/info.json"), err)
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return false, "", fmt.Errorf("--against: %s: %w", info, err)
 	}
-	return info.StorageFormat == leRobotLanceStorage, info.VideoPath, nil
+	return doc.StorageFormat == leRobotLanceStorage, doc.VideoPath, nil
 }
 
 // openCameraFile opens the source camera file that a conversion packed
 // whole as key: the file or object key under src, or with blobs (a source
 // stored as Lance) the blob of that name. A key naming none matches
 // fs.ErrNotExist.
-func (v *verifier) openCameraFile(src, key string, blobs map[string]cameraBlob) (io.Closer, io.Reader, error) {
+func (v *verifier) openCameraFile(sp place, key string, blobs map[string]cameraBlob) (io.ReadCloser, error) {
 	if blobs == nil {
-		f, err := v.fs.open(joinPath(src, key))
-		if err != nil {
-			return nil, nil, err
-		}
-		r := f.stream(v.ctx)
-		return closers{r, f}, r, nil
+		return sp.file(key).stream(v.ctx)
 	}
 	b, ok := blobs[key]
 	if !ok {
-		return nil, nil, os.ErrNotExist
+		return nil, fs.ErrNotExist
 	}
-	f, err := v.fs.open(b.Path)
-	if err != nil {
-		return nil, nil, err
-	}
-	if f.obj == nil {
-		return f, io.NewSectionReader(f, b.Offset, b.Size), nil
-	}
-	if b.Offset+b.Size > f.obj.Size() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: the blob [%d, %d) lies beyond the end of the object (%d bytes)", b.Path, b.Offset, b.Offset+b.Size, f.obj.Size())
-	}
-	r := objstore.NewSeqReader(v.ctx, objstore.Section(f.obj, b.Offset, b.Size), objstore.SeqOptions{Chunk: 4 << 20})
-	return closers{r, f}, r, nil
-}
-
-// closers closes each in turn.
-type closers []io.Closer
-
-func (cs closers) Close() error {
-	var first error
-	for _, c := range cs {
-		if err := c.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return b.File.section(v.ctx, b.Offset, b.Size)
 }

@@ -7,13 +7,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/internal/srcfile"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // A dataset of packs and no table is what `bpconvert pack`, blobpack
@@ -104,7 +102,7 @@ func (v *verifier) againstPacks(src string) error {
 		a.Mismatches++
 		where := v.root
 		if dir != "." {
-			where = joinPath(v.root, dir)
+			where = v.out.join(dir)
 		}
 		v.problem(Problem{Row: -1, Reason: fmt.Sprintf("pack member %q: no file of the source has its name (%d of the %d members of %s have none)", first, extra, e.set.Len(), where)})
 	}
@@ -114,27 +112,17 @@ func (v *verifier) againstPacks(src string) error {
 // isSourceDir reports whether src is a directory: a local one, or an s3://
 // location that is no object (a prefix).
 func (v *verifier) isSourceDir(src string) (bool, error) {
-	if !objstore.IsRemote(src) {
-		st, err := os.Stat(src)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(src, "{:") {
-				return false, nil // a shard pattern
-			}
-			return false, err
+	p, file, err := v.source()
+	switch {
+	case err != nil:
+		if errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(src, "{:") {
+			return false, nil // a shard pattern
 		}
-		return st.IsDir(), nil
-	}
-	if strings.ContainsAny(strings.TrimPrefix(src, "s3://"), "{:") || isTarName(src) {
-		return false, nil
-	}
-	st, key, err := v.fs.store(src)
-	if err != nil {
 		return false, err
-	}
-	if key != "" {
-		if _, err := st.Stat(v.ctx, key); err == nil {
-			return false, nil
-		}
+	case file != "":
+		return false, nil
+	case p.t.Remote() && (strings.ContainsAny(strings.TrimPrefix(src, "s3://"), "{:") || isTarName(src)):
+		return false, nil // a shard pattern, or shards named
 	}
 	return true, nil
 }
@@ -162,69 +150,41 @@ var errStopWalk = errors.New("stop")
 // directories not descended, as pack reads a tree; s3://: every object
 // under the prefix), with its key and a way to read it.
 func (v *verifier) walkSource(src string, fn func(key string, open func() (io.ReadCloser, error)) error) error {
-	var err error
-	if objstore.IsRemote(src) {
-		st, key, serr := v.fs.store(src)
-		if serr != nil {
-			return serr
-		}
-		prefix := ""
-		if key != "" {
-			prefix = strings.TrimSuffix(key, "/") + "/"
-		}
-		loc := strings.TrimSuffix(src, "/")
-		err = st.List(v.ctx, prefix, func(in objstore.Info) error {
-			rel := strings.TrimPrefix(in.Name, prefix)
-			return fn(rel, func() (io.ReadCloser, error) {
-				f, err := v.fs.open(joinPath(loc, rel))
-				if err != nil {
-					return nil, err
-				}
-				return readCloser{f.stream(v.ctx), f}, nil
-			})
-		})
-	} else {
-		var files []srcfile.Entry
-		if files, err = srcfile.List(v.ctx, src, nil); err != nil {
-			return err
-		}
-		for _, e := range files {
-			if !e.Mode.IsRegular() {
-				continue
-			}
-			p := filepath.Join(src, filepath.FromSlash(e.Name))
-			if err = fn(e.Name, func() (io.ReadCloser, error) { return v.fs.open(p) }); err != nil {
-				break
-			}
-		}
+	p, _, err := v.source()
+	if err != nil {
+		return err
 	}
+	err = p.t.Walk(v.ctx, "", func(e srctree.Entry) error {
+		if e.Mode.IsDir() || e.Name == "." {
+			return nil
+		}
+		if !e.Mode.IsRegular() {
+			// a link: to a file (followed), to a directory (not entered)
+			if _, err := p.t.Stat(e.Name); err != nil && !errors.Is(err, srcfile.ErrOutside) {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, srcfile.ErrNotRegular) {
+					return nil
+				}
+				return err
+			}
+		}
+		f := p.file(e.Name)
+		return fn(e.Name, func() (io.ReadCloser, error) { return f.stream(v.ctx) })
+	})
 	if errors.Is(err, errStopWalk) {
 		return nil
 	}
 	return err
 }
 
-// readCloser closes a stream and the file under it.
-type readCloser struct {
-	io.ReadCloser
-	f io.Closer
-}
-
-func (r readCloser) Close() error {
-	r.ReadCloser.Close()
-	return r.f.Close()
-}
-
 // detectShardPrefix tells whether the packs name the members of the shard
 // first (the first of the source) by their name (false) or by SHARD/NAME
 // (true), from its first file member.
-func (v *verifier) detectShardPrefix(first string, set *packcore.Set) (bool, error) {
-	f, err := v.fs.open(first)
+func (v *verifier) detectShardPrefix(f treeFile, set *packcore.Set) (bool, error) {
+	first := f.name
+	seq, err := f.stream(v.ctx)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	seq := f.stream(v.ctx)
 	defer seq.Close()
 	r, comp, release, err := openTar(bufio.NewReaderSize(seq, 1<<16))
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
@@ -19,12 +19,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/bpconvert/bpconvert/internal/pqread"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
-
-// errStop ends a listing early.
-var errStop = errors.New("stop")
 
 func (v *verifier) hasParquetRecord() bool { return len(v.pq) > 0 }
 
@@ -32,34 +28,14 @@ func (v *verifier) hasParquetRecord() bool { return len(v.pq) > 0 }
 // compares, row by row, each extracted value with the member its reference
 // names.
 func (v *verifier) againstParquet(src string) error {
-	isDir := true
-	if objstore.IsRemote(src) {
-		// a table, or a prefix
-		isDir = !(strings.HasSuffix(src, ".parquet") && v.fs.exists(src))
-		if isDir {
-			st, key, err := v.fs.store(src)
-			if err != nil {
-				return fmt.Errorf("--against: %w", err)
-			}
-			found := false
-			if err := st.List(v.ctx, strings.TrimSuffix(key, "/")+"/", func(objstore.Info) error { found = true; return errStop }); err != nil && !errors.Is(err, errStop) {
-				return fmt.Errorf("--against: %w", err)
-			}
-			if !found {
-				return fmt.Errorf("--against: %s: %w: no objects there", src, objstore.ErrNotExist)
-			}
-		}
-	} else {
-		st, err := os.Stat(src)
-		if err != nil {
-			return fmt.Errorf("--against: %w", err)
-		}
-		isDir = st.IsDir()
+	sp, name, err := v.source()
+	if err != nil {
+		return fmt.Errorf("--against: %w", err)
 	}
-	srcRoot := src
-	if !isDir {
-		srcRoot = dirOf(src)
+	if sp.t.Empty() {
+		return fmt.Errorf("--against: %s: %w: no objects there", src, fs.ErrNotExist)
 	}
+	isDir := name == ""
 	a := &Against{Source: src, Format: "parquet"}
 	v.rep.Against = a
 	var kept keptCount
@@ -70,24 +46,25 @@ func (v *verifier) againstParquet(src string) error {
 	sort.Strings(rels)
 	for _, rel := range rels {
 		rec := v.pq[rel]
-		sp := joinPath(srcRoot, rel)
-		if !isDir && baseOf(src) != path.Base(rel) {
+		srcRel := rel
+		if !isDir && name != path.Base(rel) {
 			continue
 		}
+		sf := sp.file(srcRel)
 		if strings.HasSuffix(rel, ".arrow") {
 			a.Format = "Hugging Face save_to_disk (Arrow)"
 		}
-		if !v.fs.exists(sp) && strings.HasSuffix(sp, ".parquet") {
+		if !sf.exists() && strings.HasSuffix(srcRel, ".parquet") {
 			// a Hugging Face save_to_disk source: the table was written
 			// from the Arrow data file of the same name
-			if arrowSrc := strings.TrimSuffix(sp, ".parquet") + ".arrow"; v.fs.exists(arrowSrc) {
-				sp = arrowSrc
+			if arrowSrc := sp.file(strings.TrimSuffix(srcRel, ".parquet") + ".arrow"); arrowSrc.exists() {
+				sf = arrowSrc
 				a.Format = "Hugging Face save_to_disk (Arrow)"
 			}
 		}
-		if !v.fs.exists(sp) {
+		if !sf.exists() {
 			a.Mismatches++
-			v.problem(Problem{Table: rel, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sp)})
+			v.problem(Problem{Table: rel, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sf)})
 			continue
 		}
 		base := rec.PackBase
@@ -99,7 +76,7 @@ func (v *verifier) againstParquet(src string) error {
 			return fmt.Errorf("--against: pack directory %s: %w", base, e.err)
 		}
 		for _, x := range rec.Extracted {
-			if err := v.compareColumn(a, srcRoot, sp, joinPath(v.root, rel), rel, x.Path, e.set); err != nil {
+			if err := v.compareColumn(a, sp, "", sf, v.out.file(rel), rel, x.Path, e.set); err != nil {
 				return err
 			}
 		}
@@ -109,7 +86,7 @@ func (v *verifier) againstParquet(src string) error {
 				roots = append(roots, x.Path[0])
 			}
 		}
-		if err := v.compareKept(a, &kept, sp, joinPath(v.root, rel), rel, roots); err != nil {
+		if err := v.compareKept(a, &kept, sf, v.out.file(rel), rel, roots); err != nil {
 			return err
 		}
 	}
@@ -125,7 +102,7 @@ type keptCount struct{ columns, values int64 }
 // compareKept compares the columns of a rewritten table that hold no
 // extracted field (kept as they were) with the source's, value by value:
 // a changed type or value is a mismatch, named by column and row.
-func (v *verifier) compareKept(a *Against, kc *keptCount, srcPath, outPath, rel string, extracted []string) error {
+func (v *verifier) compareKept(a *Against, kc *keptCount, srcPath, outPath treeFile, rel string, extracted []string) error {
 	names, err := v.columnNames(srcPath)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
@@ -142,8 +119,8 @@ func (v *verifier) compareKept(a *Against, kc *keptCount, srcPath, outPath, rel 
 }
 
 // columnNames lists the top-level columns of a source table.
-func (v *verifier) columnNames(p string) ([]string, error) {
-	if strings.HasSuffix(p, ".arrow") {
+func (v *verifier) columnNames(p treeFile) ([]string, error) {
+	if strings.HasSuffix(p.rel, ".arrow") {
 		c, err := v.openArrowColumn(p, "")
 		if err != nil {
 			return nil, err
@@ -169,7 +146,7 @@ func (v *verifier) columnNames(p string) ([]string, error) {
 }
 
 // compareKeptColumn compares one kept column of a table with its source.
-func (v *verifier) compareKeptColumn(a *Against, kc *keptCount, srcPath, outPath, rel, name string) error {
+func (v *verifier) compareKeptColumn(a *Against, kc *keptCount, srcPath, outPath treeFile, rel, name string) error {
 	sc, err := v.openColumn(srcPath, name)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
@@ -231,8 +208,8 @@ type columnCursor struct {
 	i      int
 }
 
-func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
-	if strings.HasSuffix(p, ".arrow") {
+func (v *verifier) openColumn(p treeFile, root string) (*columnCursor, error) {
+	if strings.HasSuffix(p.rel, ".arrow") {
 		return v.openArrowColumn(p, root)
 	}
 	pf, err := v.openParquet(p)
@@ -274,8 +251,8 @@ func (v *verifier) openColumn(p, root string) (*columnCursor, error) {
 
 // openArrowColumn reads column root of an Arrow IPC file: the file format
 // (ARROW1 magic) or a stream, as Hugging Face save_to_disk writes.
-func (v *verifier) openArrowColumn(p, root string) (*columnCursor, error) {
-	f, err := v.fs.open(p)
+func (v *verifier) openArrowColumn(p treeFile, root string) (*columnCursor, error) {
+	f, err := p.open(v.ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -369,8 +346,10 @@ func (c *columnCursor) Err() error {
 
 func (c *columnCursor) close() { c.done() }
 
-// compareColumn compares one extracted field of one table.
-func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel string, fpath []string, set *packcore.Set) error {
+// compareColumn compares one extracted field of one table, srcPath in the
+// source sp (whose media files are named relative to its directory base),
+// with outPath of the dataset.
+func (v *verifier) compareColumn(a *Against, sp place, base string, srcPath, outPath treeFile, rel string, fpath []string, set *packcore.Set) error {
 	sc, err := v.openColumn(srcPath, fpath[0])
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
@@ -456,21 +435,13 @@ func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel stri
 			if s.bytes == nil && s.path != "" {
 				// a struct<bytes, path> whose bytes are the file at path,
 				// relative to the dataset root
-				fp := s.path
-				if objstore.IsRemote(srcRoot) {
-					fp = joinPath(srcRoot, fp)
-				} else if fp = filepath.FromSlash(fp); !filepath.IsAbs(fp) {
-					fp = filepath.Join(srcRoot, fp)
-				}
-				f, err := v.fs.open(fp)
+				seq, err := mediaFile(sp, base, s.path).stream(v.ctx)
 				if err != nil {
 					v.compared(a, 0, fmt.Sprintf("source file %s: %v", s.path, err), p)
 					continue
 				}
-				seq := f.stream(v.ctx)
 				n, reason, err := sameBytes(seq, set, key)
 				seq.Close()
-				f.Close()
 				if err != nil {
 					return err
 				}
@@ -485,6 +456,21 @@ func (v *verifier) compareColumn(a *Against, srcRoot, srcPath, outPath, rel stri
 		}
 	}
 	return nil
+}
+
+// mediaFile is the file a media value's path names in the source sp:
+// relative to its directory base, or on this machine an absolute path
+// (inside the source's root, where a conversion reads it).
+func mediaFile(sp place, base, name string) treeFile {
+	if p := filepath.FromSlash(name); filepath.IsAbs(p) && !sp.t.Remote() {
+		rel, err := filepath.Rel(sp.t.Location(), p)
+		if err != nil {
+			rel = p
+		}
+		return treeFile{t: sp.t, rel: filepath.ToSlash(rel), name: p}
+	}
+	rel := path.Join(base, strings.TrimPrefix(path.Clean(name), "/"))
+	return treeFile{t: sp.t, rel: rel, name: sp.join(rel)}
 }
 
 // remoteCell reports whether the path of a media value whose bytes are
@@ -573,12 +559,4 @@ func binaryValue(a arrow.Array, i int) []byte {
 		return arr.Value(i)
 	}
 	return nil
-}
-
-// fileExists reports whether p names a file: a regular one, or another
-// kind but a directory (a FIFO, which the open that follows refuses by
-// name, without blocking).
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
 }

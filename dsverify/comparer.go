@@ -1,7 +1,5 @@
 package dsverify
 
-import "github.com/bpconvert/bpconvert/objstore"
-
 // Comparer is how verify --against compares a dataset that one converter
 // wrote with a source in that converter's format, reading the source
 // independently of the converter (docs/architecture.md, the verify
@@ -64,13 +62,28 @@ var (
 // lanceSource reports whether the dataset has a Lance table convert-lance
 // wrote and src is a Lance dataset (or in object storage).
 func (v *verifier) lanceSource(src string) bool {
-	return len(v.lc) > 0 && (objstore.IsRemote(src) || isLanceDataset(src))
+	return len(v.lc) > 0 && v.sourceIsLance(true)
+}
+
+// sourceIsLance reports whether the source is a directory that holds a
+// Lance dataset's _versions; one in object storage is taken for one when
+// inBucket is set (opening it then says what is wrong).
+func (v *verifier) sourceIsLance(inBucket bool) bool {
+	p, file, err := v.source()
+	if err != nil || file != "" {
+		return false
+	}
+	if p.t.Remote() {
+		return inBucket
+	}
+	d, _ := p.t.IsDir("_versions")
+	return d
 }
 
 // leRobotSource reports whether src is a LeRobot dataset, asking once.
 func (v *verifier) leRobotSource(src string) bool {
 	if v.isLeRobot == nil {
-		is := v.isLeRobotDataset(src)
+		is := v.isLeRobotDataset()
 		v.isLeRobot = &is
 	}
 	return *v.isLeRobot

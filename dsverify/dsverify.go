@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
 // Problem is one thing wrong with a dataset. Table, Row and Column locate
@@ -158,20 +158,6 @@ var ErrNothingToVerify = errors.New("no pack shards and no tables")
 // verify is given that dataset instead.
 var ErrTableNotDataset = errors.New("a table, not a dataset")
 
-// tableRoot reports whether the local root is a table rather than a
-// dataset, a pack directory or a shard: a file with a table's name, or a
-// directory named *.lance that holds a Lance dataset's _versions.
-func tableRoot(root string, st fs.FileInfo) bool {
-	if !st.IsDir() {
-		return tableFormat(st.Name()) != ""
-	}
-	if !strings.HasSuffix(st.Name(), ".lance") {
-		return false
-	}
-	vs, err := os.Stat(filepath.Join(root, "_versions"))
-	return err == nil && vs.IsDir()
-}
-
 // refuseTable returns the ErrTableNotDataset error for root, naming the
 // directory that holds it.
 func refuseTable(root, parent string) error {
@@ -187,70 +173,44 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 		opts.MaxProblems = 10000
 	}
 	rep := &Report{Root: root, Packs: []Pack{}, Tables: []Table{}, Problems: []Problem{}}
-	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}, lc: map[string]*lanceRecord{},
-		fs: &files{ctx: ctx, stats: opts.Stats, stores: map[string]objstore.Store{}}}
+	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}, lc: map[string]*lanceRecord{}}
 	defer v.close()
-	var packDirs []string
-	var tables []tableFile
-	if objstore.IsRemote(root) {
-		st, key, err := v.fs.store(root)
+	out, file, err := openPlace(ctx, root, v.storeOptions())
+	if err != nil {
+		return nil, err
+	}
+	v.out = out
+	if file != "" {
+		if tableFormat(file) != "" {
+			return nil, refuseTable(root, out.t.Location())
+		}
+		if !strings.HasSuffix(file, ".zip") && out.t.Remote() {
+			// an object of another kind, beside the prefix root names
+			return nil, fmt.Errorf("%s: %w", root, ErrNothingToVerify)
+		}
+		// A single shard: the pack check alone.
+		pr, err := v.verifyPack(file)
 		if err != nil {
 			return nil, err
 		}
-		v.store, v.key = st, key
-		if tableFormat(path.Base(key)) != "" {
-			if _, err := st.Stat(ctx, key); err == nil {
-				return nil, refuseTable(root, dirOf(root))
-			}
+		v.addPack(file, pr)
+		return rep, nil
+	}
+	if strings.HasSuffix(path.Base(filepath.ToSlash(out.t.Location())), ".lance") {
+		if isLance, _ := out.t.IsDir("_versions"); isLance {
+			return nil, refuseTable(root, out.parent())
 		}
-		if strings.HasSuffix(key, ".zip") {
-			if _, err := st.Stat(ctx, key); err == nil {
-				// A single shard: the pack check alone.
-				pr, err := packcore.VerifyIn(ctx, st, key)
-				if err != nil {
-					return nil, err
-				}
-				v.addPack(path.Base(key), pr)
-				return rep, nil
-			}
-		}
-		if packDirs, tables, err = v.discoverRemote(); err != nil {
-			return nil, err
-		}
-	} else {
-		st, err := os.Stat(root)
-		if err != nil {
-			return nil, err
-		}
-		if tableRoot(root, st) {
-			abs, _ := filepath.Abs(root)
-			return nil, refuseTable(root, filepath.Dir(abs))
-		}
-		if !st.IsDir() {
-			// A single shard: the pack check alone.
-			pr, err := packcore.Verify(ctx, root)
-			if err != nil {
-				return nil, err
-			}
-			v.addPack(filepath.Base(root), pr)
-			return rep, nil
-		}
-		if packDirs, tables, err = discover(root); err != nil {
-			return nil, err
-		}
+	}
+	packDirs, tables, err := v.discover()
+	if err != nil {
+		return nil, err
 	}
 	if len(packDirs) == 0 && len(tables) == 0 {
 		return nil, fmt.Errorf("%s: %w", root, ErrNothingToVerify)
 	}
 	v.packDirs = packDirs
 	for _, d := range packDirs {
-		var pr *packcore.VerifyReport
-		var err error
-		if v.store != nil {
-			pr, err = packcore.VerifyIn(ctx, v.store, v.storeName(d))
-		} else {
-			pr, err = packcore.Verify(ctx, filepath.Join(root, filepath.FromSlash(d)))
-		}
+		pr, err := v.verifyPack(d)
 		if err != nil {
 			return nil, err
 		}
@@ -273,6 +233,19 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// storeOptions are the options a location in object storage is opened
+// with.
+func (v *verifier) storeOptions() objstore.Options { return objstore.Options{Stats: v.opts.Stats} }
+
+// verifyPack checks the pack directory, or the single shard, rel of the
+// dataset: read directly on this machine, streamed from a bucket.
+func (v *verifier) verifyPack(rel string) (*packcore.VerifyReport, error) {
+	if st, key := v.out.storeKey(rel); st != nil {
+		return packcore.VerifyIn(v.ctx, st, key)
+	}
+	return packcore.Verify(v.ctx, v.out.t.Path(rel))
+}
+
 // verifier holds one run's state.
 type verifier struct {
 	ctx  context.Context
@@ -292,14 +265,18 @@ type verifier struct {
 	// plainLance lists the Lance tables under root that carry no
 	// bpconvert record (blobpack convert-lance writes such tables).
 	plainLance []string
-	// fs opens files, local or in object storage.
-	fs *files
-	// store and key are the bucket and prefix of an s3:// root (store is
-	// nil for a local one); objects holds every object under it, by path
-	// relative to root, from the one listing.
-	store   objstore.Store
-	key     string
+	// out is the dataset verified, opened once; objects holds every file
+	// under it (but inside hidden directories), by path relative to root,
+	// from the one walk (discover).
+	out     place
 	objects map[string]bool
+	// src is the source compared with (Options.Against), opened once when
+	// first needed (srcOpened); srcFile is its name in src's tree when it
+	// is a single file, srcErr the failure to open it.
+	src       place
+	srcFile   string
+	srcErr    error
+	srcOpened bool
 	// packDirs are the pack directories found under root; bases collects
 	// what absolute and URL references call root (see shardRel).
 	packDirs []string
@@ -307,14 +284,6 @@ type verifier struct {
 	// isLeRobot caches whether the --against source is a LeRobot dataset
 	// (nil until asked).
 	isLeRobot *bool
-}
-
-// storeName is the name in the root's store of a path relative to root.
-func (v *verifier) storeName(rel string) string {
-	if rel == "." || rel == "" {
-		return v.key
-	}
-	return objstore.Join(v.key, rel)
 }
 
 type setEntry struct {
@@ -359,10 +328,10 @@ func (v *verifier) set(dir string) *setEntry {
 		return e
 	}
 	e := &setEntry{shards: map[string]bool{}}
-	if v.store != nil {
-		e.set, e.err = packcore.OpenSetIn(v.ctx, v.store, v.storeName(dir), packcore.SetOptions{RefBase: "."})
+	if st, key := v.out.storeKey(dir); st != nil {
+		e.set, e.err = packcore.OpenSetIn(v.ctx, st, key, packcore.SetOptions{RefBase: "."})
 	} else {
-		e.set, e.err = packcore.OpenSet(filepath.Join(v.root, filepath.FromSlash(dir)), packcore.SetOptions{RefBase: ".", SkipDirs: true})
+		e.set, e.err = packcore.OpenSet(v.out.t.Path(dir), packcore.SetOptions{RefBase: ".", SkipDirs: true})
 	}
 	if e.set != nil {
 		for _, s := range e.set.Shards() {
@@ -392,11 +361,7 @@ func (v *verifier) resolve(ref string) string {
 	if dir == "" {
 		dir = "."
 	}
-	if v.objects != nil {
-		if !v.objects[shardPath] {
-			return fmt.Sprintf("shard %s does not exist", shardPath)
-		}
-	} else if _, err := os.Stat(filepath.Join(v.root, filepath.FromSlash(shardPath))); err != nil {
+	if !v.objects[shardPath] {
 		return fmt.Sprintf("shard %s does not exist", shardPath)
 	}
 	e := v.set(dir)
@@ -489,96 +454,65 @@ func tableFormat(name string) string {
 	return ""
 }
 
-// discover lists the pack directories and tables under root. Hidden
+// discover lists the pack directories and tables under the dataset root
+// with one walk of its tree, and records every file for resolve. Hidden
 // entries (staging directories, the run record) are skipped, and so is the
-// inside of Lance datasets and pack directories.
-func discover(root string) (packDirs []string, tables []tableFile, err error) {
-	isPack := map[string]bool{}
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
-		name := d.Name()
-		if rel != "." && strings.HasPrefix(name, ".") {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if strings.HasSuffix(name, ".lance") {
-				tables = append(tables, tableFile{rel, "lance"})
-				return filepath.SkipDir
-			}
-			if strings.HasSuffix(name, ".zip") && isPack[path.Dir(rel)] {
-				// named like a shard: the pack check reports it
-				return filepath.SkipDir
-			}
-			shards, err := packcore.ShardEntries(p)
-			if err != nil {
-				return err
-			}
-			if len(shards) > 0 {
-				packDirs = append(packDirs, rel)
-				isPack[rel] = true
-			}
-			return nil
-		}
-		if format := tableFormat(name); format != "" {
-			tables = append(tables, tableFile{rel, format})
-		}
-		return nil
-	})
-	sort.Strings(packDirs)
-	sort.Slice(tables, func(i, j int) bool { return tables[i].rel < tables[j].rel })
-	return packDirs, tables, err
-}
-
-// discoverRemote lists the pack directories and tables under an s3:// root
-// with one listing, skipping hidden entries as discover does, and records
-// every object for resolve.
-func (v *verifier) discoverRemote() (packDirs []string, tables []tableFile, err error) {
-	prefix := ""
-	if v.key != "" {
-		prefix = v.key + "/"
-	}
+// inside of Lance datasets and of directories named like shards (the pack
+// check reports those). A pack directory is one that holds an entry named
+// like a shard, whatever its type.
+func (v *verifier) discover() (packDirs []string, tables []tableFile, err error) {
 	v.objects = map[string]bool{}
+	if v.out.t.Empty() {
+		return nil, nil, nil // a prefix in a bucket with nothing under it
+	}
 	dirs := map[string]bool{}
 	lances := map[string]bool{}
-	namedLance := strings.HasSuffix(path.Base(v.key), ".lance")
-	lanceRoot := false // the prefix is a Lance dataset's directory
-	err = v.store.List(v.ctx, prefix, func(in objstore.Info) error {
-		rel := strings.TrimPrefix(in.Name, prefix)
-		v.objects[rel] = true
-		if namedLance && strings.HasPrefix(rel, "_versions/") {
-			lanceRoot = true
+	err = v.out.t.Walk(v.ctx, "", func(e srctree.Entry) error {
+		rel := e.Name
+		if rel == "." {
+			return nil
+		}
+		isDir := e.Mode.IsDir()
+		if !isDir {
+			v.objects[rel] = true
 		}
 		segs := strings.Split(rel, "/")
-		for i, seg := range segs {
+		// The directories above a file (in a bucket, where none is walked
+		// on its own).
+		for i, seg := range segs[:len(segs)-1] {
 			if strings.HasPrefix(seg, ".") {
 				return nil
 			}
-			if i < len(segs)-1 && strings.HasSuffix(seg, ".lance") {
+			if strings.HasSuffix(seg, ".lance") {
 				lances[strings.Join(segs[:i+1], "/")] = true
 				return nil
 			}
 		}
 		name := segs[len(segs)-1]
-		dir := path.Dir(rel)
-		if strings.HasSuffix(name, ".zip") {
-			dirs[dir] = true
-		} else if format := tableFormat(name); format != "" {
-			tables = append(tables, tableFile{rel, format})
+		switch {
+		case strings.HasPrefix(name, "."):
+			if isDir {
+				return fs.SkipDir
+			}
+		case isDir && strings.HasSuffix(name, ".lance"):
+			lances[rel] = true
+			return fs.SkipDir
+		case strings.HasSuffix(name, ".zip"):
+			dirs[path.Dir(rel)] = true
+			if isDir {
+				// named like a shard: the pack check reports it
+				v.objects[rel] = true
+				return fs.SkipDir
+			}
+		case !isDir:
+			if format := tableFormat(name); format != "" {
+				tables = append(tables, tableFile{rel, format})
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, nil, err
-	}
-	if lanceRoot {
-		return nil, nil, refuseTable(v.root, dirOf(v.root))
 	}
 	for _, name := range sortedSet(lances) {
 		tables = append(tables, tableFile{name, "lance"})

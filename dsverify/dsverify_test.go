@@ -36,8 +36,17 @@ func TestResolve(t *testing.T) {
 	root := t.TempDir()
 	writePack(t, root, map[string]string{"a.txt": "a", "b.txt": "b", "c.txt": "c"}, []string{"a.txt", "b.txt", "c.txt"})
 	os.WriteFile(filepath.Join(root, "notes.zip"), []byte("not a zip"), 0o644)
-	v := &verifier{ctx: context.Background(), root: root, sets: map[string]*setEntry{}, opts: Options{MaxProblems: 10}, packDirs: []string{"media"}}
+	v := &verifier{ctx: context.Background(), root: root, sets: map[string]*setEntry{}, opts: Options{MaxProblems: 10}}
 	defer v.close()
+	out, _, err := openPlace(v.ctx, root, v.storeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.out = out
+	if _, _, err := v.discover(); err != nil {
+		t.Fatal(err)
+	}
+	v.packDirs = []string{"media"}
 	for _, tc := range []struct{ ref, want string }{
 		{"zip://a.txt::/srv/ds/media/pack-0000.zip", ""},
 		{"zip://c.txt::s3://bucket/ds/media/pack-0001.zip", ""},

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/bpconvert/bpconvert/lancefmt"
-	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
 )
 
 // This file finds the camera files of a LeRobot dataset stored as Lance
@@ -33,17 +32,17 @@ const (
 )
 
 // cameraBlob is where a camera file's bytes lie: Size bytes from Offset of
-// the file (or s3:// object) Path.
+// the file (or s3:// object) File.
 type cameraBlob struct {
-	Path         string
+	File         treeFile
 	Offset, Size int64
 }
 
 // leRobotCameraBlobs maps every camera file of videos.lance under src to
 // its blob, by the path videoPath gives it.
-func (v *verifier) leRobotCameraBlobs(src, videoPath string) (map[string]cameraBlob, error) {
-	loc := joinPath(src, leRobotVideos)
-	ds, err := lancestore.Open(v.ctx, loc, lancefmt.OpenOptions{}, v.opts.Stats)
+func (v *verifier) leRobotCameraBlobs(sp place, videoPath string) (map[string]cameraBlob, error) {
+	loc := sp.join(leRobotVideos)
+	ds, err := openLance(v.ctx, sp, leRobotVideos, lancefmt.OpenOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
@@ -66,7 +65,11 @@ func (v *verifier) leRobotCameraBlobs(src, videoPath string) (map[string]cameraB
 		if b.Null {
 			return nil, fmt.Errorf("%s: row %d: column %s: null", loc, row, leRobotVideoBytes)
 		}
-		out[names[row]] = cameraBlob{Path: b.Location.Path, Offset: b.Location.Offset, Size: b.Location.Size}
+		rel, ok := sp.relOf(b.Location.Path)
+		if !ok {
+			return nil, fmt.Errorf("%s: row %d: column %s: the blob lies in %s, outside the dataset", loc, row, leRobotVideoBytes, b.Location.Path)
+		}
+		out[names[row]] = cameraBlob{File: sp.file(rel), Offset: b.Location.Offset, Size: b.Location.Size}
 	}
 	if err := bs.Err(); err != nil {
 		return nil, fmt.Errorf("%s: column %s: %w", loc, leRobotVideoBytes, err)

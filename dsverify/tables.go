@@ -2,7 +2,6 @@ package dsverify
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,10 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/bpconvert/bpconvert/internal/pqread"
-	"github.com/bpconvert/bpconvert/internal/srcfile"
 	"github.com/bpconvert/bpconvert/lancefmt"
-	"github.com/bpconvert/bpconvert/lancefmt/lancestore"
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
@@ -68,7 +64,7 @@ func (v *verifier) table(t tableFile) error {
 			v.wds.checkRow(v, t.rel, row, column, value)
 		}
 	}
-	p := joinPath(v.root, t.rel)
+	p := v.out.file(t.rel)
 	var err error
 	switch t.format {
 	case "parquet":
@@ -94,7 +90,7 @@ func (v *verifier) table(t tableFile) error {
 }
 
 // parquetTable reads the string columns of a parquet file.
-func (v *verifier) parquetTable(p, rel string, fn cellFunc) (int64, error) {
+func (v *verifier) parquetTable(p treeFile, rel string, fn cellFunc) (int64, error) {
 	pf, err := v.openParquet(p)
 	if err != nil {
 		return 0, err
@@ -200,7 +196,7 @@ func hasFixedList(t arrow.DataType) bool {
 // arrowTable reads an Arrow IPC file (a save_to_disk data file that
 // convert-parquet wrote again, stream or file format) and records what its
 // schema metadata says was extracted.
-func (v *verifier) arrowTable(p, rel string, fn cellFunc) (int64, error) {
+func (v *verifier) arrowTable(p treeFile, rel string, fn cellFunc) (int64, error) {
 	c, err := v.openArrowColumn(p, "")
 	if err != nil {
 		return 0, err
@@ -226,8 +222,8 @@ func (v *verifier) arrowTable(p, rel string, fn cellFunc) (int64, error) {
 // lanceTable scans the string columns of the Lance dataset at p (rel below
 // the root; in object storage, read with ranged requests), deleted rows
 // excluded, rows numbered in scan order.
-func (v *verifier) lanceTable(p, rel string, fn cellFunc) (int64, error) {
-	ds, err := lancestore.Open(v.ctx, p, lancefmt.OpenOptions{}, v.opts.Stats)
+func (v *verifier) lanceTable(p treeFile, rel string, fn cellFunc) (int64, error) {
+	ds, err := openLance(v.ctx, v.out, p.rel, lancefmt.OpenOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -317,8 +313,8 @@ func visitValue(a arrow.Array, i int, name string, row int64, fn cellFunc) {
 
 // openParquet opens a parquet file, local (a regular file) or in object
 // storage (its footer and column chunks then fetched with ranged reads).
-func (v *verifier) openParquet(p string) (*file.Reader, error) {
-	f, err := v.fs.open(p)
+func (v *verifier) openParquet(p treeFile) (*file.Reader, error) {
+	f, err := p.open(v.ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -330,29 +326,19 @@ func (v *verifier) openParquet(p string) (*file.Reader, error) {
 	return pf, nil
 }
 
-// maxJSONTable bounds a JSON table read whole from object storage.
-const maxJSONTable = 1 << 30
-
-// openText opens a text table for reading front to back: the local file, or
-// the object read whole with one request.
-func (v *verifier) openText(p string) (io.ReadCloser, error) {
-	if !objstore.IsRemote(p) {
-		f, err := srcfile.Open(p)
-		if err != nil {
-			return nil, srcfile.Named("open", p, err)
-		}
-		return f, nil
-	}
-	b, err := v.fs.readAll(p, maxJSONTable)
+// openText opens a text table for reading front to back: the local file
+// itself, an object with reads fetched ahead.
+func (v *verifier) openText(p treeFile) (io.ReadCloser, error) {
+	f, err := p.open(v.ctx)
 	if err != nil {
 		return nil, err
 	}
-	return io.NopCloser(bytes.NewReader(b)), nil
+	return readCloser{f.stream(v.ctx), f}, nil
 }
 
 // jsonTable reads a JSON document: the row is the index in the innermost
 // array around a string, the column its path of object keys.
-func (v *verifier) jsonTable(p string, fn cellFunc) (int64, error) {
+func (v *verifier) jsonTable(p treeFile, fn cellFunc) (int64, error) {
 	f, err := v.openText(p)
 	if err != nil {
 		return 0, err
@@ -370,7 +356,7 @@ func (v *verifier) jsonTable(p string, fn cellFunc) (int64, error) {
 }
 
 // jsonlTable reads JSON lines: one row per line.
-func (v *verifier) jsonlTable(p string, fn cellFunc) (int64, error) {
+func (v *verifier) jsonlTable(p treeFile, fn cellFunc) (int64, error) {
 	f, err := v.openText(p)
 	if err != nil {
 		return 0, err

@@ -8,12 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -343,48 +340,4 @@ func unescapeBraces(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// localShards lists the shard files of a local source: a directory's
-// files named like shards (not hidden; links followed), in name order; one
-// file; or a shard list ("::", braces), every name a file.
-func localShards(src string) ([]string, error) {
-	st, err := os.Stat(src)
-	switch {
-	case err == nil && st.IsDir():
-		ents, err := os.ReadDir(src)
-		if err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".") || !isTarName(e.Name()) {
-				continue
-			}
-			p := filepath.Join(src, e.Name())
-			if fi, err := os.Stat(p); err != nil {
-				return nil, err
-			} else if !fi.IsDir() {
-				out = append(out, p)
-			}
-		}
-		sort.Strings(out)
-		return out, nil
-	case err == nil:
-		return []string{src}, nil
-	case !errors.Is(err, fs.ErrNotExist) || !strings.ContainsAny(src, "{}") && !strings.Contains(src, "::"):
-		return nil, err
-	}
-	names, err := expandShardList(src)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range names {
-		if fi, err := os.Stat(n); err != nil {
-			return nil, err
-		} else if fi.IsDir() {
-			return nil, fmt.Errorf("%s: is a directory, not a shard", n)
-		}
-	}
-	return names, nil
 }

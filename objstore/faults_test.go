@@ -40,7 +40,7 @@ func TestReadFaults(t *testing.T) {
 	}
 	put("a.bin", a)
 	put("b.bin", b)
-	o := reach(srv, objstore.Options{Timeouts: objstore.Timeouts{Connect: time.Second, Idle: time.Second}, MaxAttempts: 3})
+	o := srv.Reach(objstore.Options{Timeouts: objstore.Timeouts{Connect: time.Second, Idle: time.Second}, MaxAttempts: 3})
 	o.Endpoint = proxy.Endpoint
 	st, err := objstore.Open(ctx, "s3://bkt", o)
 	if err != nil {

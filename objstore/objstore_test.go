@@ -21,21 +21,11 @@ import (
 	"github.com/bpconvert/bpconvert/objstore"
 )
 
-// reach returns o with what reaches srv as root (endpoint, region, the
-// root key), given as values rather than taken from the environment, so
-// the tests that use it run in parallel.
-func reach(srv *s3test.Server, o objstore.Options) objstore.Options {
-	o.Endpoint = srv.Endpoint
-	o.Region = "us-east-1"
-	o.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	return o
-}
-
 // stores returns a local store and one on a real S3 server, both empty.
 func stores(t *testing.T) map[string]objstore.Store {
 	srv := s3test.Start(t, "bucket-a")
 	ctx := context.Background()
-	remote, err := objstore.Open(ctx, "s3://bucket-a/some/prefix", reach(srv, objstore.Options{PartSize: 5 << 20, Concurrency: 3}))
+	remote, err := objstore.Open(ctx, "s3://bucket-a/some/prefix", srv.Reach(objstore.Options{PartSize: 5 << 20, Concurrency: 3}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +181,7 @@ func TestS3Errors(t *testing.T) {
 	srv := s3test.Start(t, "real-bucket")
 	ctx := context.Background()
 	// A bucket that does not exist.
-	st, err := objstore.Open(ctx, "s3://missing-bucket/x", reach(srv, objstore.Options{}))
+	st, err := objstore.Open(ctx, "s3://missing-bucket/x", srv.Reach(objstore.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +194,7 @@ func TestS3Errors(t *testing.T) {
 		t.Fatalf("list of a missing bucket: %v", err)
 	}
 	// Wrong credentials: refused, and neither key is in the message.
-	wrong := reach(srv, objstore.Options{})
+	wrong := srv.Reach(objstore.Options{})
 	wrong.Credentials = objstore.Credentials{AccessKeyID: "AKWRONGKEYID", SecretAccessKey: "WRONGSECRETwrongsecretWRONGSECRET"}
 	st, err = objstore.Open(ctx, "s3://real-bucket/x", wrong)
 	if err != nil {
@@ -227,7 +217,7 @@ func TestS3Errors(t *testing.T) {
 	// Bad locations.
 	for _, loc := range []string{"s3://", "s3://UPPER/x", "s3://a/x", "s3://bucket/a//b", "s3://bucket/../x",
 		"s3://bucket//x", "s3://bucket/x//", "s3://KEYID:SeCrEtKeY@bucket/x", "s3://KEYID@bucket/x"} {
-		_, err := objstore.Open(ctx, loc, reach(srv, objstore.Options{}))
+		_, err := objstore.Open(ctx, loc, srv.Reach(objstore.Options{}))
 		if !errors.Is(err, objstore.ErrBadLocation) {
 			t.Errorf("Open(%q): %v, want ErrBadLocation", loc, err)
 		} else if strings.Contains(err.Error(), "SeCrEtKeY") || strings.Contains(err.Error(), "KEYID") {
@@ -293,7 +283,7 @@ func TestAbortUploads(t *testing.T) {
 	if _, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("bkt"), Key: aws.String("ds/media/pack-0003.zip")}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := objstore.Open(ctx, "s3://bkt/ds", reach(srv, objstore.Options{}))
+	st, err := objstore.Open(ctx, "s3://bkt/ds", srv.Reach(objstore.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +336,7 @@ func TestCopy(t *testing.T) {
 	srv := s3test.Start(t, "bucket-c")
 	ctx := context.Background()
 	stats := &objstore.Stats{}
-	remote, err := objstore.Open(ctx, "s3://bucket-c/p", reach(srv, objstore.Options{PartSize: 5 << 20, MaxCopySize: 6 << 20, Stats: stats}))
+	remote, err := objstore.Open(ctx, "s3://bucket-c/p", srv.Reach(objstore.Options{PartSize: 5 << 20, MaxCopySize: 6 << 20, Stats: stats}))
 	if err != nil {
 		t.Fatal(err)
 	}

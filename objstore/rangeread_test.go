@@ -19,7 +19,7 @@ func TestRangeReader(t *testing.T) {
 	srv := s3test.Start(t, "bucket-r")
 	ctx := context.Background()
 	stats := &objstore.Stats{}
-	st, err := objstore.Open(ctx, "s3://bucket-r/p", reach(srv, objstore.Options{Stats: stats}))
+	st, err := objstore.Open(ctx, "s3://bucket-r/p", srv.Reach(objstore.Options{Stats: stats}))
 	if err != nil {
 		t.Fatal(err)
 	}

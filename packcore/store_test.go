@@ -62,10 +62,10 @@ func tailRead(size int64) int64 { return min(size, maxTail+end64LocLen) }
 // its directory fits in the tail (two when it does not), a member is one
 // ranged read, and every byte read equals the local pack's.
 func TestSetInS3(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "packs")
-	srv.SetEnv(t)
 	ctx := context.Background()
-	up, err := objstore.Open(ctx, "s3://packs/ds", objstore.Options{})
+	up, err := objstore.Open(ctx, "s3://packs/ds", srv.Reach(objstore.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestSetInS3(t *testing.T) {
 			defer want.Close()
 
 			var stats objstore.Stats
-			st, err := objstore.Open(ctx, "s3://packs/ds", objstore.Options{Stats: &stats})
+			st, err := objstore.Open(ctx, "s3://packs/ds", srv.Reach(objstore.Options{Stats: &stats}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,8 +174,8 @@ func TestSetInS3(t *testing.T) {
 // OpenChecked and OpenRange from S3, and finds a flipped byte with both
 // OpenChecked and VerifyIn.
 func TestStreamsInS3(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "packs")
-	srv.SetEnv(t)
 	ctx := context.Background()
 	keys := []string{"small.bin", "big.bin", "tail.bin"}
 	dir := filepath.Join(t.TempDir(), "media")
@@ -193,7 +193,7 @@ func TestStreamsInS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stats objstore.Stats
-	st, err := objstore.Open(ctx, "s3://packs/", objstore.Options{Stats: &stats})
+	st, err := objstore.Open(ctx, "s3://packs/", srv.Reach(objstore.Options{Stats: &stats}))
 	if err != nil {
 		t.Fatal(err)
 	}

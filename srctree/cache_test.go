@@ -52,7 +52,7 @@ func remoteObject(t *testing.T, size int) ([]byte, *requestLog, func(t *testing.
 		t.Fatal(err)
 	}
 	proxy := s3test.NewProxy(t, srv)
-	o := reach(srv, objstore.Options{})
+	o := srv.Reach(objstore.Options{})
 	o.Endpoint = proxy.Endpoint
 	log := &requestLog{}
 	proxy.SetFaults(func(_ int, r *http.Request) s3test.Fault {

@@ -26,7 +26,7 @@ func TestOpenSection(t *testing.T) {
 	for _, loc := range []string{local, remote} {
 		t.Run(map[bool]string{true: "s3", false: "local"}[objstore.IsRemote(loc)], func(t *testing.T) {
 			stats := &objstore.Stats{}
-			tr, err := srctree.Open(ctx, loc, reach(srv, objstore.Options{Stats: stats}))
+			tr, err := srctree.Open(ctx, loc, srv.Reach(objstore.Options{Stats: stats}))
 			if err != nil {
 				t.Fatal(err)
 			}

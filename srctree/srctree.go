@@ -255,10 +255,17 @@ func (t *Tree) Location() string { return t.loc }
 func (t *Tree) Remote() bool { return t.store != nil }
 
 // Stats returns the counts the tree was opened with (Options.Stats of
-// Open or OpenSource): the requests and bytes that opening and reading a
+// Open, OpenSource or OpenUnlisted): the requests and bytes that opening and reading a
 // remote tree fetched so far. Nil when none were given; a local tree
 // fetches nothing, so its counts stay zero.
 func (t *Tree) Stats() *objstore.Stats { return t.stats }
+
+// Store returns the store of a tree in object storage and the key prefix
+// of its root there ("" for the bucket's root, else ending in "/"): a
+// reader that reads objects by key (packcore's pack readers) reads the
+// file rel as prefix+rel. It returns nil and "" for a local tree, whose
+// files are read at Path.
+func (t *Tree) Store() (objstore.Store, string) { return t.store, t.prefix }
 
 // Empty reports whether a remote tree holds no object (always false for a
 // local one).
@@ -422,27 +429,6 @@ func (t *Tree) Open(ctx context.Context, rel string) (File, error) {
 		return nil, err
 	}
 	return t.openRemote(ctx, e)
-}
-
-// Object opens the file rel of a tree in a bucket as the store's object,
-// pinned to the version the tree found (a read of an object replaced
-// since fails with an error matching objstore.ErrChanged), for a reader
-// that runs its own read-ahead (objstore.NewSeqReader, NewRangeReader)
-// rather than the tree's. Its requests are counted in the tree's Stats.
-// Errors as for Stat; a local tree holds no objects (an error).
-func (t *Tree) Object(ctx context.Context, rel string) (objstore.Object, error) {
-	if t.store == nil {
-		return nil, &fs.PathError{Op: "open", Path: t.Path(rel), Err: errors.New("not in object storage")}
-	}
-	e, err := t.Stat(rel)
-	if err != nil {
-		return nil, err
-	}
-	obj, err := objstore.OpenListed(ctx, t.store, objstore.Info{Name: t.prefix + e.Name, Size: e.Size, ETag: e.ETag})
-	if err != nil {
-		return nil, err
-	}
-	return &recorder{Object: obj, t: t}, nil
 }
 
 // OpenSection opens the n bytes of the regular file rel from off as a file

@@ -31,16 +31,6 @@ var files = map[string]string{
 	"videos/cam/episode_000000.mp4":   strings.Repeat("v", 70000),
 }
 
-// reach returns o with what reaches srv as root (endpoint, region, the
-// root key), given as values rather than taken from the environment, so
-// the tests that use it run in parallel.
-func reach(srv *s3test.Server, o objstore.Options) objstore.Options {
-	o.Endpoint = srv.Endpoint
-	o.Region = "us-east-1"
-	o.Credentials = objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	return o
-}
-
 // trees returns the same files in a local directory and under a prefix of
 // a bucket of a real S3 server (versitygw), uploaded through the S3 API.
 func trees(t *testing.T) (srv *s3test.Server, local, remote string) {
@@ -81,7 +71,7 @@ func TestTree(t *testing.T) {
 	ctx := context.Background()
 	for _, loc := range []string{local, remote} {
 		t.Run(map[bool]string{true: "s3", false: "local"}[objstore.IsRemote(loc)], func(t *testing.T) {
-			tr, err := srctree.Open(ctx, loc, reach(srv, objstore.Options{}))
+			tr, err := srctree.Open(ctx, loc, srv.Reach(objstore.Options{}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,17 +149,17 @@ func TestOpenErrors(t *testing.T) {
 	t.Parallel()
 	srv, local, _ := trees(t)
 	ctx := context.Background()
-	if _, err := srctree.Open(ctx, "s3://no-such-bucket/x", reach(srv, objstore.Options{})); !errors.Is(err, objstore.ErrNoBucket) {
+	if _, err := srctree.Open(ctx, "s3://no-such-bucket/x", srv.Reach(objstore.Options{})); !errors.Is(err, objstore.ErrNoBucket) {
 		t.Errorf("missing bucket: %v", err)
 	}
-	tr, err := srctree.Open(ctx, "s3://src/nothing", reach(srv, objstore.Options{}))
+	tr, err := srctree.Open(ctx, "s3://src/nothing", srv.Reach(objstore.Options{}))
 	if err != nil || !tr.Empty() {
 		t.Errorf("empty prefix: %v, %v", tr, err)
 	}
-	if _, err := srctree.Open(ctx, filepath.Join(local, "data.txt"), reach(srv, objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) {
+	if _, err := srctree.Open(ctx, filepath.Join(local, "data.txt"), srv.Reach(objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) {
 		t.Errorf("a file as the root: %v", err)
 	}
-	wrong := reach(srv, objstore.Options{})
+	wrong := srv.Reach(objstore.Options{})
 	wrong.Credentials.SecretAccessKey = "WRONG" + srv.SecretKey
 	if _, err := srctree.Open(ctx, "s3://src/ds", wrong); !errors.Is(err, objstore.ErrDenied) {
 		t.Errorf("wrong secret: %v", err)
@@ -211,7 +201,7 @@ func TestOpenSource(t *testing.T) {
 	} {
 		t.Run(c.loc, func(t *testing.T) {
 			st := &objstore.Stats{}
-			tr, file, err := srctree.OpenSource(ctx, c.loc, reach(srv, objstore.Options{Stats: st}))
+			tr, file, err := srctree.OpenSource(ctx, c.loc, srv.Reach(objstore.Options{Stats: st}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,23 +273,23 @@ func TestOpenSource(t *testing.T) {
 	}
 	for _, loc := range []string{remote + "/no-such-thing", "s3://src/nothing"} {
 		var le *srctree.LocalError
-		if _, _, err := srctree.OpenSource(ctx, loc, reach(srv, objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) || errors.As(err, &le) {
+		if _, _, err := srctree.OpenSource(ctx, loc, srv.Reach(objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) || errors.As(err, &le) {
 			t.Errorf("%s: %v", loc, err)
 		}
 	}
 	var le *srctree.LocalError
 	for _, open := range []func(string) error{
 		func(loc string) error {
-			_, _, err := srctree.OpenSource(ctx, loc, reach(srv, objstore.Options{}))
+			_, _, err := srctree.OpenSource(ctx, loc, srv.Reach(objstore.Options{}))
 			return err
 		},
-		func(loc string) error { _, err := srctree.Open(ctx, loc, reach(srv, objstore.Options{})); return err },
+		func(loc string) error { _, err := srctree.Open(ctx, loc, srv.Reach(objstore.Options{})); return err },
 	} {
 		if err := open(filepath.Join(local, "nope")); !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &le) {
 			t.Errorf("a missing local file: %v", err)
 		}
 	}
-	if _, err := srctree.Open(ctx, filepath.Join(local, "meta", "info.json"), reach(srv, objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) || !errors.As(err, &le) {
+	if _, err := srctree.Open(ctx, filepath.Join(local, "meta", "info.json"), srv.Reach(objstore.Options{})); !errors.Is(err, srctree.ErrNotDir) || !errors.As(err, &le) {
 		t.Errorf("a local file opened as a tree: %v", err)
 	}
 }
@@ -322,7 +312,7 @@ func TestRemoteReads(t *testing.T) {
 	}
 	open := func(t *testing.T) (srctree.File, *objstore.Stats) {
 		st := &objstore.Stats{}
-		tr, err := srctree.Open(ctx, "s3://src/ds", reach(srv, objstore.Options{Stats: st}))
+		tr, err := srctree.Open(ctx, "s3://src/ds", srv.Reach(objstore.Options{Stats: st}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +400,7 @@ func TestRemoteReads(t *testing.T) {
 	})
 	t.Run("server gone", func(t *testing.T) {
 		st := &objstore.Stats{}
-		tr, err := srctree.Open(ctx, "s3://src/ds", reach(srv, objstore.Options{Stats: st, MaxAttempts: 1}))
+		tr, err := srctree.Open(ctx, "s3://src/ds", srv.Reach(objstore.Options{Stats: st, MaxAttempts: 1}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,47 +420,43 @@ func TestRemoteReads(t *testing.T) {
 	})
 }
 
-// TestObject: a remote file opened as the store's object reads the
-// version the tree listed, counted in the tree's Stats; once the object is
-// replaced its reads fail with objstore.ErrChanged; a local tree holds no
-// objects.
-func TestObject(t *testing.T) {
+// TestStore: a tree in a bucket hands out its store and root key, under
+// which its files are the objects of the same names; a local tree none.
+func TestStore(t *testing.T) {
 	t.Parallel()
 	srv, local, remote := trees(t)
 	ctx := context.Background()
-	st := &objstore.Stats{}
-	tr, err := srctree.Open(ctx, remote, reach(srv, objstore.Options{Stats: st}))
+	o := srv.Reach(objstore.Options{})
+	lt, err := srctree.Open(ctx, local, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const name = "data/chunk-000/file-000.parquet"
-	obj, err := tr.Object(ctx, name)
+	if st, key := lt.Store(); st != nil || key != "" {
+		t.Errorf("local tree: Store() = %v, %q", st, key)
+	}
+	dir, err := srctree.Open(ctx, remote, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer obj.Close()
-	before := st.BytesRead()
-	b := make([]byte, obj.Size())
-	if n, err := obj.ReadAt(b, 0); n != len(b) || (err != nil && !errors.Is(err, io.EOF)) || string(b) != files[name] {
-		t.Fatalf("read %d bytes (%v): %.20q", n, err, b)
+	one, file, err := srctree.OpenSource(ctx, remote+"/meta/info.json", o)
+	if err != nil || file != "info.json" {
+		t.Fatalf("OpenSource: %q, %v", file, err)
 	}
-	if got := st.BytesRead() - before; got != int64(len(b)) {
-		t.Errorf("the read counted %d bytes, want %d", got, len(b))
-	}
-	if _, err := srv.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("src"), Key: aws.String("ds/" + name), Body: strings.NewReader("replaced")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := obj.ReadAt(make([]byte, 4), 0); !errors.Is(err, objstore.ErrChanged) {
-		t.Errorf("a read of the replaced object: %v", err)
-	}
-	if _, err := tr.Object(ctx, "no-such-file"); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a missing object: %v", err)
-	}
-	lt, err := srctree.Open(ctx, local, objstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lt.Object(ctx, name); err == nil {
-		t.Error("a local tree opened an object")
+	for _, c := range []struct {
+		tr        *srctree.Tree
+		wantKey   string
+		name, obj string
+	}{
+		{dir, "ds/", "videos/cam/episode_000000.mp4", "videos/cam/episode_000000.mp4"},
+		{one, "ds/meta/", "info.json", "meta/info.json"},
+	} {
+		st, key := c.tr.Store()
+		if st == nil || key != c.wantKey {
+			t.Fatalf("%s: Store() = %v, %q; want the bucket's store and %q", c.tr.Location(), st, key, c.wantKey)
+		}
+		in, err := st.Stat(ctx, key+c.name)
+		if err != nil || in.Size != int64(len(files[c.obj])) {
+			t.Errorf("%s: Stat(%s%s) = %+v, %v", c.tr.Location(), key, c.name, in, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -48,7 +49,7 @@ func cmdCat(e *env, fset *flag.FlagSet) runFunc {
 		if len(pos) == 2 {
 			dir = pos[1]
 		}
-		set, name, rem, err := openForCat(ctx, pos[0], dir)
+		set, name, loc, err := openForCat(ctx, pos[0], dir)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +82,7 @@ func cmdCat(e *env, fset *flag.FlagSet) runFunc {
 		defer r.Close()
 		w, err := io.Copy(e.stdout, &ctxReader{ctx: ctx, r: r})
 		res.Bytes = w
-		res.fetched = fetchedBy(rem)
+		res.fetched = loc.fetched()
 		if err != nil {
 			if errors.Is(err, packcore.ErrChecksum) {
 				return res, &inputError{err: fmt.Errorf("cat: %q: %w", m.Key, err)}
@@ -98,123 +99,125 @@ func cmdCat(e *env, fset *flag.FlagSet) runFunc {
 // when dir is "" and from dir otherwise (see shardUnder); a bare key is
 // looked up in dir, or in dir/media when dir is a dataset root. It returns
 // the set and the name to resolve in it (the reference itself, checked
-// against its shard), and the store it reads when remote.
-func openForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *remote, error) {
+// against its shard), and the location it reads.
+func openForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *packLoc, error) {
 	if packcore.IsRef(arg) {
-		key, shardPath, err := packcore.ParseRef(arg)
-		if err != nil {
-			return nil, "", nil, usagef("cat: %v", err)
-		}
-		_, _, isURL := packcore.SplitURL(shardPath)
-		if dir != "" && (isURL || path.IsAbs(shardPath)) {
-			// Named by where the dataset was meant to be read from: read
-			// from the copy given, by the end of the shard's path.
-			rel, err := shardUnder(ctx, shardPath, dir)
-			if err != nil {
-				return nil, "", nil, err
-			}
-			shardPath, arg = rel, packcore.FormatRef(key, rel)
-		} else if isURL && !objstore.IsRemote(shardPath) {
-			return nil, "", nil, &usageError{msg: fmt.Sprintf("cat: %s: reading %s is not supported", arg, shardPath),
-				hint: "give a copy of the dataset as DIR (bpconvert cat REF DIR): the reference is read from it by its shard's path's last directories"}
-		}
-		if dir == "" {
-			dir = "."
-		}
-		if objstore.IsRemote(shardPath) || objstore.IsRemote(dir) {
-			loc := shardPath
-			if !objstore.IsRemote(shardPath) {
-				loc = strings.TrimSuffix(dir, "/") + "/" + shardPath
-			}
-			// One shard, opened alone: a HEAD and one read of its tail.
-			rem, err := openRemote(ctx, "cat", loc)
-			if err != nil {
-				return nil, "", nil, err
-			}
-			set, err := packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: "."})
-			if err != nil {
-				return nil, "", nil, storeError("cat", fmt.Errorf("%s: %w", arg, err))
-			}
-			if path.Base(rem.name) != path.Base(shardPath) || !strings.HasSuffix(rem.name, ".zip") || len(set.Shards()) != 1 {
-				set.Close()
-				return nil, "", nil, &inputError{err: fmt.Errorf("cat: %s: %s is not a shard", arg, loc)}
-			}
-			return set, arg, rem, nil
-		}
-		local := filepath.FromSlash(shardPath)
-		if !filepath.IsAbs(local) {
-			local = filepath.Join(dir, local)
-		}
-		p := filepath.Dir(local)
-		if _, err := os.Stat(local); err != nil {
-			return nil, "", nil, &hintError{err: fmt.Errorf("cat: %s: shard %s: %w", arg, shardPath, err),
-				hint: "a reference's shard path is relative to the dataset root: give the root as DIR, or run cat from it"}
-		}
-		set, err := packcore.OpenSet(p, packcore.SetOptions{RefBase: "."})
-		if err != nil {
-			return nil, "", nil, &inputError{err: fmt.Errorf("cat: %w", err)}
-		}
-		return set, arg, nil, nil
+		return openRefForCat(ctx, arg, dir)
 	}
 	if dir == "" {
 		dir = "."
 	}
-	if objstore.IsRemote(dir) {
-		rem, err := openRemote(ctx, "cat", dir)
+	loc, err := openPackLoc(ctx, "cat", dir)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	rel := ""
+	if !loc.tree.Remote() && loc.file == "" {
+		if shards, err := packcore.ListShards(loc.path("")); err == nil && len(shards) == 0 {
+			rel = convert.MediaDir // a dataset root
+		}
+	}
+	set, err := loc.openSet(ctx, rel, packcore.SetOptions{})
+	if errors.Is(err, objstore.ErrNotExist) && loc.tree.Remote() && !strings.HasSuffix(loc.path(""), ".zip") {
+		// no shards there: a dataset root
+		set, err = loc.openSet(ctx, convert.MediaDir, packcore.SetOptions{})
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return set, arg, loc, nil
+}
+
+// openRefForCat is openForCat for a reference: in a bucket it opens the one
+// shard the reference names (a HEAD and one read of its tail); locally, the
+// shard's pack directory.
+func openRefForCat(ctx context.Context, arg, dir string) (*packcore.Set, string, *packLoc, error) {
+	key, shardPath, err := packcore.ParseRef(arg)
+	if err != nil {
+		return nil, "", nil, usagef("cat: %v", err)
+	}
+	_, _, isURL := packcore.SplitURL(shardPath)
+	var loc *packLoc
+	at, rel := dir, shardPath
+	switch {
+	case dir != "" && (isURL || path.IsAbs(shardPath)):
+		// Named by where the dataset was meant to be read from: read
+		// from the copy given, by the end of the shard's path.
+		loc, err = openPackLoc(ctx, "cat", dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", nil, &inputError{err: fmt.Errorf("cat: no shard under %s ends the path %s", dir, shardPath)}
+		}
 		if err != nil {
 			return nil, "", nil, err
 		}
-		set, err := packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{})
-		if errors.Is(err, objstore.ErrNotExist) && !strings.HasSuffix(rem.name, ".zip") {
-			// no shards there: a dataset root
-			set, err = packcore.OpenSetIn(ctx, rem.store, objstore.Join(rem.name, convert.MediaDir), packcore.SetOptions{})
+		if rel, err = shardUnder(loc, shardPath, dir); err != nil {
+			return nil, "", nil, err
+		}
+		arg = packcore.FormatRef(key, rel)
+	case isURL && !inBucket(shardPath):
+		return nil, "", nil, &usageError{msg: fmt.Sprintf("cat: %s: reading %s is not supported", arg, shardPath),
+			hint: "give a copy of the dataset as DIR (bpconvert cat REF DIR): the reference is read from it by its shard's path's last directories"}
+	case isURL:
+		at, rel = shardPath, ""
+	case dir == "" && filepath.IsAbs(filepath.FromSlash(shardPath)):
+		at, rel = filepath.Dir(filepath.FromSlash(shardPath)), path.Base(shardPath)
+	case dir == "":
+		at = "."
+	}
+	if loc == nil {
+		loc, err = openPackLoc(ctx, "cat", at)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+			return nil, "", nil, &hintError{err: fmt.Errorf("cat: %s: shard %s: %w", arg, shardPath, pe), hint: refHint}
 		}
 		if err != nil {
-			return nil, "", nil, storeError("cat", err)
-		}
-		return set, arg, rem, nil
-	}
-	p := dir
-	if st, err := os.Stat(dir); err == nil && st.IsDir() {
-		if shards, err := packcore.ListShards(dir); err == nil && len(shards) == 0 {
-			p = filepath.Join(dir, convert.MediaDir) // a dataset root
+			return nil, "", nil, err
 		}
 	}
-	set, err := packcore.OpenSet(p, packcore.SetOptions{})
+	if st, _ := loc.tree.Store(); st != nil {
+		// One shard, opened alone: a HEAD and one read of its tail.
+		name := loc.path(rel)
+		set, err := packcore.OpenSetIn(ctx, st, name, packcore.SetOptions{RefBase: "."})
+		if err != nil {
+			return nil, "", nil, storeError("cat", fmt.Errorf("%s: %w", arg, err))
+		}
+		if path.Base(name) != path.Base(shardPath) || !strings.HasSuffix(name, ".zip") || len(set.Shards()) != 1 {
+			set.Close()
+			where := loc.tree.Location()
+			if rel != "" {
+				where = loc.tree.Path(rel)
+			}
+			return nil, "", nil, &inputError{err: fmt.Errorf("cat: %s: %s is not a shard", arg, where)}
+		}
+		return set, arg, loc, nil
+	}
+	local := loc.path(rel)
+	if _, err := os.Stat(local); err != nil {
+		return nil, "", nil, &hintError{err: fmt.Errorf("cat: %s: shard %s: %w", arg, shardPath, err), hint: refHint}
+	}
+	set, err := packcore.OpenSet(filepath.Dir(local), packcore.SetOptions{RefBase: "."})
 	if err != nil {
 		return nil, "", nil, &inputError{err: fmt.Errorf("cat: %w", err)}
 	}
-	return set, arg, nil, nil
+	return set, arg, loc, nil
 }
 
-// shardUnder finds, under dir (a local directory or an s3:// location),
-// the shard that an absolute or URL shard path names: the shortest end of
-// the path (the shard's name, then its pack directory and name, and so
-// on) that is a file there. It returns that end, relative to dir.
-func shardUnder(ctx context.Context, shardPath, dir string) (string, error) {
+// refHint is the hint for a reference whose shard is not where it says.
+const refHint = "a reference's shard path is relative to the dataset root: give the root as DIR, or run cat from it"
+
+// shardUnder finds, under the location loc (a local directory or an s3://
+// location, named dir), the shard that an absolute or URL shard path
+// names: the shortest end of the path (the shard's name, then its pack
+// directory and name, and so on) that is a file there. It returns that
+// end, relative to loc.
+func shardUnder(loc *packLoc, shardPath, dir string) (string, error) {
 	rest := shardPath
 	if _, r, ok := packcore.SplitURL(shardPath); ok {
 		rest = r
 	}
 	segs := strings.Split(strings.Trim(rest, "/"), "/")
-	var st objstore.Store
-	var prefix string
-	if objstore.IsRemote(dir) {
-		rem, err := openRemote(ctx, "cat", dir)
-		if err != nil {
-			return "", err
-		}
-		st, prefix = rem.store, rem.name
-	}
 	for k := 1; k <= len(segs); k++ {
 		rel := strings.Join(segs[len(segs)-k:], "/")
-		if st != nil {
-			if _, err := st.Stat(ctx, objstore.Join(prefix, rel)); err == nil {
-				return rel, nil
-			}
-			continue
-		}
-		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil && fi.Mode().IsRegular() {
+		if _, err := loc.tree.Stat(path.Join(loc.file, rel)); err == nil {
 			return rel, nil
 		}
 	}

@@ -21,11 +21,6 @@ type lerobotFlags struct {
 	tolerance float64
 }
 
-// lerobotHelp is convert-lerobot's help text after its summary.
-const lerobotHelp = "The conversion runs in bpconvert-lerobot, the companion program built with libav (make build\n" +
-	"puts it beside bpconvert). Without it, --dry-run still plans, from the dataset's metadata\n" +
-	"(the camera files' keyframes not probed)."
-
 func cmdLerobot(e *env, fset *flag.FlagSet) runFunc {
 	o := &lerobotFlags{}
 	o.cf.register(fset)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	flag "github.com/spf13/pflag"
 )
@@ -28,21 +27,16 @@ func cmdLs(e *env, fset *flag.FlagSet) runFunc {
 	var refBase string
 	fset.StringVar(&refBase, "ref-base", "", "directory `DIR` the references name (default: the pack directory's name)")
 	return func(ctx context.Context, pos []string) (any, error) {
-		var err error
-		var set *packcore.Set
-		var rem *remote
-		if objstore.IsRemote(pos[0]) {
-			if rem, err = openRemote(ctx, "ls", pos[0]); err != nil {
-				return nil, err
-			}
-			if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: refBase}); err != nil {
-				return nil, storeError("ls", err)
-			}
-		} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: refBase}); err != nil {
-			return nil, &inputError{err: fmt.Errorf("ls: %w", err)}
+		loc, err := openPackLoc(ctx, "ls", pos[0])
+		if err != nil {
+			return nil, err
+		}
+		set, err := loc.openSet(ctx, "", packcore.SetOptions{RefBase: refBase})
+		if err != nil {
+			return nil, err
 		}
 		defer set.Close()
-		res := lsResult{fetched: fetchedBy(rem)}
+		res := lsResult{fetched: loc.fetched()}
 		for m := range set.Members() {
 			if e.json {
 				res.Members = append(res.Members, lsMember{m.Key, m.Shard, m.Size, set.Ref(m)})
@@ -58,7 +52,7 @@ func cmdLs(e *env, fset *flag.FlagSet) runFunc {
 		if e.json {
 			return res, nil
 		}
-		if rem != nil {
+		if res.fetched != nil {
 			return res.fetched, nil
 		}
 		return nil, nil

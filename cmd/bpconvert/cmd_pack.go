@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
 	"github.com/bpconvert/bpconvert/stage"
@@ -93,24 +92,30 @@ func cmdPack(e *env, fset *flag.FlagSet) runFunc {
 	pf.register(fset)
 	staging := fset.String("staging", "", "local directory `DIR` that stages the shards of a pack written to s3:// before each is uploaded (default: the system's temporary directory)")
 	return func(ctx context.Context, pos []string) (any, error) {
-		var err error
 		src, dst := pos[0], pos[1]
-		if err := checkDestParent("pack", dst); err != nil {
+		d, err := convert.ParseDest(dst, *staging)
+		var ue *convert.UsageError
+		if errors.As(err, &ue) {
+			return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := checkDestParent("pack", d, dst); err != nil {
 			return nil, err
 		}
 		if pf.allowRemoved && !pf.append {
 			return nil, usagef("pack: --allow-removed goes with --append")
 		}
-		if objstore.IsRemote(src) || objstore.IsRemote(dst) || pf.append {
-			return packRemote(ctx, e, fset, &pf, src, dst, *staging)
+		recorded := d.Remote() || pf.append
+		ps, err := openPackSource(ctx, src, recorded)
+		if err != nil {
+			return nil, err
 		}
-		if *staging != "" {
-			return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
+		if recorded || ps.tree.Remote() {
+			return packRemote(ctx, e, fset, &pf, ps, d, dst)
 		}
-		if st, err := os.Stat(src); err != nil || !st.IsDir() {
-			return nil, usagef("pack: %s is not a directory", src)
-		}
-		absDst, _ := filepath.Abs(dst)
+		absDst := d.Location()
 		if err := stage.CheckDisjoint(src, absDst); err != nil {
 			return nil, fmt.Errorf("pack: %w", err)
 		}
@@ -118,17 +123,8 @@ func cmdPack(e *env, fset *flag.FlagSet) runFunc {
 		// nothing is written for a tree that cannot be packed and progress has
 		// its totals; the second packs. No list of the files is kept (200,000
 		// paths would be most of the run's memory).
-		var count, total int64
-		err = walkFiles(ctx, src, func(_, _ string, size int64) error {
-			count++
-			total += size
-			return nil
-		})
-		if err != nil {
-			return nil, &inputError{err: err}
-		}
-		if count == 0 {
-			return nil, usagef("pack: no files under %s", src)
+		if err := ps.countFiles(ctx); err != nil {
+			return nil, err
 		}
 		st, err := stage.Begin(absDst)
 		if err != nil {
@@ -149,12 +145,12 @@ func cmdPack(e *env, fset *flag.FlagSet) runFunc {
 			return nil, err
 		}
 		defer w.Abort()
-		prog.SetTotal(count, total)
-		err = walkFiles(ctx, src, func(key, path string, size int64) error {
-			if _, err := w.AddFile(key, path, ""); err != nil {
-				return fmt.Errorf("pack: %s: %w", path, err)
+		prog.SetTotal(ps.count, ps.total)
+		err = ps.walk(ctx, func(it packItem) error {
+			if _, err := w.AddFile(it.key, it.path, ""); err != nil {
+				return fmt.Errorf("pack: %s: %w", it.path, err)
 			}
-			prog.Add(1, size)
+			prog.Add(1, it.size)
 			return nil
 		})
 		if err != nil {
@@ -167,42 +163,9 @@ func cmdPack(e *env, fset *flag.FlagSet) runFunc {
 		if err := st.Commit(); err != nil {
 			return nil, err
 		}
-		absSrc, _ := filepath.Abs(src)
+		absSrc := ps.tree.Location()
 		e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(stats.Members, "blobs"), plan.Thousands(stats.Bytes), plan.CountText(int64(stats.Shards), "shards"), dst)
 		return packResult{Src: absSrc, Dst: absDst, Members: stats.Members, Bytes: stats.Bytes, Shards: stats.Shards,
 			GroupsSplit: stats.GroupsSplit, ShardFiles: stats.ShardFiles}, nil
 	}
-}
-
-// walkFiles calls fn for every regular file under root (symlinked files
-// followed, symlinked directories not descended) in the walk's order (names
-// sorted within each directory), with its key, validated, and its path.
-func walkFiles(ctx context.Context, root string, fn func(key, path string, size int64) error) error {
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
-		info, err := os.Stat(p) // follows symlinks
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if err := packcore.ValidateKey(key); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		return fn(key, p, info.Size())
-	})
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 	"github.com/bpconvert/bpconvert/stage"
 	flag "github.com/spf13/pflag"
 )
@@ -21,95 +24,122 @@ import (
 // shards are staged locally, uploaded as each is finished, and the manifest
 // and the run record go up last; a rerun after a kill resumes from the
 // shards the store holds.
-func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src, dst, staging string) (any, error) {
-	if !objstore.IsRemote(dst) && staging != "" {
-		return nil, usagef("pack: --staging is for destinations in object storage (s3://)")
-	}
-	ps, err := openPackSource(ctx, src)
-	if err != nil {
+func packRemote(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, ps *packSource, d convert.Dest, dst string) (any, error) {
+	if err := ps.countFiles(ctx); err != nil {
 		return nil, err
 	}
 	var res packResult
-	if objstore.IsRemote(dst) || pf.append {
+	var err error
+	if d.Remote() || pf.append {
 		var done *plan.Summary
-		if res, done, err = packRecorded(ctx, e, fset, pf, ps, dst, staging); done != nil || err != nil {
+		if res, done, err = packRecorded(ctx, e, fset, pf, ps, d, dst); done != nil || err != nil {
 			if done != nil {
 				return *done, nil
 			}
 			return nil, err
 		}
-	} else if res, err = packFromBucket(ctx, e, pf, ps, dst); err != nil {
+	} else if res, err = packFromBucket(ctx, e, pf, ps, d); err != nil {
 		return nil, err
 	}
 	e.infof("packed %s (%s bytes) into %s under %s", plan.CountText(res.Members, "blobs"), plan.Thousands(res.Bytes), plan.CountText(int64(res.Shards), "shards"), res.Dst)
 	return res, nil
 }
 
-// packItem is one file (or object) to pack.
+// packItem is one file (or object) to pack: its key, and its path on this
+// machine or its name in the source's tree.
 type packItem struct {
 	key, path string
 	size      int64
 }
 
-// packSource is what a pack reads: a local directory walked as pack walks
-// it, or every object under a prefix, in name order.
+// packSource is what a pack reads: a directory on this machine or a prefix
+// in a bucket (listed once), opened once, with what it holds once counted.
 type packSource struct {
-	src          string
-	store        objstore.Store // nil for a local directory
+	src          string // as named
+	tree         *srctree.Tree
 	count, total int64
-	walk         func(fn func(it packItem) error) error
 }
 
-// openPackSource lists the files src names and counts them; a source with
-// nothing in it is refused.
-func openPackSource(ctx context.Context, src string) (*packSource, error) {
-	ps := &packSource{src: src}
-	if objstore.IsRemote(src) {
-		st, err := objstore.Open(ctx, src, objstore.Options{})
-		if err != nil {
-			return nil, err
-		}
-		ps.store = st
-		ps.walk = func(fn func(it packItem) error) error {
-			return st.List(ctx, "", func(in objstore.Info) error {
-				if err := packcore.ValidateKey(in.Name); err != nil {
-					return fmt.Errorf("%s/%s: %w", src, in.Name, err)
-				}
-				return fn(packItem{key: in.Name, path: in.Name, size: in.Size})
-			})
-		}
-	} else {
-		ps.walk = func(fn func(it packItem) error) error {
-			return walkFiles(ctx, src, func(key, p string, size int64) error { return fn(packItem{key, p, size}) })
-		}
-	}
-	if err := ps.walk(func(it packItem) error { ps.count++; ps.total += it.size; return nil }); err != nil {
+// openPackSource opens the directory or prefix src names. A local path that
+// is not a directory is refused: a usage error, or, for a pack that walks
+// its source as the converters do (recorded), bad input.
+func openPackSource(ctx context.Context, src string, recorded bool) (*packSource, error) {
+	t, err := srctree.Open(ctx, src, objstore.Options{})
+	var pe *fs.PathError
+	switch {
+	case !recorded && (errors.As(err, &pe) || errors.Is(err, srctree.ErrNotDir)):
+		// a local path that is missing or not a directory
+		return nil, usagef("pack: %s is not a directory", src)
+	case err != nil:
 		return nil, &inputError{err: err}
 	}
-	if ps.count == 0 && ps.store != nil {
+	return &packSource{src: src, tree: t}, nil
+}
+
+// countFiles counts the files the source holds, checking every key; a
+// source with nothing in it is refused.
+func (ps *packSource) countFiles(ctx context.Context) error {
+	if err := ps.walk(ctx, func(it packItem) error { ps.count++; ps.total += it.size; return nil }); err != nil {
+		return &inputError{err: err}
+	}
+	if ps.count == 0 && ps.tree.Remote() {
 		// A prefix with nothing under it is a source that is missing, as
 		// a missing directory is.
-		return nil, &inputError{err: fmt.Errorf("pack: no object is under %s: %w", src, fs.ErrNotExist)}
+		return &inputError{err: fmt.Errorf("pack: no object is under %s: %w", ps.src, fs.ErrNotExist)}
 	}
 	if ps.count == 0 {
-		return nil, usagef("pack: no files under %s", src)
+		return usagef("pack: no files under %s", ps.src)
 	}
-	return ps, nil
+	return nil
+}
+
+// walk calls fn for every file of the source in name order, with its key,
+// validated: locally every regular file (symbolically linked files
+// followed, linked directories not descended, as pack always walked), in a
+// bucket every object.
+func (ps *packSource) walk(ctx context.Context, fn func(it packItem) error) error {
+	t := ps.tree
+	if t.Empty() {
+		return nil // a prefix with nothing under it
+	}
+	return t.Walk(ctx, "", func(e srctree.Entry) error {
+		if t.Remote() {
+			if err := packcore.ValidateKey(e.Name); err != nil {
+				return fmt.Errorf("%s: %w", t.Path(e.Name), err)
+			}
+			return fn(packItem{key: e.Name, path: e.Name, size: e.Size})
+		}
+		if e.Mode.IsDir() {
+			return nil
+		}
+		p := t.Path(e.Name)
+		info, err := os.Stat(p) // follows symlinks
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		if err := packcore.ValidateKey(e.Name); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return fn(packItem{key: e.Name, path: p, size: info.Size()})
+	})
 }
 
 // packRecorded packs through the converters' output path, with a run
 // record: into object storage, or with --append. A destination that holds
 // this pack already gives done.
-func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, ps *packSource, dst, staging string) (packResult, *plan.Summary, error) {
+func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, ps *packSource, d convert.Dest, dst string) (packResult, *plan.Summary, error) {
 	src := ps.src
 	dst = strings.TrimSuffix(dst, "/")
-	if objstore.IsRemote(src) && objstore.IsRemote(dst) {
-		a, b := strings.TrimSuffix(src, "/")+"/", dst+"/"
+	if ps.tree.Remote() && d.Remote() {
+		a, b := ps.tree.Location()+"/", d.Location()+"/"
 		if strings.HasPrefix(a, b) || strings.HasPrefix(b, a) {
 			return packResult{}, nil, fmt.Errorf("pack: %s and %s: %w", src, dst, stage.ErrOverlap)
 		}
 	}
-	d, rec, base, done, err := packTarget(ctx, e, fset, pf, src, dst, staging)
+	rec, base, done, err := packTarget(ctx, e, fset, pf, ps, d, dst)
 	if done != nil || err != nil {
 		return packResult{}, done, err
 	}
@@ -127,11 +157,11 @@ func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags
 	}
 	defer out.Abort()
 	prog.SetTotal(ps.count, ps.total)
-	err = ps.walk(func(it packItem) error {
-		if base.Holds(sourcePath(src, it.path, ps.store != nil)) {
+	err = ps.walk(ctx, func(it packItem) error {
+		if base.Holds(ps.tree.Path(it.key)) {
 			return nil // packed by an earlier commit
 		}
-		if err := addItem(ctx, out, ps.store, it.key, it.path, it.size); err != nil {
+		if err := addItem(ctx, out, ps.tree, it); err != nil {
 			return fmt.Errorf("pack: %s: %w", it.path, err)
 		}
 		prog.Add(1, it.size)
@@ -157,10 +187,10 @@ func packRecorded(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags
 // packTarget parses a recorded pack's destination and says what it holds:
 // the record of this run, the committed pack an append extends, or done
 // when it holds this pack already (a different one is refused).
-func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, src, dst, staging string) (convert.Dest, *convert.Record, *convert.Base, *plan.Summary, error) {
-	files, err := convert.IdentifyPaths(ctx, []string{src})
+func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, ps *packSource, d convert.Dest, dst string) (*convert.Record, *convert.Base, *plan.Summary, error) {
+	files, err := convert.IdentifyPaths(ctx, []string{ps.src})
 	if err != nil {
-		return nil, nil, nil, nil, &inputError{err: err}
+		return nil, nil, nil, &inputError{err: err}
 	}
 	opts := map[string]string{}
 	fset.VisitAll(func(f *flag.Flag) {
@@ -169,32 +199,28 @@ func packTarget(ctx context.Context, e *env, fset *flag.FlagSet, pf *packFlags, 
 		}
 	})
 	rec := &convert.Record{Tool: "bpconvert", Version: buildVersion(), Command: "pack", Options: opts, Sources: files}
-	d, err := convert.ParseDest(dst, staging)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	if !d.Remote() && !objstore.IsRemote(src) {
-		if err := stage.CheckDisjoint(src, d.Location()); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("pack: %w", err)
+	if !d.Remote() && !ps.tree.Remote() {
+		if err := stage.CheckDisjoint(ps.src, d.Location()); err != nil {
+			return nil, nil, nil, fmt.Errorf("pack: %w", err)
 		}
 	}
 	base, err := packBase(ctx, pf, d, rec)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, err
 	}
 	if base != nil && len(base.Diff.New) == 0 {
 		e.infof("already done: %s holds every file of this source; nothing was written", d.Location())
-		return nil, nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: d.Location()}, nil
+		return nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: d.Location()}, nil
 	}
 	if old, err := d.ReadRecord(ctx); err == nil && base == nil {
 		if diff := rec.Diff(old); len(diff) > 0 {
-			return nil, nil, nil, nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
+			return nil, nil, nil, &usageError{msg: fmt.Sprintf("pack: %s: %v: %s", dst, convert.ErrDifferentRun, strings.Join(diff, "; ")),
 				hint: "choose a new destination, or remove this one to pack again"}
 		}
 		e.infof("already done: %s holds the pack of this source; nothing was written", dst)
-		return nil, nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
+		return nil, nil, &plan.Summary{Status: plan.StatusAlreadyDone, Dest: dst}, nil
 	}
-	return d, rec, base, nil, nil
+	return rec, base, nil, nil
 }
 
 // packRefBase is what a recorded pack's references name its directory by:
@@ -215,8 +241,8 @@ func packRefBase(pf *packFlags, d convert.Dest) string {
 
 // packFromBucket packs objects into a local directory: the local pack path
 // with objects as the files.
-func packFromBucket(ctx context.Context, e *env, pf *packFlags, ps *packSource, dst string) (packResult, error) {
-	abs, _ := filepath.Abs(dst)
+func packFromBucket(ctx context.Context, e *env, pf *packFlags, ps *packSource, d convert.Dest) (packResult, error) {
+	abs := d.Location()
 	st, err := stage.Begin(abs)
 	if err != nil {
 		return packResult{}, err
@@ -234,9 +260,9 @@ func packFromBucket(ctx context.Context, e *env, pf *packFlags, ps *packSource, 
 	defer w.Abort()
 	prog := e.newProgress("pack")
 	prog.SetTotal(ps.count, ps.total)
-	err = ps.walk(func(it packItem) error {
-		if err := addItem(ctx, w, ps.store, it.key, it.path, it.size); err != nil {
-			return fmt.Errorf("pack: %s/%s: %w", ps.src, it.path, err)
+	err = ps.walk(ctx, func(it packItem) error {
+		if err := addItem(ctx, w, ps.tree, it); err != nil {
+			return fmt.Errorf("pack: %s: %w", ps.tree.Path(it.path), err)
 		}
 		prog.Add(1, it.size)
 		return nil
@@ -277,38 +303,26 @@ func packBase(ctx context.Context, pf *packFlags, d convert.Dest, rec *convert.R
 	return base, nil
 }
 
-// sourcePath is the path of a pack source's file as its run record names
-// it (see convert.Identify): absolute for a local file, the s3:// location
-// of an object.
-func sourcePath(src, p string, remote bool) string {
-	if remote {
-		return strings.TrimSuffix(src, "/") + "/" + p
-	}
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
-}
-
 // fileAdder is what addItem adds to: a run's output or a pack writer.
 type fileAdder interface {
 	convert.Packer
 	AddFile(key, path, group string) (string, error)
 }
 
-// addItem adds one file (a local path) or object (a name in src) as key.
-func addItem(ctx context.Context, w fileAdder, src objstore.Store, key, name string, size int64) error {
-	if src == nil {
-		_, err := w.AddFile(key, name, "")
+// addItem adds one file (a local path) or object (a name in t) as its key;
+// an object is read front to back with read-ahead (srctree.Stream).
+func addItem(ctx context.Context, w fileAdder, t *srctree.Tree, it packItem) error {
+	if !t.Remote() {
+		_, err := w.AddFile(it.key, it.path, "")
 		return err
 	}
-	obj, err := src.Open(ctx, name)
+	f, err := t.Open(ctx, it.path)
 	if err != nil {
 		return err
 	}
-	defer obj.Close()
-	r := objstore.NewSeqReader(ctx, obj, objstore.SeqOptions{})
+	defer f.Close()
+	r := srctree.Stream(ctx, f)
 	defer r.Close()
-	_, err = w.Add(key, r, size, "")
+	_, err = w.Add(it.key, r, it.size, "")
 	return err
 }

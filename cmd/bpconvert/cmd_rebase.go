@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/formats"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/plan"
@@ -34,11 +35,15 @@ func cmdRebase(e *env, fset *flag.FlagSet) runFunc {
 			return nil, &usageError{msg: "rebase: --ref-base is required",
 				hint: `give the new base: --ref-base "$PWD/DST" for readers in any directory, --ref-base . for references relative to the dataset root`}
 		}
-		if objstore.IsRemote(pos[0]) {
+		d, err := convert.ParseDest(pos[0], "")
+		if err != nil {
+			return nil, err
+		}
+		if d.Remote() {
 			return nil, &usageError{msg: fmt.Sprintf("rebase: %s: rebase works on a dataset on this machine", objstore.RedactLocation(pos[0])),
 				hint: "rebase the local copy to where it will be read (--ref-base s3://BUCKET/PREFIX), then upload it"}
 		}
-		p, err := rebase.New(ctx, pos[0], rebase.Options{Base: string(base), Joiners: formats.Joiners, ToolVersion: buildVersion()})
+		p, err := rebase.New(ctx, d.Location(), rebase.Options{Base: string(base), Joiners: formats.Joiners, ToolVersion: buildVersion()})
 		if err != nil {
 			return nil, err
 		}

@@ -33,21 +33,24 @@ type unpackResult struct {
 
 func cmdUnpack(e *env, fset *flag.FlagSet) runFunc {
 	return func(ctx context.Context, pos []string) (any, error) {
-		var err error
-		if err := checkDestParent("unpack", pos[1]); err != nil {
+		d, err := convert.ParseDest(pos[1], "")
+		if err != nil {
 			return nil, err
 		}
-		var set *packcore.Set
-		var rem *remote
-		if objstore.IsRemote(pos[0]) {
-			if rem, err = openRemote(ctx, "unpack", pos[0]); err != nil {
-				return nil, err
-			}
-			if set, err = packcore.OpenSetIn(ctx, rem.store, rem.name, packcore.SetOptions{RefBase: "."}); err != nil {
-				return nil, storeError("unpack", err)
-			}
-		} else if set, err = packcore.OpenSet(pos[0], packcore.SetOptions{RefBase: "."}); err != nil {
-			return nil, &inputError{err: fmt.Errorf("unpack: %w", err)}
+		if d.Remote() {
+			return nil, &usageError{msg: fmt.Sprintf("unpack: %s: unpack writes files into a directory on this machine", objstore.RedactLocation(pos[1])),
+				hint: "unpack into a local directory; bpconvert pack SRC s3://BUCKET/PREFIX writes a pack into a bucket"}
+		}
+		if err := checkDestParent("unpack", d, pos[1]); err != nil {
+			return nil, err
+		}
+		loc, err := openPackLoc(ctx, "unpack", pos[0])
+		if err != nil {
+			return nil, err
+		}
+		set, err := loc.openSet(ctx, "", packcore.SetOptions{RefBase: "."})
+		if err != nil {
+			return nil, err
 		}
 		defer set.Close()
 		// Members are extracted by key: a key in two shards would be two files
@@ -87,7 +90,7 @@ func cmdUnpack(e *env, fset *flag.FlagSet) runFunc {
 				}
 			}
 		}
-		absDst, _ := filepath.Abs(pos[1])
+		absDst := d.Location()
 		st, err := stage.Begin(absDst)
 		if err != nil {
 			return nil, err
@@ -112,7 +115,7 @@ func cmdUnpack(e *env, fset *flag.FlagSet) runFunc {
 			}
 			return nil
 		}
-		if rem == nil {
+		if !loc.tree.Remote() {
 			for m := range set.Members() {
 				if err := ctx.Err(); err != nil {
 					return nil, err
@@ -129,7 +132,7 @@ func cmdUnpack(e *env, fset *flag.FlagSet) runFunc {
 			return nil, err
 		}
 		e.infof("unpacked %s blobs into %s", plan.Thousands(count), pos[1])
-		return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings, fetched: fetchedBy(rem)}, nil
+		return unpackResult{Dst: absDst, Members: int(count), Bytes: total, Warnings: warnings, fetched: loc.fetched()}, nil
 	}
 }
 

@@ -19,17 +19,11 @@ func cmdVerify(e *env, fset *flag.FlagSet) runFunc {
 		"or Lance source of a dataset that blobpack 0.2.0 converted, or the directory or tars that packs alone were\n"+
 		"made from (by pack, or by blobpack 0.2.0's pack and convert-wds: keys are file paths or member names)")
 	return func(ctx context.Context, pos []string) (any, error) {
-		opts := dsverify.Options{Against: *against, Comparers: formats.Comparers()}
-		remote := objstore.IsRemote(pos[0]) || objstore.IsRemote(*against)
-		if remote {
-			if objstore.IsRemote(pos[0]) {
-				if _, _, err := objstore.ParseS3(pos[0]); err != nil {
-					return nil, usagef("verify: %v", err)
-				}
-			}
-			opts.Stats = &objstore.Stats{}
-		}
+		opts := dsverify.Options{Against: *against, Comparers: formats.Comparers(), Stats: &objstore.Stats{}}
 		rep, err := dsverify.Verify(ctx, pos[0], opts)
+		// A verify that read object storage (the dataset, or the source
+		// compared with) made requests there.
+		remote := opts.Stats.Requests() > 0
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err

@@ -27,39 +27,16 @@ func converterCommands() []command {
 // examples the CLI's. A converter it does not know has none (and the test
 // of the converters table fails).
 func converterCommand(f formats.Format) (command, bool) {
-	c := command{name: f.Command, args: f.Args, nargs: 2, summary: f.Summary}
+	c := command{name: f.Command, args: f.Args, nargs: 2, summary: f.Summary, long: f.Long, examples: f.Examples}
 	switch f.Command {
 	case "convert-wds":
 		c.nargs, c.define = -1, cmdWDS
-		c.long = "SRC is a directory of shards, a tar, a brace pattern ('train-{000000..000099}.tar'), several\nof them (a shell glob), - for standard input, or s3://BUCKET/PREFIX."
-		c.examples = []string{
-			"bpconvert convert-wds --dry-run shards/ ds/",
-			"bpconvert convert-wds --yes 'shards/train-{000000..000099}.tar' ds/ --inline cls,json",
-			"bpconvert convert-wds --yes --part 2/8 shards/ s3://bucket/ds",
-		}
 	case "convert-parquet":
 		c.define = cmdParquet
-		c.examples = []string{
-			"bpconvert convert-parquet --dry-run hf/ ds/",
-			"bpconvert convert-parquet --yes hf/ ds/",
-			"bpconvert convert-parquet --yes part-00000.parquet ds/ --column jpg --field meta.thumb",
-		}
 	case "convert-lerobot":
-		c.define, c.long = cmdLerobot, lerobotHelp
-		c.examples = []string{
-			"bpconvert convert-lerobot --dry-run pusht/ ds/",
-			"bpconvert convert-lerobot --yes pusht/ ds/",
-		}
+		c.define = cmdLerobot
 	case "convert-lance":
 		c.define = cmdConvertLance
-		c.long = "SRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read\n" +
-			"through ranged requests (manifest, file metadata, then the pages and blobs the run needs);\n" +
-			"the summary says what was fetched (bytes_fetched, fetch_requests)."
-		c.examples = []string{
-			"bpconvert convert-lance --yes images.lance ds/",
-			"bpconvert convert-lance --yes --column image images.lance ds/",
-			"bpconvert convert-lance --dry-run --dataset-version 3 images.lance ds/",
-		}
 	default:
 		return command{}, false
 	}

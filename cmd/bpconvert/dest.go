@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/convert"
 )
 
 // checkDestParent refuses a local destination that cannot be a directory
@@ -16,12 +16,13 @@ import (
 // mistake, a usage error (exit 2) that names the path, found before any
 // work. The nearest part of the path that exists must be a directory; a
 // destination that exists itself is for the later checks (empty, or a
-// finished run's output).
-func checkDestParent(command, dst string) error {
-	if dst == "" || objstore.IsRemote(dst) {
+// finished run's output). d is the destination parsed (convert.ParseDest),
+// dst as the user named it, for the message.
+func checkDestParent(command string, d convert.Dest, dst string) error {
+	if d.Remote() {
 		return nil
 	}
-	clean := filepath.Clean(dst)
+	clean := d.Location()
 	for p := clean; ; {
 		st, err := os.Stat(p)
 		switch {
@@ -41,4 +42,11 @@ func checkDestParent(command, dst string) error {
 		}
 		p = parent
 	}
+}
+
+// inBucket reports whether a location named on the command line is in
+// object storage, as convert.ParseDest parses it.
+func inBucket(loc string) bool {
+	d, err := convert.ParseDest(loc, "")
+	return err == nil && d.Remote()
 }

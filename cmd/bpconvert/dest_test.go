@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,5 +67,37 @@ func TestDestParentIsFile(t *testing.T) {
 				t.Fatalf("something was written beside the file: %v", entries)
 			}
 		})
+	}
+}
+
+// TestUnpackIntoBucketRefused: unpack writes files into a directory on this
+// machine, so a DST in object storage is a usage error (exit 2) that names
+// it, and nothing is written, not even a local directory named after it.
+func TestUnpackIntoBucketRefused(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	files := filepath.Join(root, "files")
+	if err := os.MkdirAll(files, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(files, "x.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pack := filepath.Join(root, "pack")
+	if r := bp(t, "pack", files, pack, "--quiet"); r.code != exitOK {
+		t.Fatalf("pack: %+v", r)
+	}
+	work := t.TempDir()
+	cmd := exec.Command(binPath, "unpack", pack, "s3://bucket/out")
+	cmd.Dir = work
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(stderr.String(), "unpack: s3://bucket/out: unpack writes files into a directory on this machine") {
+		t.Fatalf("unpack into a bucket: %v, want exit %d; stderr:\n%s", err, exitUsage, stderr.String())
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Fatalf("unpack wrote into its working directory: %v", entries)
 	}
 }

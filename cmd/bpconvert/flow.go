@@ -227,11 +227,11 @@ func (c *convertFlags) appendBase(ctx context.Context, packDir string) error {
 // convert.Target.Check): src is the source it must be disjoint from (a
 // zero Source for none).
 func (c *convertFlags) destination(ctx context.Context, src convert.Source, dst string) (convert.Dest, error) {
-	if err := checkDestParent(c.command, dst); err != nil {
-		return nil, err
-	}
 	d, err := convert.ParseDest(dst, c.staging)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkDestParent(c.command, d, dst); err != nil {
 		return nil, err
 	}
 	c.dest = d

@@ -132,6 +132,34 @@ func TestPackRefusesBadNames(t *testing.T) {
 	}
 }
 
+// TestPackLinkedRoot: a SRC that is a symbolic link to a directory is
+// packed as the directory it leads to (as the converters read a linked
+// source), its files under their names inside it, and unpack gives them
+// back.
+func TestPackLinkedRoot(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	files := map[string]string{"a/x.txt": "hello", "y.txt": "yo"}
+	writeTree(t, filepath.Join(root, "files"), files)
+	link := filepath.Join(root, "link")
+	if err := os.Symlink(filepath.Join(root, "files"), link); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(root, "pack")
+	if r := bp(t, "pack", link, dst, "--quiet"); r.code != exitOK {
+		t.Fatalf("pack of a linked directory: %+v", r)
+	}
+	out := filepath.Join(root, "out")
+	if r := bp(t, "unpack", dst, out, "--quiet"); r.code != exitOK {
+		t.Fatalf("unpack: %+v", r)
+	}
+	for name, body := range files {
+		if b, err := os.ReadFile(filepath.Join(out, filepath.FromSlash(name))); err != nil || string(b) != body {
+			t.Fatalf("%s: %q, %v; want %q", name, b, err, body)
+		}
+	}
+}
+
 func TestUnpackRefusesCollisions(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()

@@ -4,17 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/packcore"
 	"github.com/bpconvert/bpconvert/plan"
+	"github.com/bpconvert/bpconvert/srctree"
 )
 
-// remote is a location in object storage named on the command line: the
-// bucket's store and the name (the prefix) inside it, with the counts of
-// what reading it fetched.
-type remote struct {
-	store objstore.Store
-	name  string
+// packLoc is a location a reading command (ls, cat, unpack) reads packs
+// from, opened once: a local pack directory, shard or dataset root, or a
+// location in object storage, with the counts of what reading it fetched.
+type packLoc struct {
+	cmd   string
+	tree  *srctree.Tree
+	file  string // the local file the location names, "" for a directory
 	stats *objstore.Stats
 }
 
@@ -22,27 +26,60 @@ type remote struct {
 // storage.
 type fetched = plan.Fetched
 
-// fetchedBy returns what r fetched (nothing for a local location).
-func fetchedBy(r *remote) *fetched {
-	if r == nil {
+// fetched returns what reading l fetched (nothing for a local location).
+func (l *packLoc) fetched() *fetched {
+	if !l.tree.Remote() {
 		return nil
 	}
-	return &fetched{BytesFetched: r.stats.BytesRead(), Requests: r.stats.Requests()}
+	return &fetched{BytesFetched: l.stats.BytesRead(), Requests: l.stats.Requests()}
 }
 
-// openRemote opens the bucket of an s3:// location for reading. A
-// malformed location is a usage error.
-func openRemote(ctx context.Context, cmd, loc string) (*remote, error) {
-	bucket, prefix, err := objstore.ParseS3(loc)
-	if err != nil {
-		return nil, &usageError{msg: fmt.Sprintf("%s: %v", cmd, err), hint: "name object storage as s3://BUCKET/PREFIX"}
-	}
+// openPackLoc opens loc for cmd, listing nothing (srctree.OpenUnlisted): in
+// a bucket, the pack reader's own requests are all that the command makes.
+// A malformed location is a usage error, a setting that does not let the
+// bucket be reached is worded by storeError, and a local path that cannot
+// be opened is bad input.
+func openPackLoc(ctx context.Context, cmd, loc string) (*packLoc, error) {
 	stats := &objstore.Stats{}
-	st, err := objstore.Open(ctx, "s3://"+bucket, objstore.Options{Stats: stats})
-	if err != nil {
+	t, file, err := srctree.OpenUnlisted(ctx, loc, objstore.Options{Stats: stats})
+	switch {
+	case errors.Is(err, objstore.ErrBadLocation):
+		return nil, &usageError{msg: fmt.Sprintf("%s: %v", cmd, err), hint: "name object storage as s3://BUCKET/PREFIX"}
+	case err != nil && (errors.Is(err, objstore.ErrSetting) || ctx.Err() != nil):
 		return nil, storeError(cmd, err)
+	case err != nil:
+		return nil, &inputError{err: fmt.Errorf("%s: %w", cmd, err)}
 	}
-	return &remote{store: st, name: prefix, stats: stats}, nil
+	return &packLoc{cmd: cmd, tree: t, file: file, stats: stats}, nil
+}
+
+// path is where rel (slash-separated, relative to the location; "" for
+// the location itself) is: a local path, or a key in the bucket's store.
+func (l *packLoc) path(rel string) string {
+	if st, prefix := l.tree.Store(); st != nil {
+		return objstore.Join(prefix, rel)
+	}
+	return l.tree.Path(path.Join(l.file, rel))
+}
+
+// openSet opens the pack directory or shard at rel: a local one reading its
+// files directly (packcore.OpenSet), one in a bucket with the pack reader's
+// requests (packcore.OpenSetIn: a listing or a HEAD, then a ranged read of
+// each shard's directory). A store's failure is worded by storeError, a
+// local one is bad input.
+func (l *packLoc) openSet(ctx context.Context, rel string, opts packcore.SetOptions) (*packcore.Set, error) {
+	if st, _ := l.tree.Store(); st != nil {
+		set, err := packcore.OpenSetIn(ctx, st, l.path(rel), opts)
+		if err != nil {
+			return nil, storeError(l.cmd, err)
+		}
+		return set, nil
+	}
+	set, err := packcore.OpenSet(l.path(rel), opts)
+	if err != nil {
+		return nil, &inputError{err: fmt.Errorf("%s: %w", l.cmd, err)}
+	}
+	return set, nil
 }
 
 // storeError words a failure to read object storage for the CLI, with the

@@ -131,13 +131,9 @@ func TestWDSKillAndRerun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !hasTempShard(filepath.Join(staging, "media")) {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("conversion never started a shard:\n%s", se.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testtool.WaitFor(60*time.Second, 10*time.Millisecond, func() bool { return hasTempShard(filepath.Join(staging, "media")) }) {
+		cmd.Process.Kill()
+		t.Fatalf("conversion never started a shard:\n%s", se.String())
 	}
 	cmd.Process.Kill()
 	cmd.Wait()

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/bpconvert/bpconvert/detect"
-	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // operands are a converter's sources and destination as they were named,
@@ -69,9 +68,13 @@ func (e *env) explainInput(err error) error {
 }
 
 // local reports whether a named operand is a plain local path (not object
-// storage, standard input or a pattern of several sources).
+// storage, standard input or a pattern of
+// several sources).
 func local(p string) bool {
-	return p != "" && p != "-" && !objstore.IsRemote(p) && !strings.ContainsAny(p, "{}*?[") && !strings.Contains(p, "::")
+	if p == "" || p == "-" || strings.ContainsAny(p, "{}*?[") || strings.Contains(p, "::") {
+		return false
+	}
+	return !inBucket(p)
 }
 
 // kindHintOf returns the hint of a kindHint in err's chain.

@@ -30,6 +30,10 @@ type Format struct {
 	// Summary is the command's line in help and in the README's commands
 	// table.
 	Summary string
+	// Long is help's text after the summary (paragraphs; may be empty).
+	Long string
+	// Examples are the command lines help shows.
+	Examples []string
 	// Joiner names, for each file that the parts of a split run write (by
 	// slash path relative to the output), how finalize joins it: nil for a
 	// file that every part must hold the same.
@@ -43,13 +47,40 @@ type Format struct {
 // All lists the converters in help order.
 var All = []Format{
 	{Name: "WebDataset", Command: "convert-wds", Args: "SRC DST", Joiner: wds.Joiner, Against: dsverify.WebDataset,
-		Summary: "convert WebDataset tar shards into packs and a samples.parquet table"},
+		Summary: "convert WebDataset tar shards into packs and a samples.parquet table",
+		Long: "SRC is a directory of shards, a tar, a brace pattern ('train-{000000..000099}.tar'), several\n" +
+			"of them (a shell glob), - for standard input, or s3://BUCKET/PREFIX.",
+		Examples: []string{
+			"bpconvert convert-wds --dry-run shards/ ds/",
+			"bpconvert convert-wds --yes 'shards/train-{000000..000099}.tar' ds/ --inline cls,json",
+			"bpconvert convert-wds --yes --part 2/8 shards/ s3://bucket/ds",
+		}},
 	{Name: "Parquet", Command: "convert-parquet", Args: "SRC DST", Joiner: parquet.Joiner, Against: dsverify.Parquet,
-		Summary: "move payload columns of parquet tables into packs, columns become references"},
+		Summary: "move payload columns of parquet tables into packs, columns become references",
+		Examples: []string{
+			"bpconvert convert-parquet --dry-run hf/ ds/",
+			"bpconvert convert-parquet --yes hf/ ds/",
+			"bpconvert convert-parquet --yes part-00000.parquet ds/ --column jpg --field meta.thumb",
+		}},
 	{Name: "LeRobot", Command: "convert-lerobot", Args: "SRC DST", Joiner: lerobot.Joiner, Against: dsverify.LeRobot,
-		Summary: "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs"},
+		Summary: "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs",
+		Long: "The conversion runs in bpconvert-lerobot, the companion program built with libav (make build\n" +
+			"puts it beside bpconvert). Without it, --dry-run still plans, from the dataset's metadata\n" +
+			"(the camera files' keyframes not probed).",
+		Examples: []string{
+			"bpconvert convert-lerobot --dry-run pusht/ ds/",
+			"bpconvert convert-lerobot --yes pusht/ ds/",
+		}},
 	{Name: "Lance", Command: "convert-lance", Args: "SRC DST", Joiner: lance.Joiner, Against: dsverify.Lance,
-		Summary: "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied"},
+		Summary: "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied",
+		Long: "SRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read\n" +
+			"through ranged requests (manifest, file metadata, then the pages and blobs the run needs);\n" +
+			"the summary says what was fetched (bytes_fetched, fetch_requests).",
+		Examples: []string{
+			"bpconvert convert-lance --yes images.lance ds/",
+			"bpconvert convert-lance --yes --column image images.lance ds/",
+			"bpconvert convert-lance --dry-run --dataset-version 3 images.lance ds/",
+		}},
 }
 
 // ByCommand returns the converter that command runs.

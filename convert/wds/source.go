@@ -42,6 +42,9 @@ type shardSource struct {
 	// (objstore.ErrChanged).
 	tree *srctree.Tree
 	rel  string
+	// etag is the version of a shard in object storage that the tree
+	// found.
+	etag string
 }
 
 // remote reports whether the shard is in object storage.
@@ -313,7 +316,7 @@ func ShardSources(ctx context.Context, s convert.Source) ([]convert.Source, erro
 func listRemote(ctx context.Context, p convert.Source) (sourceList, error) {
 	shard := func(e srctree.Entry) shardSource {
 		loc := p.Tree.Path(e.Name)
-		return shardSource{Name: loc, Path: loc, Stem: ShardStem(e.Name), Size: e.Size, tree: p.Tree, rel: e.Name}
+		return shardSource{Name: loc, Path: loc, Stem: ShardStem(e.Name), Size: e.Size, tree: p.Tree, rel: e.Name, etag: e.ETag}
 	}
 	if p.File != "" {
 		e, err := p.Tree.Stat(p.File)

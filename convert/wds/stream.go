@@ -160,7 +160,10 @@ func openShard(ctx context.Context, src shardSource, stdin io.Reader, seek bool)
 		in = &cancelReader{ctx: ctx, r: stdin}
 	}
 	if src.remote() {
-		obj, err := src.tree.Object(ctx, src.rel)
+		// The version the tree found: a shard replaced since fails its
+		// reads (objstore.ErrChanged).
+		st, prefix := src.tree.Store()
+		obj, err := objstore.OpenListed(ctx, st, objstore.Info{Name: prefix + src.rel, Size: src.Size, ETag: src.etag})
 		if err != nil {
 			// The store's error names the object.
 			return nil, fmt.Errorf("wds: %w", err)

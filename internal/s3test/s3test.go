@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/objstore"
 )
 
 // Server is a running S3 server.
@@ -176,6 +177,16 @@ func (s *Server) SetEnv(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "")
 	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_ENDPOINT_URL", "")
+}
+
+// Reach returns o with what reaches the server as its root user
+// (endpoint, region, the root key), given as values rather than taken from
+// the environment, so the tests that use it run in parallel.
+func (s *Server) Reach(o objstore.Options) objstore.Options {
+	o.Endpoint = s.Endpoint
+	o.Region = "us-east-1"
+	o.Credentials = objstore.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}
+	return o
 }
 
 // Client is an S3 client of the server's, for tests to look behind the
