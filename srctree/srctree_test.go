@@ -272,12 +272,25 @@ func TestOpenSource(t *testing.T) {
 		})
 	}
 	for _, loc := range []string{remote + "/no-such-thing", "s3://src/nothing"} {
-		var le *srctree.LocalError
-		if _, _, err := srctree.OpenSource(ctx, loc, srv.Reach(objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) || errors.As(err, &le) {
+		if _, _, err := srctree.OpenSource(ctx, loc, srv.Reach(objstore.Options{})); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), loc) {
 			t.Errorf("%s: %v", loc, err)
 		}
 	}
+}
+
+// TestLocalError: a local location that cannot be opened gives a
+// *LocalError (a missing path, a file opened as a tree); a location in a
+// bucket that names nothing does not.
+func TestLocalError(t *testing.T) {
+	t.Parallel()
+	srv, local, remote := trees(t)
+	ctx := context.Background()
 	var le *srctree.LocalError
+	for _, loc := range []string{remote + "/no-such-thing", "s3://src/nothing"} {
+		if _, _, err := srctree.OpenSource(ctx, loc, srv.Reach(objstore.Options{})); err == nil || errors.As(err, &le) {
+			t.Errorf("%s: %v", loc, err)
+		}
+	}
 	for _, open := range []func(string) error{
 		func(loc string) error {
 			_, _, err := srctree.OpenSource(ctx, loc, srv.Reach(objstore.Options{}))
