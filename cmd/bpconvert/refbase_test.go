@@ -210,9 +210,9 @@ print(json.dumps(out))
 // opens every reference as the table holds it, byte for byte the local
 // member; verify and cat read the dataset in the bucket.
 func TestRefBaseS3(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	srv := s3test.Start(t, "data")
-	srv.SetEnv(t)
 	root := t.TempDir()
 	src, dst := filepath.Join(root, "src"), filepath.Join(root, "ds")
 	wdsShards(t, src, 2, 20, 900)
@@ -228,11 +228,7 @@ func TestRefBaseS3(t *testing.T) {
 	defer set.Close()
 	arg, _ := json.Marshal(refs)
 	cmd := exec.Command(py, "-c", readRefsPy, string(arg))
-	for _, kv := range os.Environ() {
-		if k, v, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "AWS_") || v != "" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = append(cleanAWSEnv(), srv.Env()...)
 	out, err := cmd.Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/bpconvert/bpconvert/internal/s3test"
@@ -43,8 +42,9 @@ print(json.dumps(out))
 // 0.2.0's PackSet every member, fsspec with s3fs a reference per shard,
 // each byte for byte equal to the local pack's member.
 func TestPythonReadsS3Packs(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
-	_, _, ds := s3Dataset(t)
+	srv, _, ds := s3Dataset(t)
 	set, err := packcore.OpenSet(filepath.Join(ds, "media"), packcore.SetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -73,11 +73,7 @@ func TestPythonReadsS3Packs(t *testing.T) {
 	// The server's credentials and endpoint, without the empty AWS_PROFILE
 	// that keeps this process's SDK off the shared files (botocore takes
 	// an empty profile name for a profile).
-	for _, kv := range os.Environ() {
-		if k, v, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "AWS_") || v != "" {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = append(cleanAWSEnv(), srv.Env()...)
 	out, err := cmd.Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -126,9 +122,10 @@ pq.write_table(t, sys.argv[1], row_group_size=16)
 // compare every payload with the dataset, the source or both in the
 // bucket; a payload changed in an uploaded copy of the source is found.
 func TestS3VerifyAgainstParquet(t *testing.T) {
+	t.Parallel()
 	py := testtool.Python(t)
 	srv := s3test.Start(t, "tables")
-	srv.SetEnv(t)
+	env := srv.Env()
 	root := t.TempDir()
 	src := filepath.Join(root, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -150,11 +147,11 @@ func TestS3VerifyAgainstParquet(t *testing.T) {
 		{"s3://tables/ds", "s3://tables/src"},
 		{"s3://tables/ds", "s3://tables/src/part-0.parquet"},
 	} {
-		r, d := verifyJSON(t, c[0], "--against", c[1])
+		r, d := verifyJSONEnv(t, env, c[0], "--against", c[1])
 		if r.code != 0 || d.Refs != 47 || d.Against == nil || d.Against.Payloads != 47 || d.Against.Mismatches != 0 {
 			t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", c[0], c[1], r.code, d, d.Against, r.stderr)
 		}
-		m := lastJSON(t, bp(t, "verify", "--json", c[0], "--against", c[1]))
+		m := lastJSON(t, bpS3(t, env, "verify", "--json", c[0], "--against", c[1]))
 		t.Logf("verify %s --against %s: %v requests, %v bytes fetched", c[0], c[1], m["fetch_requests"], m["bytes_fetched"])
 	}
 	// A source whose row 3 payload differs: pyarrow rewrites the table.
@@ -174,7 +171,7 @@ pq.write_table(t, sys.argv[2], row_group_size=16)
 		t.Fatalf("pyarrow: %v\n%s", err, out)
 	}
 	upload(t, srv, bad, "tables", "bad")
-	r, d := verifyJSON(t, "s3://tables/ds", "--against", "s3://tables/bad")
+	r, d := verifyJSONEnv(t, env, "s3://tables/ds", "--against", "s3://tables/bad")
 	if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 || len(d.Problems) != 1 || d.Problems[0].Row != 3 {
 		t.Fatalf("changed source: exit %d %+v %+v", r.code, d.Against, d.Problems)
 	}

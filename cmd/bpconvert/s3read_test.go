@@ -30,7 +30,6 @@ func summary(t *testing.T, p string) map[string]any {
 // s3://data/ds holds the dataset, s3://data/src the tars.
 func s3Dataset(t *testing.T) (srv *s3test.Server, src, ds string) {
 	srv = s3test.Start(t, "data")
-	srv.SetEnv(t)
 	root := t.TempDir()
 	src = filepath.Join(root, "src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -50,29 +49,31 @@ func s3Dataset(t *testing.T) (srv *s3test.Server, src, ds string) {
 // (versitygw) and compares what each prints with the same command on the
 // local copy.
 func TestS3Read(t *testing.T) {
+	t.Parallel()
 	srv, src, ds := s3Dataset(t)
+	env := srv.Env()
 	media := filepath.Join(ds, "media")
 
-	t.Run("ls", func(t *testing.T) { s3ReadLs(t, media) })
-	t.Run("cat", func(t *testing.T) { s3ReadCat(t, ds, media) })
-	t.Run("unpack", func(t *testing.T) { s3ReadUnpack(t, media) })
-	t.Run("verify", func(t *testing.T) { s3ReadVerify(t, src, ds) })
-	t.Run("flipped byte", func(t *testing.T) { s3ReadFlipped(t, srv, ds) })
+	t.Run("ls", func(t *testing.T) { s3ReadLs(t, env, media) })
+	t.Run("cat", func(t *testing.T) { s3ReadCat(t, env, ds, media) })
+	t.Run("unpack", func(t *testing.T) { s3ReadUnpack(t, env, media) })
+	t.Run("verify", func(t *testing.T) { s3ReadVerify(t, env, src, ds) })
+	t.Run("flipped byte", func(t *testing.T) { s3ReadFlipped(t, env, srv, ds) })
 	t.Run("errors", func(t *testing.T) { s3ReadErrors(t, srv) })
 }
 
 // s3ReadLs (TestS3Read): ls of the pack directory and of one shard prints
 // what it prints locally, and fetches bytes.
-func s3ReadLs(t *testing.T, media string) {
+func s3ReadLs(t *testing.T, env []string, media string) {
 	for _, c := range [][2]string{
 		{media, "s3://data/ds/media"},
 		{filepath.Join(media, "pack-0001.zip"), "s3://data/ds/media/pack-0001.zip"},
 	} {
-		local, remote := bp(t, "ls", c[0]), bp(t, "ls", c[1])
+		local, remote := bpS3(t, env, "ls", c[0]), bpS3(t, env, "ls", c[1])
 		if local.code != 0 || remote.code != 0 || remote.stdout != local.stdout || local.stdout == "" {
 			t.Fatalf("ls %s: exit %d, %q\nlocal ls: exit %d, %q", c[1], remote.code, remote.stdout+remote.stderr, local.code, local.stdout)
 		}
-		lj, rj := lastJSON(t, bp(t, "ls", "--json", c[0])), lastJSON(t, bp(t, "ls", "--json", c[1]))
+		lj, rj := lastJSON(t, bpS3(t, env, "ls", "--json", c[0])), lastJSON(t, bpS3(t, env, "ls", "--json", c[1]))
 		lm, _ := json.Marshal(lj["members"])
 		rm, _ := json.Marshal(rj["members"])
 		if string(lm) != string(rm) {
@@ -88,21 +89,21 @@ func s3ReadLs(t *testing.T, media string) {
 // s3ReadCat (TestS3Read): cat of a key or a reference in the bucket prints
 // the local bytes, with its CRC-32 checked, in three requests, and a range of
 // them.
-func s3ReadCat(t *testing.T, ds, media string) {
+func s3ReadCat(t *testing.T, env []string, ds, media string) {
 	sum := filepath.Join(t.TempDir(), "cat.json")
 	for _, key := range []string{"000000.bin", "000031.bin", "000079.bin"} {
-		local := bp(t, "cat", key, ds)
+		local := bpS3(t, env, "cat", key, ds)
 		if local.code != 0 || len(local.stdout) != 3000 {
 			t.Fatalf("local cat %s: %+v", key, local)
 		}
-		ref := refOf(t, media, key)
+		ref := refOf(t, env, media, key)
 		for _, args := range [][]string{
 			{key, "s3://data/ds"},
 			{key, "s3://data/ds/media"},
 			{ref, "s3://data/ds"},
 			{strings.Replace(ref, "::media/", "::s3://data/ds/media/", 1)},
 		} {
-			r := bp(t, append([]string{"cat", "--summary-file", sum}, args...)...)
+			r := bpS3(t, env, append([]string{"cat", "--summary-file", sum}, args...)...)
 			if r.code != 0 || r.stdout != local.stdout {
 				t.Fatalf("cat %v: exit %d, %d bytes, %s", args, r.code, len(r.stdout), r.stderr)
 			}
@@ -117,7 +118,7 @@ func s3ReadCat(t *testing.T, ds, media string) {
 				}
 			}
 		}
-		r := bp(t, "cat", key, "s3://data/ds", "--offset", "1000", "--length", "10")
+		r := bpS3(t, env, "cat", key, "s3://data/ds", "--offset", "1000", "--length", "10")
 		if r.code != 0 || r.stdout != local.stdout[1000:1010] {
 			t.Fatalf("cat --offset: exit %d %q %s", r.code, r.stdout, r.stderr)
 		}
@@ -126,12 +127,12 @@ func s3ReadCat(t *testing.T, ds, media string) {
 
 // s3ReadUnpack (TestS3Read): unpack of the bucket's pack directory writes the
 // local tree.
-func s3ReadUnpack(t *testing.T, media string) {
+func s3ReadUnpack(t *testing.T, env []string, media string) {
 	dst := t.TempDir()
-	if r := bp(t, "unpack", media, filepath.Join(dst, "local")); r.code != 0 {
+	if r := bpS3(t, env, "unpack", media, filepath.Join(dst, "local")); r.code != 0 {
 		t.Fatalf("local unpack: %+v", r)
 	}
-	r := bp(t, "unpack", "--json", "s3://data/ds/media", filepath.Join(dst, "remote"))
+	r := bpS3(t, env, "unpack", "--json", "s3://data/ds/media", filepath.Join(dst, "remote"))
 	if r.code != 0 {
 		t.Fatalf("unpack: %+v", r)
 	}
@@ -143,9 +144,9 @@ func s3ReadUnpack(t *testing.T, media string) {
 // s3ReadVerify (TestS3Read): verify of the bucket's dataset finds what it
 // finds locally, and --against compares every payload with sources local or
 // in the bucket.
-func s3ReadVerify(t *testing.T, src, ds string) {
-	lr, ld := verifyJSON(t, ds)
-	r, d := verifyJSON(t, "s3://data/ds")
+func s3ReadVerify(t *testing.T, env []string, src, ds string) {
+	lr, ld := verifyJSONEnv(t, env, ds)
+	r, d := verifyJSONEnv(t, env, "s3://data/ds")
 	if lr.code != 0 || r.code != 0 || d.Refs != ld.Refs || d.Members != ld.Members || len(d.Tables) != 1 || d.Refs == 0 {
 		t.Fatalf("verify: exit %d %+v\nlocal: exit %d %+v\n%s", r.code, d, lr.code, ld, r.stderr)
 	}
@@ -157,7 +158,7 @@ func s3ReadVerify(t *testing.T, src, ds string) {
 		{ds, "s3://data/src/" + pattern},
 		{"s3://data/ds", "s3://data/src"},
 	} {
-		r, d := verifyJSON(t, c[0], "--against", c[1])
+		r, d := verifyJSONEnv(t, env, c[0], "--against", c[1])
 		if r.code != 0 || d.Against == nil || d.Against.Payloads != 160 || d.Against.Inline != 80 || d.Against.Mismatches != 0 {
 			t.Fatalf("verify %s --against %s: exit %d %+v %+v\n%s", c[0], c[1], r.code, d.Against, d.Problems, r.stderr)
 		}
@@ -168,7 +169,7 @@ func s3ReadVerify(t *testing.T, src, ds string) {
 
 // s3ReadFlipped (TestS3Read): a dataset in the bucket with one payload byte
 // changed fails verify, verify --against and cat.
-func s3ReadFlipped(t *testing.T, srv *s3test.Server, ds string) {
+func s3ReadFlipped(t *testing.T, env []string, srv *s3test.Server, ds string) {
 	// A copy of the dataset whose second shard has one payload byte
 	// changed (so its CRC-32 and the manifest's SHA-256 disagree).
 	bad := filepath.Join(t.TempDir(), "bad")
@@ -185,16 +186,16 @@ func s3ReadFlipped(t *testing.T, srv *s3test.Server, ds string) {
 		t.Fatal(err)
 	}
 	upload(t, srv, bad, "data", "bad")
-	r, d := verifyJSON(t, "s3://data/bad")
+	r, d := verifyJSONEnv(t, env, "s3://data/bad")
 	probs, _ := json.Marshal(d.Problems)
 	if r.code != 1 || !strings.Contains(string(probs), "pack-0001.zip:000030.bin: CRC mismatch") || !strings.Contains(string(probs), "does not match manifest") {
 		t.Fatalf("verify: exit %d, problems %s\n%s", r.code, probs, r.stderr)
 	}
-	r, d = verifyJSON(t, "s3://data/bad", "--against", "s3://data/src")
+	r, d = verifyJSONEnv(t, env, "s3://data/bad", "--against", "s3://data/src")
 	if r.code != 1 || d.Against == nil || d.Against.Mismatches != 1 {
 		t.Fatalf("verify --against: exit %d %+v", r.code, d.Against)
 	}
-	if r := bp(t, "cat", "000030.bin", "s3://data/bad"); r.code != exitInvalid || !strings.Contains(r.stderr, "CRC-32 mismatch") {
+	if r := bpS3(t, env, "cat", "000030.bin", "s3://data/bad"); r.code != exitInvalid || !strings.Contains(r.stderr, "CRC-32 mismatch") {
 		t.Fatalf("cat of the flipped member: exit %d %s", r.code, r.stderr)
 	}
 }
@@ -223,7 +224,7 @@ func s3ReadErrors(t *testing.T, srv *s3test.Server) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sum := filepath.Join(t.TempDir(), "summary.json")
-			r := bpEnv(t, append(os.Environ(), c.env...), append(c.args, "--summary-file", sum)...)
+			r := bpS3(t, append(srv.Env(), c.env...), append(c.args, "--summary-file", sum)...)
 			if r.code != c.code || !strings.Contains(r.stderr, c.want) || (c.code == exitUsage && !strings.Contains(r.stderr, "bpconvert: hint: ")) {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, c.code, r.stderr)
 			}
@@ -246,9 +247,9 @@ func s3ReadErrors(t *testing.T, srv *s3test.Server) {
 }
 
 // refOf returns the reference ls gives a key of the local pack directory.
-func refOf(t *testing.T, dir, key string) string {
+func refOf(t *testing.T, env []string, dir, key string) string {
 	t.Helper()
-	m := lastJSON(t, bp(t, "ls", "--json", dir))
+	m := lastJSON(t, bpS3(t, env, "ls", "--json", dir))
 	for _, x := range m["members"].([]any) {
 		mm := x.(map[string]any)
 		if mm["key"] == key {

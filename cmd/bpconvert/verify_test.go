@@ -39,7 +39,14 @@ type verifyDoc struct {
 // verifyJSON runs verify with --json and parses its summary.
 func verifyJSON(t *testing.T, args ...string) (result, verifyDoc) {
 	t.Helper()
-	r := bp(t, append([]string{"verify", "--json"}, args...)...)
+	return verifyJSONEnv(t, nil, args...)
+}
+
+// verifyJSONEnv is verifyJSON with env (an S3 server's, see bpS3) added to
+// this process's environment less its AWS settings; nil adds nothing.
+func verifyJSONEnv(t *testing.T, env []string, args ...string) (result, verifyDoc) {
+	t.Helper()
+	r := bpS3(t, env, append([]string{"verify", "--json"}, args...)...)
 	var d verifyDoc
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.stdout)), &d); err != nil {
 		t.Fatalf("verify JSON: %v\n%s\n%s", err, r.stdout, r.stderr)
