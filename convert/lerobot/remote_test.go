@@ -48,8 +48,8 @@ func uploadDataset(t *testing.T, srv *s3test.Server, dir, bucket, prefix string)
 // conversion writes byte for byte what the local one writes (camera files
 // packed whole, cut per episode, tables and meta/ copied).
 func TestRemoteSource(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
-	srv.SetEnv(t)
 	ctx := context.Background()
 	for _, name := range []string{"v2.1", "v3.0"} {
 		t.Run(name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestRemoteSource(t *testing.T) {
 				t.Fatal(err)
 			}
 			st := &objstore.Stats{}
-			tr, err := srctree.Open(ctx, "s3://src/"+name, objstore.Options{Stats: st})
+			tr, err := srctree.Open(ctx, "s3://src/"+name, srv.Reach(objstore.Options{Stats: st}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,14 +125,13 @@ func treeFiles(t *testing.T, dir string) []string {
 // listing is a failure of the store, naming the object, not bad input;
 // an object removed after the listing is bad input naming it.
 func TestRemoteSourceFailures(t *testing.T) {
+	t.Parallel()
 	srv := s3test.Start(t, "src")
-	srv.SetEnv(t)
-	t.Setenv("AWS_MAX_ATTEMPTS", "1")
 	ctx := context.Background()
 	uploadDataset(t, srv, dataset(t, "v3.0"), "src", "v3.0")
 	opts := Options{Engine: testEngine(t, true)}
 
-	tr, err := srctree.Open(ctx, "s3://src/v3.0", objstore.Options{})
+	tr, err := srctree.Open(ctx, "s3://src/v3.0", srv.Reach(objstore.Options{MaxAttempts: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +143,7 @@ func TestRemoteSourceFailures(t *testing.T) {
 		t.Fatalf("an object removed after the listing: %v", err)
 	}
 
-	tr, err = srctree.Open(ctx, "s3://src/v3.0", objstore.Options{})
+	tr, err = srctree.Open(ctx, "s3://src/v3.0", srv.Reach(objstore.Options{MaxAttempts: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,17 +168,6 @@ func (s *Server) Env() []string {
 	}
 }
 
-// SetEnv sets Env in this process for the rest of the test (t.Setenv).
-func (s *Server) SetEnv(t *testing.T) {
-	for _, kv := range s.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_SESSION_TOKEN", "")
-	t.Setenv("AWS_ENDPOINT_URL", "")
-}
-
 // Reach returns o with what reaches the server as its root user
 // (endpoint, region, the root key), given as values rather than taken from
 // the environment, so the tests that use it run in parallel.
