@@ -7,8 +7,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // TestRangeReader: a tar header pass through a RangeReader on a real S3

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/objstore"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // writeKeys writes keys (each of size bytes, different contents) into a

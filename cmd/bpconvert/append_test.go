@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // appendShardsPy writes WebDataset shards train-FIRST..train-(FIRST+N-1)

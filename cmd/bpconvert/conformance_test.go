@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/bpconvert/bpconvert/convert/formats"
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 	"github.com/bpconvert/bpconvert/plan"
 )
 

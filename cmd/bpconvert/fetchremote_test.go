@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // fetchCellsPy writes, as remoteCellsPy does, a dataset of Image() and

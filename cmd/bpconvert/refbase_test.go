@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 

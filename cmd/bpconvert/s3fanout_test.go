@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // TestS3FanOut: parts converted into a bucket (each from its own process,

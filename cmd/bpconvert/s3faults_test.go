@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // faultLimit is how long one run through a faulty proxy may take before

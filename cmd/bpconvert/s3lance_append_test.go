@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // TestS3LanceAppend converts a Lance dataset pylance 14.0.3 wrote, from one

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // TestS3LerobotAppendReads appends to the conversion of a LeRobot v3.0

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // summary reads a --summary-file document.

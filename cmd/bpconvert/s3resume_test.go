@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/internal/testtool"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 )
 
 // sameObjects compares two outputs in a store object by object, the run

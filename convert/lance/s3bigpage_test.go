@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/bpconvert/bpconvert/internal/s3test"
 	"github.com/bpconvert/bpconvert/lancefmt"
+	"github.com/bpconvert/bpconvert/objstore/s3test"
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
