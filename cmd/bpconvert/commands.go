@@ -4,8 +4,9 @@ import "github.com/bpconvert/bpconvert/convert/formats"
 
 // commands lists every subcommand in help order: the converters, in the
 // order of formats.All, after version. Adding a command is one entry here
-// and a define function (its flags, returning its run); adding a converter
-// is its Format and its case in converterCommand.
+// and a define function (its flags, returning its run); a converter's
+// command takes its name, operands, help and examples from its Format, and
+// its flags from its define function, named in converterCommand.
 func commands() []command {
 	return append(append(append([]command{}, leadCommands()...), converterCommands()...), tailCommands()...)
 }

@@ -1,10 +1,13 @@
 // Package formats is the one list of the converters: a Format value per
 // converter, saying what the source format is called, which command runs
-// it and how, and how finalize joins the files its split runs write.
-// finalize, verify --against, the CLI's command table and the test that
-// holds the README's commands table to the code range over All; adding a converter is its package, one line
-// here, its row in the README's table and its section in
-// docs/converters.md.
+// it (operands, help text, examples), how finalize joins the files its
+// split runs write and how verify --against compares an output with its
+// source. finalize, verify --against, the CLI's command table and the
+// test that holds the README's commands table to the code range over All.
+// Adding a converter is its package, its Format here (with its comparison
+// in dsverify), its flags in the CLI, its row in the README's table and
+// its section in docs/converters.md (docs/architecture.md, "How to add a
+// converter").
 //
 // It is not a registry filled at init time: the list is a literal, in the
 // order help shows it, and nothing else adds to it.
