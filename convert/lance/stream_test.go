@@ -77,8 +77,12 @@ func convertChild() {
 		if err != nil {
 			return err
 		}
+		// Only whether the source is remote outlives the conversion: the
+		// copy below opens the dataset afresh, and the conversion's tree
+		// (its kept reads) must not count in the copy's memory.
+		remote := src.Remote()
 		fetched := func(stats *objstore.Stats) {
-			if src.Remote() {
+			if remote {
 				fmt.Fprintf(out, "%s %d\n", fetchedLine, stats.BytesRead())
 			}
 		}
