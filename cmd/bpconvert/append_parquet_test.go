@@ -49,14 +49,14 @@ func TestAppendParquet(t *testing.T) {
 	args := []string{"convert-parquet", "--append", "--yes", "--json", "--column", "image", "--max-members", "16", "--ref-base", dst, src, dst}
 	table("train-0.parquet", 0, 30)
 	appendRun(t, nil, args, "ok")
-	first := fileHashes(t, filepath.Join(dst, "media"))
+	first := shardSums(t, filepath.Join(dst, "media"))
 	table("train-1.parquet", 30, 20)
 	sum := appendRun(t, nil, args, "ok")
 	a, _ := sum["appended"].(map[string]any)
 	if a == nil || a["sources"].(float64) != 1 || a["skipped"].(float64) != 1 || a["blobs"].(float64) != 20 || sum["blobs"].(float64) != 50 {
 		t.Fatalf("append: %v", sum)
 	}
-	sameShards(t, first, fileHashes(t, filepath.Join(dst, "media")))
+	sameFiles(t, "the committed shards", first, shardSums(t, filepath.Join(dst, "media")))
 	verifyAgainstAll(t, nil, [2]string{dst, src})
 	appendRun(t, nil, args, "already_done")
 

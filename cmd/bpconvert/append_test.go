@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -160,27 +159,46 @@ func (r *appendReader) finish(t *testing.T) map[string]int {
 	return res.Seen
 }
 
-// fileHashes maps every shard under dir (pack-*.zip) to its SHA-256.
-func fileHashes(t *testing.T, dir string) map[string]string {
+// fileSums returns the SHA-256 of every file below dir, by relative path.
+func fileSums(t *testing.T, dir string) map[string][32]byte {
 	t.Helper()
-	out := map[string]string{}
-	for _, p := range packShards(dir) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
+	out := map[string][32]byte{}
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
 		}
-		s := sha256.Sum256(b)
-		out[filepath.Base(p)] = hex.EncodeToString(s[:])
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = sha256.Sum256(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
 
-// sameShards fails unless every shard of before is in now, byte for byte.
-func sameShards(t *testing.T, before, now map[string]string) {
+// shardSums returns the SHA-256 of every pack shard in dir.
+func shardSums(t *testing.T, dir string) map[string][32]byte {
 	t.Helper()
-	for name, h := range before {
-		if now[name] != h {
-			t.Fatalf("committed shard %s changed after an append (sha256 %s, was %s)", name, now[name], h)
+	out := map[string][32]byte{}
+	for rel, sum := range fileSums(t, dir) {
+		if strings.HasSuffix(rel, ".zip") {
+			out[rel] = sum
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no shard in %s", dir)
+	}
+	return out
+}
+
+// sameFiles fails unless every file of before is in dir unchanged.
+func sameFiles(t *testing.T, what string, before, after map[string][32]byte) {
+	t.Helper()
+	for rel, sum := range before {
+		if got, ok := after[rel]; !ok || got != sum {
+			t.Fatalf("%s: %s was rewritten or removed", what, rel)
 		}
 	}
 }
@@ -311,7 +329,7 @@ func TestAppendWDS(t *testing.T) {
 			if sum["appended"] != nil || sum["blobs"].(float64) != 2*samples*2 {
 				t.Fatalf("a first --append into an absent destination converts everything: %v", sum)
 			}
-			first := fileHashes(t, media)
+			first := shardSums(t, media)
 			allowed := []int{2 * samples}
 			for _, n := range []int{2, 1, 2} {
 				allowed = append(allowed, allowed[len(allowed)-1]+n*samples)
@@ -335,7 +353,7 @@ func TestAppendWDS(t *testing.T) {
 				}
 				old.restore(t)
 				shards += n
-				sameShards(t, first, fileHashes(t, media))
+				sameFiles(t, "the committed shards", first, shardSums(t, media))
 				verifyAgainstAll(t, env, [2]string{dst, srcArg})
 				if r := runBin(t, env, args()...); r.code != 0 || lastJSON(t, r)["status"] != "already_done" {
 					t.Fatalf("a rerun with nothing new: exit %d %s %s", r.code, r.stdout, r.stderr)
@@ -492,13 +510,13 @@ func TestAppendPack(t *testing.T) {
 			}
 			files(0, 6)
 			appendRun(t, env, args, "ok")
-			first := fileHashes(t, media)
+			first := shardSums(t, media)
 			files(6, 5)
 			sum := appendRun(t, env, args, "ok")
 			if a, _ := sum["appended"].(map[string]any); a == nil || a["sources"].(float64) != 5 || sum["members"].(float64) != 11 {
 				t.Fatalf("pack --append: %v", sum)
 			}
-			sameShards(t, first, fileHashes(t, media))
+			sameFiles(t, "the committed shards", first, shardSums(t, media))
 			verifyAgainstAll(t, env, [2]string{dst, src})
 			appendRun(t, env, args, "already_done")
 		})
@@ -525,7 +543,7 @@ func TestAppendKilled(t *testing.T) {
 			addShards(t, src, 0, 1, 16, 4000)
 			sync()
 			appendRun(t, env, args, "ok")
-			first := fileHashes(t, media)
+			first := shardSums(t, media)
 			next := 1
 			phases := []struct {
 				name, rerun string
@@ -553,7 +571,7 @@ func TestAppendKilled(t *testing.T) {
 						// it plans, and finds nothing new.
 						appendRun(t, env, args, ph.rerun)
 					}
-					sameShards(t, first, fileHashes(t, media))
+					sameFiles(t, "the committed shards", first, shardSums(t, media))
 					verifyAgainstAll(t, env, [2]string{dst, srcArg})
 				}
 				if !caught {

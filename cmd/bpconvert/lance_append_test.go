@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -60,50 +59,6 @@ func checkLance(t *testing.T, py, src string, v uint64, dst, column string) int 
 		t.Fatalf("pylance reads the output's latest version unlike version %d of the source: %v", v, got.Problems)
 	}
 	return got.Compared
-}
-
-// fileSums returns the SHA-256 of every file below dir, by relative path.
-func fileSums(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	out := map[string][32]byte{}
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = sha256.Sum256(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// shardSums returns the SHA-256 of every pack shard in dir.
-func shardSums(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	out := map[string][32]byte{}
-	for rel, sum := range fileSums(t, dir) {
-		if strings.HasSuffix(rel, ".zip") {
-			out[rel] = sum
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("no shard in %s", dir)
-	}
-	return out
-}
-
-// sameFiles fails unless every file of before is in dir unchanged.
-func sameFiles(t *testing.T, what string, before, after map[string][32]byte) {
-	t.Helper()
-	for rel, sum := range before {
-		if got, ok := after[rel]; !ok || got != sum {
-			t.Fatalf("%s: %s was rewritten or removed", what, rel)
-		}
-	}
 }
 
 // hideEntries moves the entries of dir named in names aside and returns
@@ -324,21 +279,9 @@ func TestLanceAppendReaderAndKill(t *testing.T) {
 	first := shardSums(t, filepath.Join(dst, "media"))
 	v2 := growLance(t, py, src, "binary", "big200")
 
-	stop := filepath.Join(root, "stop")
-	counts, _ := json.Marshal(map[string]int{strconv.FormatUint(v1, 10): 20, strconv.FormatUint(v2, 10): 220})
-	reader := exec.Command(py, "-c", lanceReader, filepath.Join(dst, "table.lance"), "img", stop, string(counts))
-	var rout, rerr bytes.Buffer
-	reader.Stdout, reader.Stderr = &rout, &rerr
-	if err := reader.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if !testtool.WaitFor(60*time.Second, 10*time.Millisecond, func() bool { return exists(stop + ".ready") }) {
-		reader.Process.Kill()
-		reader.Wait()
-		t.Fatalf("the reader never read the table: %s", rerr.String())
-	}
+	reader := startLanceReader(t, py, nil, filepath.Join(dst, "table.lance"), map[string]int{strconv.FormatUint(v1, 10): 20, strconv.FormatUint(v2, 10): 220})
 	r := bp(t, append(args, "--append")...)
-	stopLanceReader(t, reader, stop, &rout, &rerr, "")
+	reader.stop(t, "")
 	if r.code != exitOK {
 		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
 	}
@@ -390,24 +333,61 @@ func killMidAppend(t *testing.T, dst string, args []string) {
 	}
 }
 
-// stopLanceReader stops the looping lanceReader and fails t unless it read
-// whole versions only, and both the old and the new one (where says where
-// the table is, for the log).
-func stopLanceReader(t *testing.T, reader *exec.Cmd, stop string, rout, rerr *bytes.Buffer, where string) {
+// lanceLoop is lanceReader running beside an append (startLanceReader).
+type lanceLoop struct {
+	cmd      *exec.Cmd
+	stopFile string
+	out, err bytes.Buffer
+}
+
+// startLanceReader starts lanceReader over the Lance table at table (a
+// path or an s3:// location), with env added to this process's environment
+// less its AWS settings (nil: this process's) and pylance's storage options
+// opts for a table in a bucket, and returns once it has read the table.
+// counts are the row counts of the versions it may see, by source version.
+func startLanceReader(t *testing.T, py string, env []string, table string, counts map[string]int, opts ...map[string]string) *lanceLoop {
 	t.Helper()
-	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+	l := &lanceLoop{stopFile: filepath.Join(t.TempDir(), "stop")}
+	c, _ := json.Marshal(counts)
+	args := []string{"-c", lanceReader, table, "img", l.stopFile, string(c)}
+	for _, o := range opts {
+		b, _ := json.Marshal(o)
+		args = append(args, string(b))
+	}
+	l.cmd = exec.Command(py, args...)
+	if env != nil {
+		l.cmd.Env = append(cleanAWSEnv(), env...)
+	}
+	l.cmd.Stdout, l.cmd.Stderr = &l.out, &l.err
+	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := reader.Wait(); err != nil {
-		t.Fatalf("reader: %v\n%s", err, rerr.String())
+	if !testtool.WaitFor(60*time.Second, 10*time.Millisecond, func() bool { return exists(l.stopFile + ".ready") }) {
+		l.cmd.Process.Kill()
+		l.cmd.Wait()
+		t.Fatalf("the reader never read the table: %s", l.err.String())
+	}
+	return l
+}
+
+// stop stops the reader and fails t unless it read whole versions only,
+// and both the old and the new one (where says where the table is, for the
+// log).
+func (l *lanceLoop) stop(t *testing.T, where string) {
+	t.Helper()
+	if err := os.WriteFile(l.stopFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.cmd.Wait(); err != nil {
+		t.Fatalf("reader: %v\n%s", err, l.err.String())
 	}
 	var seen struct {
 		Seen     []uint64 `json:"seen"`
 		Reads    int      `json:"reads"`
 		Problems []string `json:"problems"`
 	}
-	if err := json.Unmarshal(rout.Bytes(), &seen); err != nil {
-		t.Fatalf("reader: %v: %s", err, rout.String())
+	if err := json.Unmarshal(l.out.Bytes(), &seen); err != nil {
+		t.Fatalf("reader: %v: %s", err, l.out.String())
 	}
 	t.Logf("the reader opened the table%s %d times, seeing source versions %v", where, seen.Reads, seen.Seen)
 	if len(seen.Problems) > 0 || len(seen.Seen) != 2 {

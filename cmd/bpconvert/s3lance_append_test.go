@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/objstore/s3test"
@@ -72,24 +68,11 @@ func TestS3LanceAppend(t *testing.T) {
 	}
 	upload(t, srv, added, "src", "g.lance")
 
-	opts, _ := json.Marshal(map[string]string{"aws_access_key_id": srv.AccessKey, "aws_secret_access_key": srv.SecretKey,
-		"aws_endpoint": srv.Endpoint, "aws_region": "us-east-1", "allow_http": "true"})
-	counts, _ := json.Marshal(map[string]int{"2": 50, "3": 110})
-	stop := filepath.Join(t.TempDir(), "stop")
-	reader := exec.Command(py, "-c", lanceReader, dst+"/table.lance", "img", stop, string(counts), string(opts))
-	reader.Env = append(cleanAWSEnv(), env...)
-	var rout, rerr bytes.Buffer
-	reader.Stdout, reader.Stderr = &rout, &rerr
-	if err := reader.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if !testtool.WaitFor(60*time.Second, 10*time.Millisecond, func() bool { return exists(stop + ".ready") }) {
-		reader.Process.Kill()
-		reader.Wait()
-		t.Fatalf("the reader never read the table: %s", rerr.String())
-	}
+	opts := map[string]string{"aws_access_key_id": srv.AccessKey, "aws_secret_access_key": srv.SecretKey,
+		"aws_endpoint": srv.Endpoint, "aws_region": "us-east-1", "allow_http": "true"}
+	reader := startLanceReader(t, py, env, dst+"/table.lance", map[string]int{"2": 50, "3": 110}, opts)
 	r := bpS3(t, env, append(args, "--append")...)
-	stopLanceReader(t, reader, stop, &rout, &rerr, " in the bucket")
+	reader.stop(t, " in the bucket")
 	if r.code != exitOK {
 		t.Fatalf("append: exit %d: %s", r.code, r.stderr)
 	}
