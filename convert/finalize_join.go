@@ -105,11 +105,11 @@ func joinParts(ctx context.Context, ps partStore, n int, out string, joiners fun
 		}
 		res.Extents = append(res.Extents, ext)
 	}
-	if err := ps.place(ctx, moves); err != nil {
-		return err
-	}
 	media := filepath.Join(out, MediaDir)
 	if err := os.MkdirAll(media, 0o755); err != nil {
+		return err
+	}
+	if err := ps.place(ctx, moves); err != nil {
 		return err
 	}
 	if withManifest && len(manifest) > 0 {
@@ -141,7 +141,8 @@ func joinParts(ctx context.Context, ps partStore, n int, out string, joiners fun
 }
 
 // localParts are parts committed in directories on this machine; their
-// shards are hard-linked into media, the joined output's pack directory.
+// shards are hard-linked into media, the joined output's pack directory
+// (which joinParts makes before placing them).
 type localParts struct {
 	dirs  []string
 	media string
@@ -172,9 +173,6 @@ func (p localParts) manifest(_ context.Context, pi int) (*packcore.Manifest, err
 }
 
 func (p localParts) place(ctx context.Context, moves []shardMove) error {
-	if err := os.MkdirAll(p.media, 0o755); err != nil {
-		return err
-	}
 	for _, m := range moves {
 		if err := ctx.Err(); err != nil {
 			return err
