@@ -2,7 +2,6 @@ package lancefmt
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,25 +39,6 @@ func latestManifest(t *testing.T, dir string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// fileHashes returns the SHA-256 of every file below dir.
-func fileHashes(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	out := map[string][32]byte{}
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = sha256.Sum256(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // moveIn moves every file below stage to the same path below dir, as a
@@ -190,7 +170,7 @@ func testExtend(t *testing.T, py, kind string) {
 		if st.step != "" {
 			growDataset(t, py, src, kind, st.step)
 		}
-		before := fileHashes(t, table)
+		before := testtool.FileSums(t, table)
 		from := d
 		if d, err = Open(ctx, src, OpenOptions{}); err != nil {
 			t.Fatal(err)
@@ -223,7 +203,7 @@ func testExtend(t *testing.T, py, kind string) {
 		if len(moved) != len(res.DataFiles)+len(p.Deletions)+2 {
 			t.Fatalf("step %s: the extension wrote %v", st.step, moved)
 		}
-		after := fileHashes(t, table)
+		after := testtool.FileSums(t, table)
 		for rel, h := range before {
 			if after[rel] != h {
 				t.Fatalf("step %s: committed file %s changed", st.step, rel)

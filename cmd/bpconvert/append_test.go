@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -159,30 +158,11 @@ func (r *appendReader) finish(t *testing.T) map[string]int {
 	return res.Seen
 }
 
-// fileSums returns the SHA-256 of every file below dir, by relative path.
-func fileSums(t *testing.T, dir string) map[string][32]byte {
-	t.Helper()
-	out := map[string][32]byte{}
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[rel] = sha256.Sum256(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // shardSums returns the SHA-256 of every pack shard in dir.
 func shardSums(t *testing.T, dir string) map[string][32]byte {
 	t.Helper()
 	out := map[string][32]byte{}
-	for rel, sum := range fileSums(t, dir) {
+	for rel, sum := range testtool.FileSums(t, dir) {
 		if strings.HasSuffix(rel, ".zip") {
 			out[rel] = sum
 		}

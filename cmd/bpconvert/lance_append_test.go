@@ -119,7 +119,7 @@ func TestLanceAppend(t *testing.T) {
 			}
 			first := shardSums(t, filepath.Join(dst, "media"))
 			for i, step := range []string{"1", "2"} {
-				table := fileSums(t, filepath.Join(dst, "table.lance"))
+				table := testtool.FileSums(t, filepath.Join(dst, "table.lance"))
 				old := entryNames(t, filepath.Join(src, "data"))
 				v := growLance(t, py, src, kind, step)
 				restore := hideEntries(t, filepath.Join(src, "data"), old)
@@ -152,7 +152,7 @@ func TestLanceAppend(t *testing.T) {
 					t.Fatalf("verify --against after step %s: %s%s", step, r.stdout, r.stderr)
 				}
 				sameFiles(t, "the first commit's shards", first, shardSums(t, filepath.Join(dst, "media")))
-				sameFiles(t, "the committed table", table, fileSums(t, filepath.Join(dst, "table.lance")))
+				sameFiles(t, "the committed table", table, testtool.FileSums(t, filepath.Join(dst, "table.lance")))
 			}
 			r := bp(t, append(args, "--append")...)
 			done := lastJSON(t, r)

@@ -26,7 +26,7 @@ func TestS3LanceAppend(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "g.lance")
 	growLance(t, py, dir, "binary", "0")
 	growLance(t, py, dir, "binary", "big30")
-	older := fileSums(t, dir)
+	older := testtool.FileSums(t, dir)
 	upload(t, srv, dir, "src", "g.lance")
 	src, dst := "s3://src/g.lance", "s3://dst/out"
 	args := []string{"convert-lance", src, dst, "--column", "img", "--yes", "--json"}
@@ -51,7 +51,7 @@ func TestS3LanceAppend(t *testing.T) {
 	// Upload what pylance added (the dataset's other objects stay as
 	// they were).
 	added := t.TempDir()
-	for rel, sum := range fileSums(t, dir) {
+	for rel, sum := range testtool.FileSums(t, dir) {
 		if old, ok := older[rel]; ok && old == sum {
 			continue
 		}

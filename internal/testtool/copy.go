@@ -1,6 +1,7 @@
 package testtool
 
 import (
+	"crypto/sha256"
 	"io"
 	"io/fs"
 	"os"
@@ -39,4 +40,24 @@ func CopyTree(t testing.TB, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FileSums returns the SHA-256 of every file below dir, by path relative
+// to dir, so a test can tell which files a step rewrote.
+func FileSums(t testing.TB, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = sha256.Sum256(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
