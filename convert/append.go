@@ -154,6 +154,30 @@ func (b *Base) Sources(cur []SourceFile, allowRemoved bool) (SourceDiff, error) 
 	return d, nil
 }
 
+// Grown sorts the files cur that a run reads against the committed record
+// for a converter whose sources grow in place (GrowsInFiles: LeRobot writes
+// new episodes into the files that hold earlier ones as often as into new
+// files), keeps the result in b.Diff and returns it: New the added or
+// changed files, Kept the unchanged ones. Nothing is refused here: the
+// converter compares its own units inside a changed file, and refuses one
+// that disappeared while it held converted units.
+func (b *Base) Grown(cur []SourceFile) SourceDiff {
+	held := make(map[string]SourceFile, len(b.Record.Sources))
+	for _, f := range b.Record.Sources {
+		held[f.Path] = f
+	}
+	var d SourceDiff
+	for _, f := range cur {
+		if old, ok := held[f.Path]; ok && sameSource(old, f) {
+			d.Kept = append(d.Kept, f)
+		} else {
+			d.New = append(d.New, f)
+		}
+	}
+	b.Diff = d
+	return d
+}
+
 // sameSource reports whether a source file is the one a record holds:
 // the same size and time, or for an object in object storage the same
 // size and content tag (an object uploaded again with the same bytes is

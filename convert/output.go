@@ -56,12 +56,18 @@ type OutputOptions struct {
 // stage.CheckDisjoint), a source and a destination in object storage by
 // bucket and prefix; a local path and an s3:// location never overlap, and
 // a source not opened (standard input) is no path. A source of Parts is
-// checked part by part; the error names a source as it was given.
+// checked part by part, its directories and prefixes only (a file named
+// among several may have the output beside it); the error names a source
+// as it was given.
 func CheckDisjoint(src Source, dst Dest) error {
 	if !src.Opened() || dst == nil {
 		return nil
 	}
 	for _, p := range src.Parts {
+		if p.File != "" {
+			// a file among several: its own directory may hold the output
+			continue
+		}
 		if err := CheckDisjoint(p, dst); err != nil {
 			return err
 		}

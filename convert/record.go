@@ -82,12 +82,21 @@ type SourceFile struct {
 // absolute paths (s3:// locations in a bucket), sizes and modification
 // times, sorted by path: the file a source names, or every file of its
 // tree (a local directory walked recursively, symbolic links followed for
-// files; every object under a prefix). An object's content tag stands
-// beside its time.
+// files; every object under a prefix). A source's Files, when set, are
+// its files (and nothing else of its tree); a source of Parts is its
+// parts'. An object's content tag stands beside its time.
 func Identify(ctx context.Context, sources []Source) ([]SourceFile, error) {
 	var out []SourceFile
-	for _, src := range sources {
-		if src.Tree == nil {
+	for i := 0; i < len(sources); i++ {
+		src := sources[i]
+		switch {
+		case src.Files != nil:
+			sources = append(sources, src.Files...)
+			continue
+		case len(src.Parts) > 0:
+			sources = append(sources, src.Parts...)
+			continue
+		case src.Tree == nil:
 			continue
 		}
 		var files []SourceFile

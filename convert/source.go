@@ -24,8 +24,16 @@ type Source struct {
 	// Parts, for a source named by several locations (WebDataset's shard
 	// files, directories and brace patterns), are each of them opened;
 	// Tree and File are then unset. Every part was opened with the same
-	// counts (objstore.Options.Stats).
+	// counts (objstore.Options.Stats). Of Parts, only the directories and
+	// prefixes must be disjoint from the output (CheckDisjoint): a file's
+	// own directory may hold it.
 	Parts []Source
+	// Files, when set, are the files the dataset is made of, each opened
+	// (Tree and File), as the converter's opener found them (WebDataset's
+	// shards, which a directory holds beside other files): what identifies
+	// a run (Identify). When nil, every file of Tree (or of each of Parts)
+	// does.
+	Files []Source
 }
 
 // Opened reports whether the source was opened (a zero Source, such as

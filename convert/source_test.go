@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,9 +104,56 @@ func TestSource(t *testing.T) {
 			if err := convert.CheckDisjoint(convert.Source{Parts: []convert.Source{src}}, outside); err != nil {
 				t.Errorf("a destination outside the source: %v", err)
 			}
-			if err := convert.CheckDisjoint(convert.Source{Parts: []convert.Source{src}}, inside); !errors.Is(err, stage.ErrOverlap) {
+			// Of several parts only directories must be disjoint from the
+			// output: a file's own directory may hold it.
+			err = convert.CheckDisjoint(convert.Source{Parts: []convert.Source{src}}, inside)
+			switch {
+			case src.File != "" && err != nil:
+				t.Errorf("a destination beside a file part: %v", err)
+			case src.File == "" && !errors.Is(err, stage.ErrOverlap):
 				t.Errorf("a destination inside a part: %v", err)
 			}
 		})
+	}
+}
+
+// TestIdentifyFiles: a source's Files, when set, are what identifies it
+// (a WebDataset directory's shards, not the other files beside them); a
+// source of Parts is identified by its parts.
+func TestIdentifyFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, data := range map[string]string{"a.tar": "aa", "b.tar": "bbb", "notes.txt": "n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := srctree.Open(ctx, dir, objstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := convert.Source{Tree: tree}
+	shards := convert.Source{Tree: tree, Files: []convert.Source{{Tree: tree, File: "b.tar"}, {Tree: tree, File: "a.tar"}}}
+	parts := convert.Source{Parts: []convert.Source{{Tree: tree, File: "notes.txt"}, whole}}
+	for _, c := range []struct {
+		name string
+		src  convert.Source
+		want []string
+	}{
+		{"tree", whole, []string{"a.tar", "b.tar", "notes.txt"}},
+		{"files", shards, []string{"a.tar", "b.tar"}},
+		{"parts", parts, []string{"a.tar", "b.tar", "notes.txt", "notes.txt"}},
+	} {
+		ids, err := convert.Identify(ctx, []convert.Source{c.src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, id := range ids {
+			got = append(got, filepath.Base(id.Path))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: identified %q, want %q", c.name, got, c.want)
+		}
 	}
 }

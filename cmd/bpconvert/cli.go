@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bpconvert/bpconvert/internal/cliflag"
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
 )
@@ -122,7 +123,7 @@ func (e *env) cobraCommand(ctx context.Context, c command, out *outcome) *cobra.
 	run := c.define(e, fs)
 	e.commonFlags(fs)
 	fs.VisitAll(func(f *flag.Flag) {
-		if vals := f.Annotations[choicesAnnotation]; len(vals) > 0 {
+		if vals := f.Annotations[cliflag.ChoicesAnnotation]; len(vals) > 0 {
 			cc.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(vals, cobra.ShellCompDirectiveNoFileComp))
 		}
 	})
@@ -142,18 +143,6 @@ func (e *env) cobraCommand(ctx context.Context, c command, out *outcome) *cobra.
 		return nil
 	}
 	return cc
-}
-
-// choicesAnnotation marks a flag's values, which shell completion offers.
-const choicesAnnotation = "bpconvert_choices"
-
-// choices records the values flag name of fs takes, for shell completion.
-func choices[T ~string](fs *flag.FlagSet, name string, values ...T) {
-	var vals []string
-	for _, v := range values {
-		vals = append(vals, string(v))
-	}
-	fs.SetAnnotation(name, choicesAnnotation, vals)
 }
 
 // exampleText is examples as cobra and help show them, indented.

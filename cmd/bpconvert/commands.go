@@ -5,43 +5,24 @@ import "github.com/bpconvert/bpconvert/convert/formats"
 // commands lists every subcommand in help order: the converters, in the
 // order of formats.All, after version. Adding a command is one entry here
 // and a define function (its flags, returning its run); a converter's
-// command takes its name, operands, help and examples from its Format, and
-// its flags from its define function, named in converterCommand.
+// command is made from its Format alone (converterCommands).
 func commands() []command {
 	return append(append(append([]command{}, leadCommands()...), converterCommands()...), tailCommands()...)
 }
 
-// converterCommands makes the command of each converter of formats.All
-// that converterCommand knows.
+// converterCommands makes the command of each converter of formats.All:
+// its name, operands, summary, help text and examples are its Format's,
+// its flags those every converter takes and the Format's own (cmdConvert).
 func converterCommands() []command {
-	var out []command
+	out := make([]command, 0, len(formats.All))
 	for _, f := range formats.All {
-		if c, ok := converterCommand(f); ok {
-			out = append(out, c)
+		c := command{name: f.Command, args: f.Args, nargs: 2, summary: f.Summary, long: f.Long, examples: f.Examples, define: cmdConvert(f)}
+		if f.OpenMany != nil {
+			c.nargs = -1 // SRC... DST, counted by cmdConvert
 		}
+		out = append(out, c)
 	}
 	return out
-}
-
-// converterCommand is the command that runs the converter f: its name,
-// operands and summary are f's, its flags, operand count, help text and
-// examples the CLI's. A converter it does not know has none (and the test
-// of the converters table fails).
-func converterCommand(f formats.Format) (command, bool) {
-	c := command{name: f.Command, args: f.Args, nargs: 2, summary: f.Summary, long: f.Long, examples: f.Examples}
-	switch f.Command {
-	case "convert-wds":
-		c.nargs, c.define = -1, cmdWDS
-	case "convert-parquet":
-		c.define = cmdParquet
-	case "convert-lerobot":
-		c.define = cmdLerobot
-	case "convert-lance":
-		c.define = cmdConvertLance
-	default:
-		return command{}, false
-	}
-	return c, true
 }
 
 // leadCommands are the commands help lists before the converters.

@@ -36,11 +36,11 @@ type convertFlags struct {
 	// the committed output an append extends, once read (appendBase).
 	append, allowRemoved bool
 	base                 *convert.Base
-	// ownDiff is set by a converter that sorts what is new itself, in its
-	// own units (Lance fragments, LeRobot episodes, which grow files in
-	// place): the source files are not sorted here, and the converter sets
-	// the base's Diff.
-	ownDiff bool
+	// growth is how the converter's --append tells what is new (see
+	// convert.Growth): by whole source files, sorted here (a changed one
+	// refused); inside files too (the added or changed files handed over);
+	// or in the converter's own units, not by files at all.
+	growth convert.Growth
 	// part is --part I/N, for the converters that take it (registerPart).
 	part partFlag
 	// record says what the run produces (nil when a source cannot be
@@ -168,10 +168,14 @@ var notRecorded = map[string]bool{"json": true, "quiet": true, "summary-file": t
 // identify records what the run produces: the command, every flag that
 // shapes the output (defaults included) and the identity of every source
 // file, so that a retry of a finished run is recognised (exit 0, already
-// done) and a rerun after a kill resumes. sources are the opened sources
-// read.
-func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, sources []convert.Source) error {
-	files, err := convert.Identify(ctx, sources)
+// done) and a rerun after a kill resumes. src is the opened source; one
+// not opened (standard input) cannot be identified, and the run has no
+// record.
+func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, src convert.Source) error {
+	if !src.Opened() {
+		return c.appendBase(ctx, "")
+	}
+	files, err := convert.Identify(ctx, []convert.Source{src})
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Name(), err)
 	}
@@ -209,15 +213,20 @@ func (c *convertFlags) appendBase(ctx context.Context, packDir string) error {
 	if err != nil || base == nil {
 		return err
 	}
-	if c.ownDiff {
-		c.base = base
+	switch c.growth {
+	case convert.GrowsByFiles:
+		if _, err := base.Sources(c.record.Sources, c.allowRemoved); err != nil {
+			return err
+		}
 		base.Extend(c.record)
-		return nil
+	case convert.GrowsInFiles:
+		// The record's files still tell whether anything is new: none
+		// changed or added is already done.
+		base.Extend(c.record)
+		base.Grown(c.record.Sources)
+	default:
+		base.Extend(c.record)
 	}
-	if _, err := base.Sources(c.record.Sources, c.allowRemoved); err != nil {
-		return err
-	}
-	base.Extend(c.record)
 	c.base = base
 	return nil
 }
@@ -473,11 +482,12 @@ func (e *env) runJobPart(ctx context.Context, cf *convertFlags, job convert.Job)
 	return sum, nil
 }
 
-// nothingNew is, for an append that finds nothing new in its sources, the
-// already_done summary (see alreadyDone), for a converter that would read
-// its sources when its job is made; nil otherwise.
+// nothingNew is, for an append that finds no new or changed source file,
+// the already_done summary (see alreadyDone), before the converter's job
+// is made; nil otherwise, and for a converter that sorts what is new in
+// its own units (convert.GrowsOwn).
 func (e *env) nothingNew(ctx context.Context, cf *convertFlags) (any, error) {
-	if cf.base == nil || len(cf.base.Diff.New) > 0 {
+	if cf.base == nil || len(cf.base.Diff.New) > 0 || cf.growth == convert.GrowsOwn {
 		return nil, nil
 	}
 	done, err := cf.target().Done(ctx, "")

@@ -6,42 +6,48 @@ import (
 	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/formats"
 	"github.com/bpconvert/bpconvert/objstore"
 	"github.com/bpconvert/bpconvert/srctree"
 )
 
-// sourceOpener is a converter package's OpenSource: it opens SRC (through
-// srctree), naming a bad local path with a *srctree.LocalError.
-type sourceOpener func(ctx context.Context, src string, o objstore.Options) (convert.Source, error)
-
-// openSource opens a converter's SRC once, with the converter's own
-// opener, counting what reading it in object storage fetches, and keeps it
-// for the converter's options (convertFlags.options): the converter's plan
-// and summary then say what was fetched. A malformed s3:// location is a
-// usage error; a bad local path (srctree.LocalError) is named with the
-// command, the converter's *InputError is returned as it is, and any other
-// failure (the store's) as storeError words it.
-func (c *convertFlags) openSource(ctx context.Context, src string, open sourceOpener) (convert.Source, error) {
-	return c.openSourceWith(ctx, src, open, func(err error) error { return storeError(c.command, err) })
-}
-
-// openSourceWith is openSource with the store's failures worded by
-// storeErr.
-func (c *convertFlags) openSourceWith(ctx context.Context, src string, open sourceOpener, storeErr func(error) error) (convert.Source, error) {
-	s, err := open(ctx, src, objstore.Options{Stats: &objstore.Stats{}})
+// openSource opens a converter's SRC operands once, with the converter's
+// own opener (f.Open, or f.OpenMany for several), counting what reading
+// them in object storage fetches, and keeps the source for the converter's
+// options (convertFlags.options): the converter's plan and summary then say
+// what was fetched. A malformed s3:// location is a usage error; a bad
+// local path (srctree.LocalError) is named with the command, the
+// converter's *InputError and *UsageError are returned as they are, and
+// any other failure (the store's) as storeError words it. Standard input
+// is an unopened source.
+func (c *convertFlags) openSource(ctx context.Context, srcs []string, f formats.Format) (convert.Source, error) {
+	o := objstore.Options{Stats: &objstore.Stats{}}
+	var s convert.Source
+	var err error
+	if f.OpenMany != nil {
+		s, err = f.OpenMany(ctx, srcs, o)
+	} else {
+		s, err = f.Open(ctx, srcs[0], o)
+		if err == nil {
+			s.Name = srcs[0]
+		}
+	}
 	var ie *convert.InputError
+	var ue *convert.UsageError
 	var local *srctree.LocalError
 	switch {
 	case errors.Is(err, objstore.ErrBadLocation):
 		return convert.Source{}, &usageError{msg: fmt.Sprintf("%s: %v", c.command, err), hint: "name object storage as s3://BUCKET/PREFIX"}
 	case errors.As(err, &local):
 		return convert.Source{}, fmt.Errorf("%s: %w", c.command, err)
-	case errors.As(err, &ie):
+	case errors.As(err, &ie), errors.As(err, &ue):
 		return convert.Source{}, err
 	case err != nil:
-		return convert.Source{}, storeErr(err)
+		return convert.Source{}, storeError(c.command, err)
 	}
-	s.Name = src
 	c.source, c.fetchedFrom = s, s.Location()
+	if c.fetchedFrom == "" {
+		c.fetchedFrom = s.String()
+	}
 	return s, nil
 }

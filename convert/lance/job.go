@@ -54,14 +54,33 @@ type Options struct {
 // a prefix in a bucket listed now, its reads counted in o.Stats when set;
 // see srctree.OpenSource) as a converter's source (see
 // convert.Options.Source). A local path that cannot be opened gives a
-// *srctree.LocalError; a store's failures (a missing bucket, refused
-// credentials, nothing at src) are its own.
+// *srctree.LocalError; nothing at src in a bucket is an *InputError (no
+// Lance dataset there); a store's other failures (a missing bucket,
+// refused credentials) are its own.
 func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
 	t, file, err := srctree.OpenSource(ctx, src, o)
+	var local *srctree.LocalError
+	if err != nil && !errors.As(err, &local) {
+		return convert.Source{}, notThere(strings.TrimSuffix(src, "/"), err)
+	}
 	if err != nil {
 		return convert.Source{}, err
 	}
 	return convert.Source{Tree: t, File: file}, nil
+}
+
+// notThere words a failure to read a dataset in object storage whose
+// cause is that nothing is there (not a missing bucket) as bad input
+// naming src; other errors are returned as they are.
+func notThere(src string, err error) error {
+	var ie *convert.InputError
+	var ue *convert.UsageError
+	if errors.As(err, &ie) || errors.As(err, &ue) || !errors.Is(err, objstore.ErrNotExist) || errors.Is(err, objstore.ErrNoBucket) {
+		return err
+	}
+	e := convert.Invalid("convert-lance", src, errors.New("no Lance dataset there (no such object or prefix)"))
+	e.Hint = "SRC names the dataset's directory (holding _versions/ and data/), e.g. s3://BUCKET/PREFIX/NAME.lance"
+	return e
 }
 
 // openDataset opens the dataset of the source s at the version o names

@@ -206,7 +206,8 @@ func openTree(ctx context.Context, src string, o objstore.Options) (*srctree.Tre
 // as such, for the checks that come before the dataset is read (the plan
 // refuses it); another local path that cannot be opened gives a
 // *srctree.LocalError, and a store's failures (a missing bucket, refused
-// credentials) are its own.
+// credentials) are its own. A directory or prefix that holds nothing is
+// an *InputError.
 func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
 	t, err := srctree.Open(ctx, src, o)
 	if errors.Is(err, srctree.ErrNotDir) {
@@ -217,6 +218,9 @@ func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.So
 	}
 	if err != nil {
 		return convert.Source{}, err
+	}
+	if t.Empty() {
+		return convert.Source{}, convert.Invalid("convert-lerobot", "", fmt.Errorf("%s holds no objects; a LeRobot dataset holds meta/info.json", t.Location()))
 	}
 	return convert.Source{Tree: t}, nil
 }

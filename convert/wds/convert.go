@@ -93,7 +93,7 @@ func convertShards(ctx context.Context, opts Options, pc progress.Counter) (*Res
 	}
 	out, err := convert.Begin(ctx, opts.dst, convert.OutputOptions{
 		Pack:     opts.PackOptions,
-		Sources:  []convert.Source{Dirs(opts.Source)},
+		Sources:  []convert.Source{opts.Source},
 		Base:     opts.Base,
 		OnShard:  c.onShard,
 		Progress: pc,

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -179,15 +180,37 @@ func (o Options) opened(ctx context.Context) (Options, error) {
 // source is checked as it is listed: a missing shard, a directory without
 // shards and a bad pattern are errors here (problems with the source are
 // *InputError values; a bad pattern and no shards are usage errors).
+//
+// The source's Files are its shards: what identifies a run.
 func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
 	s, err := openSource(ctx, src, o)
 	if err != nil {
 		return convert.Source{}, usage(err)
 	}
-	if _, err := shardsOf(ctx, s); err != nil {
+	l, err := shardsOf(ctx, s)
+	if err != nil {
 		return convert.Source{}, usage(err)
 	}
+	s.Files = make([]convert.Source, len(l.Shards))
+	for i, sh := range l.Shards {
+		s.Files[i] = convert.Source{Tree: sh.tree, File: sh.rel}
+	}
 	return s, nil
+}
+
+// OpenSources opens the SRC operands of convert-wds (see OpenSource):
+// several (a shell glob's) are one list of shards, as "::" joins them;
+// "-" alone is standard input, no source to open (an unopened Source
+// named "-"), and may not stand beside others.
+func OpenSources(ctx context.Context, srcs []string, o objstore.Options) (convert.Source, error) {
+	if slices.Contains(srcs, "-") {
+		if len(srcs) > 1 {
+			return convert.Source{}, &convert.UsageError{Err: errors.New("convert-wds: - (standard input) must be the only source"),
+				Hint: "convert a stream alone, or name the shard files"}
+		}
+		return convert.Source{Name: "-"}, nil
+	}
+	return OpenSource(ctx, strings.Join(srcs, "::"), o)
 }
 
 func openSource(ctx context.Context, src string, o objstore.Options) (convert.Source, error) {
@@ -281,33 +304,6 @@ func shardsOf(ctx context.Context, s convert.Source) (sourceList, error) {
 		l.Bytes += one.Bytes
 	}
 	return l, nil
-}
-
-// Dirs are the directories and prefixes among the parts of the opened
-// source s: the output must be disjoint from them (convert.CheckDisjoint),
-// while a shard file's own directory may hold the destination.
-func Dirs(s convert.Source) convert.Source {
-	var out convert.Source
-	for _, p := range s.Parts {
-		if p.File == "" {
-			out.Parts = append(out.Parts, p)
-		}
-	}
-	return out
-}
-
-// ShardSources are the shard files of the opened source s, each opened
-// with its tree, for identifying a run's sources.
-func ShardSources(ctx context.Context, s convert.Source) ([]convert.Source, error) {
-	l, err := shardsOf(ctx, s)
-	if err != nil {
-		return nil, usage(err)
-	}
-	out := make([]convert.Source, len(l.Shards))
-	for i, sh := range l.Shards {
-		out[i] = convert.Source{Tree: sh.tree, File: sh.rel}
-	}
-	return out, nil
 }
 
 // listRemote lists the shard of the part p of a source in object storage:
