@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,15 +22,15 @@ import (
 // it: with the first of the converters' comparisons that claims the
 // dataset and source, or else as the packs, or the tables blobpack 0.2.0
 // wrote, were made from it.
-func (v *verifier) against(src string) error {
+func (v *Check) against(src string) error {
 	if _, _, err := v.source(); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// a store that refused or failed (a missing source, or a shard
 		// list, is for each comparison to say in its words)
 		return fmt.Errorf("--against %s: %w", src, err)
 	}
 	for _, c := range v.opts.Comparers {
-		if c.claims != nil && c.claims(v, src) {
-			return c.compare(v, src)
+		if !c.IsZero() && c.Claims(v, src) {
+			return c.Compare(v, src)
 		}
 	}
 	switch {
@@ -52,7 +51,7 @@ func (v *verifier) against(src string) error {
 }
 
 // notComparable says why the dataset cannot be compared with src.
-func notComparable(v *verifier, src string) string {
+func notComparable(v *Check, src string) string {
 	switch {
 	case len(v.plainLance) > 0:
 		return fmt.Sprintf("the dataset's Lance table %s was not written by bpconvert convert-lance and %s is no Lance dataset to compare it with (a dataset blobpack 0.2.0 converted is compared with its Lance source)", v.plainLance[0], src)
@@ -141,7 +140,7 @@ func sizeText(n int64, na int, err error) string {
 }
 
 // compared records one comparison.
-func (v *verifier) compared(a *Against, n int64, reason string, p Problem) {
+func (v *Check) compared(a *Against, n int64, reason string, p Problem) {
 	a.Payloads++
 	a.Bytes += n
 	if reason != "" {
@@ -151,54 +150,11 @@ func (v *verifier) compared(a *Against, n int64, reason string, p Problem) {
 	}
 }
 
-// againstWDS re-reads the WebDataset shards and compares every member with
-// the pack member of its key (an inline field with its table cell).
-func (v *verifier) againstWDS(src string) error {
-	files, err := v.sourceShards(src)
-	if err != nil {
-		return fmt.Errorf("--against %s: %w", src, err)
-	}
-	if v.wds.keys == nil {
-		v.wds.keys = map[string]struct{}{}
-	}
-	if err := v.againstShards(src, files); err != nil {
-		return err
-	}
-	v.missingSamples(src)
-	return nil
-}
-
-// missingSamples reports every row of the samples table whose sample the
-// source holds no member of (a shard of the source gone, or not named):
-// each is a mismatch and a problem naming the row and its sample.
-func (v *verifier) missingSamples(src string) {
-	a := v.rep.Against
-	if a == nil || len(v.wds.samples) == 0 {
-		return
-	}
-	held := map[string]bool{}
-	for key := range v.wds.keys {
-		if _, sample, ok := wdsField(key); ok {
-			held[sample] = true
-		}
-	}
-	rows := make([]int64, 0)
-	for row, sample := range v.wds.samples {
-		if !held[sample] {
-			rows = append(rows, row)
-		}
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i] < rows[j] })
-	for _, row := range rows {
-		a.Mismatches++
-		v.problem(Problem{Table: v.wds.rel, Row: row,
-			Reason: fmt.Sprintf("sample %q: %s holds no member of it (%d of the table's %d rows have none)", v.wds.samples[row], src, len(rows), len(v.wds.samples))})
-	}
-}
-
-// againstShards is againstWDS for the shards of src already listed.
-func (v *verifier) againstShards(src string, files []treeFile) error {
-	base := v.wds.packBase
+// againstShards compares the members of the shards of src, already
+// listed, with the pack members s names, collecting the key of every file
+// or link member in keys.
+func (v *Check) againstShards(src string, files []treeFile, s Shards, keys map[string]struct{}) error {
+	base := s.PackBase
 	if base == "" {
 		base = "media"
 	}
@@ -212,7 +168,7 @@ func (v *verifier) againstShards(src string, files []treeFile) error {
 		if err := v.ctx.Err(); err != nil {
 			return err
 		}
-		if err := v.againstShard(f, e.set, a); err != nil {
+		if err := v.againstShard(f, e.set, a, s, keys); err != nil {
 			return err
 		}
 	}
@@ -224,7 +180,7 @@ func (v *verifier) againstShards(src string, files []treeFile) error {
 // tree). A location in a bucket that names nothing is an empty tree; a
 // shard list (braces, "::") is no location: opening it gives an error
 // matching fs.ErrNotExist, or an empty tree.
-func (v *verifier) source() (p place, file string, err error) {
+func (v *Check) source() (p place, file string, err error) {
 	if !v.srcOpened {
 		v.src, v.srcFile, v.srcErr = openPlace(v.ctx, v.opts.Against, v.storeOptions())
 		v.srcOpened = true
@@ -241,7 +197,7 @@ func isShardList(src string) bool {
 // sourceShards lists the tar shards src names: a directory's or prefix's
 // files named like shards (directly inside it, not hidden, in name order),
 // one file, or a shard list; none is an error.
-func (v *verifier) sourceShards(src string) ([]treeFile, error) {
+func (v *Check) sourceShards(src string) ([]treeFile, error) {
 	p, name, err := v.source()
 	var files []treeFile
 	switch {
@@ -292,7 +248,7 @@ func tarsIn(ctx context.Context, p place) ([]treeFile, error) {
 // (or, in a bucket, a prefix whose shards are taken as tarsIn takes
 // them). Names in one directory are looked up in the tree opened for the
 // first of them.
-func (v *verifier) shardList(src string) ([]treeFile, error) {
+func (v *Check) shardList(src string) ([]treeFile, error) {
 	names, err := expandShardList(src)
 	if err != nil {
 		return nil, err
@@ -337,7 +293,7 @@ func (v *verifier) shardList(src string) ([]treeFile, error) {
 	return out, nil
 }
 
-func (v *verifier) againstShard(f treeFile, set *packcore.Set, a *Against) error {
+func (v *Check) againstShard(f treeFile, set *packcore.Set, a *Against, s Shards, keys map[string]struct{}) error {
 	name := f.name
 	// A tar in object storage is streamed, reads fetched ahead.
 	seq, err := f.stream(v.ctx)
@@ -351,7 +307,7 @@ func (v *verifier) againstShard(f treeFile, set *packcore.Set, a *Against) error
 	}
 	defer release()
 	prefix := ""
-	if v.wds.shardPrefix {
+	if s.Prefixed {
 		prefix = tarStem(name) + "/"
 	}
 	tr := tar.NewReader(r)
@@ -372,9 +328,7 @@ func (v *verifier) againstShard(f treeFile, set *packcore.Set, a *Against) error
 		key := prefix + rel
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont, tar.TypeLink, tar.TypeSymlink:
-			if v.wds.keys != nil {
-				v.wds.keys[key] = struct{}{}
-			}
+			keys[key] = struct{}{}
 		}
 		switch h.Typeflag {
 		case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont:
@@ -402,21 +356,20 @@ func (v *verifier) againstShard(f treeFile, set *packcore.Set, a *Against) error
 		default:
 			continue
 		}
-		if field, sample, ok := wdsField(rel); ok && v.wds.inline[field] {
-			text, ok := v.wds.inlineText[prefix+sample+"\x00"+field]
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				return fmt.Errorf("--against: %s: member %q: %w", name, h.Name, err)
+		if s.Inline != nil {
+			if inline := s.Inline(prefix, rel); inline != nil {
+				b, err := io.ReadAll(tr)
+				if err != nil {
+					return fmt.Errorf("--against: %s: member %q: %w", name, h.Name, err)
+				}
+				a.Inline++
+				reason := inline(b)
+				if reason != "" {
+					reason = member + reason
+				}
+				v.compared(a, int64(len(b)), reason, p)
+				continue
 			}
-			a.Inline++
-			reason := ""
-			if !ok {
-				reason = member + fmt.Sprintf("inline field %q of sample %q is not in the samples table", field, prefix+sample)
-			} else if text != string(b) {
-				reason = member + fmt.Sprintf("inline field %q of sample %q differs from the source", field, prefix+sample)
-			}
-			v.compared(a, int64(len(b)), reason, p)
-			continue
 		}
 		n, reason, err := sameBytes(tr, set, key)
 		if err != nil {
@@ -427,24 +380,4 @@ func (v *verifier) againstShard(f treeFile, set *packcore.Set, a *Against) error
 		}
 		v.compared(a, n, reason, p)
 	}
-}
-
-// wdsField returns a member name's WebDataset field and sample key.
-func wdsField(name string) (field, sample string, ok bool) { return sampleField(name) }
-
-// parquetRecord is the part of convert-parquet's table record that the
-// comparison needs.
-type parquetRecord struct {
-	PackBase  string `json:"pack_base"`
-	Extracted []struct {
-		Path []string `json:"path"`
-	} `json:"extracted"`
-}
-
-func decodeParquetRecord(s string) (*parquetRecord, bool) {
-	var r parquetRecord
-	if json.Unmarshal([]byte(s), &r) != nil || len(r.Extracted) == 0 {
-		return nil, false
-	}
-	return &r, true
 }

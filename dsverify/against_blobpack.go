@@ -43,7 +43,7 @@ const blobpackExtraction = "extraction.json"
 
 // readBlobpackParquet reads extraction.json at the root, if there is one
 // that blobpack convert-parquet wrote.
-func (v *verifier) readBlobpackParquet() (*blobpackParquet, error) {
+func (v *Check) readBlobpackParquet() (*blobpackParquet, error) {
 	f := v.out.file(blobpackExtraction)
 	if !f.exists() {
 		return nil, nil
@@ -86,7 +86,7 @@ func (v *verifier) readBlobpackParquet() (*blobpackParquet, error) {
 
 // againstBlobpackParquet compares every extracted value of every source
 // table with the member its reference in tables/ names.
-func (v *verifier) againstBlobpackParquet(src string, rec *blobpackParquet) error {
+func (v *Check) againstBlobpackParquet(src string, rec *blobpackParquet) error {
 	sp, name, err := v.source()
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
@@ -123,7 +123,7 @@ func (v *verifier) againstBlobpackParquet(src string, rec *blobpackParquet) erro
 
 // againstBlobpackLance compares, row by row in scan order, every column of
 // the source that the output holds as strings of references.
-func (v *verifier) againstBlobpackLance(src string, rels []string) error {
+func (v *Check) againstBlobpackLance(src string, rels []string) error {
 	a := &Against{Source: src, Format: "lance, converted by blobpack 0.2.0"}
 	v.rep.Against = a
 	sp, _, err := v.source()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,59 +16,18 @@ import (
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
-// lanceRecord is the part of convert-lance's schema metadata record that
-// the comparison needs.
-type lanceRecord struct {
-	SourceVersion uint64   `json:"source_version"`
-	PackBase      string   `json:"pack_base"`
-	Extracted     []string `json:"extracted"`
-}
-
-func decodeLanceRecord(b []byte) (*lanceRecord, bool) {
-	var r lanceRecord
-	if json.Unmarshal(b, &r) != nil || len(r.Extracted) == 0 {
-		return nil, false
+// lanceRecorded reports whether a Lance table's bpconvert record names the
+// columns extracted (convert-lance writes such a record): a table without
+// one is compared as blobpack 0.2.0's.
+func lanceRecorded(rec string) bool {
+	// (source_version and pack_base decoded too: a record whose fields do
+	// not decode is no convert-lance record, as its comparison reads it)
+	var r struct {
+		SourceVersion uint64   `json:"source_version"`
+		PackBase      string   `json:"pack_base"`
+		Extracted     []string `json:"extracted"`
 	}
-	return &r, true
-}
-
-// againstLance opens the source dataset (a directory, or s3://BUCKET/PREFIX
-// read with ranged requests) at the version that was converted and
-// compares, row by row in scan order, every extracted value (blob or
-// binary) with the member its reference names.
-func (v *verifier) againstLance(src string) error {
-	a := &Against{Source: src, Format: "lance"}
-	v.rep.Against = a
-	sp, _, err := v.source()
-	if err != nil {
-		return fmt.Errorf("--against %s: %w", src, err)
-	}
-	rels := make([]string, 0, len(v.lc))
-	for rel := range v.lc {
-		rels = append(rels, rel)
-	}
-	sort.Strings(rels)
-	for _, rel := range rels {
-		rec := v.lc[rel]
-		srcDS, err := openLance(v.ctx, sp, "", lancefmt.OpenOptions{Version: rec.SourceVersion})
-		if err != nil {
-			return fmt.Errorf("--against %s: %w", src, err)
-		}
-		outDS, err := openLance(v.ctx, v.out, rel, lancefmt.OpenOptions{})
-		if err != nil {
-			return fmt.Errorf("--against: %s: %w", rel, err)
-		}
-		base := rec.PackBase
-		if base == "" {
-			base = "media"
-		}
-		for _, col := range rec.Extracted {
-			if err := v.compareLanceColumn(a, srcDS, outDS, rel, col, v.packsOf(base)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return json.Unmarshal([]byte(rec), &r) == nil && len(r.Extracted) > 0
 }
 
 // openLance opens the Lance dataset at rel ("" for the root) of p: a local
@@ -103,7 +61,7 @@ func (e emptyLance) Is(target error) bool {
 // packsOf returns what opens the pack directory dir (cached by set) when
 // first asked, at a Lance table's first reference: a table whose every
 // value --external keep left as a URI has no pack to open.
-func (v *verifier) packsOf(dir string) func() (*packcore.Set, error) {
+func (v *Check) packsOf(dir string) func() (*packcore.Set, error) {
 	return func() (*packcore.Set, error) {
 		e := v.set(dir)
 		if e.err != nil {
@@ -132,7 +90,7 @@ type lanceValues struct {
 
 // openLanceValues opens column of ds: a source column (src) through Blobs
 // or Values, a converted table's column through Scan.
-func openLanceValues(v *verifier, ds *lancefmt.Dataset, column string, src bool) (*lanceValues, error) {
+func openLanceValues(v *Check, ds *lancefmt.Dataset, column string, src bool) (*lanceValues, error) {
 	f := ds.Schema().Field(column)
 	if f == nil {
 		return nil, fmt.Errorf("%s: no column %q", ds.Dir(), column)
@@ -230,7 +188,7 @@ func (lv *lanceValues) close() {
 	}
 }
 
-func (v *verifier) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset, rel, column string, packs func() (*packcore.Set, error)) error {
+func (v *Check) compareLanceColumn(a *Against, srcDS, outDS *lancefmt.Dataset, rel, column string, packs func() (*packcore.Set, error)) error {
 	sv, err := openLanceValues(v, srcDS, column, true)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)

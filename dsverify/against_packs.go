@@ -30,7 +30,7 @@ import (
 
 // againstPacks compares the packs of a dataset that holds no table with
 // src.
-func (v *verifier) againstPacks(src string) error {
+func (v *Check) againstPacks(src string) error {
 	if len(v.packDirs) != 1 {
 		return fmt.Errorf("--against: the dataset holds %d pack directories (%s) and no table; compare one pack directory at a time", len(v.packDirs), strings.Join(v.packDirs, ", "))
 	}
@@ -77,8 +77,7 @@ func (v *verifier) againstPacks(src string) error {
 		if err != nil {
 			return fmt.Errorf("--against %s: %w", src, err)
 		}
-		v.wds = &wdsTable{shardPrefix: prefix, packBase: dir, inline: map[string]bool{}, keys: seen}
-		if err := v.againstShards(src, files); err != nil {
+		if err := v.againstShards(src, files, Shards{PackBase: dir, Prefixed: prefix}, seen); err != nil {
 			return err
 		}
 		a = v.rep.Against
@@ -111,7 +110,7 @@ func (v *verifier) againstPacks(src string) error {
 
 // isSourceDir reports whether src is a directory: a local one, or an s3://
 // location that is no object (a prefix).
-func (v *verifier) isSourceDir(src string) (bool, error) {
+func (v *Check) isSourceDir(src string) (bool, error) {
 	p, file, err := v.source()
 	switch {
 	case err != nil:
@@ -130,7 +129,7 @@ func (v *verifier) isSourceDir(src string) (bool, error) {
 // holdsTarsOnly reports whether the directory src holds tar shards whose
 // members, not the tars themselves, are in set: the directory is a
 // WebDataset then, not a packed tree.
-func (v *verifier) holdsTarsOnly(src string, set *packcore.Set) bool {
+func (v *Check) holdsTarsOnly(src string, set *packcore.Set) bool {
 	tars, other := false, false
 	_ = v.walkSource(src, func(key string, _ func() (io.ReadCloser, error)) error {
 		if set.Has(key) || !isTarName(key) || strings.Contains(key, "/") {
@@ -149,7 +148,7 @@ var errStopWalk = errors.New("stop")
 // the keys (local: regular files, symlinked files followed and symlinked
 // directories not descended, as pack reads a tree; s3://: every object
 // under the prefix), with its key and a way to read it.
-func (v *verifier) walkSource(src string, fn func(key string, open func() (io.ReadCloser, error)) error) error {
+func (v *Check) walkSource(src string, fn func(key string, open func() (io.ReadCloser, error)) error) error {
 	p, _, err := v.source()
 	if err != nil {
 		return err
@@ -179,7 +178,7 @@ func (v *verifier) walkSource(src string, fn func(key string, open func() (io.Re
 // detectShardPrefix tells whether the packs name the members of the shard
 // first (the first of the source) by their name (false) or by SHARD/NAME
 // (true), from its first file member.
-func (v *verifier) detectShardPrefix(f treeFile, set *packcore.Set) (bool, error) {
+func (v *Check) detectShardPrefix(f treeFile, set *packcore.Set) (bool, error) {
 	first := f.name
 	seq, err := f.stream(v.ctx)
 	if err != nil {

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -22,87 +20,13 @@ import (
 	"github.com/bpconvert/bpconvert/packcore"
 )
 
-func (v *verifier) hasParquetRecord() bool { return len(v.pq) > 0 }
-
-// againstParquet reads every rewritten table's source beside it and
-// compares, row by row, each extracted value with the member its reference
-// names.
-func (v *verifier) againstParquet(src string) error {
-	sp, name, err := v.source()
-	if err != nil {
-		return fmt.Errorf("--against: %w", err)
-	}
-	if sp.t.Empty() {
-		return fmt.Errorf("--against: %s: %w: no objects there", src, fs.ErrNotExist)
-	}
-	isDir := name == ""
-	a := &Against{Source: src, Format: "parquet"}
-	v.rep.Against = a
-	var kept keptCount
-	rels := make([]string, 0, len(v.pq))
-	for rel := range v.pq {
-		rels = append(rels, rel)
-	}
-	sort.Strings(rels)
-	for _, rel := range rels {
-		rec := v.pq[rel]
-		srcRel := rel
-		if !isDir && name != path.Base(rel) {
-			continue
-		}
-		sf := sp.file(srcRel)
-		if strings.HasSuffix(rel, ".arrow") {
-			a.Format = "Hugging Face save_to_disk (Arrow)"
-		}
-		if !sf.exists() && strings.HasSuffix(srcRel, ".parquet") {
-			// a Hugging Face save_to_disk source: the table was written
-			// from the Arrow data file of the same name
-			if arrowSrc := sp.file(strings.TrimSuffix(srcRel, ".parquet") + ".arrow"); arrowSrc.exists() {
-				sf = arrowSrc
-				a.Format = "Hugging Face save_to_disk (Arrow)"
-			}
-		}
-		if !sf.exists() {
-			a.Mismatches++
-			v.problem(Problem{Table: rel, Row: -1, Reason: fmt.Sprintf("no source table %s to compare with", sf)})
-			continue
-		}
-		base := rec.PackBase
-		if base == "" {
-			base = "media"
-		}
-		e := v.set(base)
-		if e.err != nil {
-			return fmt.Errorf("--against: pack directory %s: %w", base, e.err)
-		}
-		for _, x := range rec.Extracted {
-			if err := v.compareColumn(a, sp, "", sf, v.out.file(rel), rel, x.Path, e.set); err != nil {
-				return err
-			}
-		}
-		var roots []string
-		for _, x := range rec.Extracted {
-			if len(x.Path) > 0 {
-				roots = append(roots, x.Path[0])
-			}
-		}
-		if err := v.compareKept(a, &kept, sf, v.out.file(rel), rel, roots); err != nil {
-			return err
-		}
-	}
-	if kept.columns > 0 {
-		a.Notes = append(a.Notes, fmt.Sprintf("kept columns compared value by value: %d values in %d columns", kept.values, kept.columns))
-	}
-	return nil
-}
-
 // keptCount counts the kept columns compared and their values.
 type keptCount struct{ columns, values int64 }
 
 // compareKept compares the columns of a rewritten table that hold no
 // extracted field (kept as they were) with the source's, value by value:
 // a changed type or value is a mismatch, named by column and row.
-func (v *verifier) compareKept(a *Against, kc *keptCount, srcPath, outPath treeFile, rel string, extracted []string) error {
+func (v *Check) compareKept(a *Against, kc *keptCount, srcPath, outPath treeFile, rel string, extracted []string) error {
 	names, err := v.columnNames(srcPath)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
@@ -119,7 +43,7 @@ func (v *verifier) compareKept(a *Against, kc *keptCount, srcPath, outPath treeF
 }
 
 // columnNames lists the top-level columns of a source table.
-func (v *verifier) columnNames(p treeFile) ([]string, error) {
+func (v *Check) columnNames(p treeFile) ([]string, error) {
 	if strings.HasSuffix(p.rel, ".arrow") {
 		c, err := v.openArrowColumn(p, "")
 		if err != nil {
@@ -146,7 +70,7 @@ func (v *verifier) columnNames(p treeFile) ([]string, error) {
 }
 
 // compareKeptColumn compares one kept column of a table with its source.
-func (v *verifier) compareKeptColumn(a *Against, kc *keptCount, srcPath, outPath treeFile, rel, name string) error {
+func (v *Check) compareKeptColumn(a *Against, kc *keptCount, srcPath, outPath treeFile, rel, name string) error {
 	sc, err := v.openColumn(srcPath, name)
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
@@ -208,7 +132,7 @@ type columnCursor struct {
 	i      int
 }
 
-func (v *verifier) openColumn(p treeFile, root string) (*columnCursor, error) {
+func (v *Check) openColumn(p treeFile, root string) (*columnCursor, error) {
 	if strings.HasSuffix(p.rel, ".arrow") {
 		return v.openArrowColumn(p, root)
 	}
@@ -251,7 +175,7 @@ func (v *verifier) openColumn(p treeFile, root string) (*columnCursor, error) {
 
 // openArrowColumn reads column root of an Arrow IPC file: the file format
 // (ARROW1 magic) or a stream, as Hugging Face save_to_disk writes.
-func (v *verifier) openArrowColumn(p treeFile, root string) (*columnCursor, error) {
+func (v *Check) openArrowColumn(p treeFile, root string) (*columnCursor, error) {
 	f, err := p.open(v.ctx)
 	if err != nil {
 		return nil, err
@@ -349,7 +273,7 @@ func (c *columnCursor) close() { c.done() }
 // compareColumn compares one extracted field of one table, srcPath in the
 // source sp (whose media files are named relative to its directory base),
 // with outPath of the dataset.
-func (v *verifier) compareColumn(a *Against, sp place, base string, srcPath, outPath treeFile, rel string, fpath []string, set *packcore.Set) error {
+func (v *Check) compareColumn(a *Against, sp place, base string, srcPath, outPath treeFile, rel string, fpath []string, set *packcore.Set) error {
 	sc, err := v.openColumn(srcPath, fpath[0])
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)

@@ -7,8 +7,21 @@
 // also proves that every payload of the source equals the member that holds
 // it, byte for byte, so that the source may be deleted.
 //
+// The comparison with a source is each converter's: a Comparer in a
+// package of the converter's directory (convert/wds/wdsverify,
+// convert/parquet/parquetverify, convert/lerobot/lerobotverify,
+// convert/lance/lanceverify) that reads the source format independently of
+// the converter, and receives a Check, whose exported methods are what the
+// comparisons share (check.go): the dataset and the source, opened once;
+// the tables' bpconvert records and strings; pack sets; the report; and the
+// readers that compare a source's payloads with members (tar shards,
+// parquet and Arrow columns, Lance columns). This package compares on its
+// own the datasets no converter of this module wrote: packs alone (bpconvert
+// pack, blobpack 0.2.0) and blobpack 0.2.0's parquet and Lance outputs.
+//
 // It is not a repair tool and writes nothing; it reads every shard once and
-// every table's string columns once.
+// every table's string columns once (a comparison may read a table again:
+// WebDataset's reads the samples table's keys and inline cells).
 package dsverify
 
 import (
@@ -173,7 +186,7 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 		opts.MaxProblems = 10000
 	}
 	rep := &Report{Root: root, Packs: []Pack{}, Tables: []Table{}, Problems: []Problem{}}
-	v := &verifier{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, pq: map[string]*parquetRecord{}, lc: map[string]*lanceRecord{}}
+	v := &Check{ctx: ctx, root: root, rep: rep, opts: opts, sets: map[string]*setEntry{}, records: map[string]tableRecord{}}
 	defer v.close()
 	out, file, err := openPlace(ctx, root, v.storeOptions())
 	if err != nil {
@@ -235,33 +248,33 @@ func Verify(ctx context.Context, root string, opts Options) (*Report, error) {
 
 // storeOptions are the options a location in object storage is opened
 // with.
-func (v *verifier) storeOptions() objstore.Options { return objstore.Options{Stats: v.opts.Stats} }
+func (v *Check) storeOptions() objstore.Options { return objstore.Options{Stats: v.opts.Stats} }
 
 // verifyPack checks the pack directory, or the single shard, rel of the
 // dataset: read directly on this machine, streamed from a bucket.
-func (v *verifier) verifyPack(rel string) (*packcore.VerifyReport, error) {
+func (v *Check) verifyPack(rel string) (*packcore.VerifyReport, error) {
 	if st, key := v.out.storeKey(rel); st != nil {
 		return packcore.VerifyIn(v.ctx, st, key)
 	}
 	return packcore.Verify(v.ctx, v.out.t.Path(rel))
 }
 
-// verifier holds one run's state.
-type verifier struct {
+// Check is one run of Verify: the dataset, its packs and tables, the source
+// compared with and the report. A Comparer receives it, and compares the
+// dataset with its source through its exported methods.
+type Check struct {
 	ctx  context.Context
 	root string
 	rep  *Report
 	opts Options
 	// sets caches opened pack directories by their path relative to root.
 	sets map[string]*setEntry
-	// wds is what the samples table records, for --against.
+	// wds is what the samples table records, for its reference check.
 	wds *wdsTable
-	// pq holds the tables convert-parquet rewrote, by path relative to
-	// root, with what they record.
-	pq map[string]*parquetRecord
-	// lc holds the Lance tables convert-lance wrote, by path relative to
-	// root, with what they record.
-	lc map[string]*lanceRecord
+	// records holds the bpconvert record of every table that has one (a
+	// Lance table's only when it names the columns extracted), by path
+	// relative to root.
+	records map[string]tableRecord
 	// plainLance lists the Lance tables under root that carry no
 	// bpconvert record (blobpack convert-lance writes such tables).
 	plainLance []string
@@ -292,7 +305,7 @@ type setEntry struct {
 	shards map[string]bool
 }
 
-func (v *verifier) close() {
+func (v *Check) close() {
 	for _, e := range v.sets {
 		if e.set != nil {
 			e.set.Close()
@@ -301,7 +314,7 @@ func (v *verifier) close() {
 }
 
 // problem records a problem, up to the limit.
-func (v *verifier) problem(p Problem) {
+func (v *Check) problem(p Problem) {
 	if len(v.rep.Problems) < v.opts.MaxProblems {
 		v.rep.Problems = append(v.rep.Problems, p)
 	} else if len(v.rep.Problems) == v.opts.MaxProblems {
@@ -309,7 +322,7 @@ func (v *verifier) problem(p Problem) {
 	}
 }
 
-func (v *verifier) addPack(dir string, pr *packcore.VerifyReport) {
+func (v *Check) addPack(dir string, pr *packcore.VerifyReport) {
 	v.rep.Packs = append(v.rep.Packs, Pack{Dir: dir, VerifyReport: pr})
 	v.rep.Shards += pr.Shards
 	v.rep.Members += pr.Members
@@ -323,7 +336,7 @@ func (v *verifier) addPack(dir string, pr *packcore.VerifyReport) {
 }
 
 // set returns the pack set of a directory relative to root.
-func (v *verifier) set(dir string) *setEntry {
+func (v *Check) set(dir string) *setEntry {
 	if e, ok := v.sets[dir]; ok {
 		return e
 	}
@@ -344,7 +357,7 @@ func (v *verifier) set(dir string) *setEntry {
 
 // resolve checks one reference and returns the reason it does not resolve
 // ("" when it does).
-func (v *verifier) resolve(ref string) string {
+func (v *Check) resolve(ref string) string {
 	key, shardPath, err := packcore.ParseRef(ref)
 	if err != nil {
 		return "not a valid reference (want zip://KEY::DIR/pack-NNNN.zip)"
@@ -391,7 +404,7 @@ func (v *verifier) resolve(ref string) string {
 // part before them being what the reference calls the dataset root, which
 // is recorded. ok is false when no pack directory fits an absolute path or
 // a URL; a relative path that none fits is returned as it is.
-func (v *verifier) shardRel(shardPath string) (string, bool) {
+func (v *Check) shardRel(shardPath string) (string, bool) {
 	_, _, isURL := packcore.SplitURL(shardPath)
 	dir, file := path.Split(shardPath)
 	dir = packcore.CleanRefBase(dir)
@@ -431,10 +444,25 @@ func (v *verifier) shardRel(shardPath string) (string, bool) {
 	return path.Join(best, file), true
 }
 
+// tableRecord is a table's bpconvert record, with the table's format.
+type tableRecord struct {
+	format string // parquet, arrow or lance
+	text   string
+}
+
 // tableFile is a table found under the root.
 type tableFile struct {
 	rel    string // slash-separated, relative to root
 	format string // parquet, lance, json, jsonl
+}
+
+// tableFormatOf returns the format of the table at rel: lance for a
+// directory named like a Lance dataset, else as tableFormat says.
+func tableFormatOf(rel string) string {
+	if strings.HasSuffix(rel, ".lance") {
+		return "lance"
+	}
+	return tableFormat(path.Base(rel))
 }
 
 // tableFormat returns the format of a table file by its name (parquet,
@@ -460,7 +488,7 @@ func tableFormat(name string) string {
 // inside of Lance datasets and of directories named like shards (the pack
 // check reports those). A pack directory is one that holds an entry named
 // like a shard, whatever its type.
-func (v *verifier) discover() (packDirs []string, tables []tableFile, err error) {
+func (v *Check) discover() (packDirs []string, tables []tableFile, err error) {
 	v.objects = map[string]bool{}
 	if v.out.t.Empty() {
 		return nil, nil, nil // a prefix in a bucket with nothing under it

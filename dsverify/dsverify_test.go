@@ -36,7 +36,7 @@ func TestResolve(t *testing.T) {
 	root := t.TempDir()
 	writePack(t, root, map[string]string{"a.txt": "a", "b.txt": "b", "c.txt": "c"}, []string{"a.txt", "b.txt", "c.txt"})
 	os.WriteFile(filepath.Join(root, "notes.zip"), []byte("not a zip"), 0o644)
-	v := &verifier{ctx: context.Background(), root: root, sets: map[string]*setEntry{}, opts: Options{MaxProblems: 10}}
+	v := &Check{ctx: context.Background(), root: root, sets: map[string]*setEntry{}, opts: Options{MaxProblems: 10}}
 	defer v.close()
 	out, _, err := openPlace(v.ctx, root, v.storeOptions())
 	if err != nil {

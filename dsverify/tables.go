@@ -33,23 +33,16 @@ const batchRows = 8192
 type cellFunc func(row int64, column, value string)
 
 // table reads one table and checks every reference it holds.
-func (v *verifier) table(t tableFile) error {
+func (v *Check) table(t tableFile) error {
 	tr := Table{Path: t.rel, Format: t.format}
 	check := func(row int64, column, value string) {
 		if w := v.wds; w != nil && w.rel == t.rel {
 			switch {
 			case column == "__key__":
 				w.rowKeys[row] = value
-				if w.samples != nil {
-					w.samples[row] = value
-				}
 				return
 			case w.inline[column]:
-				// text stored inline, not a reference
-				if w.inlineText != nil {
-					w.inlineText[w.rowKeys[row]+"\x00"+column] = value
-				}
-				return
+				return // text stored inline, not a reference
 			}
 		}
 		if !packcore.IsRef(value) {
@@ -65,14 +58,28 @@ func (v *verifier) table(t tableFile) error {
 		}
 	}
 	p := v.out.file(t.rel)
+	record := func(rec string) { v.records[t.rel] = tableRecord{format: t.format, text: rec} }
 	var err error
 	switch t.format {
 	case "parquet":
-		tr.Rows, err = v.parquetTable(p, t.rel, check)
+		tr.Rows, err = v.parquetTable(p, t.rel, func(rec string) {
+			record(rec)
+			if strings.HasSuffix(t.rel, "samples.parquet") {
+				if w, err := newWDSTable(t.rel, rec); err == nil {
+					v.wds = w
+				}
+			}
+		}, check)
 	case "arrow":
-		tr.Rows, err = v.arrowTable(p, t.rel, check)
+		tr.Rows, err = v.arrowTable(p, record, check)
 	case "lance":
-		tr.Rows, err = v.lanceTable(p, t.rel, check)
+		tr.Rows, err = v.lanceTable(p, func(rec string) {
+			if lanceRecorded(rec) {
+				record(rec)
+			} else {
+				v.plainLance = append(v.plainLance, t.rel)
+			}
+		}, check)
 	case "json":
 		tr.Rows, err = v.jsonTable(p, check)
 	case "jsonl":
@@ -89,27 +96,18 @@ func (v *verifier) table(t tableFile) error {
 	return nil
 }
 
-// parquetTable reads the string columns of a parquet file.
-func (v *verifier) parquetTable(p treeFile, rel string, fn cellFunc) (int64, error) {
+// parquetTable reads the string columns of a parquet file, after handing
+// its bpconvert record, if it has one, to record (when set: the reference
+// check's pass).
+func (v *Check) parquetTable(p treeFile, rel string, record func(string), fn cellFunc) (int64, error) {
 	pf, err := v.openParquet(p)
 	if err != nil {
 		return 0, err
 	}
 	defer pf.Close()
-	if kv := pf.MetaData().KeyValueMetadata(); kv != nil {
+	if kv := pf.MetaData().KeyValueMetadata(); kv != nil && record != nil {
 		if rec := kv.FindValue(metaKey); rec != nil {
-			if pr, ok := decodeParquetRecord(*rec); ok {
-				v.pq[rel] = pr
-			}
-		}
-		if rec := kv.FindValue(metaKey); rec != nil && strings.HasSuffix(rel, "samples.parquet") {
-			if w, err := newWDSTable(rel, *rec); err == nil {
-				if v.opts.Against != "" {
-					w.inlineText = map[string]string{}
-					w.samples = map[int64]string{}
-				}
-				v.wds = w
-			}
+			record(*rec)
 		}
 	}
 	sd := pf.MetaData().Schema
@@ -139,7 +137,7 @@ func (v *verifier) parquetTable(p treeFile, rel string, fn cellFunc) (int64, err
 	var base int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		if v.wds != nil && v.wds.rel == rel {
+		if v.wds != nil && v.wds.rel == rel && record != nil {
 			v.wds.rowKeys = map[int64]string{} // rows of this batch
 		}
 		visitRecord(rec, base, fn)
@@ -194,18 +192,16 @@ func hasFixedList(t arrow.DataType) bool {
 }
 
 // arrowTable reads an Arrow IPC file (a save_to_disk data file that
-// convert-parquet wrote again, stream or file format) and records what its
-// schema metadata says was extracted.
-func (v *verifier) arrowTable(p treeFile, rel string, fn cellFunc) (int64, error) {
+// convert-parquet wrote again, stream or file format), after handing its
+// schema metadata's bpconvert record, if it has one, to record (when set).
+func (v *Check) arrowTable(p treeFile, record func(string), fn cellFunc) (int64, error) {
 	c, err := v.openArrowColumn(p, "")
 	if err != nil {
 		return 0, err
 	}
 	defer c.close()
-	if rec, ok := c.schema.Metadata().GetValue(metaKey); ok {
-		if pr, ok := decodeParquetRecord(rec); ok {
-			v.pq[rel] = pr
-		}
+	if rec, ok := c.schema.Metadata().GetValue(metaKey); ok && record != nil {
+		record(rec)
 	}
 	var base int64
 	for {
@@ -219,19 +215,18 @@ func (v *verifier) arrowTable(p treeFile, rel string, fn cellFunc) (int64, error
 	return base, c.Err()
 }
 
-// lanceTable scans the string columns of the Lance dataset at p (rel below
-// the root; in object storage, read with ranged requests), deleted rows
-// excluded, rows numbered in scan order.
-func (v *verifier) lanceTable(p treeFile, rel string, fn cellFunc) (int64, error) {
+// lanceTable scans the string columns of the Lance dataset at p (in object
+// storage, read with ranged requests), deleted rows excluded, rows numbered
+// in scan order, after handing its schema metadata's bpconvert record ("" for
+// none) to record (when set).
+func (v *Check) lanceTable(p treeFile, record func(string), fn cellFunc) (int64, error) {
 	ds, err := openLance(v.ctx, v.out, p.rel, lancefmt.OpenOptions{})
 	if err != nil {
 		return 0, err
 	}
 	sc := ds.Schema()
-	if rec, ok := decodeLanceRecord(sc.Metadata[metaKey]); ok {
-		v.lc[rel] = rec
-	} else {
-		v.plainLance = append(v.plainLance, rel)
+	if record != nil {
+		record(string(sc.Metadata[metaKey]))
 	}
 	var cols []string
 	for _, f := range sc.Fields {
@@ -313,7 +308,7 @@ func visitValue(a arrow.Array, i int, name string, row int64, fn cellFunc) {
 
 // openParquet opens a parquet file, local (a regular file) or in object
 // storage (its footer and column chunks then fetched with ranged reads).
-func (v *verifier) openParquet(p treeFile) (*file.Reader, error) {
+func (v *Check) openParquet(p treeFile) (*file.Reader, error) {
 	f, err := p.open(v.ctx)
 	if err != nil {
 		return nil, err
@@ -328,7 +323,7 @@ func (v *verifier) openParquet(p treeFile) (*file.Reader, error) {
 
 // openText opens a text table for reading front to back: the local file
 // itself, an object with reads fetched ahead.
-func (v *verifier) openText(p treeFile) (io.ReadCloser, error) {
+func (v *Check) openText(p treeFile) (io.ReadCloser, error) {
 	f, err := p.open(v.ctx)
 	if err != nil {
 		return nil, err
@@ -338,7 +333,7 @@ func (v *verifier) openText(p treeFile) (io.ReadCloser, error) {
 
 // jsonTable reads a JSON document: the row is the index in the innermost
 // array around a string, the column its path of object keys.
-func (v *verifier) jsonTable(p treeFile, fn cellFunc) (int64, error) {
+func (v *Check) jsonTable(p treeFile, fn cellFunc) (int64, error) {
 	f, err := v.openText(p)
 	if err != nil {
 		return 0, err
@@ -356,7 +351,7 @@ func (v *verifier) jsonTable(p treeFile, fn cellFunc) (int64, error) {
 }
 
 // jsonlTable reads JSON lines: one row per line.
-func (v *verifier) jsonlTable(p treeFile, fn cellFunc) (int64, error) {
+func (v *Check) jsonlTable(p treeFile, fn cellFunc) (int64, error) {
 	f, err := v.openText(p)
 	if err != nil {
 		return 0, err
@@ -403,27 +398,20 @@ func visitJSON(x any, name string, row int64, fn cellFunc, rows *int64) {
 	}
 }
 
-// wdsTable is what samples.parquet records about itself.
+// wdsTable is what samples.parquet records about itself that the
+// reference check needs: its inline fields, which hold text, not
+// references, and that each reference names a member of its row's sample.
 type wdsTable struct {
-	rel         string
-	inline      map[string]bool
-	shardPrefix bool
-	packBase    string
+	rel    string
+	inline map[string]bool
 	// rowKeys holds each row's __key__, for checking that a reference
 	// names a member of its own sample.
 	rowKeys map[int64]string
-	// inlineText holds the inline cells by member key, for --against.
-	inlineText map[string]string
-	// samples holds every row's __key__, for --against to name the rows
-	// whose sample the source does not hold.
-	samples map[int64]string
-	// keys, when set, collects the key of every member compared (a
-	// dataset of packs alone, whose members must all come from the
-	// source).
-	keys map[string]struct{}
 }
 
 func newWDSTable(rel, record string) (*wdsTable, error) {
+	// (pack_base and shard_prefix decoded too: a record whose fields do
+	// not decode is no samples table's, as the comparison reads it)
 	var rec struct {
 		SourceFormat string   `json:"source_format"`
 		PackBase     string   `json:"pack_base"`
@@ -436,7 +424,7 @@ func newWDSTable(rel, record string) (*wdsTable, error) {
 	if rec.SourceFormat != "webdataset" {
 		return nil, fmt.Errorf("not a samples table")
 	}
-	w := &wdsTable{rel: rel, inline: map[string]bool{}, shardPrefix: rec.ShardPrefix, packBase: rec.PackBase}
+	w := &wdsTable{rel: rel, inline: map[string]bool{}}
 	for _, f := range rec.Inline {
 		w.inline[f] = true
 	}
@@ -445,7 +433,7 @@ func newWDSTable(rel, record string) (*wdsTable, error) {
 
 // checkRow checks that a samples table reference names a member of the
 // row's sample and field: KEY is "<__key__>.<field>" up to case.
-func (w *wdsTable) checkRow(v *verifier, rel string, row int64, column, ref string) {
+func (w *wdsTable) checkRow(v *Check, rel string, row int64, column, ref string) {
 	sample, ok := w.rowKeys[row]
 	if !ok {
 		return

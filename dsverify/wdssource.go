@@ -20,9 +20,12 @@ import (
 
 // This file reads a WebDataset source for verify --against on its own,
 // from the format's conventions, not through convert/wds: which files are
-// shards, how a shard list is written, how a tar is compressed, and how a
-// member name splits into sample key and field. A converter that misread
-// a source would otherwise agree with itself.
+// shards, how a shard list is written and how a tar is compressed (how a
+// member name splits into sample key and field is convert-wds's comparison's,
+// in convert/wds/wdsverify). A converter that misread a source would
+// otherwise agree with itself. The comparison of packs made from shards
+// (against_packs.go) reads shards too, so the tar reader is here, and
+// CompareShards exports it.
 
 // tarEndings are the file name endings of tar shards, compressed or not
 // (in any case), longest first, so that a shard's stem loses its whole
@@ -68,28 +71,6 @@ func memberPath(name string) string {
 		name = strings.TrimLeft(name[2:], "/")
 	}
 	return name
-}
-
-// WebDataset groups a shard's members into samples by name: the sample key
-// is everything up to the first dot of the last path element, the field
-// the rest (webdataset's base_plus_ext); names of the form __x__ are
-// metadata, in no sample.
-var (
-	sampleName   = regexp.MustCompile(`^((?:.*/|)[^.]+)[.]([^/]*)$`)
-	metadataName = regexp.MustCompile(`^__[^/]*__($|/)`)
-)
-
-// sampleField returns a member path's sample key and field (lower-cased);
-// ok is false for a name in no sample or with an empty field.
-func sampleField(name string) (field, sample string, ok bool) {
-	if metadataName.MatchString(name) {
-		return "", "", false
-	}
-	m := sampleName.FindStringSubmatch(name)
-	if m == nil || m[2] == "" {
-		return "", "", false
-	}
-	return strings.ToLower(m[2]), m[1], true
 }
 
 // openTar returns the tar stream of a shard, decompressed as its first

@@ -59,38 +59,3 @@ func TestExpandBraces(t *testing.T) {
 		}
 	}
 }
-
-// TestSampleField: a member's sample key and field are WebDataset's
-// (everything up to the first dot of the last path element, then the rest,
-// lower-cased; __x__ names are in no sample), as convert-wds makes them.
-func TestSampleField(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, sample, field string
-		ok                  bool
-	}{
-		{"000001.jpg", "000001", "jpg", true},
-		{"a/b/c.seg.PNG", "a/b/c", "seg.png", true},
-		{"d.x/e.json", "d.x/e", "json", true},
-		{"noext", "", "", false},
-		{"dir.d/noext", "", "", false},
-		{"x.", "", "", false},
-		{"__key__.txt", "__key__", "txt", true},
-		{"__index__", "", "", false},
-		{"__meta__/a.txt", "", "", false},
-		{"_a_.txt", "_a_", "txt", true},
-		{"a/.b", "a/", "b", true},
-	} {
-		field, sample, ok := sampleField(tc.name)
-		if ok != tc.ok || sample != tc.sample || field != tc.field {
-			t.Errorf("%q: sample %q field %q (%v); want %q %q (%v)", tc.name, sample, field, ok, tc.sample, tc.field, tc.ok)
-		}
-		s, f, cok := wds.SplitSample(tc.name)
-		if cok && f == "" {
-			cok = false
-		}
-		if cok != ok || ok && (s != sample || f != field) {
-			t.Errorf("%q: convert-wds splits it %q %q (%v)", tc.name, s, f, cok)
-		}
-	}
-}

@@ -6,8 +6,9 @@
 // an output with its source. finalize, verify --against, the CLI's
 // commands and the test that holds the README's commands table to the code
 // range over All; the CLI imports no converter package. Adding a converter
-// is its package, its Format here (with its comparison in dsverify), its
-// row in the README's table and its section in docs/converters.md
+// is its package (with its comparison in a package of its directory,
+// convert/X/Xverify, built on dsverify.Check), its Format here, its row in
+// the README's table and its section in docs/converters.md
 // (docs/architecture.md, "How to add a converter").
 //
 // It is not a registry filled at init time: the list is a literal, in the
@@ -19,10 +20,14 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/lance"
+	"github.com/bpconvert/bpconvert/convert/lance/lanceverify"
 	"github.com/bpconvert/bpconvert/convert/lerobot"
+	"github.com/bpconvert/bpconvert/convert/lerobot/lerobotverify"
 	"github.com/bpconvert/bpconvert/convert/lerobot/video/linked"
 	"github.com/bpconvert/bpconvert/convert/parquet"
+	"github.com/bpconvert/bpconvert/convert/parquet/parquetverify"
 	"github.com/bpconvert/bpconvert/convert/wds"
+	"github.com/bpconvert/bpconvert/convert/wds/wdsverify"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/objstore"
 	flag "github.com/spf13/pflag"
@@ -69,14 +74,15 @@ type Format struct {
 	Joiner func(rel string) convert.TableJoiner
 	// Against is how verify --against compares what the converter wrote
 	// with its source, reading the source format independently of the
-	// converter.
+	// converter: the Comparer of the converter's convert/X/Xverify
+	// package, which does not import the converter.
 	Against dsverify.Comparer
 }
 
 // All lists the converters in help order.
 var All = []Format{
 	{Name: "WebDataset", Command: "convert-wds", Args: "SRC DST", OpenMany: wds.OpenSources, Flags: wds.Flags,
-		Joiner: wds.Joiner, Against: dsverify.WebDataset,
+		Joiner: wds.Joiner, Against: wdsverify.Comparer,
 		Summary: "convert WebDataset tar shards into packs and a samples.parquet table",
 		Long: "SRC is a directory of shards, a tar, a brace pattern ('train-{000000..000099}.tar'), several\n" +
 			"of them (a shell glob), - for standard input, or s3://BUCKET/PREFIX.",
@@ -86,7 +92,7 @@ var All = []Format{
 			"bpconvert convert-wds --yes --part 2/8 shards/ s3://bucket/ds",
 		}},
 	{Name: "Parquet", Command: "convert-parquet", Args: "SRC DST", Open: parquet.OpenSource, Flags: parquet.Flags,
-		Joiner: parquet.Joiner, Against: dsverify.Parquet,
+		Joiner: parquet.Joiner, Against: parquetverify.Comparer,
 		Summary: "move payload columns of parquet tables into packs, columns become references",
 		Examples: []string{
 			"bpconvert convert-parquet --dry-run hf/ ds/",
@@ -95,7 +101,7 @@ var All = []Format{
 		}},
 	{Name: "LeRobot", Command: "convert-lerobot", Args: "SRC DST", Open: lerobot.OpenSource, Flags: lerobot.Flags(linked.Engine()),
 		Growth: convert.GrowsInFiles, Companion: lerobot.Companion(linked.Engine()),
-		Joiner: lerobot.Joiner, Against: dsverify.LeRobot,
+		Joiner: lerobot.Joiner, Against: lerobotverify.Comparer,
 		Summary: "convert a LeRobot v2.0/v2.1/v3.0 dataset (parquet, or v3.0 stored as Lance): videos per episode and frames into packs",
 		Long: "The conversion runs in bpconvert-lerobot, the companion program built with libav (make build\n" +
 			"puts it beside bpconvert). Without it, --dry-run still plans, from the dataset's metadata\n" +
@@ -105,7 +111,7 @@ var All = []Format{
 			"bpconvert convert-lerobot --yes pusht/ ds/",
 		}},
 	{Name: "Lance", Command: "convert-lance", Args: "SRC DST", Open: lance.OpenSource, Flags: lance.Flags, Growth: convert.GrowsOwn,
-		Joiner: lance.Joiner, Against: dsverify.Lance,
+		Joiner: lance.Joiner, Against: lanceverify.Comparer,
 		Summary: "move payload columns of a Lance dataset into packs; the table stays Lance, its pages copied",
 		Long: "SRC and DST are local directories or s3://BUCKET/PREFIX. A source in object storage is read\n" +
 			"through ranged requests (manifest, file metadata, then the pages and blobs the run needs);\n" +

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/convert/converttest"
+	"github.com/bpconvert/bpconvert/convert/lance/lanceverify"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
@@ -222,7 +223,7 @@ func TestPylance14(t *testing.T) {
 			// reader and compares every payload with its member, or a
 			// kept URI with the source's (with no pack when every value
 			// kept its URI).
-			rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src, Comparers: []dsverify.Comparer{dsverify.Lance}})
+			rep, err := dsverify.Verify(t.Context(), dst, dsverify.Options{Against: src, Comparers: []dsverify.Comparer{lanceverify.Comparer}})
 			if err != nil {
 				t.Fatal(err)
 			}

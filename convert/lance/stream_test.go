@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bpconvert/bpconvert/convert"
+	"github.com/bpconvert/bpconvert/convert/lance/lanceverify"
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/internal/testtool"
 	"github.com/bpconvert/bpconvert/lancefmt"
@@ -62,7 +63,7 @@ func convertChild() {
 	testtool.ChildMain(childEnv, func(cj childJob, out io.Writer) error {
 		ctx := context.Background()
 		if cj.Verify {
-			rep, err := dsverify.Verify(ctx, cj.Dst, dsverify.Options{Against: cj.Src, Comparers: []dsverify.Comparer{dsverify.Lance}})
+			rep, err := dsverify.Verify(ctx, cj.Dst, dsverify.Options{Against: cj.Src, Comparers: []dsverify.Comparer{lanceverify.Comparer}})
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package testtool
 import (
 	"os"
 	"os/exec"
+	"path"
 	"strings"
 	"testing"
 )
@@ -127,6 +128,41 @@ func TestInternalLayer(t *testing.T) {
 		for _, imp := range strings.Fields(imports) {
 			if strings.HasPrefix(imp, module) && !strings.HasPrefix(imp, module+"internal/") {
 				t.Errorf("%s imports %s, a higher layer", pkg, imp)
+			}
+		}
+	}
+}
+
+// TestComparerFence keeps verify --against independent of the converters
+// (docs/architecture.md, "The verify principle"): each converter's
+// comparison, convert/X/Xverify, reads the source format on its own, so
+// neither it nor anything it depends on is a converter package (convert/X,
+// another convert/Y, the convert core), and neither is dsverify. Other
+// comparisons may be (LeRobot's compares its frames as Parquet's does). The
+// one exception is the video index convert-lerobot writes
+// (convert/lerobot/videoindex), which LeRobot's comparison reads to know
+// which member holds which camera file. Tests are not fenced: they may
+// hold the comparison's reading of a format to the converter's (wdsverify's
+// does, with convert/wds).
+func TestComparerFence(t *testing.T) {
+	t.Parallel()
+	const videoIndex = module + "convert/lerobot/videoindex"
+	isComparer := func(pkg string) bool {
+		return strings.HasPrefix(pkg, module+"convert/") && path.Base(pkg) == path.Base(path.Dir(pkg))+"verify"
+	}
+	var fenced []string
+	for _, pkg := range goList(t, "-f", "{{.ImportPath}}", "./convert/...") {
+		if isComparer(pkg) {
+			fenced = append(fenced, pkg)
+		}
+	}
+	if len(fenced) < 4 {
+		t.Fatalf("found the comparisons %q; want one per converter (convert/X/Xverify)", fenced)
+	}
+	for _, pkg := range append(fenced, module+"dsverify") {
+		for _, dep := range goList(t, "-deps", "-f", "{{.ImportPath}}", pkg) {
+			if (dep == module+"convert" || strings.HasPrefix(dep, module+"convert/")) && !isComparer(dep) && dep != videoIndex {
+				t.Errorf("%s depends on %s, a converter package: verify reads the source independently of the converter", pkg, dep)
 			}
 		}
 	}

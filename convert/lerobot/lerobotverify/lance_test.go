@@ -1,4 +1,4 @@
-package dsverify
+package lerobotverify
 
 import "testing"
 

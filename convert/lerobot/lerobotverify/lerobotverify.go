@@ -1,25 +1,41 @@
-package dsverify
+// Package lerobotverify is convert-lerobot's comparison for verify
+// --against: it compares a converted LeRobot dataset with its source, every
+// camera file packed whole with the file of the same path in the source
+// (the blob of videos.lance for a source stored as Lance), and the frames
+// extracted from the tables as convert-parquet's comparison compares a
+// rewritten table (parquetverify).
+//
+// It reads the source on its own, never through convert/lerobot: a
+// converter that misread a source would otherwise agree with itself
+// (docs/architecture.md, "The verify principle"). What it takes from the
+// conversion is the video index the conversion wrote
+// (convert/lerobot/videoindex), which says which pack member holds which
+// camera file.
+package lerobotverify
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"path/filepath"
 	"sort"
 
 	"github.com/bpconvert/bpconvert/convert/lerobot/videoindex"
-	"github.com/bpconvert/bpconvert/packcore"
+	"github.com/bpconvert/bpconvert/convert/parquet/parquetverify"
+	"github.com/bpconvert/bpconvert/dsverify"
 )
 
-// isLeRobotDataset reports whether the source, a local directory or a
-// prefix in a bucket, looks like a LeRobot dataset (in the parquet layout
-// or stored as Lance).
-func (v *verifier) isLeRobotDataset() bool {
-	p, file, err := v.source()
-	return err == nil && file == "" && p.file("meta/info.json").exists()
+// Comparer compares a dataset with a LeRobot dataset it was converted from
+// (unless the dataset has a Lance table convert-lance wrote and the source
+// is a Lance dataset: that is Lance's to compare).
+var Comparer = dsverify.Comparer{
+	Claims: func(c *dsverify.Check, src string) bool {
+		return !c.LanceSource() && c.LeRobotSource()
+	},
+	Compare: compare,
 }
 
 // againstLeRobot compares a converted LeRobot dataset with its source:
@@ -31,19 +47,18 @@ func (v *verifier) isLeRobotDataset() bool {
 // of a source stored as Lance are the blobs of its videos.lance. Either
 // side may be in object storage (the source's camera files, or blobs, are
 // then streamed with read-ahead).
-func (v *verifier) againstLeRobot(src string) error {
-	if len(v.pq) > 0 {
-		if err := v.againstParquet(src); err != nil {
-			return err
-		}
+func compare(c *dsverify.Check, src string) error {
+	if err := parquetverify.CompareTables(c, src); err != nil {
+		return err
 	}
-	a := v.rep.Against
+	a := c.Report().Against
 	if a == nil {
-		a = &Against{}
-		v.rep.Against = a
+		a = &dsverify.Against{}
+		c.Report().Against = a
 	}
 	a.Source, a.Format = src, "lerobot"
-	b, err := v.out.file(videoindex.FileName).readAll(v.ctx, maxIndexBytes)
+	ctx := c.Context()
+	b, err := c.Dataset().File(videoindex.FileName).ReadAll(ctx, maxIndexBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -54,15 +69,15 @@ func (v *verifier) againstLeRobot(src string) error {
 	if err != nil {
 		return fmt.Errorf("--against: %s: %w", videoindex.FileName, err)
 	}
-	sp, _, err := v.source()
+	sp, _, err := c.Source()
 	if err != nil {
 		return fmt.Errorf("--against: %w", err)
 	}
 	var blobs map[string]cameraBlob
-	if lance, videoPath, err := v.storedAsLance(sp); err != nil {
+	if lance, videoPath, err := storedAsLance(c, sp); err != nil {
 		return err
 	} else if lance {
-		if blobs, err = v.leRobotCameraBlobs(sp, videoPath); err != nil {
+		if blobs, err = cameraBlobs(c, sp, videoPath); err != nil {
 			return fmt.Errorf("--against: %w", err)
 		}
 	}
@@ -79,21 +94,16 @@ func (v *verifier) againstLeRobot(src string) error {
 	}
 	sort.Slice(refs, func(i, j int) bool { return first[refs[i]] < first[refs[j]] })
 	for _, ref := range refs {
-		if err := v.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		i := first[ref]
-		p := Problem{Table: videoindex.FileName, Row: int64(i), Column: "ref", Ref: ref}
-		key, shardPath, err := packcore.ParseRef(ref)
-		if err != nil {
+		p := dsverify.Problem{Table: videoindex.FileName, Row: int64(i), Column: "ref", Ref: ref}
+		set, key, ok := c.RefSet(ref)
+		if !ok {
 			continue // reported by the table check
 		}
-		shardPath, _ = v.shardRel(shardPath)
-		e := v.set(packcore.CleanRefBase(filepath.ToSlash(filepath.Dir(shardPath))))
-		if e.err != nil {
-			continue // reported by the table check
-		}
-		r, err := v.openCameraFile(sp, key, blobs)
+		r, err := openCameraFile(ctx, sp, key, blobs)
 		if errors.Is(err, fs.ErrNotExist) {
 			a.NotCompared++ // an episode container cut from a camera file
 			continue
@@ -101,12 +111,12 @@ func (v *verifier) againstLeRobot(src string) error {
 		if err != nil {
 			return fmt.Errorf("--against: %w", err)
 		}
-		n, reason, err := sameBytes(r, e.set, key)
+		n, reason, err := dsverify.SameBytes(r, set, key)
 		r.Close()
 		if err != nil {
 			return err
 		}
-		v.compared(a, n, reason, p)
+		c.Compared(a, n, reason, p)
 	}
 	return nil
 }
@@ -117,9 +127,9 @@ const maxIndexBytes = 1 << 30
 // storedAsLance reports whether the LeRobot source src is stored as Lance
 // (meta/info.json's storage_format), with the video_path template of its
 // camera files, reading that file alone.
-func (v *verifier) storedAsLance(sp place) (bool, string, error) {
-	info := sp.file("meta/info.json")
-	b, err := info.readAll(v.ctx, 64<<20)
+func storedAsLance(c *dsverify.Check, sp dsverify.Place) (bool, string, error) {
+	info := sp.File("meta/info.json")
+	b, err := info.ReadAll(c.Context(), 64<<20)
 	if err != nil {
 		return false, "", fmt.Errorf("--against: %w", err)
 	}
@@ -130,20 +140,20 @@ func (v *verifier) storedAsLance(sp place) (bool, string, error) {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return false, "", fmt.Errorf("--against: %s: %w", info, err)
 	}
-	return doc.StorageFormat == leRobotLanceStorage, doc.VideoPath, nil
+	return doc.StorageFormat == lanceStorage, doc.VideoPath, nil
 }
 
 // openCameraFile opens the source camera file that a conversion packed
 // whole as key: the file or object key under src, or with blobs (a source
 // stored as Lance) the blob of that name. A key naming none matches
 // fs.ErrNotExist.
-func (v *verifier) openCameraFile(sp place, key string, blobs map[string]cameraBlob) (io.ReadCloser, error) {
+func openCameraFile(ctx context.Context, sp dsverify.Place, key string, blobs map[string]cameraBlob) (io.ReadCloser, error) {
 	if blobs == nil {
-		return sp.file(key).stream(v.ctx)
+		return sp.File(key).Stream(ctx)
 	}
 	b, ok := blobs[key]
 	if !ok {
 		return nil, fs.ErrNotExist
 	}
-	return b.File.section(v.ctx, b.Offset, b.Size)
+	return b.File.Section(ctx, b.Offset, b.Size)
 }

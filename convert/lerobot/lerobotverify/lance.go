@@ -1,6 +1,7 @@
-package dsverify
+package lerobotverify
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/lancefmt"
 )
 
@@ -21,70 +23,70 @@ import (
 // of a key, chunk and file lies in the parquet layout, the name a
 // conversion packs it under when it keeps it whole.
 
-// leRobotLanceStorage is meta/info.json's storage_format of a LeRobot
+// lanceStorage is meta/info.json's storage_format of a LeRobot
 // dataset stored as Lance.
-const leRobotLanceStorage = "lance"
+const lanceStorage = "lance"
 
-// leRobotVideos is the table of camera files, and its blob column.
+// videosTable is the table of camera files, videoBytes its blob column.
 const (
-	leRobotVideos     = "videos.lance"
-	leRobotVideoBytes = "video_bytes"
+	videosTable = "videos.lance"
+	videoBytes  = "video_bytes"
 )
 
 // cameraBlob is where a camera file's bytes lie: Size bytes from Offset of
 // the file (or s3:// object) File.
 type cameraBlob struct {
-	File         treeFile
+	File         dsverify.File
 	Offset, Size int64
 }
 
-// leRobotCameraBlobs maps every camera file of videos.lance under src to
+// cameraBlobs maps every camera file of videos.lance under src to
 // its blob, by the path videoPath gives it.
-func (v *verifier) leRobotCameraBlobs(sp place, videoPath string) (map[string]cameraBlob, error) {
-	loc := sp.join(leRobotVideos)
-	ds, err := openLance(v.ctx, sp, leRobotVideos, lancefmt.OpenOptions{})
+func cameraBlobs(c *dsverify.Check, sp dsverify.Place, videoPath string) (map[string]cameraBlob, error) {
+	loc := sp.File(videosTable).String()
+	ds, err := c.OpenLance(sp, videosTable, lancefmt.OpenOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
-	names, err := v.leRobotVideoNames(ds, loc, videoPath)
+	names, err := videoNames(c.Context(), ds, loc, videoPath)
 	if err != nil {
 		return nil, err
 	}
-	bs, err := ds.Blobs(v.ctx, leRobotVideoBytes)
+	bs, err := ds.Blobs(c.Context(), videoBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: column %s: %w", loc, leRobotVideoBytes, err)
+		return nil, fmt.Errorf("%s: column %s: %w", loc, videoBytes, err)
 	}
 	defer bs.Close()
 	out := make(map[string]cameraBlob, len(names))
 	row := 0
 	for ; bs.Next(); row++ {
 		if row >= len(names) {
-			return nil, fmt.Errorf("%s: column %s: more blobs than rows (%d)", loc, leRobotVideoBytes, len(names))
+			return nil, fmt.Errorf("%s: column %s: more blobs than rows (%d)", loc, videoBytes, len(names))
 		}
 		b := bs.Blob()
 		if b.Null {
-			return nil, fmt.Errorf("%s: row %d: column %s: null", loc, row, leRobotVideoBytes)
+			return nil, fmt.Errorf("%s: row %d: column %s: null", loc, row, videoBytes)
 		}
-		rel, ok := sp.relOf(b.Location.Path)
+		rel, ok := sp.RelOf(b.Location.Path)
 		if !ok {
-			return nil, fmt.Errorf("%s: row %d: column %s: the blob lies in %s, outside the dataset", loc, row, leRobotVideoBytes, b.Location.Path)
+			return nil, fmt.Errorf("%s: row %d: column %s: the blob lies in %s, outside the dataset", loc, row, videoBytes, b.Location.Path)
 		}
-		out[names[row]] = cameraBlob{File: sp.file(rel), Offset: b.Location.Offset, Size: b.Location.Size}
+		out[names[row]] = cameraBlob{File: sp.File(rel), Offset: b.Location.Offset, Size: b.Location.Size}
 	}
 	if err := bs.Err(); err != nil {
-		return nil, fmt.Errorf("%s: column %s: %w", loc, leRobotVideoBytes, err)
+		return nil, fmt.Errorf("%s: column %s: %w", loc, videoBytes, err)
 	}
 	if row != len(names) {
-		return nil, fmt.Errorf("%s: column %s: %d blobs for %d rows", loc, leRobotVideoBytes, row, len(names))
+		return nil, fmt.Errorf("%s: column %s: %d blobs for %d rows", loc, videoBytes, row, len(names))
 	}
 	return out, nil
 }
 
-// leRobotVideoNames reads, row by row, the path videoPath gives the camera
+// videoNames reads, row by row, the path videoPath gives the camera
 // file of each row of videos.lance.
-func (v *verifier) leRobotVideoNames(ds *lancefmt.Dataset, loc, videoPath string) ([]string, error) {
+func videoNames(ctx context.Context, ds *lancefmt.Dataset, loc, videoPath string) ([]string, error) {
 	cols := []string{"video_key", "chunk_index", "file_index"}
-	sc, err := ds.Scan(v.ctx, lancefmt.ScanOptions{Columns: cols})
+	sc, err := ds.Scan(ctx, lancefmt.ScanOptions{Columns: cols})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
