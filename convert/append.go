@@ -105,6 +105,47 @@ func (t Target) ReadBase(ctx context.Context, packDir string) (*Base, error) {
 	return b, nil
 }
 
+// AppendBase is, for an append (t.Append) of the run t.Record records into
+// a destination that holds a committed output, that output (ReadBase) with
+// the run's sources sorted against its record as growth says: by whole
+// files (Base.Sources: a changed file refused, one gone too unless
+// allowRemoved), inside files (Base.Grown), or not at all (the converter
+// sorts its own units); t.Record is made the extended output's record
+// (Base.Extend). A real run (not dryRun) first finishes an append's commit
+// that a stopped run began (Recover). It is nil when there is nothing to
+// extend: no append, no record, or a destination without a committed
+// output (an append converts it whole). packDir is the run's pack
+// directory ("" for the default).
+func (t Target) AppendBase(ctx context.Context, packDir string, growth Growth, allowRemoved, dryRun bool) (*Base, error) {
+	if !t.Append || t.Dest == nil || t.Record == nil {
+		return nil, nil
+	}
+	if !dryRun {
+		if _, err := t.Recover(ctx); err != nil {
+			return nil, err
+		}
+	}
+	base, err := t.ReadBase(ctx, packDir)
+	if err != nil || base == nil {
+		return nil, err
+	}
+	switch growth {
+	case GrowsByFiles:
+		if _, err := base.Sources(t.Record.Sources, allowRemoved); err != nil {
+			return nil, err
+		}
+		base.Extend(t.Record)
+	case GrowsInFiles:
+		// The record's files still tell whether anything is new: none
+		// changed or added is already done.
+		base.Extend(t.Record)
+		base.Grown(t.Record.Sources)
+	default:
+		base.Extend(t.Record)
+	}
+	return base, nil
+}
+
 // Recover finishes the commit of an append that was stopped after it had
 // begun to move its files into place (a kill, a lost connection), so that
 // the destination holds one committed output before anything is planned.

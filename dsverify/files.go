@@ -34,7 +34,15 @@ type place struct {
 func openPlace(ctx context.Context, loc string, o objstore.Options) (p place, file string, err error) {
 	t, err := srctree.Open(ctx, loc, o)
 	if errors.Is(err, srctree.ErrNotDir) || (err == nil && t.Empty()) {
-		one, name, serr := srctree.OpenSource(ctx, loc, o)
+		// a single file, or an object (found without listing again)
+		var one *srctree.Tree
+		var name string
+		var serr error
+		if err == nil {
+			one, name, serr = t.Object(ctx)
+		} else {
+			one, name, serr = srctree.OpenSource(ctx, loc, o)
+		}
 		switch {
 		case serr == nil:
 			return place{t: one, name: parentName(loc, name)}, name, nil

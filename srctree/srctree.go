@@ -164,12 +164,29 @@ func OpenSource(ctx context.Context, loc string, o objstore.Options) (t *Tree, f
 		}
 		return t, file, nil
 	}
-	bucket, prefix, err := objstore.ParseS3(loc)
+	_, prefix, err := objstore.ParseS3(loc)
 	if err != nil {
 		return nil, "", err
 	}
 	if t, err = openRemote(ctx, loc, o); err != nil || prefix == "" || !t.Empty() {
 		return t, "", err
+	}
+	return t.Object(ctx)
+}
+
+// Object opens, for a tree in a bucket that is empty (Empty), the object
+// its location names, as OpenSource opens a single object: the tree of the
+// prefix that holds it, file its name there. It costs one HEAD request;
+// the prefix is not listed again. With no such object the error matches
+// fs.ErrNotExist and says so; a tree that is not empty, or not in a
+// bucket, names no object (an error too).
+func (t *Tree) Object(ctx context.Context) (*Tree, string, error) {
+	if t.store == nil || !t.Empty() || t.prefix == "" {
+		return nil, "", fmt.Errorf("srctree: %s is no empty location in a bucket, naming an object", t.Location())
+	}
+	bucket, prefix, err := objstore.ParseS3(t.loc)
+	if err != nil {
+		return nil, "", err
 	}
 	in, err := t.store.Stat(ctx, prefix)
 	if errors.Is(err, objstore.ErrNotExist) {
@@ -178,15 +195,16 @@ func OpenSource(ctx context.Context, loc string, o objstore.Options) (t *Tree, f
 	if err != nil {
 		return nil, "", err
 	}
-	t.loc, t.prefix, file = "s3://"+bucket, "", prefix
+	one := &Tree{loc: "s3://" + bucket, store: t.store, stats: t.stats}
+	file := prefix
 	if dir := path.Dir(prefix); dir != "." {
-		t.loc, t.prefix, file = t.loc+"/"+dir, dir+"/", path.Base(prefix)
+		one.loc, one.prefix, file = one.loc+"/"+dir, dir+"/", path.Base(prefix)
 	}
-	t.file = file
-	t.files = []Entry{{Name: file, Size: in.Size, ModTime: in.ModTime, ETag: in.ETag}}
-	t.byName = map[string]int{file: 0}
-	t.looked = map[string]Entry{}
-	return t, file, nil
+	one.file = file
+	one.files = []Entry{{Name: file, Size: in.Size, ModTime: in.ModTime, ETag: in.ETag}}
+	one.byName = map[string]int{file: 0}
+	one.looked = map[string]Entry{}
+	return one, file, nil
 }
 
 // openLocalSource is OpenSource of a location on this machine.

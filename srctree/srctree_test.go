@@ -473,3 +473,49 @@ func TestStore(t *testing.T) {
 		}
 	}
 }
+
+// TestObject: an empty tree in a bucket opens the object its location
+// names with one HEAD request, its listing not repeated; one naming
+// nothing is fs.ErrNotExist, and a tree with files names no object.
+func TestObject(t *testing.T) {
+	t.Parallel()
+	srv, _, remote := trees(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		loc, file, where string
+		missing          bool
+	}{
+		{remote + "/data.txt", "data.txt", remote, false},
+		{remote + "/data/chunk-000/file-000.parquet", "file-000.parquet", remote + "/data/chunk-000", false},
+		{remote + "/no-such-thing", "", "", true},
+	} {
+		st := &objstore.Stats{}
+		tr, err := srctree.Open(ctx, c.loc, srv.Reach(objstore.Options{Stats: st}))
+		if err != nil || !tr.Empty() || st.Requests() != 1 {
+			t.Fatalf("%s: Open: %v, empty %v, %d requests", c.loc, err, err == nil && tr.Empty(), st.Requests())
+		}
+		one, file, err := tr.Object(ctx)
+		if st.Requests() != 2 {
+			t.Errorf("%s: Object sent %d requests after the listing, want 1", c.loc, st.Requests()-1)
+		}
+		if c.missing {
+			if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), c.loc) {
+				t.Errorf("%s: %v", c.loc, err)
+			}
+			continue
+		}
+		if err != nil || file != c.file || one.Location() != c.where || one.Stats() != st {
+			t.Fatalf("%s: %q in %v, %v", c.loc, file, one, err)
+		}
+		if b, err := one.ReadFile(ctx, file, 1<<20); err != nil || len(b) == 0 {
+			t.Errorf("%s: read %d bytes, %v", c.loc, len(b), err)
+		}
+	}
+	tr, err := srctree.Open(ctx, remote, srv.Reach(objstore.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tr.Object(ctx); err == nil {
+		t.Error("a tree with files named an object")
+	}
+}

@@ -189,11 +189,11 @@ func (c *convertFlags) identify(ctx context.Context, fs *flag.FlagSet, src conve
 	return c.appendBase(ctx, "")
 }
 
-// appendBase, for --append into a destination that holds a committed
-// output, reads that output (see convert.Target.ReadBase), sorts the
-// sources against its record and makes the run's record the extended
-// output's; a real run first finishes an append's commit that a stopped
-// run began. packDir is the run's pack directory ("" for the default).
+// appendBase, for --append, refuses what cannot be appended (an
+// --allow-removed without --append, a source that cannot be identified)
+// and reads the committed output the run extends (see
+// convert.Target.AppendBase), keeping it for the converter's options.
+// packDir is the run's pack directory ("" for the default).
 func (c *convertFlags) appendBase(ctx context.Context, packDir string) error {
 	if c.allowRemoved && !c.append {
 		return usagef("%s: --allow-removed goes with --append", c.command)
@@ -204,31 +204,9 @@ func (c *convertFlags) appendBase(ctx context.Context, packDir string) error {
 	if c.record == nil {
 		return usagef("%s: --append needs sources it can identify: standard input cannot tell what is new", c.command)
 	}
-	if !c.dryRun {
-		if _, err := c.target().Recover(ctx); err != nil {
-			return err
-		}
-	}
-	base, err := c.target().ReadBase(ctx, packDir)
-	if err != nil || base == nil {
-		return err
-	}
-	switch c.growth {
-	case convert.GrowsByFiles:
-		if _, err := base.Sources(c.record.Sources, c.allowRemoved); err != nil {
-			return err
-		}
-		base.Extend(c.record)
-	case convert.GrowsInFiles:
-		// The record's files still tell whether anything is new: none
-		// changed or added is already done.
-		base.Extend(c.record)
-		base.Grown(c.record.Sources)
-	default:
-		base.Extend(c.record)
-	}
+	base, err := c.target().AppendBase(ctx, packDir, c.growth, c.allowRemoved, c.dryRun)
 	c.base = base
-	return nil
+	return err
 }
 
 // destination parses a converter's DST, once (convert.ParseDest), and
