@@ -140,6 +140,7 @@ func TestS3VerifyAgainstParquet(t *testing.T) {
 	}
 	upload(t, srv, ds, "tables", "ds")
 	upload(t, srv, src, "tables", "src")
+	var requests []float64
 	for _, c := range [][2]string{
 		{ds, src},
 		{"s3://tables/ds", src},
@@ -153,6 +154,14 @@ func TestS3VerifyAgainstParquet(t *testing.T) {
 		}
 		m := lastJSON(t, bpS3(t, env, "verify", "--json", c[0], "--against", c[1]))
 		t.Logf("verify %s --against %s: %v requests, %v bytes fetched", c[0], c[1], m["fetch_requests"], m["bytes_fetched"])
+		n, _ := m["fetch_requests"].(float64)
+		requests = append(requests, n)
+	}
+	// The source named as its one object costs its prefix's listing (which
+	// finds nothing under it as a directory) and one HEAD: one request more
+	// than the directory's listing, the reads being the same.
+	if requests[4] != requests[3]+1 {
+		t.Errorf("verify --against one object: %v requests, against its directory %v", requests[4], requests[3])
 	}
 	// A source whose row 3 payload differs: pyarrow rewrites the table.
 	bad := filepath.Join(root, "bad")
