@@ -23,6 +23,6 @@ $bin verify "$work/dataset/media"
 echo "== unzip -t"
 for z in "$work"/dataset/media/*.zip; do unzip -tq "$z"; done
 echo "== bpconvert ls (first 6 members)"
-$bin ls "$work/dataset/media" | head -n 6
+$bin ls "$work/dataset/media" | sed -n 1,6p  # sed reads to the end: no SIGPIPE under pipefail
 echo "== written"
 (cd "$work/dataset" && find . -type f | sort)

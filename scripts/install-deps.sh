@@ -4,7 +4,7 @@
 set -euo pipefail
 
 need_cmd() { command -v "$1" >/dev/null 2>&1; }
-need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep 'install ok installed' >/dev/null; }
 
 # gcc and pkg-config for cgo; patchelf for the release (scripts/dist); ffmpeg (CLI for video fixtures) and the six
 # libav*-dev packages go-astiav v0.16.0 links against; zip tools and zstd for

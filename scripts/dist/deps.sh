@@ -8,12 +8,12 @@
 # Then apt-get update, so the image's base has Debian's current packages.
 set -euo pipefail
 
-need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+need_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep 'install ok installed' >/dev/null; }
 
 missing=()
 for p in skopeo umoci mmdebstrap buildah; do need_pkg "$p" || missing+=("$p"); done
 list=/etc/apt/sources.list.d/bpconvert-src.sources
-if ! apt-cache showsrc ffmpeg 2>/dev/null | grep -q '^Package: ffmpeg'; then
+if ! apt-cache showsrc ffmpeg 2>/dev/null | grep '^Package: ffmpeg' >/dev/null; then
   echo "dist-deps: adding Debian 12's source packages to apt ($list)" >&2
   cat >"$list" <<'EOF'
 Types: deb-src

@@ -66,7 +66,7 @@ srcdir=$cache/src
 orig=$srcdir/ffmpeg_$FFMPEG_UPSTREAM.orig.tar.xz
 mkdir -p "$srcdir"
 if ! echo "$FFMPEG_ORIG_SHA256  $orig" | sha256sum -c --quiet - >/dev/null 2>&1; then
-  if ! apt-cache showsrc ffmpeg 2>/dev/null | grep -qx "Version: $FFMPEG_DEBIAN_VERSION"; then
+  if ! apt-cache showsrc ffmpeg 2>/dev/null | grep -x "Version: $FFMPEG_DEBIAN_VERSION" >/dev/null; then
     echo "ffmpeg: apt knows no source package ffmpeg=$FFMPEG_DEBIAN_VERSION;" \
       "add a deb-src line for bookworm and bookworm-security (scripts/dist/deps.sh does) and run apt-get update" >&2
     exit 1

@@ -152,7 +152,7 @@ ref=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["manifests
 umoci raw unpack --image "$work/oci:$ref" "$work/rootfs" || fail "umoci cannot unpack $img"
 rootfs=$work/rootfs
 [ ! -e "$rootfs/bin/sh" ] || fail "the image has a shell"
-if find "$rootfs" -name 'libav*' | grep -v "^$rootfs/usr/local/lib/bpconvert/" | grep -q .; then
+if find "$rootfs" -name 'libav*' | grep -v "^$rootfs/usr/local/lib/bpconvert/" | grep . >/dev/null; then
   fail "the image has FFmpeg libraries outside /usr/local/lib/bpconvert"
 fi
 mkdir -p "$rootfs/in/shards" "$rootfs/in/lerobot" "$rootfs/out"
@@ -181,7 +181,7 @@ t5=$(date +%s)
 ffmpeg=$(bash scripts/dist/ffmpeg.sh)
 PKG_CONFIG_PATH=$ffmpeg/lib/pkgconfig CGO_LDFLAGS="-Wl,-rpath,$ffmpeg/lib" \
   $GO test -c -o "$work/libav.test" ./convert/lerobot/video/libav/
-ldd "$work/libav.test" | grep -q "libavformat.so.59 => $ffmpeg/lib/" || fail "the libav tests are not linked with $ffmpeg"
+ldd "$work/libav.test" | grep "libavformat.so.59 => $ffmpeg/lib/" >/dev/null || fail "the libav tests are not linked with $ffmpeg"
 (cd convert/lerobot/video/libav && "$work/libav.test" -test.count=1) || fail "the libav tests with the bundled FFmpeg build"
 echo "test-dist: the libav tests pass with the bundled FFmpeg build"
 t6=$(date +%s)
