@@ -191,11 +191,12 @@ t6=$(date +%s)
 # CA certificates, made once and cached under ~/.cache/bpconvert, named
 # after its command. Its file system must be the image's: the same paths,
 # modes, owners, link targets and file contents.
-slim_cmd=(mmdebstrap --quiet --variant=minbase --include=ca-certificates bookworm
-  "deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian-security bookworm-security main")
-slim=${BPCONVERT_CACHE:-$HOME/.cache/bpconvert}/debian-bookworm-slim-$(printf '%s\n' "${slim_cmd[@]}" | sha256sum | cut -c1-12).tar
+# (mmdebstrap SUITE TARGET MIRROR...: the target before the mirrors.)
+slim_cmd=(mmdebstrap --quiet --variant=minbase --include=ca-certificates bookworm)
+slim_mirrors=("deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian-security bookworm-security main")
+slim=${BPCONVERT_CACHE:-$HOME/.cache/bpconvert}/debian-bookworm-slim-$(printf '%s\n' "${slim_cmd[@]}" "${slim_mirrors[@]}" | sha256sum | cut -c1-12).tar
 if [ ! -f "$slim" ]; then
-  "${slim_cmd[@]}" "${slim%.tar}.tmp.tar" || fail "mmdebstrap could not make a Debian 12 base for the Dockerfile"
+  "${slim_cmd[@]}" "${slim%.tar}.tmp.tar" "${slim_mirrors[@]}" || fail "mmdebstrap could not make a Debian 12 base for the Dockerfile"
   mv "${slim%.tar}.tmp.tar" "$slim"
 fi
 ba=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
