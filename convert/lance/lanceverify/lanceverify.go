@@ -11,7 +11,8 @@ package lanceverify
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/bpconvert/bpconvert/dsverify"
 	"github.com/bpconvert/bpconvert/lancefmt"
@@ -50,12 +51,7 @@ func compare(c *dsverify.Check, src string) error {
 			recs[rel] = &r
 		}
 	}
-	rels := make([]string, 0, len(recs))
-	for rel := range recs {
-		rels = append(rels, rel)
-	}
-	sort.Strings(rels)
-	for _, rel := range rels {
+	for _, rel := range slices.Sorted(maps.Keys(recs)) {
 		rec := recs[rel]
 		srcDS, err := c.OpenLance(sp, "", lancefmt.OpenOptions{Version: rec.SourceVersion})
 		if err != nil {

@@ -13,8 +13,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/bpconvert/bpconvert/dsverify"
@@ -105,12 +106,7 @@ func CompareTables(c *dsverify.Check, src string) error {
 	a := &dsverify.Against{Source: src, Format: "parquet"}
 	c.Report().Against = a
 	var keptColumns, keptValues int64
-	rels := make([]string, 0, len(recs))
-	for rel := range recs {
-		rels = append(rels, rel)
-	}
-	sort.Strings(rels)
-	for _, rel := range rels {
+	for _, rel := range slices.Sorted(maps.Keys(recs)) {
 		rec := recs[rel]
 		if !isDir && name != path.Base(rel) {
 			continue
