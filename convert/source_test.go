@@ -41,8 +41,6 @@ func TestSource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reach := objstore.Options{Endpoint: srv.Endpoint, Region: "us-east-1",
-		Credentials: objstore.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}}
 	for _, c := range []struct {
 		loc, where string
 		remote     bool
@@ -53,9 +51,7 @@ func TestSource(t *testing.T) {
 		{"s3://src/ds/a.tar", "s3://src/ds/a.tar", true},
 	} {
 		t.Run(c.loc, func(t *testing.T) {
-			o := reach
-			o.Stats = &objstore.Stats{}
-			tr, file, err := srctree.OpenSource(ctx, c.loc, o)
+			tr, file, err := srctree.OpenSource(ctx, c.loc, srv.Reach(objstore.Options{Stats: &objstore.Stats{}}))
 			if err != nil {
 				t.Fatal(err)
 			}
