@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/bpconvert/bpconvert/internal/srcfile"
@@ -86,24 +87,29 @@ type SourceFile struct {
 // its files (and nothing else of its tree); a source of Parts is its
 // parts'. An object's content tag stands beside its time.
 func Identify(ctx context.Context, sources []Source) ([]SourceFile, error) {
+	out, err := identifyAll(ctx, sources)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b SourceFile) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// identifyAll lists the files of every source (see Identify), unsorted.
+func identifyAll(ctx context.Context, sources []Source) ([]SourceFile, error) {
 	var out []SourceFile
-	for i := 0; i < len(sources); i++ {
-		src := sources[i]
-		switch {
-		case src.Files != nil:
-			sources = append(sources, src.Files...)
-			continue
-		case len(src.Parts) > 0:
-			sources = append(sources, src.Parts...)
-			continue
-		case src.Tree == nil:
-			continue
-		}
+	for _, src := range sources {
 		var files []SourceFile
 		var err error
-		if src.Tree.Remote() {
+		switch {
+		case src.Files != nil:
+			files, err = identifyAll(ctx, src.Files)
+		case len(src.Parts) > 0:
+			files, err = identifyAll(ctx, src.Parts)
+		case src.Tree == nil:
+		case src.Tree.Remote():
 			files, err = identifyRemote(ctx, src)
-		} else {
+		default:
 			files, err = identifyLocal(src.Location())
 		}
 		if err != nil {
@@ -111,15 +117,6 @@ func Identify(ctx context.Context, sources []Source) ([]SourceFile, error) {
 		}
 		out = append(out, files...)
 	}
-	slices.SortFunc(out, func(a, b SourceFile) int {
-		switch {
-		case a.Path < b.Path:
-			return -1
-		case a.Path > b.Path:
-			return 1
-		}
-		return 0
-	})
 	return out, nil
 }
 

@@ -152,4 +152,15 @@ func TestIdentifyFiles(t *testing.T) {
 			t.Errorf("%s: identified %q, want %q", c.name, got, c.want)
 		}
 	}
+	// The caller's slice is read, never written (its spare room included).
+	srcs := make([]convert.Source, 1, 4)
+	srcs[0] = parts
+	if _, err := convert.Identify(ctx, srcs); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srcs[1:cap(srcs)] {
+		if s.Opened() {
+			t.Fatalf("Identify wrote into its caller's slice: %+v", srcs[:cap(srcs)])
+		}
+	}
 }
