@@ -2,8 +2,6 @@ package lance
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/bpconvert/bpconvert/convert"
 	"github.com/bpconvert/bpconvert/internal/cliflag"
@@ -31,22 +29,11 @@ func Flags(fs *flag.FlagSet) convert.JobFlags {
 			External: External(*external),
 		})
 		if err != nil && s.Remote() {
-			if err = notThere(src, err); !isWorded(err) {
-				err = fmt.Errorf("convert-lance: %w", err)
-			}
-			return nil, err
+			return nil, bucketError("convert-lance", src, err)
 		}
 		if err != nil {
 			return nil, err
 		}
 		return job, nil
 	}}
-}
-
-// isWorded reports whether err is an *InputError or a *UsageError, which
-// say what is wrong as they are.
-func isWorded(err error) bool {
-	var ie *convert.InputError
-	var ue *convert.UsageError
-	return errors.As(err, &ie) || errors.As(err, &ue)
 }

@@ -61,7 +61,7 @@ func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.So
 	t, file, err := srctree.OpenSource(ctx, src, o)
 	var local *srctree.LocalError
 	if err != nil && !errors.As(err, &local) {
-		return convert.Source{}, notThere(strings.TrimSuffix(src, "/"), err)
+		return convert.Source{}, bucketError("", strings.TrimSuffix(src, "/"), err)
 	}
 	if err != nil {
 		return convert.Source{}, err
@@ -69,18 +69,25 @@ func OpenSource(ctx context.Context, src string, o objstore.Options) (convert.So
 	return convert.Source{Tree: t, File: file}, nil
 }
 
-// notThere words a failure to read a dataset in object storage whose
-// cause is that nothing is there (not a missing bucket) as bad input
-// naming src; other errors are returned as they are.
-func notThere(src string, err error) error {
+// bucketError words a failure to read the dataset src in object storage:
+// an *InputError or *UsageError says what is wrong as it is; nothing there
+// (not a missing bucket) is bad input naming src; the store's other
+// failures are named with command, when it is not "" (the caller names
+// them otherwise).
+func bucketError(command, src string, err error) error {
 	var ie *convert.InputError
 	var ue *convert.UsageError
-	if errors.As(err, &ie) || errors.As(err, &ue) || !errors.Is(err, objstore.ErrNotExist) || errors.Is(err, objstore.ErrNoBucket) {
+	switch {
+	case errors.As(err, &ie), errors.As(err, &ue):
 		return err
+	case errors.Is(err, objstore.ErrNotExist) && !errors.Is(err, objstore.ErrNoBucket):
+		e := convert.Invalid("convert-lance", src, errors.New("no Lance dataset there (no such object or prefix)"))
+		e.Hint = "SRC names the dataset's directory (holding _versions/ and data/), e.g. s3://BUCKET/PREFIX/NAME.lance"
+		return e
+	case command != "":
+		return fmt.Errorf("%s: %w", command, err)
 	}
-	e := convert.Invalid("convert-lance", src, errors.New("no Lance dataset there (no such object or prefix)"))
-	e.Hint = "SRC names the dataset's directory (holding _versions/ and data/), e.g. s3://BUCKET/PREFIX/NAME.lance"
-	return e
+	return err
 }
 
 // openDataset opens the dataset of the source s at the version o names
